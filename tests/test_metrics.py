@@ -1,0 +1,204 @@
+"""umapviz.metrics: outlier masks, trustworthiness, fingerprint."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from sklearn.manifold import trustworthiness as sklearn_trustworthiness
+from sklearn.neighbors import NearestNeighbors
+
+from umapviz import metrics
+
+
+def knn(points: np.ndarray, k: int = 10) -> np.ndarray:
+    """(n, k) neighbour indices, self included (as a FuzzyGraph's knn_indices)."""
+    return NearestNeighbors(n_neighbors=k).fit(points).kneighbors(return_distance=False, X=points)
+
+
+@pytest.fixture
+def clean():
+    """A layout like UMAP's: a few uniformly filled clusters, and its neighbour graph."""
+    rng = np.random.default_rng(0)
+    centres = np.array([[0, 0], [8, 1], [3, 9], [-6, 5]], dtype=np.float32)
+    Y = (centres[rng.integers(0, 4, 3000)] + rng.uniform(-1.5, 1.5, (3000, 2))).astype(np.float32)
+    return Y, knn(Y)
+
+
+@pytest.mark.parametrize("method", ["neighbors", "radius", "bounds"])
+def test_clean_layout_has_no_outliers(clean, method):
+    Y, nbrs = clean
+    mask = metrics.outliers(Y, nbrs, method=method, reference=Y)
+    assert mask.dtype == bool and mask.shape == (len(Y),)
+    assert mask.sum() <= 2  # near zero
+
+
+@pytest.mark.parametrize("method", ["neighbors", "radius", "bounds"])
+def test_planted_far_point_is_flagged(clean, method):
+    Y, nbrs = clean
+    flung = Y.copy()
+    flung[123] = [150.0, -90.0]  # the graph still says its neighbours are back in its cluster
+    mask = metrics.outliers(flung, nbrs, method=method, reference=Y)
+    assert mask[123]
+    assert mask.sum() <= 3
+
+
+def test_fuzzy_graph_like_object_is_accepted(clean):
+    Y, nbrs = clean
+    flung = Y.copy()
+    flung[5] += 200
+    graph = SimpleNamespace(knn_indices=nbrs.astype(np.int32))
+    assert np.array_equal(metrics.outliers(flung, graph), metrics.outliers(flung, nbrs))
+
+
+def test_neighbors_factor_is_relative_to_the_median_gap():
+    # Points on a line 1 apart; the last one 5 away from its only neighbour.
+    Y = np.zeros((11, 2), dtype=np.float32)
+    Y[:, 0] = np.arange(11)
+    Y[10, 0] = 14
+    nbrs = np.array([[i, i - 1 if i else 1] for i in range(11)])
+    d = metrics.neighbor_distances(Y, nbrs)
+    assert d.tolist() == [1.0] * 10 + [5.0]
+    assert metrics.outliers(Y, nbrs, factor=4.9).tolist() == [False] * 10 + [True]
+    assert not metrics.outliers(Y, nbrs, factor=5.1).any()
+
+
+def test_duplicates_and_missing_neighbours_do_not_break_the_neighbour_measure():
+    # Rows 0-11: six points, each twice (a duplicate is its own nearest neighbour, distance 0).
+    # Rows 12-16: a line one apart. Row 17: 100 beyond the line's end. Row 18: no neighbour listed.
+    Y = np.zeros((19, 2), dtype=np.float32)
+    Y[:12, 1] = np.repeat(np.arange(6) * 10.0, 2)
+    Y[12:17, 0] = np.arange(5)
+    Y[17, 0] = 104
+    Y[18] = [3, 3]
+    nbrs = (
+        [[i, i ^ 1] for i in range(12)] + [[i, i + 1] for i in range(12, 16)] + [[16, 15], [17, 16], [18, -1]]
+    )
+    d = metrics.neighbor_distances(Y, np.array(nbrs))
+    assert (d[:12] == 0).all() and (d[12:17] == 1).all() and d[17] == 100 and np.isinf(d[18])
+    # The typical gap is the median over non-zero distances (1), not 0 as most rows here would make it.
+    mask = metrics.outliers(Y, np.array(nbrs))
+    assert np.flatnonzero(mask).tolist() == [17]
+
+
+def test_bounds_use_min_max_and_two_std_per_axis():
+    rng = np.random.default_rng(1)
+    ref = rng.normal(size=(500, 2)) * [1.0, 3.0]
+    lo = ref.min(axis=0) - 2 * ref.std(axis=0)
+    hi = ref.max(axis=0) + 2 * ref.std(axis=0)
+    Y = ref.copy()
+    Y[0] = [hi[0] - 1e-6, 0]  # just inside on x
+    Y[1] = [hi[0] + 1e-6, 0]  # just outside on x
+    Y[2] = [0, lo[1] - 1e-6]  # just outside on y
+    mask = metrics.outliers(Y, method="bounds", reference=ref)
+    assert mask[:3].tolist() == [False, True, True]
+    assert mask.sum() == 2
+
+
+def test_non_finite_rows_are_outliers(clean):
+    Y, nbrs = clean
+    Y = Y.copy()
+    Y[9] = np.nan
+    for method in ("neighbors", "radius", "bounds"):
+        mask = metrics.outliers(Y, nbrs, method=method, reference=clean[0])
+        assert mask[9] and mask.sum() <= 3
+
+
+def test_outlier_errors(clean):
+    Y, nbrs = clean
+    with pytest.raises(ValueError, match="needs reference"):
+        metrics.outliers(Y, method="bounds")
+    with pytest.raises(ValueError, match="needs graph"):
+        metrics.outliers(Y, method="neighbors")
+    with pytest.raises(ValueError, match="Unknown outlier method 'far'"):
+        metrics.outliers(Y, nbrs, method="far")
+    with pytest.raises(ValueError, match="shape"):
+        metrics.outliers(Y, method="bounds", reference=Y[:10])
+    with pytest.raises(ValueError, match="vertices"):
+        metrics.outliers(Y, nbrs[:10])
+    with pytest.raises(ValueError, match="beyond"):
+        metrics.outliers(Y[:100], nbrs[:100])
+    with pytest.raises(ValueError, match="2-D"):
+        metrics.outliers(Y[:, 0], nbrs)
+
+
+def test_outlier_summary(clean):
+    Y, nbrs = clean
+    flung = Y.copy()
+    flung[[4, 40]] = [[300.0, 0.0], [0.0, -200.0]]
+    s = metrics.outlier_summary(flung, nbrs, reference=Y)
+    assert (s["neighbors"], s["bounds"], s["radius"]) == (2, 2, 2)
+    assert s["max_radius"] > 290 and s["median_radius"] < 10
+    assert s["max_gap_ratio"] > 100
+    bare = metrics.outlier_summary(flung)
+    assert bare["neighbors"] is None and bare["bounds"] is None and bare["radius"] == 2
+
+
+# --- trustworthiness --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def high_dim():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((250, 12))
+    X[:125] += 3.0  # two groups, so a 2-D projection keeps some structure
+    return X
+
+
+@pytest.mark.parametrize("k", [1, 5, 12])
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_trustworthiness_equals_sklearn(high_dim, k, metric):
+    Y = high_dim[:, :2] + 0.05 * high_dim[:, 2:4]
+    ours = metrics.trustworthiness(high_dim, Y, n_neighbors=k, metric=metric)
+    theirs = sklearn_trustworthiness(high_dim, Y, n_neighbors=k, metric=metric)
+    assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+def test_trustworthiness_isometry_is_one_and_random_is_low(high_dim):
+    rng = np.random.default_rng(3)
+    rotation, _ = np.linalg.qr(rng.standard_normal((12, 12)))
+    assert metrics.trustworthiness(high_dim, high_dim @ rotation + 7.0) == pytest.approx(1.0)
+    random_layout = rng.standard_normal((250, 2))
+    assert metrics.trustworthiness(high_dim, random_layout) < 0.6
+
+
+def test_trustworthiness_subsample_estimates_the_full_value():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((3000, 8)).astype(np.float32)
+    Y = X[:, :2] + 0.3 * rng.standard_normal((3000, 2)).astype(np.float32)
+    full = metrics.trustworthiness(X, Y, sample=3000)
+    auto = metrics.trustworthiness(X, Y)  # 2,000 of 3,000 queries
+    few = metrics.trustworthiness(X, Y, sample=500, random_state=1)
+    assert auto == pytest.approx(full, abs=0.01)
+    assert few == pytest.approx(full, abs=0.02)
+    assert few == metrics.trustworthiness(X, Y, sample=500, random_state=1)
+    assert few != metrics.trustworthiness(X, Y, sample=500, random_state=2)
+
+
+def test_trustworthiness_errors(high_dim):
+    Y = high_dim[:, :2]
+    with pytest.raises(ValueError, match="n / 2"):
+        metrics.trustworthiness(high_dim, Y, n_neighbors=125)
+    with pytest.raises(ValueError, match="one row"):
+        metrics.trustworthiness(high_dim[:100], Y)
+    with pytest.raises(ValueError, match="sample"):
+        metrics.trustworthiness(high_dim, Y, sample=0)
+    with pytest.raises(ValueError, match="metric"):
+        metrics.trustworthiness(high_dim, Y, metric="manhattan")
+
+
+# --- fingerprint ------------------------------------------------------------------------------------
+
+
+def test_fingerprint_changes_with_one_bit_shape_and_dtype():
+    Y = np.random.default_rng(5).standard_normal((100, 2)).astype(np.float32)
+    fp = metrics.fingerprint(Y)
+    assert len(fp) == 16 and int(fp, 16) >= 0
+    assert metrics.fingerprint(Y.copy()) == fp
+    assert metrics.fingerprint(np.asfortranarray(Y)) == fp  # same values, same fingerprint
+    flipped = Y.copy()
+    flipped.view(np.uint32)[57, 1] ^= 1  # the lowest mantissa bit of one coordinate
+    assert metrics.fingerprint(flipped) != fp
+    assert metrics.fingerprint(Y.reshape(50, 4)) != fp
+    assert metrics.fingerprint(Y.view(np.int32)) != fp

