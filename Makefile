@@ -1,0 +1,35 @@
+# Two commands do all the set-up on a fresh machine with Python >= 3.10:
+#   make lab    -- JupyterLab on notebooks/ (creates .venv and installs everything on first use)
+#   make test   -- lint + the test suite (the notebooks too, headless with nbval); GPU tests skip without a GPU
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: lab test install lint demo bench-cpu clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[lab,test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+lint: $(STAMP)
+	$(BIN)/ruff check umapviz tests bench
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg
+
+demo: $(STAMP)
+	$(BIN)/umapviz demo
+
+bench-cpu: $(STAMP)
+	$(BIN)/python bench/cpu_layout.py
+
+clean:
+	rm -rf $(VENV) data/cache .pytest_cache

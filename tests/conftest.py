@@ -1,0 +1,40 @@
+"""Shared fixtures; GPU-marked tests skip cleanly where CuPy or a GPU is missing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from umapviz._backend import _cupy_or_reason
+
+
+def pytest_collection_modifyitems(config, items):
+    cp, why = _cupy_or_reason()
+    if cp is not None:
+        return
+    skip = pytest.mark.skip(reason=f"no GPU: {why}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Keep tests away from the user's graph cache."""
+    monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(scope="session")
+def blobs_small():
+    """600 points in 10-D, 4 clusters: fast to build and to lay out."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(600, n_features=10, centers=4, random_state=0)
+    return X.astype(np.float32), y
+
+
+@pytest.fixture(scope="session")
+def small_graph(blobs_small):
+    from umapviz.graph import build_graph
+
+    return build_graph(blobs_small[0], n_neighbors=10, n_epochs=60, knn="exact", cache=False, progress=False)

@@ -1,0 +1,132 @@
+"""Headless entry points: `umapviz demo` (and `python -m umapviz demo`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_CHUNKS = ("1", "4", "16", "auto", "degree")
+
+
+def _parse_chunks(text: str) -> list[int | str]:
+    out: list[int | str] = []
+    for part in text.split(","):
+        part = part.strip()
+        out.append(int(part) if part.isdigit() else part)
+    return out
+
+
+def run_demo(
+    dataset: str | None = None,
+    n_samples: int | None = None,
+    n_chunks: list[int | str] | None = None,
+    random_state: int = 0,
+    device: str = "cpu",
+    n_epochs: int | None = None,
+    init: str = "spectral",
+    out: str | Path | None = None,
+    progress: bool = True,
+) -> list[dict]:
+    """Run sequential, buffered and chunked (each n_chunks) on one dataset; return one row per run.
+
+    Outliers are counted two ways: "bounds" (outside the sequential layout's per-axis [min - 2 std,
+    max + 2 std]) and "neighbors" (far from all graph neighbours); see umapviz.metrics.
+    """
+    from tqdm.auto import tqdm  # noqa: PLC0415
+
+    from . import datasets, metrics  # noqa: PLC0415
+    from .graph import build_graph  # noqa: PLC0415
+    from .optimize import LayoutOptimizer  # noqa: PLC0415
+
+    name = dataset or datasets.DEFAULT
+    X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state)
+    graph = build_graph(X, n_epochs=n_epochs, random_state=random_state, progress=progress)
+    runs: list[tuple[str, int | str]] = [("sequential", 1), ("buffered", 1)]
+    runs += [("chunked", c) for c in (n_chunks or _parse_chunks(",".join(DEFAULT_CHUNKS)))]
+    rows: list[dict] = []
+    embeddings: list[np.ndarray] = []
+    reference = None
+    for strategy, chunks in tqdm(runs, desc="demo", disable=not progress):
+        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=random_state, init=init,
+                              n_epochs=n_epochs, device=device)
+        start = time.perf_counter()
+        opt.run()
+        seconds = time.perf_counter() - start
+        emb = opt.embedding
+        if reference is None:
+            reference = emb
+        rows.append({
+            "strategy": strategy,
+            "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
+            "rule": chunks if isinstance(chunks, str) else "",
+            "outliers_bounds": int(metrics.outliers(emb, method="bounds", reference=reference).sum()),
+            "outliers_neighbors": int(metrics.outliers(emb, graph, method="neighbors").sum()),
+            "trustworthiness": float(metrics.trustworthiness(X, emb)),
+            "s_per_epoch": seconds / opt.n_epochs,
+            "fingerprint": metrics.fingerprint(emb),
+        })
+        embeddings.append(emb)
+    if out is not None:
+        _write_figures(Path(out), rows, embeddings, labels, graph)
+    return rows
+
+
+def _write_figures(out: Path, rows: list[dict], embeddings: list[np.ndarray], labels, graph) -> None:
+    from . import metrics  # noqa: PLC0415
+    from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
+
+    out.mkdir(parents=True, exist_ok=True)
+    titles = [f"{r['strategy']}" + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
+              for r in rows]
+    masks = [metrics.outliers(e, method="bounds", reference=embeddings[0]) for e in embeddings]
+    image = side_by_side(embeddings, titles=titles, labels=labels, outliers=masks)
+    save_png(image, out / "side_by_side.png")
+
+
+def format_table(rows: list[dict]) -> str:
+    """A plain-text table of demo rows."""
+    head = ["strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)", "trust", "s/epoch",
+            "fingerprint"]
+    body = [[r["strategy"], str(r["n_chunks"]), str(r["rule"]), str(r["outliers_bounds"]),
+             str(r["outliers_neighbors"]), f"{r['trustworthiness']:.4f}", f"{r['s_per_epoch']:.4f}",
+             r["fingerprint"]] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) for b in body]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="umapviz", description="See how UMAP's layout optimizer behaves.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="compare strategies on a dataset and print a table")
+    demo.add_argument("--dataset", default=None, help="dataset name or file path (default: the kit's default)")
+    demo.add_argument("--n-samples", type=int, default=None)
+    demo.add_argument("--n-chunks", default=",".join(DEFAULT_CHUNKS),
+                      help="comma-separated n_chunks values for the chunked runs (ints, auto, degree)")
+    demo.add_argument("--random-state", type=int, default=0)
+    demo.add_argument("--n-epochs", type=int, default=None)
+    demo.add_argument("--init", default="spectral", choices=["spectral", "random"])
+    demo.add_argument("--device", default="cpu", choices=["cpu", "gpu", "auto"])
+    demo.add_argument("--out", default=None, help="folder for figures (PNG side by side)")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        try:
+            rows = run_demo(args.dataset, args.n_samples, _parse_chunks(args.n_chunks), args.random_state,
+                            args.device, args.n_epochs, args.init, args.out)
+        except (ValueError, TypeError, RuntimeError, FileNotFoundError) as exc:
+            print(f"umapviz demo: error: {exc}", file=sys.stderr)
+            return 2
+        print(format_table(rows))
+        if args.out:
+            print(f"figures written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

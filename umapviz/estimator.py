@@ -1,0 +1,109 @@
+"""UMAP as a scikit-learn style estimator over build_graph + LayoutOptimizer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import build_graph
+from .optimize import LayoutOptimizer
+
+
+class UMAP:
+    """Uniform Manifold Approximation and Projection with a choice of layout update strategy.
+
+    ``__init__`` only stores parameters; ``fit`` sets ``graph_`` (the FuzzyGraph), ``optimizer_`` (the
+    LayoutOptimizer after its run) and ``embedding_`` (a NumPy array).
+    """
+
+    def __init__(
+        self,
+        n_neighbors: int = 15,
+        n_components: int = 2,
+        metric: str = "euclidean",
+        min_dist: float = 0.1,
+        spread: float = 1.0,
+        n_epochs: int | None = None,
+        strategy: str = "chunked",
+        n_chunks: int | str = "auto",
+        random_state: int | None = None,
+        init: str | np.ndarray = "spectral",
+        device: str = "auto",
+        learning_rate: float = 1.0,
+        negative_sample_rate: int = 5,
+        repulsion_strength: float = 1.0,
+        knn: str = "auto",
+        cache: bool | str = False,
+        verbose: bool = False,
+    ) -> None:
+        self.n_neighbors = n_neighbors
+        self.n_components = n_components
+        self.metric = metric
+        self.min_dist = min_dist
+        self.spread = spread
+        self.n_epochs = n_epochs
+        self.strategy = strategy
+        self.n_chunks = n_chunks
+        self.random_state = random_state
+        self.init = init
+        self.device = device
+        self.learning_rate = learning_rate
+        self.negative_sample_rate = negative_sample_rate
+        self.repulsion_strength = repulsion_strength
+        self.knn = knn
+        self.cache = cache
+        self.verbose = verbose
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters, as scikit-learn expects."""
+        names = self.__init__.__code__.co_varnames[1 : self.__init__.__code__.co_argcount]
+        return {name: getattr(self, name) for name in names}
+
+    def set_params(self, **params) -> UMAP:
+        for name, value in params.items():
+            if name not in self.get_params():
+                raise ValueError(f"UMAP has no parameter {name!r}; valid ones: {sorted(self.get_params())}.")
+            setattr(self, name, value)
+        return self
+
+    def fit(self, X, y=None) -> UMAP:
+        """Build the graph of X and run the layout optimizer to the end."""
+        self.graph_ = build_graph(
+            X,
+            n_neighbors=self.n_neighbors,
+            metric=self.metric,
+            min_dist=self.min_dist,
+            spread=self.spread,
+            n_epochs=self.n_epochs,
+            knn=self.knn,
+            random_state=self.random_state,
+            cache=self.cache,
+            progress=self.verbose,
+        )
+        self.optimizer_ = LayoutOptimizer(
+            self.graph_,
+            strategy=self.strategy,
+            n_chunks=self.n_chunks,
+            random_state=self.random_state,
+            init=self.init,
+            n_epochs=self.n_epochs,
+            learning_rate=self.learning_rate,
+            negative_sample_rate=self.negative_sample_rate,
+            repulsion_strength=self.repulsion_strength,
+            device=self.device,
+            n_components=self.n_components,
+        ).run(progress=self.verbose)
+        self.embedding_ = self.optimizer_.embedding
+        return self
+
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        """Fit and return the embedding (n_samples, n_components)."""
+        return self.fit(X, y).embedding_
+
+    def __repr__(self) -> str:
+        defaults = UMAP().get_params()
+        changed = {k: v for k, v in self.get_params().items() if not _same(v, defaults[k])}
+        return "UMAP(" + ", ".join(f"{k}={v!r}" for k, v in changed.items()) + ")"
+
+
+def _same(a, b) -> bool:
+    return a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b)

@@ -1,0 +1,349 @@
+"""CPU kernels (Numba) for one epoch of each strategy, following docs/optimizer.md to the letter.
+
+All arithmetic on coordinates is float32 with float32 constants, so that the GPU kernels can follow the same
+operations in the same order. Parallel loops run over fixed blocks of work, and every deterministic strategy
+writes results whose bytes do not depend on how blocks are spread over threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .chunks import chunk_bounds
+from .rng import negative_vertex
+
+_F0 = np.float32(0.0)
+_F1 = np.float32(1.0)
+_CLIP = np.float32(4.0)
+_EPS_REP = np.float32(0.001)
+_FIX = 4294967296.0  # 2**32: fixed-point scale of the chunk accumulators
+_UNFIX = 1.0 / 4294967296.0
+_BLOCK = 2048  # edges (or vertices) per parallel work item
+
+
+@njit(cache=True, inline="always")
+def _clip(x):
+    if x > _CLIP:
+        return _CLIP
+    if x < -_CLIP:
+        return -_CLIP
+    return x
+
+
+@njit(cache=True)
+def schedule(next_s, next_neg, eps, eps_neg, t, active, n_neg_active):
+    """Advance the schedule to epoch t; fill the active list. All arrays are in processing (perm) order, so
+    this pass streams through memory; `active` receives positions in that order. Returns its length."""
+    count = 0
+    tf = np.float64(t)
+    for p in range(next_s.shape[0]):
+        if next_s[p] <= tf:
+            nn = np.int64(np.floor((tf - next_neg[p]) / eps_neg[p]))
+            if nn < 0:
+                nn = 0
+            next_s[p] += eps[p]
+            next_neg[p] += nn * eps_neg[p]
+            active[count] = p
+            n_neg_active[count] = nn
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def scatter_n_neg(perm, active, n_neg_active, n_active, n_neg_edge):
+    """Per-edge negative counts in graph order (-1: inactive), for the owner-computes strategy."""
+    n_neg_edge[:] = -1
+    for q in range(n_active):
+        n_neg_edge[perm[active[q]]] = n_neg_active[q]
+
+
+@njit(cache=True, inline="always")
+def _attract(yi, Y, j, a, b, c_att, alpha, tail_move):
+    """Attraction of the head copy yi towards row j of Y: moves yi, writes the tail's move."""
+    dim = yi.shape[0]
+    d2 = _F0
+    for d in range(dim):
+        diff = yi[d] - Y[j, d]
+        d2 += diff * diff
+    coef = _F0
+    if d2 > _F0:
+        pb = d2**b
+        coef = ((c_att * pb) / d2) / (a * pb + _F1)
+    for d in range(dim):
+        g = _clip(coef * (yi[d] - Y[j, d]))
+        yi[d] += alpha * g
+        tail_move[d] = -(alpha * g)
+
+
+@njit(cache=True, inline="always")
+def _repel(yi, yfrom, Y, i, e, n_neg, seed, t, n, a, b, c_rep, alpha):
+    """The edge's negative samples: each moves yi, computed from yfrom (yi itself, or a frozen copy)."""
+    dim = yi.shape[0]
+    for s in range(n_neg):
+        k = negative_vertex(seed, t, e, s, n)
+        if k == i:
+            continue
+        d2 = _F0
+        for d in range(dim):
+            diff = yfrom[d] - Y[k, d]
+            d2 += diff * diff
+        if d2 > _F0:
+            coef = c_rep / ((_EPS_REP + d2) * (a * d2**b + _F1))
+            for d in range(dim):
+                yi[d] += alpha * _clip(coef * (yfrom[d] - Y[k, d]))
+        else:
+            for d in range(dim):
+                yi[d] += alpha * _CLIP
+
+
+@njit(cache=True, inline="always")
+def _edge(Y, i, j, e, n_neg, seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom, tail_move):
+    """All moves of edge e = (i, j), read from Y: leaves the head's new row in yi, the tail's move in tail_move."""
+    for d in range(yi.shape[0]):
+        yi[d] = Y[i, d]
+        yfrom[d] = Y[i, d]
+    _attract(yi, Y, j, a, b, c_att, alpha, tail_move)
+    if private_head:
+        _repel(yi, yi, Y, i, e, n_neg, seed, t, Y.shape[0], a, b, c_rep, alpha)
+    else:
+        _repel(yi, yfrom, Y, i, e, n_neg, seed, t, Y.shape[0], a, b, c_rep, alpha)
+
+
+# The edge kernels below take head, tail and edge ids in processing order (head_p = head[perm], ...), and
+# `active` holds positions in that order, so their reads stream through memory.
+
+
+@njit(cache=True)
+def epoch_sequential(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha,
+                     private_head):
+    """The reference: one edge after the other, each seeing every earlier move."""
+    dim = Y.shape[1]
+    yi = np.empty(dim, np.float32)
+    yfrom = np.empty(dim, np.float32)
+    tail_move = np.empty(dim, np.float32)
+    for q in range(n_active):
+        p = active[q]
+        i = head_p[p]
+        j = tail_p[p]
+        _edge(Y, i, j, edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom,
+              tail_move)
+        for d in range(dim):
+            Y[i, d] = yi[d]
+            Y[j, d] += tail_move[d]
+
+
+@njit(cache=True, parallel=True)
+def epoch_hogwild(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha,
+                  private_head):
+    """Every edge in parallel, reading and writing the live embedding without locks (racy by design)."""
+    dim = Y.shape[1]
+    n_blocks = (n_active + _BLOCK - 1) // _BLOCK
+    for blk in prange(n_blocks):
+        yi = np.empty(dim, np.float32)
+        yfrom = np.empty(dim, np.float32)
+        tail_move = np.empty(dim, np.float32)
+        for q in range(blk * _BLOCK, min((blk + 1) * _BLOCK, n_active)):
+            p = active[q]
+            i = head_p[p]
+            j = tail_p[p]
+            _edge(Y, i, j, edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom,
+                  tail_move)
+            for d in range(dim):
+                Y[i, d] = yi[d]
+                Y[j, d] += tail_move[d]
+
+
+@njit(cache=True, inline="always")
+def _fix(x):
+    return np.int64(np.rint(np.float64(x) * _FIX))
+
+
+@njit(cache=True, parallel=True)
+def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
+                 private_head, head_fix, tail_fix):
+    """Fixed-point moves of every edge of active[lo:hi], all read from Y as it stands (the chunk's snapshot)."""
+    dim = Y.shape[1]
+    n = hi - lo
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for blk in prange(n_blocks):
+        yi = np.empty(dim, np.float32)
+        yfrom = np.empty(dim, np.float32)
+        tail_move = np.empty(dim, np.float32)
+        for r in range(blk * _BLOCK, min((blk + 1) * _BLOCK, n)):
+            q = lo + r
+            p = active[q]
+            i = head_p[p]
+            _edge(Y, i, tail_p[p], edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi,
+                  yfrom, tail_move)
+            for d in range(dim):
+                head_fix[r, d] = _fix(yi[d] - Y[i, d])
+                tail_fix[r, d] = _fix(tail_move[d])
+
+
+@njit(cache=True)
+def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched):
+    """Sum the chunk's fixed-point moves per row, then move each touched row once and clear it."""
+    dim = Y.shape[1]
+    n_touched = 0
+    for r in range(hi - lo):
+        p = active[lo + r]
+        i = head_p[p]
+        j = tail_p[p]
+        for d in range(dim):
+            acc[i, d] += head_fix[r, d]
+            acc[j, d] += tail_fix[r, d]
+        if not touched_flag[i]:
+            touched_flag[i] = True
+            touched[n_touched] = i
+            n_touched += 1
+        if not touched_flag[j]:
+            touched_flag[j] = True
+            touched[n_touched] = j
+            n_touched += 1
+    for r in range(n_touched):
+        v = touched[r]
+        for d in range(dim):
+            Y[v, d] = np.float32(np.float64(Y[v, d]) + np.float64(acc[v, d]) * _UNFIX)
+            acc[v, d] = 0
+        touched_flag[v] = False
+
+
+def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, n_active, n_chunks, seed, t, a, b, c_att, c_rep,
+                  alpha, private_head, scratch):
+    """Chunks of the active list, each computed from the embedding at its start and applied at its end."""
+    head_fix, tail_fix, acc, touched_flag, touched = scratch
+    bounds = chunk_bounds(n_active, n_chunks)
+    for c in range(n_chunks):
+        lo, hi = int(bounds[c]), int(bounds[c + 1])
+        if hi == lo:
+            continue
+        _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
+                     private_head, head_fix, tail_fix)
+        _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
+
+
+@njit(cache=True, parallel=True)
+def epoch_vertex(Y, Ysnap, head, tail, head_ptr, by_tail, tail_ptr, n_neg_edge, seed, t, a, b, c_att, c_rep,
+                 alpha, private_head):
+    """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot."""
+    n, dim = Y.shape
+    Ysnap[:] = Y
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for blk in prange(n_blocks):
+        yi = np.empty(dim, np.float32)
+        yfrom = np.empty(dim, np.float32)
+        tail_move = np.empty(dim, np.float32)
+        for i in range(blk * _BLOCK, min((blk + 1) * _BLOCK, n)):
+            for d in range(dim):
+                yi[d] = Ysnap[i, d]
+            for e in range(head_ptr[i], head_ptr[i + 1]):
+                nn = n_neg_edge[e]
+                if nn < 0:
+                    continue
+                for d in range(dim):
+                    yfrom[d] = yi[d]
+                _attract(yi, Ysnap, tail[e], a, b, c_att, alpha, tail_move)
+                if private_head:
+                    _repel(yi, yi, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
+                else:
+                    _repel(yi, yfrom, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
+            for r in range(tail_ptr[i], tail_ptr[i + 1]):
+                e = by_tail[r]
+                if n_neg_edge[e] < 0:
+                    continue
+                h = head[e]
+                d2 = _F0
+                for d in range(dim):
+                    diff = Ysnap[h, d] - yi[d]
+                    d2 += diff * diff
+                coef = _F0
+                if d2 > _F0:
+                    pb = d2**b
+                    coef = ((c_att * pb) / d2) / (a * pb + _F1)
+                for d in range(dim):
+                    g = _clip(coef * (Ysnap[h, d] - yi[d]))
+                    yi[d] -= alpha * g
+            for d in range(dim):
+                Y[i, d] = yi[d]
+
+
+class CpuEngine:
+    """Optimizer state on the host and one-epoch steps for every strategy (the backend behind LayoutOptimizer)."""
+
+    def __init__(self, graph, perm: np.ndarray, *, strategy: str, n_chunks: int, seed: int, a: float, b: float,
+                 gamma: float, negative_sample_rate: float, private_head: bool) -> None:
+        self.strategy = strategy
+        self.n_chunks = 1 if strategy == "buffered" else n_chunks
+        self.seed = np.uint64(seed)
+        self.a = np.float32(a)
+        self.b = np.float32(b)
+        self.c_att = np.float32(-2.0 * a * b)
+        self.c_rep = np.float32(2.0 * gamma * b)
+        self.private_head = bool(private_head)
+        self.graph = graph
+        perm = np.ascontiguousarray(perm, dtype=np.int32)
+        self.edge_p = perm
+        self.head_p = np.ascontiguousarray(graph.head[perm], dtype=np.int32)
+        self.tail_p = np.ascontiguousarray(graph.tail[perm], dtype=np.int32)
+        self.eps_p = np.ascontiguousarray(graph.epochs_per_sample[perm], dtype=np.float64)
+        with np.errstate(divide="ignore"):  # negative_sample_rate = 0: no negatives, ever
+            self.eps_neg_p = self.eps_p / np.float64(negative_sample_rate)
+        nnz = graph.nnz
+        self.active = np.empty(nnz, np.int32)
+        self.n_neg_active = np.empty(nnz, np.int32)
+        self.Y = np.empty((graph.n_vertices, 0), np.float32)
+        self._scratch = None
+        self._vertex_index = None
+
+    def reset(self, init: np.ndarray) -> None:
+        """Start over from `init` (copied) with a fresh schedule."""
+        self.Y = np.array(init, dtype=np.float32, order="C", copy=True)
+        self.next_s = self.eps_p.copy()
+        self.next_neg = self.eps_neg_p.copy()
+
+    def embedding(self) -> np.ndarray:
+        return self.Y
+
+    def run_epoch(self, t: int, alpha: float) -> int:
+        """Run epoch t with learning rate alpha; returns the number of active edges."""
+        n_active = schedule(self.next_s, self.next_neg, self.eps_p, self.eps_neg_p, t, self.active,
+                            self.n_neg_active)
+        args = (self.seed, np.int64(t), self.a, self.b, self.c_att, self.c_rep, np.float32(alpha),
+                self.private_head)
+        edges = (self.head_p, self.tail_p, self.edge_p, self.active, self.n_neg_active, n_active)
+        s = self.strategy
+        if s == "sequential":
+            epoch_sequential(self.Y, *edges, *args)
+        elif s == "hogwild":
+            epoch_hogwild(self.Y, *edges, *args)
+        elif s in ("chunked", "buffered"):
+            epoch_chunked(self.Y, *edges, self.n_chunks, *args, self._chunk_scratch())
+        elif s == "vertex":
+            Ysnap, n_neg_edge, head_ptr, by_tail, tail_ptr = self._vertex_arrays()
+            scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
+            epoch_vertex(self.Y, Ysnap, self.graph.head, self.graph.tail, head_ptr, by_tail, tail_ptr, n_neg_edge,
+                         *args)
+        else:  # validated by LayoutOptimizer; kept for direct users of the engine
+            raise ValueError(f"unknown strategy {s!r}")
+        return int(n_active)
+
+    def _chunk_scratch(self):
+        if self._scratch is None:
+            n, dim = self.Y.shape
+            nnz = self.head_p.shape[0]
+            self._scratch = (np.empty((nnz, dim), np.int64), np.empty((nnz, dim), np.int64),
+                             np.zeros((n, dim), np.int64), np.zeros(n, np.bool_), np.empty(n, np.int64))
+        return self._scratch
+
+    def _vertex_arrays(self):
+        if self._vertex_index is None:
+            g = self.graph
+            n = g.n_vertices
+            head_ptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(g.head, minlength=n), out=head_ptr[1:])
+            by_tail = np.argsort(g.tail, kind="stable").astype(np.int32)
+            tail_ptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(g.tail, minlength=n), out=tail_ptr[1:])
+            self._vertex_index = (np.empty_like(self.Y), np.empty(g.nnz, np.int32), head_ptr, by_tail, tail_ptr)
+        return self._vertex_index

@@ -1,0 +1,220 @@
+"""LayoutOptimizer: UMAP's layout SGD as a steppable object, one epoch at a time, under a chosen strategy."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._backend import resolve_device, to_host
+from ..graph._types import FuzzyGraph
+from .chunks import resolve_n_chunks
+from .rng import edge_order, resolve_seed
+
+STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
+REPRODUCIBLE = frozenset({"sequential", "buffered", "chunked", "vertex"})
+INITS = ("spectral", "random")
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    """What one epoch did: `epoch` counts the epochs done after it (1 .. n_epochs)."""
+
+    epoch: int
+    alpha: float
+    active_edges: int
+    seconds: float
+
+
+class LayoutOptimizer:
+    """UMAP's layout optimizer over a FuzzyGraph, stepped epoch by epoch.
+
+    Parameters follow umap-learn where they share a name. ``strategy`` picks how edges read and write the
+    embedding (docs/optimizer.md); ``n_chunks`` (an int in [1, nnz], ``"auto"`` for the shipped GPU rule or
+    ``"degree"``) only matters for ``"chunked"``. ``private_head=False`` computes an edge's negative samples
+    from the head's position before its attraction (the pre-fix GPU behaviour).
+    """
+
+    def __init__(
+        self,
+        graph: FuzzyGraph,
+        strategy: str = "chunked",
+        n_chunks: int | str = "auto",
+        random_state: int | None = None,
+        init: str | np.ndarray = "spectral",
+        n_epochs: int | None = None,
+        learning_rate: float = 1.0,
+        negative_sample_rate: int = 5,
+        repulsion_strength: float = 1.0,
+        device: str = "cpu",
+        n_components: int = 2,
+        private_head: bool = True,
+    ) -> None:
+        if not isinstance(graph, FuzzyGraph):
+            raise TypeError(f"graph must be a FuzzyGraph (from umapviz.build_graph), got {type(graph).__name__}.")
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy={strategy!r} is not known; choose one of {STRATEGIES}.")
+        if graph.nnz == 0:
+            raise ValueError("The graph has no edges, so there is nothing to optimize; check the input data.")
+        self.graph = graph
+        self.strategy = strategy
+        self.n_chunks = resolve_n_chunks(n_chunks, graph) if strategy != "buffered" else 1
+        self.n_chunks_param = n_chunks
+        self.n_epochs = _check_int("n_epochs", graph.n_epochs if n_epochs is None else n_epochs, 1)
+        self.learning_rate = _check_positive("learning_rate", learning_rate)
+        self.negative_sample_rate = _check_int("negative_sample_rate", negative_sample_rate, 0)
+        self.repulsion_strength = _check_positive("repulsion_strength", repulsion_strength, allow_zero=True)
+        self.n_components = _check_int("n_components", n_components, 1)
+        self.device = resolve_device(device)
+        self.private_head = bool(private_head)
+        self.seed = resolve_seed(random_state)
+        self.random_state = random_state
+        self.init = init
+        self._init = self._initial_embedding(init)
+        engine_cls = _engine_class(self.device)
+        self._engine = engine_cls(
+            graph,
+            edge_order(self.seed, graph.nnz),
+            strategy=strategy,
+            n_chunks=self.n_chunks,
+            seed=self.seed,
+            a=graph.a,
+            b=graph.b,
+            gamma=self.repulsion_strength,
+            negative_sample_rate=self.negative_sample_rate,
+            private_head=self.private_head,
+        )
+        self.reset()
+
+    # -- state -----------------------------------------------------------------------------------------------
+    @property
+    def reproducible(self) -> bool:
+        """Whether this strategy promises the same bytes for the same graph, seed and parameters."""
+        return self.strategy in REPRODUCIBLE
+
+    @property
+    def epoch(self) -> int:
+        """Number of epochs done so far."""
+        return self._epoch
+
+    @property
+    def done(self) -> bool:
+        return self._epoch >= self.n_epochs
+
+    @property
+    def embedding(self) -> np.ndarray:
+        """A NumPy copy of the current embedding (n_vertices, n_components)."""
+        return np.array(to_host(self._engine.embedding()), copy=True)
+
+    @property
+    def device_embedding(self):
+        """The live embedding on its own device (NumPy or CuPy), not a copy: read it, don't write it."""
+        return self._engine.embedding()
+
+    def reset(self) -> None:
+        """Back to the initial embedding and epoch 0."""
+        self._engine.reset(self._init)
+        self._epoch = 0
+
+    # -- stepping ----------------------------------------------------------------------------------------------
+    def alpha(self, epoch: int | None = None) -> float:
+        """Learning rate of the given (default: next) epoch."""
+        t = self._epoch if epoch is None else epoch
+        return float(np.float32(self.learning_rate * (1.0 - t / self.n_epochs)))
+
+    def step(self, n: int = 1) -> EpochRecord | None:
+        """Run up to n more epochs (never past n_epochs); returns the last epoch's record, None if done."""
+        record = None
+        for _ in range(_check_int("n", n, 0)):
+            if self.done:
+                break
+            t = self._epoch
+            start = time.perf_counter()
+            active = self._engine.run_epoch(t, self.alpha(t))
+            self._epoch = t + 1
+            record = EpochRecord(self._epoch, self.alpha(t), active, time.perf_counter() - start)
+        return record
+
+    def epochs(self) -> Iterator[EpochRecord]:
+        """Generator over the remaining epochs, yielding one record after each."""
+        while not self.done:
+            yield self.step()
+
+    def run(
+        self,
+        callback: Callable[[LayoutOptimizer, EpochRecord], bool | None] | None = None,
+        every: int = 1,
+        progress: bool = False,
+    ) -> LayoutOptimizer:
+        """Run the remaining epochs. ``callback(self, record)`` is called every ``every`` epochs and after
+        the last; returning True stops the run early (it can be resumed with the same result)."""
+        every = _check_int("every", every, 1)
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm  # noqa: PLC0415 - only for interactive runs
+
+            bar = tqdm(total=self.n_epochs, initial=self._epoch, desc=f"layout ({self.strategy})", unit="epoch")
+        try:
+            for record in self.epochs():
+                if bar is not None:
+                    bar.update(1)
+                if callback is not None and (record.epoch % every == 0 or self.done):
+                    if callback(self, record):
+                        break
+        finally:
+            if bar is not None:
+                bar.close()
+        return self
+
+    def __repr__(self) -> str:
+        chunks = f", n_chunks={self.n_chunks}" if self.strategy == "chunked" else ""
+        return (f"LayoutOptimizer(strategy={self.strategy!r}{chunks}, seed={self.seed}, "
+                f"epoch={self._epoch}/{self.n_epochs}, device={self.device!r})")
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def _initial_embedding(self, init: str | np.ndarray) -> np.ndarray:
+        n, dim = self.graph.n_vertices, self.n_components
+        if isinstance(init, str):
+            from ..graph.init import random_init, spectral_init  # noqa: PLC0415 - scipy-heavy, only when needed
+
+            if init == "spectral":
+                return spectral_init(self.graph, dim, self.seed)
+            if init == "random":
+                return random_init(n, dim, self.seed)
+            raise ValueError(f"init={init!r} is not known; use one of {INITS} or an array of shape ({n}, {dim}).")
+        arr = np.asarray(to_host(init), dtype=np.float32)
+        if arr.shape != (n, dim):
+            raise ValueError(f"init array has shape {arr.shape}, but the graph needs ({n}, {dim}).")
+        if not np.isfinite(arr).all():
+            raise ValueError("init array contains NaN or inf; pass finite coordinates.")
+        return arr
+
+
+def _engine_class(device: str):
+    if device == "gpu":
+        from ._gpu import GpuEngine  # noqa: PLC0415 - CuPy only on demand
+
+        return GpuEngine
+    from ._cpu import CpuEngine  # noqa: PLC0415
+
+    return CpuEngine
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name}={value} is out of range: it must be >= {minimum}.")
+    return int(value)
+
+
+def _check_positive(name: str, value, allow_zero: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {value!r}.") from None
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"{name}={value} is out of range: it must be a finite number > 0.")
+    return v
