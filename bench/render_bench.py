@@ -1,0 +1,107 @@
+"""Frame time of umapviz.render: view + aggregate + shade + PNG encode, at millions of points.
+
+    python bench/render_bench.py                       # NumPy: 1M, 10M, 30M points
+    python bench/render_bench.py --device gpu          # CuPy: the same, points generated on the GPU
+    python bench/render_bench.py --sizes 1e6 --repeats 10 --width 1024 --height 1024
+
+For each size it reports the first call (which pays datashader's Numba compilation, or the CUDA kernel's
+NVRTC compilation, once per process), then the median of the following calls, split by stage, for two
+frames: density only, and 10 coloured labels. Both carry an outlier mask (0.01% of points, flung far) and
+use the robust view, so every stage of a live frame is exercised.
+Targets (issue 4): CPU <= 150 ms/frame at 1M points; GPU <= 30 ms/frame at 10M points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+from umapviz.render.aggregate import aggregate
+from umapviz.render.export import encode_png
+from umapviz.render.shade import shade
+from umapviz.render.view import resolve_view
+
+STAGES = ("view", "aggregate", "shade", "encode")
+
+
+def make_points(n: int, device: str, n_labels: int = 10, seed: int = 0):
+    """A mixture of n_labels Gaussian clusters (float32), labels, and an outlier mask with flung points."""
+    if device == "gpu":
+        import cupy as xp
+    else:
+        xp = np
+    rng = xp.random.default_rng(seed) if device == "cpu" else xp.random.RandomState(seed)
+    labels = (rng.integers(0, n_labels, n) if device == "cpu" else rng.randint(0, n_labels, n)).astype(xp.int32)
+    angle = 2 * np.pi * xp.arange(n_labels) / n_labels
+    centres = xp.stack([xp.cos(angle), xp.sin(angle)], axis=1) * 8
+    emb = (rng.standard_normal((n, 2)) + centres[labels]).astype(xp.float32)
+    outliers = xp.zeros(n, dtype=bool)
+    k = max(1, n // 10_000)
+    outliers[:k] = True
+    emb[:k] *= 20  # flung: most land outside the robust view
+    return emb, labels, outliers
+
+
+def sync(device: str) -> None:
+    if device == "gpu":
+        import cupy as cp
+
+        cp.cuda.Device().synchronize()
+
+
+def one_frame(emb, labels, outliers, width: int, height: int, device: str) -> dict[str, float]:
+    """Seconds per stage of one frame."""
+    times = {}
+    sync(device)
+    t0 = time.perf_counter()
+    view = resolve_view(emb, "robust", width, height)
+    t1 = time.perf_counter()
+    agg = aggregate(emb, view, width, height, labels=labels, outliers=outliers)
+    t2 = time.perf_counter()
+    rgba = shade(agg)
+    t3 = time.perf_counter()
+    encode_png(rgba, compress_level=1)
+    t4 = time.perf_counter()
+    times.update(view=t1 - t0, aggregate=t2 - t1, shade=t3 - t2, encode=t4 - t3)
+    times["frame"] = t4 - t0
+    return times
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7, 3e7])
+    parser.add_argument("--width", type=int, default=800)
+    parser.add_argument("--height", type=int, default=800)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+
+    cpu = platform.processor() or platform.machine()
+    print(f"umapviz render bench: device={args.device}, {args.width}x{args.height}, "
+          f"median of {args.repeats} frames after the first; {cpu}, {os.cpu_count()} cores")  # fmt: skip
+    if args.device == "gpu":
+        import cupy as cp
+
+        print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    header = f"{'points':>8} {'frame':>10} {'first call':>10} | " + " ".join(f"{s:>9}" for s in STAGES) + "   (ms)"
+    print(header)
+    print("-" * len(header))
+    for size in args.sizes:
+        n = int(size)
+        emb, labels, outliers = make_points(n, args.device)
+        for kind, lab in (("density", None), ("10 labels", labels)):
+            first = one_frame(emb, lab, outliers, args.width, args.height, args.device)
+            runs = [one_frame(emb, lab, outliers, args.width, args.height, args.device) for _ in range(args.repeats)]
+            med = {k: 1e3 * statistics.median(r[k] for r in runs) for k in (*STAGES, "frame")}
+            stages = " ".join(f"{med[s]:9.1f}" for s in STAGES)
+            print(f"{n / 1e6:7.0f}M {med['frame']:10.1f} {1e3 * first['frame']:10.1f} | {stages}   {kind}")
+        del emb, labels, outliers
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,360 @@
+"""umapviz.render on the CPU: grids, views, shading, recordings, export, figures, live view.
+
+Images are checked for content: where a colour appears, how many points a grid holds, what a file holds.
+Small images and a few thousand points keep this fast (the first datashader call compiles, ~3 s).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+
+import numpy as np
+import pytest
+
+from umapviz.render import (
+    CLASS_PALETTE,
+    DEFAULT_STYLE,
+    Recording,
+    RecordingError,
+    View,
+    aggregate,
+    image,
+    outlier_chart,
+    recording_frames,
+    render,
+    save_gif,
+    save_html,
+    save_mp4,
+    save_png,
+    side_by_side,
+)
+from umapviz.render.shade import hex_to_rgb
+
+OUTLIER_RGB = hex_to_rgb(DEFAULT_STYLE.outlier_color)
+
+
+def cloud(n: int = 3000, seed: int = 0, centre=(0.0, 0.0), scale: float = 1.0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(n, 2)) * scale + np.asarray(centre)).astype(np.float32)
+
+
+def where_color(rgba: np.ndarray, rgb) -> np.ndarray:
+    """(K, 2) row, col of pixels of exactly this colour."""
+    return np.argwhere((rgba[..., :3] == np.asarray(rgb, dtype=np.uint8)).all(axis=2))
+
+
+# -- aggregation ----------------------------------------------------------------------------------------
+def test_grid_counts_every_point_in_range_once():
+    emb = cloud(5000, seed=1, scale=2.0)
+    view = View((-2.0, 3.0), (-1.0, 1.5))
+    agg = aggregate(emb, view, width=64, height=48)
+    x, y = emb[:, 0], emb[:, 1]
+    inside = (x >= -2) & (x <= 3) & (y >= -1) & (y <= 1.5)
+    assert agg.counts.shape == (48, 64)
+    assert agg.n_in_view == inside.sum()
+    assert agg.n_out_of_view == len(emb) - inside.sum()
+
+
+def test_points_land_in_their_pixel_bottom_row_first_and_closed_edges():
+    view = View((0.0, 10.0), (0.0, 5.0))  # 10 x 5 pixels of one unit each
+    emb = np.array([[0.5, 0.5], [9.5, 4.5], [3.2, 1.7], [10.0, 5.0], [0.0, 0.0]], dtype=np.float32)
+    agg = aggregate(emb, view, width=10, height=5)
+    expected = np.zeros((5, 10), dtype=np.uint32)
+    expected[0, 0] = 2  # (0.5, 0.5) and the lower-left corner (0, 0)
+    expected[4, 9] = 2  # (9.5, 4.5) and the upper-right corner (10, 5), folded into the last pixel
+    expected[1, 3] = 1
+    np.testing.assert_array_equal(agg.counts, expected)
+
+
+def test_off_view_points_counted_on_the_side_they_leave_by():
+    view = View((-1.0, 1.0), (-1.0, 1.0))
+    emb = np.array(
+        [[0, 0], [50, 0], [60, 1], [-40, -1], [0, 70], [0.1, -80], [np.nan, 0], [np.inf, 0]], dtype=np.float32
+    )
+    agg = aggregate(emb, view, width=20, height=20)
+    per_side = agg.edge_counts.sum(axis=1)  # left, right, bottom, top
+    np.testing.assert_array_equal(per_side, [1, 2, 1, 1])
+    assert agg.n_in_view == 1  # NaN and inf rows are nowhere
+    # (50, 0) leaves through the middle of the right side
+    right = agg.edge_counts[1]
+    assert right[len(right) // 2] + right[len(right) // 2 - 1] >= 1
+
+
+def test_labels_give_per_label_counts():
+    a, b = cloud(1000, 1, (-5, 0)), cloud(500, 2, (5, 0))
+    emb = np.concatenate([a, b])
+    labels = np.r_[np.zeros(1000, int), np.ones(500, int)]
+    agg = aggregate(emb, View((-12.0, 12.0), (-12.0, 12.0)), 40, 40, labels=labels)
+    assert agg.counts.shape == (40, 40, 2)
+    assert agg.counts[..., 0].sum() == 1000 and agg.counts[..., 1].sum() == 500
+    # label 0 lives in the left half, label 1 in the right half
+    assert agg.counts[:, :20, 0].sum() == 1000 and agg.counts[:, 20:, 1].sum() == 500
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match=r"shape \(N, 2\)"):
+        image(np.zeros((10, 3), np.float32))
+    with pytest.raises(ValueError, match="labels must lie in"):
+        image(cloud(10), labels=np.arange(10) - 1)
+    with pytest.raises(ValueError, match="factorize"):
+        image(cloud(3), labels=np.array(["a", "b", "a"]))
+    with pytest.raises(ValueError, match="view="):
+        image(cloud(10), view="zoomed")
+    with pytest.raises(ValueError, match="low < high"):
+        image(cloud(10), view=(1, 0, 0, 1))
+
+
+# -- shading and views ----------------------------------------------------------------------------------
+def test_planted_far_point_drawn_in_outlier_colour_where_it_is():
+    emb = cloud(3000)
+    emb[7] = [50.0, 50.0]
+    mask = np.zeros(len(emb), bool)
+    mask[7] = True
+    rgba = image(emb, outliers=mask, width=200, height=200, view=(-60, 60, -60, 60))
+    assert rgba.shape == (200, 200, 4) and rgba.dtype == np.uint8
+    # x = 50 -> column (50 + 60) / 120 * 200 = 183.3; y = 50 -> row from the top (60 - 50) / 120 * 200 = 16.7
+    hits = where_color(rgba, OUTLIER_RGB)
+    assert len(hits) >= 9  # a disc, visible, not a lone pixel
+    assert np.abs(hits - [16, 183]).max() <= 4  # and nowhere else
+    # without the mask, nothing is drawn in the outlier colour
+    assert len(where_color(image(emb, width=200, height=200, view=(-60, 60, -60, 60)), OUTLIER_RGB)) == 0
+
+
+def test_auto_view_puts_the_far_point_in_the_top_right_corner():
+    emb = cloud(3000)
+    emb[0] = [40.0, 40.0]
+    mask = np.zeros(len(emb), bool)
+    mask[0] = True
+    hits = where_color(image(emb, outliers=mask, width=100, height=100), OUTLIER_RGB)
+    assert len(hits) > 0
+    assert hits[:, 0].max() < 15 and hits[:, 1].min() > 85
+
+
+def test_robust_view_keeps_the_cloud_large_and_marks_the_far_point():
+    emb = cloud(20000, seed=3)
+    emb[0] = [1e4, 0.0]
+    width = 200
+    auto_rgba, auto_agg = render(emb, width=width, height=width, view="auto")
+    robust_rgba, robust_agg = render(emb, width=width, height=width, view="robust")
+
+    def cloud_columns(agg):
+        cols = np.flatnonzero(agg.counts.sum(axis=0) > 2)
+        return cols.max() - cols.min() + 1
+
+    assert cloud_columns(auto_agg) <= 3  # the far point squeezes the cloud into a sliver
+    assert cloud_columns(robust_agg) > width // 2  # robust: the cloud fills most of the image
+    assert robust_agg.n_out_of_view == 1 and robust_agg.edge_counts[1].sum() == 1
+    # the off-view marker sits on the right border, in the outlier colour
+    marks = where_color(robust_rgba, OUTLIER_RGB)
+    assert len(marks) > 0 and marks[:, 1].min() > width - 15
+    assert abs(np.median(marks[:, 0]) - width / 2) < 15
+
+
+def test_fixed_view_is_used_exactly():
+    view = (-3.0, 5.0, -2.0, 2.0)
+    _, agg = render(cloud(500), width=80, height=40, view=view)
+    assert agg.view.bounds == view
+
+
+def test_class_colours_follow_labels():
+    emb = np.concatenate([cloud(2000, 1, (-6, 0)), cloud(2000, 2, (6, 0))])
+    labels = np.r_[np.zeros(2000, int), np.ones(2000, int)]
+    view = (-12, 12, -12, 12)
+
+    def densest_colour(rgba, half):
+        # eq_hist gives the densest pixel full alpha: there the class colour shows unblended
+        part = rgba[:, :100] if half == "left" else rgba[:, 100:]
+        brightness = part[..., :3].astype(int).sum(axis=2)
+        r, c = np.unravel_index(np.argmax(brightness), brightness.shape)
+        return tuple(int(v) for v in part[r, c, :3])
+
+    def close(colour, palette_entry):  # datashader's alpha rounding may leave the top pixel at 254
+        return np.abs(np.subtract(colour, hex_to_rgb(palette_entry))).max() <= 3
+
+    rgba = image(emb, labels=labels, width=200, height=200, view=view)
+    assert close(densest_colour(rgba, "left"), CLASS_PALETTE[0])
+    assert close(densest_colour(rgba, "right"), CLASS_PALETTE[1])
+    swapped = image(emb, labels=1 - labels, width=200, height=200, view=view)
+    assert close(densest_colour(swapped, "left"), CLASS_PALETTE[1])
+    assert close(densest_colour(swapped, "right"), CLASS_PALETTE[0])
+
+
+def test_a_single_ordinary_point_is_visible():
+    rgba = image(np.array([[0.0, 0.0]], np.float32), width=50, height=50, view=(-1, 1, -1, 1))
+    lit = np.argwhere(rgba[..., :3].max(axis=2) > 40)
+    assert len(lit) == 1 and tuple(lit[0]) == (24, 25)  # y = 0 -> row 25 from the bottom = 24 from the top
+
+
+def test_empty_and_degenerate_embeddings_render():
+    assert image(np.zeros((0, 2), np.float32), width=30, height=20).shape == (20, 30, 4)
+    same = image(np.ones((10, 2), np.float32), width=30, height=30)  # all points at one place
+    assert same[..., :3].max() > 0
+
+
+# -- recordings -----------------------------------------------------------------------------------------
+def make_recording(n: int = 400, frames: int = 4) -> Recording:
+    rng = np.random.default_rng(5)
+    rec = Recording(labels=rng.integers(0, 3, n), metadata={"strategy": "buffered", "n_chunks": 1})
+    for i in range(frames):
+        emb = rng.normal(size=(n, 2)).astype(np.float32) * (1 + i)
+        mask = np.zeros(n, bool)
+        mask[: i * 3] = True
+        emb[mask] += 40
+        rec.add(10 * i, emb, outliers=mask if i != 1 else None)
+    return rec
+
+
+def test_recording_reloads_bit_for_bit(tmp_path):
+    rec = make_recording()
+    rec._embeddings[2][5] = [np.nan, -0.0]  # odd values survive too
+    path = rec.save(tmp_path / "run.npz")
+    back = Recording.load(path)
+    assert len(back) == len(rec)
+    np.testing.assert_array_equal(back.epochs, rec.epochs)
+    np.testing.assert_array_equal(back.labels, rec.labels)
+    assert back.metadata == {"strategy": "buffered", "n_chunks": 1}
+    for a, b in zip(rec, back, strict=True):
+        assert a.embedding.tobytes() == b.embedding.tobytes()
+        assert (a.outliers is None) == (b.outliers is None)
+        if a.outliers is not None:
+            np.testing.assert_array_equal(a.outliers, b.outliers)
+    np.testing.assert_array_equal(back.outlier_counts(), [0, -1, 6, 9])
+    assert not list(tmp_path.glob(".*tmp"))  # no temporary file left behind
+
+
+def test_damaged_recording_gives_a_clear_error(tmp_path):
+    path = make_recording().save(tmp_path / "run.npz")
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(64)
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(bytes(data))
+    with pytest.raises(RecordingError, match="damaged"):
+        Recording.load(broken)
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(path.read_bytes()[: len(data) // 3])
+    with pytest.raises(RecordingError, match="damaged"):
+        Recording.load(truncated)
+
+
+def test_edited_recording_fails_its_checksum(tmp_path):
+    path = make_recording().save(tmp_path / "run.npz")
+    with np.load(path) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["embeddings"][0, 0, 0] += 1.0  # a valid zip, but not what was written
+    np.savez_compressed(path, **arrays)
+    with pytest.raises(RecordingError, match="checksum"):
+        Recording.load(path)
+
+
+def test_recording_rejects_inconsistent_frames():
+    rec = Recording()
+    rec.add(0, np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="same shape"):
+        rec.add(1, np.zeros((6, 2)))
+    with pytest.raises(ValueError, match="increase"):
+        rec.add(0, np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="JSON"):
+        Recording(metadata={"bad": object()})
+
+
+# -- export ---------------------------------------------------------------------------------------------
+def test_html_replay_holds_every_frame_and_needs_nothing_else(tmp_path):
+    rec = make_recording()
+    page = save_html(rec, tmp_path / "replay.html", width=64, height=64).read_text()
+    frames = json.loads(re.search(r"const FRAMES = (\[.*?\]);", page).group(1))
+    captions = json.loads(re.search(r"const CAPTIONS = (\[.*?\]);", page).group(1))
+    assert len(frames) == len(rec) == len(captions)
+    assert captions[2] == "epoch 20 · 6 outliers"
+    from PIL import Image
+
+    decoded = [np.asarray(Image.open(io.BytesIO(base64.b64decode(f)))) for f in frames]
+    assert all(d.shape == (64, 64, 4) for d in decoded)
+    assert len({d.tobytes() for d in decoded}) == len(rec)  # each frame its own picture
+    assert 'max="3"' in page and "play" in page
+    assert "http" not in page.replace("http-equiv", "")  # no external script or image
+
+
+def test_shared_view_lets_frames_compare():
+    rec = make_recording()
+    frames = recording_frames(rec, 80, 80, captions=False)
+    lit = [int((f[..., :3].max(axis=2) > 0).sum()) for f in frames]
+    assert lit[3] > lit[0]  # the layout grows across frames: later frames cover more pixels
+
+
+def test_gif_has_every_frame(tmp_path):
+    from PIL import Image
+
+    path = save_gif(make_recording(), tmp_path / "run.gif", width=48, height=48)
+    with Image.open(path) as gif:
+        assert gif.n_frames == 4 and gif.size == (48, 48)
+
+
+def test_mp4_without_ffmpeg_says_what_to_install(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a)
+    )
+    with pytest.raises(RuntimeError, match="pip install imageio-ffmpeg"):
+        save_mp4(make_recording(), tmp_path / "run.mp4")
+
+
+def test_png_round_trip(tmp_path):
+    from PIL import Image
+
+    rgba = image(cloud(300), width=40, height=30)
+    path = save_png(rgba, tmp_path / "sub" / "frame.png")
+    np.testing.assert_array_equal(np.asarray(Image.open(path)), rgba)
+
+
+# -- figures --------------------------------------------------------------------------------------------
+def test_side_by_side_puts_each_embedding_in_its_panel():
+    quiet, flung = cloud(800, 1), cloud(800, 2)
+    mask = np.zeros(800, bool)
+    mask[:3] = True
+    flung[:3] += 3.0
+    fig = side_by_side([quiet, flung], ["sequential", "buffered"], outliers=[None, mask], panel_size=120)
+    assert fig.ndim == 3 and fig.shape[2] == 4
+    assert fig.shape[1] == 2 * 120 + 3 * 12
+    hits = where_color(fig, OUTLIER_RGB)
+    assert len(hits) > 0 and hits[:, 1].min() > 12 + 120  # outliers only in the second panel
+
+
+def test_outlier_chart_lines_rise_with_the_counts():
+    epochs = np.arange(0, 100, 5)
+    fig = outlier_chart({"buffered": (epochs, epochs * 10)}, width=400, height=200)
+    line = where_color(fig, hex_to_rgb(CLASS_PALETTE[0]))
+    plot = line[line[:, 1] < 300]  # leave out the legend swatch, top right
+    left = plot[plot[:, 1] < plot[:, 1].min() + 10]
+    right = plot[plot[:, 1] > plot[:, 1].max() - 10]
+    assert left[:, 0].mean() > right[:, 0].mean() + 50  # rows grow downwards: the line climbs
+
+
+# -- live view ------------------------------------------------------------------------------------------
+def test_live_view_re_aggregates_at_the_visible_range():
+    from umapviz.render.live import LiveView
+
+    live = LiveView(width=120, height=120, view="auto")
+    emb = np.concatenate([cloud(3000, 1, (-10, 0)), cloud(3000, 2, (10, 0))])
+    live.push(emb, caption="epoch 0")
+    whole = live.dmap[()]
+    assert whole.data.shape == (120, 120, 4)
+    assert live.last_aggregate.n_in_view == 6000
+
+    live.dmap.event(x_range=(-12.0, -8.0), y_range=(-2.0, 2.0))  # zoom onto the left cluster's core
+    zoomed = live.dmap[()]
+    left, bottom, right, top = zoomed.bounds.lbrt()
+    assert (left, right, bottom, top) == (-12.0, -8.0, -2.0, 2.0)
+    assert 0 < live.last_aggregate.n_in_view < 3000
+    lit_whole = (whole.data[..., :3].max(axis=2) > 0).sum()
+    lit_zoom = (zoomed.data[..., :3].max(axis=2) > 0).sum()
+    assert lit_zoom > 2 * lit_whole  # the zoomed cluster is drawn afresh over many more pixels
+
+    live.push(emb * 3, caption="epoch 1")  # follow=True: a push re-frames to the new data
+    live.dmap[()]
+    assert live.last_aggregate.view.x_range[1] > 30

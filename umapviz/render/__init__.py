@@ -1,0 +1,52 @@
+"""Rendering embeddings of up to tens of millions of points: pixel grids, shading, live views, export.
+
+``image()`` is the one entry point for a still frame; everything else (live view, recordings, animations,
+figures) builds on it. NumPy embeddings aggregate through datashader, CuPy embeddings on the GPU.
+The core never imports this package.
+"""
+
+from __future__ import annotations
+
+from umapviz.render.aggregate import Aggregate, aggregate
+from umapviz.render.export import encode_png, recording_frames, save_gif, save_html, save_mp4, save_png
+from umapviz.render.figures import outlier_chart, side_by_side
+from umapviz.render.frame import image, render
+from umapviz.render.record import Recording, RecordingError
+from umapviz.render.shade import CLASS_PALETTE, COUNT_CMAP, DEFAULT_STYLE, Style, class_colors, shade
+from umapviz.render.view import View, resolve_view
+
+
+def __getattr__(name: str):
+    # LiveView pulls in HoloViews and bokeh (slow to import): load it only when asked for.
+    if name == "LiveView":
+        from umapviz.render.live import LiveView  # noqa: PLC0415
+
+        return LiveView
+    raise AttributeError(f"module 'umapviz.render' has no attribute {name!r}")
+
+
+__all__ = [
+    "CLASS_PALETTE",
+    "COUNT_CMAP",
+    "DEFAULT_STYLE",
+    "Aggregate",
+    "LiveView",
+    "Recording",
+    "RecordingError",
+    "Style",
+    "View",
+    "aggregate",
+    "class_colors",
+    "encode_png",
+    "image",
+    "outlier_chart",
+    "recording_frames",
+    "render",
+    "resolve_view",
+    "save_gif",
+    "save_html",
+    "save_mp4",
+    "save_png",
+    "shade",
+    "side_by_side",
+]

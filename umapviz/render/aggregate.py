@@ -1,0 +1,230 @@
+"""Aggregation of an (N, 2) embedding into pixel grids: datashader on NumPy, a fused CUDA kernel on CuPy.
+
+The path is chosen by array type, as datashader does: a CuPy embedding never leaves the GPU (only the grids
+come back), a NumPy one goes through ``datashader.Canvas.points`` without copying the points.
+
+Grids follow datashader's orientation: row 0 is the *bottom* of the view (smallest y).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from umapviz._backend import is_cupy
+from umapviz.render.view import View
+
+N_EDGE_BINS = 32  # out-of-view points are counted in this many bins along each side of the image
+SIDES = ("left", "right", "bottom", "top")  # row order of Aggregate.edge_counts
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Pixel grids of one embedding over one view.
+
+    counts: (H, W) uint32 points per pixel, or (H, W, K) per label when labels were given.
+    outlier_counts: (H, W) uint32 outlier points per pixel, or None without an outlier mask.
+    edge_counts: (4, N_EDGE_BINS) uint32 finite points outside the view, by the side (SIDES order) and the
+        position along it where the ray from the view's centre towards the point leaves the view
+        (left to right on bottom/top, bottom to top on left/right).
+    """
+
+    counts: np.ndarray
+    outlier_counts: np.ndarray | None
+    edge_counts: np.ndarray
+    view: View
+    n_labels: int | None = None
+
+    @property
+    def width(self) -> int:
+        return int(self.counts.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.counts.shape[0])
+
+    @property
+    def total(self) -> np.ndarray:
+        """(H, W) points per pixel, all labels together."""
+        return self.counts if self.counts.ndim == 2 else self.counts.sum(axis=2, dtype=np.uint32)
+
+    @property
+    def n_in_view(self) -> int:
+        return int(self.counts.sum(dtype=np.int64))
+
+    @property
+    def n_out_of_view(self) -> int:
+        """Finite points outside the view (NaN and inf rows are in neither count)."""
+        return int(self.edge_counts.sum(dtype=np.int64))
+
+
+def check_embedding(embedding: Any) -> Any:
+    """Return ``embedding`` as an (N, 2) NumPy or CuPy array, or raise a clear error."""
+    if not is_cupy(embedding):
+        embedding = np.asarray(embedding)
+    if embedding.ndim != 2 or embedding.shape[1] != 2:
+        raise ValueError(
+            f"embedding must have shape (N, 2); got {tuple(embedding.shape)}. "
+            "Rendering draws 2-D layouts only: pass the first two columns, e.g. embedding[:, :2]."
+        )
+    if embedding.dtype.kind != "f":
+        embedding = embedding.astype(np.float32)
+    return embedding
+
+
+def check_labels(labels: Any, n: int, n_labels: int | None) -> tuple[Any, int]:
+    """(labels as an integer array of length n, the number of label values K); labels must be in [0, K)."""
+    if not is_cupy(labels):
+        labels = np.asarray(labels)
+    if labels.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), one per point; got {tuple(labels.shape)}.")
+    if labels.dtype.kind not in "iu":
+        raise ValueError(
+            f"labels must be integer codes 0..K-1; got dtype {labels.dtype}. "
+            "Convert names to codes first, e.g. codes, names = pandas.factorize(labels)."
+        )
+    if n == 0:
+        return labels, int(n_labels or 1)
+    lo, hi = int(labels.min()), int(labels.max())  # 1-D reductions: cheap on both backends
+    if n_labels is None:
+        n_labels = hi + 1
+    if lo < 0 or hi >= n_labels:
+        raise ValueError(
+            f"labels must lie in [0, {n_labels}); got values from {lo} to {hi}. "
+            "Map 'no label' (e.g. -1) to its own code, or pass a larger n_labels."
+        )
+    return labels, int(n_labels)
+
+
+def check_outliers(outliers: Any, n: int) -> Any:
+    """A boolean mask of length n from a mask or an array of point indices."""
+    if not is_cupy(outliers):
+        outliers = np.asarray(outliers)
+    if outliers.dtype == bool:
+        if outliers.shape != (n,):
+            raise ValueError(f"an outlier mask must have shape ({n},); got {tuple(outliers.shape)}.")
+        return outliers
+    if outliers.dtype.kind in "iu" and outliers.ndim == 1:
+        if outliers.size and (int(outliers.min()) < 0 or int(outliers.max()) >= n):
+            raise ValueError(f"outlier indices must lie in [0, {n}).")
+        xp = np
+        if is_cupy(outliers):
+            import cupy as xp  # noqa: PLC0415 - GPU only
+        mask = xp.zeros(n, dtype=bool)
+        mask[outliers] = True
+        return mask
+    raise ValueError(
+        f"outliers must be a boolean mask of shape ({n},) or a 1-D array of point indices; "
+        f"got dtype {outliers.dtype} and shape {tuple(outliers.shape)}."
+    )
+
+
+def aggregate(
+    embedding: Any,
+    view: View,
+    width: int = 800,
+    height: int = 800,
+    labels: Any = None,
+    n_labels: int | None = None,
+    outliers: Any = None,
+) -> Aggregate:
+    """Count an (N, 2) NumPy or CuPy embedding into pixel grids over ``view``.
+
+    labels: optional integer codes in [0, K): per-label counts (H, W, K) instead of (H, W).
+    outliers: optional boolean mask (or indices): a separate grid of the outlier points.
+    """
+    if width < 1 or height < 1:
+        raise ValueError(f"width and height must be at least 1 pixel; got {width} x {height}.")
+    embedding = check_embedding(embedding)
+    n = int(embedding.shape[0])
+    if labels is not None:
+        labels, n_labels = check_labels(labels, n, n_labels)
+    if outliers is not None:
+        outliers = check_outliers(outliers, n)
+
+    if is_cupy(embedding):
+        import cupy as cp  # noqa: PLC0415 - GPU only
+
+        from umapviz.render._gpu_aggregate import gpu_aggregate  # noqa: PLC0415 - imports CuPy
+
+        counts, outlier_counts, edge_counts = gpu_aggregate(
+            embedding,
+            view.bounds,
+            width,
+            height,
+            cp.asarray(labels) if labels is not None else None,
+            n_labels or 0,
+            cp.asarray(outliers) if outliers is not None else None,
+            N_EDGE_BINS,
+        )
+    else:
+        counts, outlier_counts = _datashader_grids(embedding, view, width, height, labels, n_labels, outliers)
+        n_in = int(counts.sum(dtype=np.int64))
+        # Only when some points fell outside (or are NaN) is the extra pass over the points needed.
+        edge_counts = edge_bins(embedding, view) if n_in < n else np.zeros((4, N_EDGE_BINS), dtype=np.uint32)
+    return Aggregate(counts, outlier_counts, edge_counts, view, n_labels if labels is not None else None)
+
+
+def _canvas(view: View, width: int, height: int):
+    import datashader as ds  # noqa: PLC0415 - plotting library, imported where used
+
+    return ds.Canvas(plot_width=width, plot_height=height, x_range=view.x_range, y_range=view.y_range)
+
+
+def _points_frame(points: np.ndarray):
+    """A DataFrame whose x and y columns are views of the (N, 2) array: no copy of the points."""
+    import pandas as pd  # noqa: PLC0415
+
+    return pd.DataFrame(points, columns=["x", "y"], copy=False)
+
+
+def _datashader_grids(
+    embedding: np.ndarray,
+    view: View,
+    width: int,
+    height: int,
+    labels: np.ndarray | None,
+    n_labels: int | None,
+    outliers: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    import datashader as ds  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415
+
+    canvas = _canvas(view, width, height)
+    frame = _points_frame(embedding)
+    if labels is None:
+        counts = canvas.points(frame, "x", "y", agg=ds.count()).values
+    else:
+        # Categorical codes index the categories directly: no copy or factorization of the labels.
+        frame["label"] = pd.Categorical.from_codes(labels, categories=np.arange(n_labels))
+        counts = canvas.points(frame, "x", "y", agg=ds.count_cat("label")).values
+    outlier_counts = None
+    if outliers is not None:
+        flung = _points_frame(np.ascontiguousarray(embedding[outliers]))
+        outlier_counts = canvas.points(flung, "x", "y", agg=ds.count()).values
+    return np.asarray(counts, dtype=np.uint32), (
+        None if outlier_counts is None else np.asarray(outlier_counts, dtype=np.uint32)
+    )
+
+
+def edge_bins(embedding: np.ndarray, view: View, n_bins: int = N_EDGE_BINS) -> np.ndarray:
+    """(4, n_bins) counts of finite points outside ``view``, by where they leave it (see Aggregate)."""
+    xmin, xmax, ymin, ymax = view.bounds
+    x = embedding[:, 0].astype(np.float64)
+    y = embedding[:, 1].astype(np.float64)
+    inside = (xmin <= x) & (x <= xmax) & (ymin <= y) & (y <= ymax)
+    keep = ~inside & np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    # The same double-precision steps as the GPU kernel, so both backends bin border cases alike.
+    dx = (x - (xmin + xmax) * 0.5) / ((xmax - xmin) * 0.5)
+    dy = (y - (ymin + ymax) * 0.5) / ((ymax - ymin) * 0.5)
+    ax, ay = np.abs(dx), np.abs(dy)
+    horizontal = ax >= ay  # leaves through the left or right side
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(horizontal, dy / ax, dx / ay)
+    side = np.where(horizontal, np.where(dx > 0, 1, 0), np.where(dy > 0, 3, 2))
+    bins = np.clip(((t + 1.0) * (0.5 * n_bins)).astype(np.int64), 0, n_bins - 1)
+    out = np.bincount(side * n_bins + bins, minlength=4 * n_bins)
+    return out.reshape(4, n_bins).astype(np.uint32)

@@ -1,0 +1,260 @@
+"""Export: PNG of one frame; GIF, MP4 and a kernel-free HTML replay of a recorded run.
+
+Every file is written to a temporary name in the target folder and moved into place (os.replace), so a
+reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib.util
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from umapviz.render.frame import image
+from umapviz.render.record import Recording
+from umapviz.render.shade import DEFAULT_STYLE, Style
+from umapviz.render.view import View, ViewSpec, resolve_view, union
+
+Frames = Recording | Sequence[np.ndarray]
+
+
+# -- files ----------------------------------------------------------------------------------------------
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_path)`` on a temporary file next to ``path``, then move it onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _check_rgba(rgba: np.ndarray) -> np.ndarray:
+    rgba = np.asarray(rgba)
+    if rgba.ndim != 3 or rgba.shape[2] not in (3, 4) or rgba.dtype != np.uint8:
+        raise ValueError(f"expected an (H, W, 4) uint8 RGBA image; got {rgba.dtype} {tuple(rgba.shape)}.")
+    return rgba
+
+
+def encode_png(rgba: np.ndarray, compress_level: int = 1) -> bytes:
+    """PNG bytes of an RGBA image (level 1: fast, for live frames; use 6+ for files kept long)."""
+    from PIL import Image  # noqa: PLC0415
+
+    buffer = io.BytesIO()
+    Image.fromarray(_check_rgba(rgba)).save(buffer, format="PNG", compress_level=compress_level)
+    return buffer.getvalue()
+
+
+def save_png(rgba: np.ndarray, path: str | os.PathLike) -> Path:
+    """Write an (H, W, 4) uint8 image as PNG, atomically; returns the path."""
+    data = encode_png(rgba, compress_level=6)
+    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+# -- frames of a recording ------------------------------------------------------------------------------
+def recording_frames(
+    recording: Recording,
+    width: int = 600,
+    height: int = 600,
+    view: ViewSpec = "shared",
+    *,
+    style: Style = DEFAULT_STYLE,
+    captions: bool = True,
+) -> list[np.ndarray]:
+    """One RGBA image per recorded epoch.
+
+    view: "shared" (default: one view over every frame's robust range, so frames compare and the growth
+        of the layout shows), "auto" or "robust" (each frame its own), or fixed (xmin, xmax, ymin, ymax).
+    captions: write "epoch E · K outliers" in the top-left corner.
+    """
+    from umapviz.render.figures import draw_caption  # noqa: PLC0415 - figures imports this module
+
+    if len(recording) == 0:
+        raise ValueError("the recording has no frames.")
+    if isinstance(view, str) and view == "shared":
+        view = shared_view(recording, width, height)
+    n_labels = int(recording.labels.max()) + 1 if recording.labels is not None and recording.n_points else None
+    images = []
+    for frame in recording:
+        rgba = image(frame.embedding, recording.labels, frame.outliers, width, height, view,
+                     n_labels=n_labels, style=style)  # fmt: skip
+        if captions:
+            draw_caption(rgba, frame_caption(frame.epoch, frame.outliers))
+        images.append(rgba)
+    return images
+
+
+def shared_view(recording: Recording, width: int, height: int) -> View:
+    """The union of every frame's robust view: one scale for the whole run."""
+    return union([resolve_view(f.embedding, "robust", width, height) for f in recording])
+
+
+def frame_caption(epoch: int, outliers: np.ndarray | None) -> str:
+    text = f"epoch {epoch}"
+    if outliers is not None:
+        text += f" · {int(outliers.sum())} outliers"
+    return text
+
+
+def _images(frames: Frames, frame_options: dict[str, Any]) -> list[np.ndarray]:
+    if isinstance(frames, Recording):
+        return recording_frames(frames, **frame_options)
+    if frame_options:
+        raise ValueError(f"{sorted(frame_options)} apply to a Recording, not to finished images.")
+    images = [_check_rgba(f) for f in frames]
+    if not images:
+        raise ValueError("no frames to export.")
+    if any(im.shape != images[0].shape for im in images):
+        raise ValueError("all frames must have the same shape.")
+    return images
+
+
+# -- animations -----------------------------------------------------------------------------------------
+def save_gif(frames: Frames, path: str | os.PathLike, fps: float = 5, **frame_options: Any) -> Path:
+    """An animated GIF (looping) of a Recording or of RGBA images; options go to ``recording_frames``."""
+    from PIL import Image  # noqa: PLC0415
+
+    images = [Image.fromarray(im[..., :3]) for im in _images(frames, frame_options)]
+    duration = max(20, round(1000 / fps))
+
+    def write(tmp: Path) -> None:
+        images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:], duration=duration, loop=0)
+
+    return atomic_write(path, write)
+
+
+def save_mp4(frames: Frames, path: str | os.PathLike, fps: float = 10, **frame_options: Any) -> Path:
+    """An H.264 MP4 of a Recording or of RGBA images; needs the imageio-ffmpeg package."""
+    if importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise RuntimeError(
+            "MP4 export needs the imageio-ffmpeg package (it ships an ffmpeg binary): "
+            "pip install imageio-ffmpeg. Or use save_gif() or save_html(), which need nothing more."
+        )
+    import imageio.v2 as imageio  # noqa: PLC0415
+
+    images = _images(frames, frame_options)
+    h, w = images[0].shape[:2]
+    ph, pw = -h % 16, -w % 16  # H.264 in yuv420p wants sizes in whole macroblocks: pad with edge pixels
+
+    def write(tmp: Path) -> None:
+        with imageio.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
+                                pixelformat="yuv420p", macro_block_size=16) as writer:  # fmt: skip
+            for im in images:
+                writer.append_data(np.pad(im[..., :3], ((0, ph), (0, pw), (0, 0)), mode="edge"))
+
+    return atomic_write(path, write)
+
+
+def save_html(
+    frames: Frames,
+    path: str | os.PathLike,
+    fps: float = 5,
+    title: str = "umapviz replay",
+    captions: Sequence[str] | None = None,
+    **frame_options: Any,
+) -> Path:
+    """A self-contained HTML page that replays the frames with play/pause and a slider, without a kernel.
+
+    Frames are embedded as base64 PNGs; the player is a few lines of plain JavaScript.
+    """
+    if isinstance(frames, Recording):
+        if captions is None:
+            captions = [frame_caption(f.epoch, f.outliers) for f in frames]
+        frame_options.setdefault("captions", False)  # shown under the image instead
+    images = _images(frames, frame_options)
+    if captions is None:
+        captions = [f"frame {i + 1}" for i in range(len(images))]
+    if len(captions) != len(images):
+        raise ValueError(f"{len(captions)} captions for {len(images)} frames.")
+    pngs = [base64.b64encode(encode_png(im, compress_level=6)).decode("ascii") for im in images]
+    page = _PLAYER.format(
+        title=html.escape(title),
+        width=images[0].shape[1],
+        height=images[0].shape[0],
+        last=len(images) - 1,
+        fps=float(fps),
+        frames=_script_json(pngs),
+        captions=_script_json(list(captions)),
+    )
+    return atomic_write(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+
+
+def _script_json(value: Any) -> str:
+    # Inside <script>, "</" could close the element early: escape it.
+    return json.dumps(value).replace("</", "<\\/")
+
+
+_PLAYER = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+  body {{ background: #111; color: #eee; font: 14px system-ui, sans-serif; margin: 16px; }}
+  #controls {{ display: flex; gap: 12px; align-items: center; margin-top: 8px; width: {width}px; }}
+  #slider {{ flex: 1; }}
+  #caption {{ min-width: 14em; }}
+  button {{ min-width: 5em; }}
+  img {{ display: block; image-rendering: pixelated; }}
+</style>
+</head>
+<body>
+<h3>{title}</h3>
+<img id="frame" width="{width}" height="{height}" alt="recorded frame">
+<div id="controls">
+  <button id="play" type="button">Pause</button>
+  <input id="slider" type="range" min="0" max="{last}" value="0" step="1" aria-label="frame">
+  <span id="caption"></span>
+</div>
+<script>
+"use strict";
+const FRAMES = {frames};
+const CAPTIONS = {captions};
+const FPS = {fps};
+const img = document.getElementById("frame");
+const slider = document.getElementById("slider");
+const button = document.getElementById("play");
+const caption = document.getElementById("caption");
+const sources = FRAMES.map(b64 => "data:image/png;base64," + b64);
+sources.forEach(src => {{ const pre = new Image(); pre.src = src; }});  // decode ahead: smooth playback
+let index = 0;
+let timer = null;
+function show(i) {{
+  index = i;
+  img.src = sources[i];
+  slider.value = i;
+  caption.textContent = CAPTIONS[i] + "  (" + (i + 1) + "/" + FRAMES.length + ")";
+  document.body.dataset.frame = i;
+}}
+function play() {{
+  if (timer !== null) return;
+  timer = setInterval(() => show((index + 1) % FRAMES.length), 1000 / FPS);
+  button.textContent = "Pause";
+}}
+function pause() {{
+  clearInterval(timer);
+  timer = null;
+  button.textContent = "Play";
+}}
+button.addEventListener("click", () => (timer === null ? play() : pause()));
+slider.addEventListener("input", () => {{ pause(); show(Number(slider.value)); }});
+show(0);
+if (FRAMES.length > 1) play();
+</script>
+</body>
+</html>
+"""

@@ -1,0 +1,197 @@
+"""Small composed figures for notebooks and the CLI, as RGBA arrays: side-by-side panels and an
+outlier-count-per-epoch line chart. Drawn with Pillow so they need no plotting backend and save with
+``save_png``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from umapviz.render.frame import image
+from umapviz.render.shade import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb
+from umapviz.render.view import ViewSpec, resolve_view, union
+
+INK = (230, 230, 230)  # text and axes on the dark figure background
+MUTED = (120, 120, 120)  # frame and secondary text
+GRID = (48, 48, 48)
+PAPER = "#111111"
+
+
+def _font(size: int):
+    from PIL import ImageFont  # noqa: PLC0415
+
+    return ImageFont.load_default(size=size)
+
+
+def draw_caption(rgba: np.ndarray, text: str, size: int | None = None) -> None:
+    """Write ``text`` in the top-left corner of ``rgba`` on a dark box, in place."""
+    from PIL import Image, ImageDraw  # noqa: PLC0415
+
+    h, w = rgba.shape[:2]
+    font = _font(size or max(10, min(w, h) // 40))
+    pil = Image.fromarray(rgba)
+    draw = ImageDraw.Draw(pil)
+    left, top, right, bottom = draw.textbbox((6, 6), text, font=font)
+    draw.rectangle((left - 3, top - 3, right + 3, bottom + 3), fill=(0, 0, 0))
+    draw.text((6, 6), text, fill=INK, font=font)
+    rgba[...] = np.asarray(pil)
+
+
+def side_by_side(
+    embeddings: Sequence[Any],
+    titles: Sequence[str] | None = None,
+    counts: Sequence[int | None] | None = None,
+    *,
+    labels: Any = None,
+    outliers: Sequence[Any] | None = None,
+    panel_size: int = 400,
+    view: ViewSpec = "robust",
+    style: Style = DEFAULT_STYLE,
+) -> np.ndarray:
+    """Several embeddings of the same points in a row, each titled, with its outlier count underneath.
+
+    embeddings: (N, 2) arrays (NumPy or CuPy), e.g. sequential / buffered / chunked results.
+    titles: one per panel. counts: outlier count per panel (None: taken from ``outliers`` if given).
+    labels: integer codes shared by all panels. outliers: one boolean mask (or None) per panel.
+    view: "robust" (each panel its own; far points become border markers), "auto", "shared" (one view
+        over all panels' robust ranges, so sizes compare), or fixed (xmin, xmax, ymin, ymax).
+    Returns an (H, W, 4) uint8 image.
+    """
+    from PIL import Image, ImageDraw  # noqa: PLC0415
+
+    n = len(embeddings)
+    if n == 0:
+        raise ValueError("side_by_side needs at least one embedding.")
+    titles = list(titles) if titles is not None else [f"#{i + 1}" for i in range(n)]
+    outliers = list(outliers) if outliers is not None else [None] * n
+    if counts is None:
+        counts = [None if m is None else int(np.asarray(m, dtype=bool).sum()) for m in outliers]
+    counts = list(counts)
+    for name, seq in (("titles", titles), ("counts", counts), ("outliers", outliers)):
+        if len(seq) != n:
+            raise ValueError(f"{name} has {len(seq)} entries for {n} embeddings.")
+    if isinstance(view, str) and view == "shared":
+        view = union([resolve_view(e, "robust", panel_size, panel_size) for e in embeddings])
+
+    gap, header, footer = 12, max(24, panel_size // 14), max(20, panel_size // 16)
+    width = n * panel_size + (n + 1) * gap
+    height = header + panel_size + footer + gap
+    canvas = Image.new("RGBA", (width, height), PAPER)
+    draw = ImageDraw.Draw(canvas)
+    title_font, count_font = _font(max(12, header * 2 // 3)), _font(max(10, footer * 2 // 3))
+    for i, emb in enumerate(embeddings):
+        panel = image(emb, labels, outliers[i], panel_size, panel_size, view, style=style)
+        x0 = gap + i * (panel_size + gap)
+        canvas.paste(Image.fromarray(panel), (x0, header))
+        draw.text((x0 + panel_size / 2, header / 2), str(titles[i]), fill=INK, font=title_font, anchor="mm")
+        if counts[i] is not None:
+            text = f"{int(counts[i]):,} outlier" + ("" if int(counts[i]) == 1 else "s")
+            draw.text((x0 + panel_size / 2, header + panel_size + footer / 2 + 2), text,
+                      fill=INK, font=count_font, anchor="mm")  # fmt: skip
+    return np.asarray(canvas).copy()
+
+
+def outlier_chart(
+    series: Mapping[str, tuple[Sequence[int], Sequence[int]]],
+    width: int = 800,
+    height: int = 320,
+    *,
+    title: str = "outliers per epoch",
+    log: bool = False,
+    colors: Sequence[str] = CLASS_PALETTE,
+) -> np.ndarray:
+    """A line chart of outlier counts against epoch, one line per named run.
+
+    series: {name: (epochs, counts)}, e.g. {"buffered": (rec.epochs, rec.outlier_counts())}.
+    log: a log10(1 + count) axis, for runs whose counts differ by orders of magnitude.
+    Returns an (H, W, 4) uint8 image.
+    """
+    from PIL import Image, ImageDraw  # noqa: PLC0415
+
+    if not series:
+        raise ValueError("outlier_chart needs at least one series: {name: (epochs, counts)}.")
+    data = {}
+    for name, (epochs, counts) in series.items():
+        e, c = np.asarray(epochs, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+        if e.shape != c.shape or e.ndim != 1 or e.size == 0:
+            raise ValueError(f"series {name!r}: epochs and counts must be equal-length, non-empty 1-D.")
+        data[name] = (e, c)
+    e_lo = min(e.min() for e, _ in data.values())
+    e_hi = max(e.max() for e, _ in data.values())
+    c_hi = max(max(c.max(), 0) for _, c in data.values())
+    if e_hi == e_lo:
+        e_hi = e_lo + 1
+
+    def yv(c):  # data value -> axis value
+        return np.log10(1 + np.maximum(c, 0)) if log else c
+
+    y_ticks = _log_ticks(c_hi) if log else _nice_ticks(0, max(c_hi, 1))
+    y_top = max(yv(np.float64(y_ticks[-1])), 1e-9)
+    x_ticks = [t for t in _nice_ticks(e_lo, e_hi) if e_lo <= t <= e_hi]
+
+    small, big = _font(max(10, height // 26)), _font(max(12, height // 18))
+    left, right, top, bottom = 60, 20, max(30, height // 9), 40
+    pw, ph = width - left - right, height - top - bottom
+    if pw < 20 or ph < 20:
+        raise ValueError(f"a {width} x {height} chart is too small to draw.")
+
+    def px(e, c):
+        return left + (e - e_lo) / (e_hi - e_lo) * pw, top + ph - yv(c) / y_top * ph
+
+    canvas = Image.new("RGBA", (width, height), PAPER)
+    draw = ImageDraw.Draw(canvas)
+    draw.text((left, top / 2), title, fill=INK, font=big, anchor="lm")
+    for t in y_ticks:
+        _, y = px(e_lo, t)
+        draw.line((left, y, left + pw, y), fill=GRID, width=1)
+        draw.text((left - 6, y), _count_label(t), fill=INK, font=small, anchor="rm")
+    for t in x_ticks:
+        x, _ = px(t, 0)
+        draw.line((x, top + ph, x, top + ph + 4), fill=INK)
+        draw.text((x, top + ph + 7), f"{t:g}", fill=INK, font=small, anchor="mt")
+    draw.text((left + pw / 2, height - 4), "epoch", fill=MUTED, font=small, anchor="mb")
+    draw.rectangle((left, top, left + pw, top + ph), outline=MUTED)
+    for i, (name, (e, c)) in enumerate(data.items()):
+        color = hex_to_rgb(colors[i % len(colors)])
+        points = [px(a, b) for a, b in zip(e, c, strict=True)]
+        if len(points) > 1:
+            draw.line(points, fill=color, width=2, joint="curve")
+        for x, y in points if len(points) <= 60 else points[-1:]:
+            draw.ellipse((x - 2.5, y - 2.5, x + 2.5, y + 2.5), fill=color)
+        # legend, top right, one line per series
+        ly = top + 8 + i * (small.size + 6)
+        draw.line((left + pw - 130, ly, left + pw - 110, ly), fill=color, width=3)
+        draw.text((left + pw - 104, ly), f"{name}: {int(c[-1]):,}", fill=INK, font=small, anchor="lm")
+    return np.asarray(canvas).copy()
+
+
+def _nice_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
+    """Round tick values (1, 2, 5 times a power of ten) covering [lo, hi]."""
+    span = hi - lo
+    raw = span / target
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    start = math.floor(lo / step) * step
+    ticks = []
+    t = start
+    while t < hi + step * 0.999:
+        ticks.append(round(t, 10))
+        t += step
+    return ticks
+
+
+def _log_ticks(c_hi: float) -> list[float]:
+    top = max(1, math.ceil(math.log10(max(c_hi, 1) + 1)))
+    return [0.0] + [10.0**k for k in range(top + 1)]
+
+
+def _count_label(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:g}M"
+    if value >= 1e4:
+        return f"{value / 1e3:g}k"
+    return f"{value:g}"

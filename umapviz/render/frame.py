@@ -1,0 +1,50 @@
+"""One still frame: view -> aggregate -> shade. The single path every image in umapviz goes through."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from umapviz.render.aggregate import Aggregate, aggregate, check_embedding
+from umapviz.render.shade import DEFAULT_STYLE, Style, shade
+from umapviz.render.view import ViewSpec, resolve_view
+
+
+def render(
+    embedding: Any,
+    labels: Any = None,
+    outliers: Any = None,
+    width: int = 800,
+    height: int = 800,
+    view: ViewSpec = "auto",
+    *,
+    n_labels: int | None = None,
+    style: Style = DEFAULT_STYLE,
+) -> tuple[np.ndarray, Aggregate]:
+    """Like ``image`` but also returns the Aggregate (grids, the view used, off-view counts)."""
+    embedding = check_embedding(embedding)
+    resolved = resolve_view(embedding, view, width, height)
+    agg = aggregate(embedding, resolved, width, height, labels=labels, n_labels=n_labels, outliers=outliers)
+    return shade(agg, style), agg
+
+
+def image(
+    embedding: Any,
+    labels: Any = None,
+    outliers: Any = None,
+    width: int = 800,
+    height: int = 800,
+    view: ViewSpec = "auto",
+    *,
+    n_labels: int | None = None,
+    style: Style = DEFAULT_STYLE,
+) -> np.ndarray:
+    """An (height, width, 4) uint8 RGBA image of an (N, 2) NumPy or CuPy embedding.
+
+    labels: integer codes 0..K-1, one per point, coloured with a colour-blind-safe palette.
+    outliers: boolean mask (or indices) of points drawn on top as ringed red discs.
+    view: "auto" (all finite points), "robust" (quantile-based; far points become border markers), or fixed
+        (xmin, xmax, ymin, ymax), so frames of different epochs line up.
+    """
+    return render(embedding, labels, outliers, width, height, view, n_labels=n_labels, style=style)[0]

@@ -1,0 +1,165 @@
+"""The data range an image shows: automatic, fixed, or robust to far outliers.
+
+A view is two closed intervals in embedding coordinates. "auto" and "robust" views are padded a little and
+widened so that pixels are square (a UMAP layout has no preferred axis, so stretching it would mislead);
+a fixed view is used exactly as given, so frames of different epochs line up pixel for pixel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from umapviz._backend import is_cupy
+
+# Robust view: the [q, 1 - q] quantile box of each axis, widened by ROBUST_WIDEN times its width on each
+# side, and never wider than the data. For a Gaussian cloud that keeps all but a few per million in view,
+# while one point a thousand widths away no longer shrinks the cloud to a dot.
+ROBUST_QUANTILE = 0.01
+ROBUST_WIDEN = 0.5
+# Quantiles are taken on a regular stride of at most this many points: plenty for a 1% quantile, and the
+# same points on NumPy and CuPy, so both backends pick the same view.
+ROBUST_SAMPLE = 200_000
+PAD = 0.03  # fraction of the range added on each side of "auto" and "robust" views
+
+ViewSpec = Union[str, "View", tuple]
+
+
+@dataclass(frozen=True)
+class View:
+    """The closed data intervals shown: x in [x_range[0], x_range[1]], y likewise."""
+
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+
+    def __post_init__(self) -> None:
+        for name, (lo, hi) in (("x_range", self.x_range), ("y_range", self.y_range)):
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(
+                    f"View {name}=({lo}, {hi}) is not a finite interval with low < high; "
+                    "give (xmin, xmax, ymin, ymax) with xmin < xmax and ymin < ymax."
+                )
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:
+        """(xmin, xmax, ymin, ymax)."""
+        return (*self.x_range, *self.y_range)
+
+    def contains(self, other: View) -> bool:
+        """True when ``other`` lies inside this view."""
+        return (
+            self.x_range[0] <= other.x_range[0]
+            and other.x_range[1] <= self.x_range[1]
+            and self.y_range[0] <= other.y_range[0]
+            and other.y_range[1] <= self.y_range[1]
+        )
+
+
+def as_view(spec: Any) -> View:
+    """A View from a View, (xmin, xmax, ymin, ymax) or ((xmin, xmax), (ymin, ymax))."""
+    if isinstance(spec, View):
+        return spec
+    try:
+        values = np.asarray(spec, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        values = np.empty(0)
+    if values.size != 4:
+        raise ValueError(
+            f"view={spec!r} is not understood: use 'auto', 'robust', a View, "
+            "(xmin, xmax, ymin, ymax) or ((xmin, xmax), (ymin, ymax))."
+        )
+    xmin, xmax, ymin, ymax = (float(v) for v in values)
+    return View((xmin, xmax), (ymin, ymax))
+
+
+def resolve_view(embedding: Any, view: ViewSpec, width: int, height: int) -> View:
+    """The View for ``view`` ("auto", "robust", or fixed) over an (N, 2) NumPy or CuPy embedding."""
+    if isinstance(view, str):
+        if view == "auto":
+            box = data_bounds(embedding)
+        elif view == "robust":
+            box = robust_bounds(embedding)
+        else:
+            raise ValueError(f"view={view!r} is not one of 'auto', 'robust', or a fixed (xmin, xmax, ymin, ymax).")
+        return square_pixels(_pad(box), width, height)
+    return as_view(view)
+
+
+def union(views: list[View]) -> View:
+    """The smallest View holding all ``views`` (for one shared view over many frames)."""
+    if not views:
+        raise ValueError("union() needs at least one view.")
+    return View(
+        (min(v.x_range[0] for v in views), max(v.x_range[1] for v in views)),
+        (min(v.y_range[0] for v in views), max(v.y_range[1] for v in views)),
+    )
+
+
+def data_bounds(embedding: Any) -> tuple[float, float, float, float] | None:
+    """(xmin, xmax, ymin, ymax) over the finite points, or None when there are none."""
+    if is_cupy(embedding):
+        from umapviz.render._gpu_aggregate import gpu_bounds  # noqa: PLC0415 - GPU only
+
+        return gpu_bounds(embedding)
+    emb = np.asarray(embedding)
+    if emb.shape[0] == 0:
+        return None
+    # Column by column: NumPy's axis-0 reduction over an (N, 2) array is ~15x slower than this.
+    box = [float(f(emb[:, axis])) for axis in (0, 1) for f in (np.min, np.max)]
+    if not np.isfinite(box).all():  # NaN or inf somewhere: drop those rows
+        emb = emb[np.isfinite(emb).all(axis=1)]
+        if emb.shape[0] == 0:
+            return None
+        box = [float(f(emb[:, axis])) for axis in (0, 1) for f in (np.min, np.max)]
+    return box[0], box[1], box[2], box[3]
+
+
+def robust_bounds(embedding: Any) -> tuple[float, float, float, float] | None:
+    """Quantile box widened by ROBUST_WIDEN, clipped to the data bounds; None without finite points."""
+    full = data_bounds(embedding)
+    if full is None:
+        return None
+    n = embedding.shape[0]
+    step = max(1, -(-n // ROBUST_SAMPLE))  # ceil division: a regular stride, same rows on every backend
+    xp = np
+    if is_cupy(embedding):
+        import cupy as xp  # noqa: PLC0415 - GPU only
+    sample = xp.ascontiguousarray(embedding[::step])
+    sample = sample[xp.isfinite(sample).all(axis=1)]
+    m = int(sample.shape[0])
+    lo_i = int(ROBUST_QUANTILE * (m - 1))  # lower order statistics: exact values, no interpolation
+    hi_i = (m - 1) - lo_i
+    box = []
+    for axis in (0, 1):
+        ordered = xp.sort(sample[:, axis])  # a sort of <= 1M values: a few ms on either backend
+        q_lo, q_hi = float(ordered[lo_i]), float(ordered[hi_i])
+        widen = ROBUST_WIDEN * (q_hi - q_lo)
+        box += [max(full[2 * axis], q_lo - widen), min(full[2 * axis + 1], q_hi + widen)]
+    return box[0], box[1], box[2], box[3]
+
+
+def _pad(box: tuple[float, float, float, float] | None) -> tuple[float, float, float, float]:
+    """Add PAD on each side; give a degenerate (single value) or empty box a unit size."""
+    if box is None:
+        return -1.0, 1.0, -1.0, 1.0
+    out = []
+    for lo, hi in (box[0:2], box[2:4]):
+        span = hi - lo
+        if span <= 0:
+            half = max(0.5, abs(lo) * 1e-3)
+            out += [lo - half, hi + half]
+        else:
+            out += [lo - PAD * span, hi + PAD * span]
+    return out[0], out[1], out[2], out[3]
+
+
+def square_pixels(box: tuple[float, float, float, float], width: int, height: int) -> View:
+    """Widen the shorter side of ``box`` (about its centre) so one pixel spans equal x and y."""
+    xmin, xmax, ymin, ymax = box
+    per_pixel = max((xmax - xmin) / width, (ymax - ymin) / height)
+    cx, cy = (xmin + xmax) / 2, (ymin + ymax) / 2
+    hx, hy = per_pixel * width / 2, per_pixel * height / 2
+    return View((cx - hx, cx + hx), (cy - hy, cy + hy))
