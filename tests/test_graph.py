@@ -1,0 +1,408 @@
+"""The graph stage: kNN, fuzzy simplicial set (against umap-learn), pruning, a/b, init, cache, bad input."""
+
+import os
+import time
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse
+import scipy.sparse.csgraph
+from scipy.spatial.distance import cdist
+
+import umapviz.graph as graph_mod
+from umapviz.graph import (
+    FuzzyGraph,
+    build_graph,
+    find_ab_params,
+    fuzzy_simplicial_set,
+    random_init,
+    spectral_init,
+)
+from umapviz.graph import init as init_mod
+from umapviz.graph import knn as knn_mod
+from umapviz.graph.cache import default_cache_dir
+
+
+def _blobs(n_per=60, dim=6, centres=((0.0,), (50.0,), (100.0,)), seed=0):
+    rng = np.random.default_rng(seed)
+    parts = [rng.normal(size=(n_per, dim)) + np.asarray(c) for c in centres]
+    return np.vstack(parts).astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------------ kNN
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_exact_knn_matches_brute_force_cdist(metric):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 12)).astype(np.float32) + 3.0
+    idx, dist = knn_mod.exact_knn(X, 10, metric, progress=False)
+    D = cdist(X.astype(np.float64), X.astype(np.float64), metric)
+    ref_idx = np.argsort(D, axis=1, kind="stable")[:, :10]
+    assert idx.dtype == np.int32 and dist.dtype == np.float32
+    assert np.array_equal(idx, ref_idx)
+    np.testing.assert_allclose(dist, np.take_along_axis(D, ref_idx, axis=1), rtol=1e-6, atol=1e-6)
+
+
+def test_exact_knn_survives_float32_cancellation():
+    # A large common offset ruins |x|^2 + |y|^2 - 2 x.y in float32; centring + exact re-scoring must not care.
+    rng = np.random.default_rng(2)
+    X = (1e4 + 1e-2 * rng.normal(size=(300, 5))).astype(np.float32)
+    idx, dist = knn_mod.exact_knn(X, 8, progress=False)
+    D = cdist(X.astype(np.float64), X.astype(np.float64))
+    np.testing.assert_allclose(dist, np.sort(D, axis=1)[:, :8], rtol=1e-5)
+    assert np.array_equal(idx[:, 0], np.arange(300))
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_exact_knn_puts_self_first_among_duplicates(metric):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(100, 4)).astype(np.float32)
+    X[10:30] = X[10]  # 20 copies of one point: more than k
+    X[50] = X[51] = X[52]
+    idx, dist = knn_mod.exact_knn(X, 8, metric, progress=False)
+    assert np.array_equal(idx[:, 0], np.arange(100))
+    assert np.all(dist[:, 0] == 0)
+    assert np.all(np.isin(idx[10:30], np.arange(10, 30))) and np.all(dist[10:30] == 0)
+    assert set(idx[51, :3]) == {50, 51, 52} and idx[51, 1] == 50  # then ties by index
+
+
+def test_exact_knn_progress_tiles(monkeypatch, capsys):
+    # Force several tiles and a progress bar on tiny data; the result must not depend on the tiling.
+    X = np.random.default_rng(4).normal(size=(150, 3)).astype(np.float32)
+    whole, _ = knn_mod.exact_knn(X, 5, progress=False)
+    monkeypatch.setattr(knn_mod, "_TILE_BYTES", 4 * 150 * 16)
+    monkeypatch.setattr(knn_mod, "_PROGRESS_MIN_WORK", 0)
+    tiled, _ = knn_mod.exact_knn(X, 5, progress=True)
+    assert np.array_equal(whole, tiled)
+    assert "exact kNN" in capsys.readouterr().err
+
+
+def test_approx_knn_repairs_missing_self_and_short_rows(monkeypatch):
+    # A stand-in for NN-descent that drops self from row 0 and leaves row 1 short (-1):
+    # the result must still have self first, exact distances, and row 1 redone exactly.
+    X = np.random.default_rng(5).normal(size=(60, 3)).astype(np.float32)
+    exact_idx, exact_dist = knn_mod.exact_knn(X, 6, progress=False)
+
+    class FakeNNDescent:
+        def __init__(self, data, n_neighbors, **kwargs):
+            found = exact_idx.astype(np.int64).copy()
+            found[0] = np.roll(found[0], -1)
+            found[0, -1] = exact_idx[0, -1]  # self gone, a true neighbour duplicated
+            found[1, 2:] = -1
+            self.neighbor_graph = (found, np.zeros(found.shape, dtype=np.float32))
+
+    import pynndescent
+
+    monkeypatch.setattr(pynndescent, "NNDescent", FakeNNDescent)
+    idx, dist = knn_mod.approx_knn(X, 6, random_state=0)
+    assert np.array_equal(idx[:, 0], np.arange(60))
+    assert np.array_equal(idx[1:], exact_idx[1:]) and np.allclose(dist[1:], exact_dist[1:])
+    assert np.array_equal(idx[0, :5], exact_idx[0, :5])  # the missing 6th one stays unknown to NN-descent
+    assert np.all(np.diff(dist, axis=1) >= 0)
+
+
+def test_auto_knn_choice_and_record():
+    assert knn_mod.resolve_knn_method("auto", 50_000, 256) == "exact"
+    assert knn_mod.resolve_knn_method("auto", 100_000, 100) == "approx"
+    assert knn_mod.resolve_knn_method("approx", 10, 2) == "approx"
+    graph = build_graph(_blobs(), n_neighbors=10, cache=False)
+    assert graph.params["knn"] == "exact"
+
+
+@pytest.mark.slow  # pynndescent's JIT compile alone takes ~45 s on 2 cores
+def test_approx_knn_with_pynndescent_is_seeded_and_close_to_exact():
+    X = np.random.default_rng(6).normal(size=(1500, 8)).astype(np.float32)
+    a = build_graph(X, n_neighbors=10, knn="approx", random_state=3, cache=False)
+    b = build_graph(X, n_neighbors=10, knn="approx", random_state=3, cache=False)
+    exact_idx, _ = knn_mod.exact_knn(X, 10, progress=False)
+    assert a.params["knn"] == "approx" and a.fingerprint == b.fingerprint
+    assert np.array_equal(a.knn_indices[:, 0], np.arange(1500))
+    recall = np.mean([len(set(r) & set(e)) / 10 for r, e in zip(a.knn_indices, exact_idx, strict=True)])
+    assert recall > 0.95
+
+
+# ------------------------------------------------------------------------------------------------ fuzzy set
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_fuzzy_set_equals_umap_learn_on_the_same_neighbours(metric):
+    umap_ = pytest.importorskip("umap.umap_")
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(600, 10)).astype(np.float32)
+    X[100:110] = X[100]  # duplicates: rho from the first non-zero distance
+    X[200:230] = X[200]  # more duplicates than k: rho = 0, the global-mean sigma floor
+    k = 15
+    idx, dist = knn_mod.exact_knn(X, k, metric, progress=False)
+    ours = fuzzy_simplicial_set(idx, dist)
+    ref, _, _ = umap_.fuzzy_simplicial_set(X, k, np.random.RandomState(0), metric, knn_indices=idx, knn_dists=dist)
+    ref = ref.tocsr()
+    ref.sort_indices()
+    assert isinstance(ours, scipy.sparse.csr_matrix) and ours.dtype == np.float32
+    assert np.array_equal(ours.indptr, ref.indptr) and np.array_equal(ours.indices, ref.indices)
+    np.testing.assert_allclose(ours.data, ref.data, rtol=1e-5, atol=1e-7)
+
+
+def test_fuzzy_set_is_symmetric_without_self_loops():
+    idx, dist = knn_mod.exact_knn(_blobs(), 10, progress=False)
+    W = fuzzy_simplicial_set(idx, dist)
+    assert (abs(W - W.T) > 0).nnz == 0
+    assert np.all(W.diagonal() == 0)
+    assert W.data.min() > 0 and W.data.max() <= 1
+
+
+def test_pruning_and_epochs_per_sample():
+    X = _blobs(n_per=80)
+    graph = build_graph(X, n_neighbors=12, n_epochs=20, cache=False)
+    full = fuzzy_simplicial_set(graph.knn_indices, graph.knn_dists)
+    threshold = full.data.max() / 20
+    assert graph.nnz == np.count_nonzero(full.data >= threshold) < full.nnz  # something was pruned
+    assert graph.weight.min() >= threshold
+    # COO, both directions, sorted by head then tail, exact dtypes
+    assert graph.head.dtype == graph.tail.dtype == np.int32 and graph.weight.dtype == np.float32
+    order = np.lexsort((graph.tail, graph.head))
+    assert np.array_equal(order, np.arange(graph.nnz))
+    forward = dict(zip(zip(graph.head.tolist(), graph.tail.tolist(), strict=True), graph.weight.tolist(), strict=True))
+    assert all(forward[(t, h)] == w for (h, t), w in forward.items())
+    assert np.all(graph.head != graph.tail)
+    # epochs_per_sample = max(w) / w in float64: 1 for the strongest edges, up to n_epochs for the weakest
+    assert graph.epochs_per_sample.dtype == np.float64
+    np.testing.assert_allclose(graph.epochs_per_sample, np.float64(graph.weight.max()) / graph.weight)
+    assert graph.epochs_per_sample.min() == 1.0 and graph.epochs_per_sample.max() <= 20
+    assert graph.degree.sum() == graph.nnz and graph.max_degree == graph.degree.max()
+
+
+def test_pruned_graph_matches_umap_learn_pruning():
+    umap_ = pytest.importorskip("umap.umap_")
+    X = np.random.default_rng(8).normal(size=(500, 6)).astype(np.float32)
+    graph = build_graph(X, n_neighbors=15, cache=False)
+    assert graph.n_epochs == 500
+    ref, _, _ = umap_.fuzzy_simplicial_set(
+        X, 15, np.random.RandomState(0), "euclidean", knn_indices=graph.knn_indices, knn_dists=graph.knn_dists
+    )
+    ref = ref.tocoo()
+    keep = ref.data >= ref.data.max() / 500.0
+    ref_order = np.lexsort((ref.col[keep], ref.row[keep]))
+    assert np.array_equal(graph.head, ref.row[keep][ref_order])
+    assert np.array_equal(graph.tail, ref.col[keep][ref_order])
+    np.testing.assert_allclose(graph.weight, ref.data[keep][ref_order], rtol=1e-5)
+
+
+def test_default_n_epochs_and_params_record():
+    assert graph_mod.default_n_epochs(10_000) == 500 and graph_mod.default_n_epochs(10_001) == 200
+    graph = build_graph(_blobs(), n_neighbors=10, min_dist=0.3, spread=1.5, random_state=4, cache=False)
+    assert graph.n_epochs == 500
+    assert graph.params == {
+        "n_neighbors": 10,
+        "metric": "euclidean",
+        "knn": "exact",
+        "min_dist": 0.3,
+        "spread": 1.5,
+        "random_state": 4,
+    }
+
+
+def test_duplicate_points_build_a_valid_graph():
+    X = np.repeat(np.random.default_rng(9).normal(size=(30, 3)), 4, axis=0)  # every point 4 times
+    graph = build_graph(X, n_neighbors=6, cache=False)
+    assert np.all(np.isfinite(graph.weight)) and graph.nnz > 0
+    assert np.array_equal(graph.knn_indices[:, 0], np.arange(120))
+
+
+# ------------------------------------------------------------------------------------------------ a, b
+
+
+def test_ab_params_near_known_values():
+    a, b = find_ab_params(1.0, 0.1)
+    assert a == pytest.approx(1.577, abs=2e-3) and b == pytest.approx(0.895, abs=2e-3)
+    umap_ = pytest.importorskip("umap.umap_")
+    for spread, min_dist in [(1.0, 0.0), (1.0, 0.5), (2.0, 0.25)]:
+        np.testing.assert_allclose(find_ab_params(spread, min_dist), umap_.find_ab_params(spread, min_dist), rtol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------------ init
+
+
+def test_spectral_init_lays_out_disconnected_blobs_apart():
+    graph = build_graph(_blobs(n_per=70, dim=5), n_neighbors=10, cache=False)
+    n_comp, labels = scipy.sparse.csgraph.connected_components(
+        scipy.sparse.coo_matrix((graph.weight, (graph.head, graph.tail)))
+    )
+    assert n_comp == 3  # the premise: three separate components
+    Y = spectral_init(graph, 2, seed=1)
+    assert Y.dtype == np.float32 and Y.shape == (210, 2) and np.all(np.isfinite(Y))
+    assert np.abs(Y).max() == pytest.approx(10.0, abs=1e-2)
+    assert len(np.unique(Y, axis=0)) == 210
+    boxes = [(Y[labels == c].min(axis=0), Y[labels == c].max(axis=0)) for c in range(3)]
+    for i in range(3):
+        for j in range(i + 1, 3):
+            (lo_i, hi_i), (lo_j, hi_j) = boxes[i], boxes[j]
+            assert np.any((hi_i < lo_j) | (hi_j < lo_i)), "two components' boxes overlap"
+    for c in range(3):  # each component really spread out, not collapsed to a point
+        assert Y[labels == c].std(axis=0).min() > 0.5
+    assert np.array_equal(Y, spectral_init(graph, 2, seed=1))
+    assert not np.array_equal(Y, spectral_init(graph, 2, seed=2))
+
+
+def _hand_graph(n, edges):
+    head, tail = np.array(edges, dtype=np.int32).T
+    head, tail = np.concatenate([head, tail]), np.concatenate([tail, head])
+    order = np.lexsort((tail, head))
+    w = np.ones(len(head), dtype=np.float32)
+    dummy = np.zeros((n, 2))
+    return FuzzyGraph(
+        head[order],
+        tail[order],
+        w,
+        w.astype(np.float64),
+        dummy.astype(np.int32),
+        dummy.astype(np.float32),
+        1.577,
+        0.895,
+        200,
+    )
+
+
+def test_spectral_init_handles_singletons_and_tiny_components():
+    chain = [(i, i + 1) for i in range(20)]  # vertices 0..20 connected; 21-22 a pair; 23-25 alone
+    graph = _hand_graph(26, chain + [(21, 22)])
+    Y = spectral_init(graph, 3, seed=0)
+    assert Y.shape == (26, 3) and np.all(np.isfinite(Y)) and np.abs(Y).max() <= 10.01
+    assert len(np.unique(Y.round(3), axis=0)) == 26
+    # a chain's first eigenvector is monotone along its interior (the lower-degree ends sit closer in,
+    # as in any symmetric-normalised Laplacian eigenvector)
+    steps = np.diff(Y[1:20, 0].astype(np.float64))
+    assert np.all(steps > 0) or np.all(steps < 0)
+
+
+def test_sparse_eigensolver_agrees_with_dense(monkeypatch):
+    # Points along a noisy curve: the Laplacian's leading eigenvectors are well separated.
+    rng = np.random.default_rng(10)
+    t = np.sort(rng.uniform(0, 3, size=1200))
+    X = np.column_stack([t, np.sin(t), 0.05 * rng.normal(size=1200)]).astype(np.float32)
+    graph = build_graph(X, n_neighbors=10, cache=False)
+    dense = spectral_init(graph, 2, seed=0)
+    monkeypatch.setattr(init_mod, "_DENSE_EIGEN_MAX", 100)
+    sparse = spectral_init(graph, 2, seed=0)
+    np.testing.assert_allclose(sparse, dense, atol=0.05)
+
+
+def test_random_init():
+    Y = random_init(500, 2, seed=3)
+    assert Y.dtype == np.float32 and Y.shape == (500, 2)
+    assert -10 <= Y.min() < -9 and 9 < Y.max() <= 10
+    expected = np.random.default_rng([3, 1]).uniform(-10, 10, size=(500, 2)).astype(np.float32)
+    assert np.array_equal(Y, expected)  # the contract in docs/optimizer.md
+
+
+# ------------------------------------------------------------------------------------------------ cache
+
+
+def _cache_files(directory):
+    return sorted(p for p in os.listdir(directory) if p.startswith("graph-"))
+
+
+def test_cache_hit_returns_an_equal_graph_without_rebuilding(tmp_path, monkeypatch):
+    X = _blobs()
+    first = build_graph(X, n_neighbors=10, cache=tmp_path, random_state=1)
+    files = _cache_files(tmp_path)
+    assert len(files) == 1 and files[0].endswith(".npz")  # no temporary files left behind
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("the graph was rebuilt instead of loaded from the cache")
+
+    monkeypatch.setattr(graph_mod, "nearest_neighbors", no_rebuild)
+    start = time.perf_counter()
+    again = build_graph(X, n_neighbors=10, cache=tmp_path, random_state=2)  # seed is irrelevant to exact kNN
+    assert time.perf_counter() - start < 1.0
+    assert again.fingerprint == first.fingerprint
+    for name in ("head", "tail", "weight", "epochs_per_sample", "knn_indices", "knn_dists"):
+        a, b = getattr(first, name), getattr(again, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert (again.a, again.b, again.n_epochs) == (first.a, first.b, first.n_epochs)
+    assert again.params["random_state"] == 2
+    # other parameters or other data are other keys: those would rebuild
+    with pytest.raises(AssertionError, match="rebuilt"):
+        build_graph(X, n_neighbors=10, min_dist=0.2, cache=tmp_path)
+    with pytest.raises(AssertionError, match="rebuilt"):
+        build_graph(X + 1, n_neighbors=10, cache=tmp_path)
+
+
+def _corrupt_by_truncation(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _corrupt_by_flipping_bytes(path):
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 8] = bytes(b ^ 0xFF for b in data[middle : middle + 8])
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("corrupt", [_corrupt_by_truncation, _corrupt_by_flipping_bytes])
+def test_corrupt_cache_file_warns_and_rebuilds(tmp_path, corrupt):
+    X = _blobs()
+    fresh = build_graph(X, n_neighbors=10, cache=tmp_path)
+    (name,) = _cache_files(tmp_path)
+    corrupt(tmp_path / name)
+    with pytest.warns(UserWarning, match=f"Ignoring the cached graph .*{name}.*rebuilt"):
+        rebuilt = build_graph(X, n_neighbors=10, cache=tmp_path)
+    assert rebuilt.fingerprint == fresh.fingerprint
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rewritten file loads cleanly
+        assert build_graph(X, n_neighbors=10, cache=tmp_path).fingerprint == fresh.fingerprint
+
+
+def test_cache_file_for_other_parameters_is_detected(tmp_path):
+    X = _blobs()
+    build_graph(X, n_neighbors=10, cache=tmp_path)
+    (name10,) = _cache_files(tmp_path)
+    expected = build_graph(X, n_neighbors=12, cache=tmp_path)
+    (name12,) = set(_cache_files(tmp_path)) - {name10}
+    os.replace(tmp_path / name10, tmp_path / name12)  # a file under the wrong name
+    with pytest.warns(UserWarning, match="key does not match"):
+        rebuilt = build_graph(X, n_neighbors=12, cache=tmp_path)
+    assert rebuilt.fingerprint == expected.fingerprint
+
+
+def test_cache_locations(tmp_path, monkeypatch):
+    monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path / "env"))
+    assert default_cache_dir() == tmp_path / "env"
+    build_graph(_blobs(), n_neighbors=10, cache=False)
+    assert not (tmp_path / "env").exists()
+    build_graph(_blobs(), n_neighbors=10)  # cache=True: the env directory
+    assert len(_cache_files(tmp_path / "env")) == 1
+    with pytest.raises(TypeError, match="cache"):
+        build_graph(_blobs(), n_neighbors=10, cache=3)
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+
+
+def test_bad_parameters_give_clear_errors():
+    X = _blobs()
+    with pytest.raises(ValueError, match=r"metric='manhattan'.*'euclidean', 'cosine'"):
+        build_graph(X, metric="manhattan", cache=False)
+    with pytest.raises(ValueError, match=r"knn='fast'.*'auto', 'exact', 'approx'"):
+        build_graph(X, knn="fast", cache=False)
+    with pytest.raises(ValueError, match=r"n_epochs=-5.*positive"):
+        build_graph(X, n_epochs=-5, cache=False)
+    with pytest.raises(ValueError, match=r"min_dist=2.0.*spread"):
+        build_graph(X, min_dist=2.0, cache=False)
+    with pytest.raises(ValueError, match="spread=0"):
+        build_graph(X, spread=0, cache=False)
+    with pytest.raises(TypeError, match="random_state"):
+        build_graph(X, random_state="seven", cache=False)
+
+
+def test_bad_data_through_build_graph():
+    X = _blobs()
+    X[[3, 8]] = np.nan
+    with pytest.raises(ValueError, match=r"2 row\(s\) with NaN.*\[3, 8\]"):
+        build_graph(X, cache=False)
+    with pytest.raises(ValueError, match=r"has 10 rows but n_neighbors=15"):
+        build_graph(np.zeros((10, 2)), cache=False)
+    with pytest.raises(ValueError, match=r"reshape\(-1, 1\)"):
+        build_graph(np.arange(100.0), cache=False)

@@ -1,0 +1,116 @@
+"""Input checks: each bad input is refused with a message naming the problem and the fix."""
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+from umapviz._validation import check_data, check_n_epochs, check_n_neighbors
+
+
+def test_accepts_lists_and_arrays_as_float32_c_contiguous():
+    out = check_data([[1, 2], [3, 4], [5, 6]])
+    assert out.dtype == np.float32 and out.flags.c_contiguous and out.shape == (3, 2)
+    fortran = np.asfortranarray(np.arange(12, dtype=np.float64).reshape(4, 3))
+    out = check_data(fortran)
+    assert out.flags.c_contiguous and np.array_equal(out, fortran)
+
+
+def test_accepts_pandas_dataframe_and_numeric_objects():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [4, 5, 6]})
+    assert np.array_equal(check_data(frame), [[1, 4], [2, 5], [3, 6]])
+    assert check_data(np.array([[1, 2.5], [3, 4]], dtype=object)).dtype == np.float32
+
+
+def test_duplicate_rows_are_fine():
+    X = np.ones((20, 3))
+    assert check_data(X, n_neighbors=15).shape == (20, 3)
+
+
+def test_nan_and_inf_rows_are_counted_and_located():
+    X = np.zeros((50, 3))
+    X[[4, 9, 20, 30, 40, 45], 1] = np.nan
+    X[7, 0] = np.inf
+    with pytest.raises(
+        ValueError, match=r"7 row\(s\) with NaN or infinite.*rows \[4, 7, 9, 20, 30, \.\.\.\].*[Dd]rop.*impute"
+    ):
+        check_data(X)
+
+
+def test_values_too_large_for_float32_are_reported():
+    X = np.zeros((5, 2))
+    X[3, 1] = 1e300
+    with pytest.raises(ValueError, match=r"1 row\(s\).*too large for float32.*rows \[3\]"):
+        check_data(X)
+
+
+def test_fewer_points_than_neighbours():
+    with pytest.raises(ValueError, match=r"has 5 rows but n_neighbors=15.*at most 5"):
+        check_data(np.zeros((5, 2)), n_neighbors=15)
+
+
+def test_one_dimensional_input_suggests_reshape():
+    with pytest.raises(ValueError, match=r"1-D.*reshape\(-1, 1\)"):
+        check_data(np.arange(10.0))
+
+
+@pytest.mark.parametrize("X", [np.empty((0, 3)), np.array([]), []])
+def test_empty_input(X):
+    with pytest.raises(ValueError, match="empty"):
+        check_data(X)
+
+
+def test_no_columns_and_scalars_and_3d():
+    with pytest.raises(ValueError, match="no features"):
+        check_data(np.empty((4, 0)))
+    with pytest.raises(ValueError, match="0-D"):
+        check_data(3.0)
+    with pytest.raises(ValueError, match=r"3-D.*reshape\(len\(X\), -1\)"):
+        check_data(np.zeros((4, 2, 2)))
+
+
+def test_non_numeric_data():
+    with pytest.raises(TypeError, match="non-numeric"):
+        check_data(np.array([["a", "b"], ["c", "d"]]))
+    with pytest.raises(TypeError, match="non-numeric"):
+        check_data(np.array([[1.0, "x"], [2.0, "y"]], dtype=object))
+    with pytest.raises(TypeError, match="complex"):
+        check_data(np.ones((3, 2), dtype=complex))
+
+
+def test_dataframe_with_text_column_is_refused():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x": [1.0, 2.0], "label": ["cat", "dog"]})
+    with pytest.raises(TypeError, match="non-numeric.*encode"):
+        check_data(frame)
+
+
+def test_sparse_input_is_refused_with_toarray_hint():
+    with pytest.raises(TypeError, match=r"sparse.*toarray\(\)"):
+        check_data(scipy.sparse.eye(5, format="csr"))
+
+
+def test_ragged_lists_are_refused():
+    with pytest.raises(TypeError, match="2-D numeric array"):
+        check_data([[1.0, 2.0], [3.0]])
+
+
+def test_check_n_neighbors():
+    assert check_n_neighbors(np.int64(7)) == 7
+    with pytest.raises(ValueError, match="at least 2"):
+        check_n_neighbors(1)
+    with pytest.raises(TypeError, match="integer"):
+        check_n_neighbors(2.5)
+    with pytest.raises(TypeError, match="integer"):
+        check_n_neighbors(True)
+
+
+def test_check_n_epochs():
+    assert check_n_epochs(None) is None
+    assert check_n_epochs(np.int32(200)) == 200
+    with pytest.raises(ValueError, match=r"n_epochs=-5.*positive"):
+        check_n_epochs(-5)
+    with pytest.raises(ValueError, match="positive"):
+        check_n_epochs(0)
+    with pytest.raises(TypeError, match="positive integer"):
+        check_n_epochs(1.5)

@@ -1,0 +1,151 @@
+"""Input checks shared by the engine: each bad input gets an error that names the problem and the fix."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ._backend import is_cupy
+
+# Row blocks for the NaN/inf scan, so a huge X never needs a full-size boolean mask.
+_FINITE_SCAN_ROWS = 65536
+
+
+def check_n_neighbors(n_neighbors: Any) -> int:
+    """``n_neighbors`` as a Python int >= 2 (the count includes the point itself)."""
+    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, numbers.Integral):
+        raise TypeError(
+            f"n_neighbors must be an integer, got {n_neighbors!r} ({type(n_neighbors).__name__}). "
+            "Pass a whole number such as n_neighbors=15."
+        )
+    n_neighbors = int(n_neighbors)
+    if n_neighbors < 2:
+        raise ValueError(
+            f"n_neighbors={n_neighbors} is too small: it counts the point itself, so at least 2 are needed "
+            "for any edge. Use n_neighbors >= 2 (15 is the usual default)."
+        )
+    return n_neighbors
+
+
+def check_n_epochs(n_epochs: Any) -> int | None:
+    """``n_epochs`` as a positive int, or None (meaning: choose by data size)."""
+    if n_epochs is None:
+        return None
+    if isinstance(n_epochs, bool) or not isinstance(n_epochs, numbers.Integral):
+        raise TypeError(f"n_epochs must be a positive integer or None, got {n_epochs!r} ({type(n_epochs).__name__}).")
+    if n_epochs < 1:
+        raise ValueError(
+            f"n_epochs={int(n_epochs)} is not allowed: it must be a positive integer. "
+            "Pass n_epochs >= 1, or n_epochs=None for the default (500 up to 10,000 points, else 200)."
+        )
+    return int(n_epochs)
+
+
+def _describe_rows(rows: np.ndarray, limit: int = 5) -> str:
+    shown = ", ".join(str(int(r)) for r in rows[:limit])
+    return f"[{shown}{', ...' if rows.size > limit else ''}]"
+
+
+def _non_finite_rows(X: np.ndarray) -> np.ndarray:
+    """Indices of rows holding NaN or +-inf (X is float32, 2-D)."""
+    # Fast path: a float64 sum is finite exactly when every float32 entry is finite
+    # (float32's largest value times any realistic size stays far below float64's).
+    if np.isfinite(np.sum(X, dtype=np.float64)):
+        return np.empty(0, dtype=np.int64)
+    bad = []
+    for start in range(0, X.shape[0], _FINITE_SCAN_ROWS):
+        block = X[start : start + _FINITE_SCAN_ROWS]
+        bad.append(np.flatnonzero(~np.isfinite(block).all(axis=1)) + start)
+    return np.concatenate(bad)
+
+
+def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np.ndarray:
+    """Validate a data matrix and return it as float32, C-contiguous, shape (n_samples, n_features).
+
+    Accepts anything ``np.asarray`` takes (NumPy arrays, nested lists, pandas DataFrames) and CuPy arrays
+    (copied to the host). Duplicate rows are fine. Raises with a message naming the problem and the fix for
+    sparse, non-numeric, complex, 0-/1-/3-D or empty input, NaN/inf rows, and fewer rows than ``n_neighbors``.
+    """
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):
+        raise TypeError(
+            f"{name} is a sparse matrix ({type(X).__name__}); umapviz needs a dense array. "
+            f"Convert it with {name}.toarray() (or reduce its dimension first, e.g. with TruncatedSVD)."
+        )
+    if is_cupy(X):
+        X = X.get()
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(
+            f"{name} could not be read as a 2-D numeric array ({exc.__class__.__name__}: {exc}). "
+            "Pass a NumPy array, a list of equal-length rows, or a pandas DataFrame of numbers."
+        ) from exc
+
+    kind = arr.dtype.kind
+    if kind in "USV":
+        raise TypeError(
+            f"{name} holds non-numeric data (dtype {arr.dtype}). Pass numbers only: drop text columns, or "
+            "encode categories as numbers (e.g. one-hot) and convert with .astype(float)."
+        )
+    if kind == "c":
+        raise TypeError(
+            f"{name} holds complex numbers (dtype {arr.dtype}); distances need real values. "
+            f"Pass e.g. np.abs({name}) or np.hstack([{name}.real, {name}.imag])."
+        )
+    if kind in "mM":
+        raise TypeError(
+            f"{name} holds dates or time spans (dtype {arr.dtype}). Convert them to numbers first, "
+            "e.g. seconds with .astype('int64') or features such as day of year."
+        )
+    if kind == "O":
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{name} holds non-numeric values (dtype object: {exc}). Pass numbers only: drop text "
+                "columns, or encode categories as numbers and convert with .astype(float)."
+            ) from exc
+
+    if arr.ndim == 0:
+        raise ValueError(f"{name} is a single number (0-D); pass a 2-D array of shape (n_samples, n_features).")
+    if arr.ndim == 1:
+        if arr.size == 0:
+            raise ValueError(f"{name} is empty (shape {arr.shape}); pass at least n_neighbors rows of data.")
+        raise ValueError(
+            f"{name} is 1-D (shape {arr.shape}); a 2-D array (n_samples, n_features) is needed. "
+            f"If each value is one sample of one feature, use {name}.reshape(-1, 1)."
+        )
+    if arr.ndim > 2:
+        raise ValueError(
+            f"{name} is {arr.ndim}-D (shape {arr.shape}); a 2-D array (n_samples, n_features) is needed. "
+            f"Flatten each sample, e.g. {name}.reshape(len({name}), -1)."
+        )
+    n_samples, n_features = arr.shape
+    if n_samples == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape}, no rows); pass at least n_neighbors rows of data.")
+    if n_features == 0:
+        raise ValueError(f"{name} has no features (shape {arr.shape}, no columns); pass at least one column.")
+
+    with np.errstate(over="ignore"):  # overflow to inf is reported just below, by row
+        out = np.ascontiguousarray(arr, dtype=np.float32)
+
+    bad = _non_finite_rows(out)
+    if bad.size:
+        overflow = np.isfinite(np.asarray(arr[bad[:1]], dtype=np.float64)).all()
+        why = " (values too large for float32)" if overflow else ""
+        raise ValueError(
+            f"{name} has {bad.size} row(s) with NaN or infinite values{why}, e.g. rows {_describe_rows(bad)}. "
+            f"Drop them (e.g. {name}[np.isfinite({name}).all(axis=1)]) or impute them "
+            "(e.g. sklearn.impute.SimpleImputer) before building the graph."
+        )
+
+    if n_neighbors is not None:
+        n_neighbors = check_n_neighbors(n_neighbors)
+        if n_samples < n_neighbors:
+            raise ValueError(
+                f"{name} has {n_samples} rows but n_neighbors={n_neighbors} (which counts the point itself) "
+                f"needs at least that many. Lower n_neighbors to at most {n_samples}, or pass more data."
+            )
+    return out

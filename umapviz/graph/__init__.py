@@ -1,0 +1,143 @@
+"""The graph stage: data -> kNN -> fuzzy simplicial set -> pruned, symmetric edge list (a FuzzyGraph)."""
+
+from __future__ import annotations
+
+import numbers
+import os
+import warnings
+
+import numpy as np
+
+from .._validation import check_data, check_n_epochs, check_n_neighbors
+from ._types import FuzzyGraph
+from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
+from .fuzzy import find_ab_params, fuzzy_simplicial_set
+from .init import random_init, spectral_init
+from .knn import check_metric, nearest_neighbors, resolve_knn_method
+
+__all__ = [
+    "FuzzyGraph",
+    "build_graph",
+    "default_n_epochs",
+    "find_ab_params",
+    "fuzzy_simplicial_set",
+    "random_init",
+    "spectral_init",
+]
+
+# UMAP's default number of epochs: more for small data, where each epoch is cheap.
+_SMALL_DATA = 10_000
+
+
+def default_n_epochs(n_vertices: int) -> int:
+    """500 up to 10,000 points, 200 above (UMAP's rule)."""
+    return 500 if n_vertices <= _SMALL_DATA else 200
+
+
+def _check_random_state(random_state) -> int | None:
+    if random_state is None:
+        return None
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) or random_state < 0:
+        raise TypeError(f"random_state must be None or a non-negative integer, got {random_state!r}.")
+    return int(random_state)
+
+
+def _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params) -> FuzzyGraph:
+    """Prune weak edges and lay the rest out as a COO edge list sorted by head, then tail."""
+    weights = fuzzy.data
+    # An edge sampled less than once in n_epochs would never move anything: drop it.
+    keep = weights >= weights.max() / float(n_epochs) if weights.size else np.ones(0, dtype=bool)
+    head = np.repeat(np.arange(fuzzy.shape[0], dtype=np.int32), np.diff(fuzzy.indptr))[keep]
+    tail = fuzzy.indices[keep].astype(np.int32)
+    weight = weights[keep].astype(np.float32)
+    epochs_per_sample = weight.max().astype(np.float64) / weight.astype(np.float64)
+    return FuzzyGraph(
+        head=head,
+        tail=tail,
+        weight=weight,
+        epochs_per_sample=epochs_per_sample,
+        knn_indices=np.ascontiguousarray(knn_indices, dtype=np.int32),
+        knn_dists=np.ascontiguousarray(knn_dists, dtype=np.float32),
+        a=float(a),
+        b=float(b),
+        n_epochs=int(n_epochs),
+        params=params,
+    )
+
+
+def build_graph(
+    X,
+    n_neighbors: int = 15,
+    metric: str = "euclidean",
+    min_dist: float = 0.1,
+    spread: float = 1.0,
+    n_epochs: int | None = None,
+    knn: str = "auto",
+    random_state: int | None = None,
+    cache: bool | str | os.PathLike = True,
+    progress: bool = True,
+) -> FuzzyGraph:
+    """Build UMAP's fuzzy graph of ``X`` as a :class:`FuzzyGraph`.
+
+    Parameters
+    ----------
+    X : array-like (n_samples, n_features); anything ``np.asarray`` takes, NaN/inf not allowed.
+    n_neighbors : neighbours per point, counting the point itself.
+    metric : "euclidean" or "cosine" (1 - cosine similarity).
+    min_dist, spread : shape of the low-dimensional curve; give ``a`` and ``b``.
+    n_epochs : the optimizer's epoch count, which sets the pruning threshold ``max(w) / n_epochs``;
+        None means 500 up to 10,000 points, else 200.
+    knn : "exact" (tiled brute force), "approx" (pynndescent), or "auto": exact while
+        ``n_samples**2 * n_features <= knn.AUTO_EXACT_MAX_WORK`` (7e11: 50k x 256 takes ~25 s on 2 cores),
+        else approx.
+    random_state : seeds the approximate kNN (exact kNN does not depend on it).
+    cache : True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path.
+    progress : show a progress bar for long exact kNN runs.
+    """
+    n_neighbors = check_n_neighbors(n_neighbors)
+    metric = check_metric(metric)
+    n_epochs = check_n_epochs(n_epochs)
+    random_state = _check_random_state(random_state)
+    a, b = find_ab_params(spread, min_dist)  # also validates min_dist and spread
+    X = check_data(X, n_neighbors=n_neighbors)
+    method = resolve_knn_method(knn, *X.shape)
+    if n_epochs is None:
+        n_epochs = default_n_epochs(X.shape[0])
+
+    params = {
+        "n_neighbors": n_neighbors,
+        "metric": metric,
+        "knn": method,
+        "min_dist": float(min_dist),
+        "spread": float(spread),
+        "random_state": random_state,
+    }
+    directory = resolve_cache_dir(cache)
+    path = key = None
+    if directory is not None:
+        # Exact kNN ignores the seed, so it is left out of the key: any seed reuses the same graph.
+        key_params = dict(params, n_epochs=n_epochs, random_state=random_state if method == "approx" else None)
+        key = cache_key(data_fingerprint(X), key_params)
+        path = cache_path(directory, key)
+        graph = load_graph(path, key)
+        if graph is not None:
+            graph.params.update(params)  # the seed asked for now (it did not change the result)
+            return graph
+
+    knn_indices, knn_dists = nearest_neighbors(
+        X, n_neighbors, metric, method=method, random_state=random_state, progress=progress
+    )
+    fuzzy = fuzzy_simplicial_set(knn_indices, knn_dists)
+    graph = _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params)
+
+    if path is not None:
+        try:
+            save_graph(path, graph, key)
+        except OSError as exc:
+            warnings.warn(
+                f"Could not write the graph cache {path} ({exc}); continuing without caching. "
+                "Pass cache=False, or set UMAPVIZ_CACHE_DIR to a writable directory.",
+                UserWarning,
+                stacklevel=2,
+            )
+    return graph

@@ -1,0 +1,132 @@
+"""UMAP's fuzzy simplicial set from kNN, and the low-dimensional curve parameters a, b.
+
+Facts (from UMAP, see DESIGN.md "The graph"): per point, ``rho`` is the distance to the nearest neighbour at
+non-zero distance; ``sigma`` is found by bisection so that ``sum_j exp(-max(0, d_j - rho) / sigma) = log2(k)``
+over the k - 1 neighbours other than the point itself, floored at 1e-3 times the mean neighbour distance;
+directed weights ``exp(-max(0, d - rho) / sigma)`` (no self-edges) are symmetrised by the fuzzy union
+``A + A^T - A * A^T``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse
+from scipy.optimize import curve_fit
+
+_BISECTION_STEPS = 64
+_BISECTION_TOLERANCE = 1e-5
+_MIN_SIGMA_FRACTION = 1e-3  # sigma >= this times the mean neighbour distance
+
+
+@numba.njit(parallel=True, cache=True)
+def _smooth_knn_dist(dists, target, global_mean):
+    """(sigma, rho) per row of float32 kNN distances (self in column 0)."""
+    n, k = dists.shape
+    sigma = np.zeros(n, dtype=np.float32)
+    rho = np.zeros(n, dtype=np.float32)
+    for i in numba.prange(n):
+        # rho: first non-zero distance (rows are sorted, so the first one found is the smallest).
+        for j in range(k):
+            if dists[i, j] > 0.0:
+                rho[i] = dists[i, j]
+                break
+        lo = 0.0
+        hi = np.inf
+        mid = 1.0
+        for _ in range(_BISECTION_STEPS):
+            total = 0.0
+            for j in range(1, k):
+                gap = dists[i, j] - rho[i]
+                total += np.exp(-(gap / mid)) if gap > 0 else 1.0
+            if abs(total - target) < _BISECTION_TOLERANCE:
+                break
+            if total > target:  # too much mass: narrow the kernel
+                hi = mid
+                mid = (lo + hi) / 2.0
+            else:
+                lo = mid
+                mid = mid * 2.0 if hi == np.inf else (lo + hi) / 2.0
+        sigma[i] = mid
+        # A point whose neighbours sit almost at rho would get sigma ~ 0; floor it relative to the
+        # typical distance (its own row's, or all rows' when every neighbour is a duplicate).
+        mean_row = 0.0
+        for j in range(k):
+            mean_row += dists[i, j]
+        mean_row /= k
+        ref = mean_row if rho[i] > 0.0 else global_mean
+        if sigma[i] < _MIN_SIGMA_FRACTION * ref:
+            sigma[i] = _MIN_SIGMA_FRACTION * ref
+    return sigma, rho
+
+
+@numba.njit(parallel=True, cache=True)
+def _memberships(indices, dists, sigma, rho):
+    """Directed membership strengths, flat (n * k), 0 for self-edges and missing (-1) neighbours."""
+    n, k = indices.shape
+    vals = np.zeros(n * k, dtype=np.float32)
+    for i in numba.prange(n):
+        for j in range(k):
+            nb = indices[i, j]
+            if nb < 0 or nb == i:
+                continue
+            gap = dists[i, j] - rho[i]
+            if gap <= 0.0 or sigma[i] == 0.0:
+                vals[i * k + j] = 1.0
+            else:
+                vals[i * k + j] = np.exp(-(gap / sigma[i]))
+    return vals
+
+
+def smooth_knn_dist(knn_dists: np.ndarray, n_neighbors: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sigma, rho)`` float32 per point from sorted kNN distances (self in column 0)."""
+    dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
+    k = dists.shape[1] if n_neighbors is None else n_neighbors
+    return _smooth_knn_dist(dists, np.log2(k), float(np.mean(dists)))
+
+
+def fuzzy_simplicial_set(knn_indices: np.ndarray, knn_dists: np.ndarray) -> scipy.sparse.csr_matrix:
+    """The symmetric fuzzy graph (n x n, float32 CSR, sorted indices, no explicit zeros) from kNN.
+
+    ``knn_indices`` (n, k) with self in column 0 (-1 marks a missing neighbour); ``knn_dists`` the matching
+    distances, each row sorted ascending.
+    """
+    indices = np.ascontiguousarray(knn_indices, dtype=np.int64)
+    dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
+    if indices.shape != dists.shape or indices.ndim != 2:
+        raise ValueError(
+            f"knn_indices {indices.shape} and knn_dists {dists.shape} must be 2-D arrays of the same shape."
+        )
+    n, k = indices.shape
+    sigma, rho = smooth_knn_dist(dists)
+    vals = _memberships(indices, dists, sigma, rho)
+    rows = np.repeat(np.arange(n, dtype=np.int64), k)
+    cols = indices.ravel()
+    keep = vals != 0
+    directed = scipy.sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, n), dtype=np.float32)
+    transposed = directed.T.tocsr()
+    union = directed + transposed - directed.multiply(transposed)
+    union = scipy.sparse.csr_matrix(union, dtype=np.float32)
+    union.eliminate_zeros()
+    union.sort_indices()
+    return union
+
+
+def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, float]:
+    """Fit ``1 / (1 + a x^(2b))`` to UMAP's target curve: 1 up to ``min_dist``, then
+    ``exp(-(x - min_dist) / spread)``, sampled on [0, 3 spread]. Gives a ~ 1.577, b ~ 0.895 for (1.0, 0.1).
+    """
+    if not spread > 0:
+        raise ValueError(f"spread={spread!r} must be positive (1.0 is the usual value).")
+    if not 0 <= min_dist <= spread:
+        raise ValueError(
+            f"min_dist={min_dist!r} must lie in [0, spread={spread!r}]; the usual value is 0.1 with spread 1.0."
+        )
+
+    def curve(x, a, b):
+        return 1.0 / (1.0 + a * x ** (2 * b))
+
+    x = np.linspace(0, 3 * spread, 300)
+    y = np.where(x < min_dist, 1.0, np.exp(-(x - min_dist) / spread))
+    (a, b), _ = curve_fit(curve, x, y)
+    return float(a), float(b)
