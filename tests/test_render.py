@@ -182,6 +182,29 @@ def test_class_colours_follow_labels():
     assert close(densest_colour(swapped, "right"), CLASS_PALETTE[0])
 
 
+@pytest.mark.parametrize("n_labels", [None, 4])
+def test_shading_only_lit_pixels_matches_datashader_on_the_whole_grid(n_labels):
+    import datashader.transfer_functions as tf
+    import xarray as xr
+
+    from umapviz.render.aggregate import Aggregate
+    from umapviz.render.shade import class_colors, composite, shade_points
+
+    rng = np.random.default_rng(4)
+    shape = (30, 40) if n_labels is None else (30, 40, n_labels)
+    counts = (rng.integers(0, 500, size=shape) * (rng.random(shape) < 0.4)).astype(np.uint32)
+    agg = Aggregate(counts, None, np.zeros((4, 32), np.uint32), View((0.0, 1.0), (0.0, 1.0)))
+    if n_labels is None:
+        whole = tf.shade(xr.DataArray(counts, dims=("y", "x")), cmap=list(DEFAULT_STYLE.cmap),
+                         how="eq_hist", min_alpha=DEFAULT_STYLE.min_alpha)  # fmt: skip
+    else:
+        grid = xr.DataArray(counts, dims=("y", "x", "c"), coords={"c": np.arange(n_labels)})
+        whole = tf.shade(grid, color_key=class_colors(n_labels), how="eq_hist", min_alpha=DEFAULT_STYLE.min_alpha)
+    expected = composite(np.ascontiguousarray(whole.values).view(np.uint8).reshape(30, 40, 4)[::-1], "#000000")
+    # the class mix is a float32 dot product: its last bit depends on memory layout, hence one level of slack
+    assert np.abs(shade_points(agg).astype(int) - expected).max() <= (0 if n_labels is None else 1)
+
+
 def test_a_single_ordinary_point_is_visible():
     rgba = image(np.array([[0.0, 0.0]], np.float32), width=50, height=50, view=(-1, 1, -1, 1))
     lit = np.argwhere(rgba[..., :3].max(axis=2) > 40)

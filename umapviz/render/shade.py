@@ -79,19 +79,25 @@ def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
     import xarray as xr  # noqa: PLC0415
 
     h, w = agg.height, agg.width
-    if agg.counts.ndim == 2:
-        grid = xr.DataArray(agg.counts, dims=("y", "x"))
-        options = {"cmap": list(style.cmap)}
-    else:
-        k = agg.counts.shape[2]
-        grid = xr.DataArray(agg.counts, dims=("y", "x", "label"), coords={"label": np.arange(k)})
-        options = {"color_key": class_colors(k, style.palette)}
-    if agg.n_in_view == 0:  # nothing to normalise: eq_hist has no histogram to equalise
-        shaded = np.zeros((h, w, 4), dtype=np.uint8)
-    else:
+    # Shade only the non-empty pixels, laid out as one row: empty pixels are transparent whatever the data,
+    # and eq_hist, the alpha offset and the colour mix depend only on the non-empty values, so the colours
+    # are the same as shading the whole grid, at a fraction of the cost (the classes' mix is ~100 ms/frame).
+    flat = agg.counts.reshape(h * w, -1)
+    lit = np.flatnonzero(flat.any(axis=1)) if flat.shape[1] > 1 else np.flatnonzero(flat[:, 0])
+    packed = np.zeros(h * w, dtype=np.uint32)
+    if lit.size:
+        row = flat[lit][None]  # (1, M, K)
+        if agg.counts.ndim == 2:
+            grid = xr.DataArray(row[..., 0], dims=("y", "x"))
+            options = {"cmap": list(style.cmap)}
+        else:
+            k = agg.counts.shape[2]
+            grid = xr.DataArray(row, dims=("y", "x", "label"), coords={"label": np.arange(k)})
+            options = {"color_key": class_colors(k, style.palette), "color_baseline": 0}
         image = tf.shade(grid, how=style.how, min_alpha=style.min_alpha, **options, **style.extra)
-        # datashader packs RGBA into uint32 as bytes R, G, B, A (little-endian 0xAABBGGRR).
-        shaded = np.ascontiguousarray(image.values).view(np.uint8).reshape(h, w, 4)
+        packed[lit] = np.asarray(image.values).ravel()
+    # datashader packs RGBA into uint32 as bytes R, G, B, A (little-endian 0xAABBGGRR).
+    shaded = packed.view(np.uint8).reshape(h, w, 4)
     return composite(shaded[::-1], style.background)
 
 

@@ -1,0 +1,97 @@
+"""umapviz.render on CuPy arrays: the CUDA grids must equal the NumPy (datashader) grids bit for bit.
+
+Skipped without CuPy and a GPU (tests/conftest.py). The data are chosen to hit the cases where a
+different rounding would move a point: coordinates on pixel borders and on the view's edges, NaN and inf
+rows, points outside the view, float32 and float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from umapviz.render import View, aggregate, image, render
+from umapviz.render.view import data_bounds, resolve_view
+
+pytestmark = pytest.mark.gpu
+
+
+def tricky_points(n: int = 200_000, dtype=np.float32, seed: int = 0) -> np.ndarray:
+    """Gaussian points plus points exactly on pixel borders and view edges of VIEW at 97 x 61 pixels."""
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(scale=2.0, size=(n, 2)).astype(dtype)
+    (xmin, xmax), (ymin, ymax) = VIEW.x_range, VIEW.y_range
+    bx = xmin + np.arange(WIDTH + 1) * (xmax - xmin) / WIDTH  # every pixel border, and both edges
+    by = ymin + np.arange(HEIGHT + 1) * (ymax - ymin) / HEIGHT
+    gx, gy = np.meshgrid(bx, by)
+    borders = np.stack([gx.ravel(), gy.ravel()], axis=1).astype(dtype)
+    odd = np.array([[np.nan, 0], [0, np.nan], [np.inf, 1], [-np.inf, -1], [1e30, 0], [0, -1e30]], dtype=dtype)
+    return np.concatenate([emb, borders, np.nextafter(borders, np.inf), np.nextafter(borders, -np.inf), odd])
+
+
+VIEW = View((-3.3, 4.1), (-2.7, 2.9))
+WIDTH, HEIGHT = 97, 61
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_count_grid_equals_datashader_bit_for_bit(cp, dtype):
+    emb = tricky_points(dtype=dtype)
+    host = aggregate(emb, VIEW, WIDTH, HEIGHT)
+    device = aggregate(cp.asarray(emb), VIEW, WIDTH, HEIGHT)
+    assert isinstance(device.counts, np.ndarray)  # only the grid comes back
+    assert device.counts.dtype == host.counts.dtype == np.uint32
+    np.testing.assert_array_equal(device.counts, host.counts)
+    np.testing.assert_array_equal(device.edge_counts, host.edge_counts)
+    assert device.n_in_view + device.n_out_of_view == len(emb) - 4  # the NaN and inf rows are nowhere
+
+
+def test_gpu_label_and_outlier_grids_equal_datashader(cp):
+    emb = tricky_points(seed=1)
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 7, len(emb)).astype(np.int64)
+    outliers = rng.random(len(emb)) < 0.01
+    host = aggregate(emb, VIEW, WIDTH, HEIGHT, labels=labels, outliers=outliers)
+    device = aggregate(cp.asarray(emb), VIEW, WIDTH, HEIGHT, labels=cp.asarray(labels), outliers=cp.asarray(outliers))
+    assert device.counts.shape == (HEIGHT, WIDTH, 7)
+    np.testing.assert_array_equal(device.counts, host.counts)
+    np.testing.assert_array_equal(device.outlier_counts, host.outlier_counts)
+    # NumPy labels and an index array of outliers with a CuPy embedding work too
+    mixed = aggregate(cp.asarray(emb), VIEW, WIDTH, HEIGHT, labels=labels, outliers=np.flatnonzero(outliers))
+    np.testing.assert_array_equal(mixed.counts, host.counts)
+    np.testing.assert_array_equal(mixed.outlier_counts, host.outlier_counts)
+
+
+def test_gpu_bounds_and_views_equal_the_host(cp):
+    emb = tricky_points(seed=3)
+    emb[5] = [250.0, -40.0]  # a far point: robust and auto views differ
+    d_emb = cp.asarray(emb)
+    assert data_bounds(d_emb) == data_bounds(emb)
+    for view in ("auto", "robust"):
+        assert resolve_view(d_emb, view, 300, 200) == resolve_view(emb, view, 300, 200)
+    assert data_bounds(cp.full((10, 2), cp.nan, dtype=cp.float32)) is None
+
+
+def test_gpu_image_equals_cpu_image(cp):
+    emb = tricky_points(50_000, seed=4)
+    labels = np.arange(len(emb)) % 3
+    outliers = np.zeros(len(emb), bool)
+    outliers[::997] = True
+    for kwargs in ({}, {"labels": labels}):
+        host = image(emb, outliers=outliers, width=160, height=120, view="robust", **kwargs)
+        dev_kwargs = {k: cp.asarray(v) for k, v in kwargs.items()}
+        device = image(cp.asarray(emb), outliers=cp.asarray(outliers), width=160, height=120, view="robust",
+                       **dev_kwargs)  # fmt: skip
+        np.testing.assert_array_equal(device, host)
+
+
+def test_gpu_large_input_counts_every_point(cp):
+    n = 20_000_000
+    emb = cp.random.standard_normal((n, 2), dtype=cp.float32)
+    rgba, agg = render(emb, width=1024, height=1024, view="auto")
+    assert agg.n_in_view == n  # the auto view holds every finite point
+    assert rgba.shape == (1024, 1024, 4)
