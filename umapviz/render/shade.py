@@ -84,7 +84,8 @@ def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
     # are the same as shading the whole grid, at a fraction of the cost (the classes' mix is ~100 ms/frame).
     flat = agg.counts.reshape(h * w, -1)
     lit = np.flatnonzero(flat.any(axis=1)) if flat.shape[1] > 1 else np.flatnonzero(flat[:, 0])
-    packed = np.zeros(h * w, dtype=np.uint32)
+    out = np.empty((h, w, 4), dtype=np.uint8)
+    out.view(np.uint32).fill(np.array([*hex_to_rgb(style.background), 255], np.uint8).view(np.uint32)[0])
     if lit.size:
         row = flat[lit][None]  # (1, M, K)
         if agg.counts.ndim == 2:
@@ -95,10 +96,12 @@ def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
             grid = xr.DataArray(row, dims=("y", "x", "label"), coords={"label": np.arange(k)})
             options = {"color_key": class_colors(k, style.palette), "color_baseline": 0}
         image = tf.shade(grid, how=style.how, min_alpha=style.min_alpha, **options, **style.extra)
-        packed[lit] = np.asarray(image.values).ravel()
-    # datashader packs RGBA into uint32 as bytes R, G, B, A (little-endian 0xAABBGGRR).
-    shaded = packed.view(np.uint8).reshape(h, w, 4)
-    return composite(shaded[::-1], style.background)
+        # datashader packs RGBA into uint32 as bytes R, G, B, A (little-endian 0xAABBGGRR).
+        colours = np.ascontiguousarray(image.values).view(np.uint8).reshape(-1, 4)
+        rows, cols = np.divmod(lit, w)
+        top_first = (h - 1 - rows) * w + cols  # datashader's row 0 is the bottom; images start at the top
+        out.reshape(h * w, 4)[top_first] = composite(colours, style.background)
+    return out
 
 
 def composite(rgba: np.ndarray, background: str) -> np.ndarray:
