@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
 
 import numpy as np
@@ -245,7 +246,10 @@ def test_recording_reloads_bit_for_bit(tmp_path):
         if a.outliers is not None:
             np.testing.assert_array_equal(a.outliers, b.outliers)
     np.testing.assert_array_equal(back.outlier_counts(), [0, -1, 6, 9])
-    assert not list(tmp_path.glob(".*tmp"))  # no temporary file left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["run.npz"]  # no temporary file left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # the permissions of any file the user writes
 
 
 def test_damaged_recording_gives_a_clear_error(tmp_path):
@@ -294,7 +298,7 @@ def test_html_replay_holds_every_frame_and_needs_nothing_else(tmp_path):
     assert captions[2] == "epoch 20 · 6 outliers"
     from PIL import Image
 
-    decoded = [np.asarray(Image.open(io.BytesIO(base64.b64decode(f)))) for f in frames]
+    decoded = [np.asarray(Image.open(io.BytesIO(base64.b64decode(f))).convert("RGBA")) for f in frames]
     assert all(d.shape == (64, 64, 4) for d in decoded)
     assert len({d.tobytes() for d in decoded}) == len(rec)  # each frame its own picture
     assert 'max="3"' in page and "play" in page
@@ -332,7 +336,7 @@ def test_png_round_trip(tmp_path):
 
     rgba = image(cloud(300), width=40, height=30)
     path = save_png(rgba, tmp_path / "sub" / "frame.png")
-    np.testing.assert_array_equal(np.asarray(Image.open(path)), rgba)
+    np.testing.assert_array_equal(np.asarray(Image.open(path).convert("RGBA")), rgba)
 
 
 # -- figures --------------------------------------------------------------------------------------------
@@ -381,3 +385,21 @@ def test_live_view_re_aggregates_at_the_visible_range():
     live.push(emb * 3, caption="epoch 1")  # follow=True: a push re-frames to the new data
     live.dmap[()]
     assert live.last_aggregate.view.x_range[1] > 30
+
+
+def test_live_view_updates_a_bokeh_plot_on_zoom_and_push():
+    import holoviews as hv
+
+    from umapviz.render.live import LiveView
+
+    live = LiveView(width=100, height=100)
+    emb = cloud(2000)
+    live.push(emb)
+    plot = hv.renderer("bokeh").get_plot(live.dmap)
+    source = plot.handles["source"]
+    before = np.array(source.data["image"][0])
+    live.dmap.event(x_range=(-0.5, 0.5), y_range=(-0.5, 0.5))
+    assert source.data["x"][0] == -0.5 and source.data["dw"][0] == 1.0  # the plot shows the zoomed range...
+    assert not np.array_equal(np.array(source.data["image"][0]), before)  # ...drawn afresh
+    live.push(emb * 10)
+    assert plot.handles["x_range"].end > 20  # a push re-frames the plot to the new data

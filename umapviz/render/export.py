@@ -12,13 +12,13 @@ import importlib.util
 import io
 import json
 import os
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from umapviz.render._files import atomic_write
 from umapviz.render.frame import image
 from umapviz.render.record import Recording
 from umapviz.render.shade import DEFAULT_STYLE, Style
@@ -28,21 +28,6 @@ Frames = Recording | Sequence[np.ndarray]
 
 
 # -- files ----------------------------------------------------------------------------------------------
-def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp_path)`` on a temporary file next to ``path``, then move it onto ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def _check_rgba(rgba: np.ndarray) -> np.ndarray:
     rgba = np.asarray(rgba)
     if rgba.ndim != 3 or rgba.shape[2] not in (3, 4) or rgba.dtype != np.uint8:
@@ -54,8 +39,11 @@ def encode_png(rgba: np.ndarray, compress_level: int = 1) -> bytes:
     """PNG bytes of an RGBA image (level 1: fast, for live frames; use 6+ for files kept long)."""
     from PIL import Image  # noqa: PLC0415
 
+    rgba = _check_rgba(rgba)
+    if rgba.shape[2] == 4 and (rgba[..., 3] == 255).all():
+        rgba = rgba[..., :3]  # opaque (every umapviz image is): RGB is a quarter less to compress
     buffer = io.BytesIO()
-    Image.fromarray(_check_rgba(rgba)).save(buffer, format="PNG", compress_level=compress_level)
+    Image.fromarray(np.ascontiguousarray(rgba)).save(buffer, format="PNG", compress_level=compress_level)
     return buffer.getvalue()
 
 

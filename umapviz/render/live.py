@@ -65,7 +65,7 @@ class LiveView:
         self.last_aggregate = None  # the Aggregate behind the image on screen (grids, view, off-view counts)
         self.dmap = hv.DynamicMap(self._element, streams=[self.pipe, self.range_stream, self.size_stream])
         self.dmap = self.dmap.opts(
-            width=width, height=height, framewise=True, tools=["hover"], active_tools=["wheel_zoom"],
+            width=width, height=height, framewise=True, active_tools=["wheel_zoom"],
             xaxis=None, yaxis=None, title=title, backend="bokeh",
         )  # fmt: skip
 

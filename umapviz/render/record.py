@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import to_host
+from umapviz.render._files import atomic_write
 
 FORMAT = "umapviz-recording"
 FORMAT_VERSION = 1
@@ -129,18 +129,12 @@ class Recording:
             raise ValueError(f"a recording is saved as .npz; got {path.name!r}.")
         arrays = self._arrays()
         arrays["checksum"] = np.frombuffer(_checksum(arrays).encode(), dtype=np.uint8)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as f:  # a file object: given a name, NumPy would append ".npz" to it
                 np.savez_compressed(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+
+        return atomic_write(path, write)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Recording:
