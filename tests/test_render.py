@@ -403,3 +403,13 @@ def test_live_view_updates_a_bokeh_plot_on_zoom_and_push():
     assert not np.array_equal(np.array(source.data["image"][0]), before)  # ...drawn afresh
     live.push(emb * 10)
     assert plot.handles["x_range"].end > 20  # a push re-frames the plot to the new data
+
+
+def test_mp4_has_every_frame_when_ffmpeg_is_installed(tmp_path):
+    pytest.importorskip("imageio_ffmpeg")
+    import imageio.v2 as imageio
+
+    path = save_mp4(make_recording(), tmp_path / "run.mp4", width=63, height=48)
+    with imageio.get_reader(path) as reader:
+        assert reader.count_frames() == 4
+        assert reader.get_meta_data()["size"] == (64, 48)  # padded to even sizes for yuv420p

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from umapviz._backend import is_cupy
+from umapviz._backend import is_cupy, to_host
 from umapviz.render.view import View
 
 N_EDGE_BINS = 32  # out-of-view points are counted in this many bins along each side of the image
@@ -69,7 +69,7 @@ def check_embedding(embedding: Any) -> Any:
             f"embedding must have shape (N, 2); got {tuple(embedding.shape)}. "
             "Rendering draws 2-D layouts only: pass the first two columns, e.g. embedding[:, :2]."
         )
-    if embedding.dtype.kind != "f":
+    if embedding.dtype not in (np.float32, np.float64):  # integers, float16: datashader and the kernel want these
         embedding = embedding.astype(np.float32)
     return embedding
 
@@ -160,6 +160,8 @@ def aggregate(
             N_EDGE_BINS,
         )
     else:
+        labels = None if labels is None else to_host(labels)
+        outliers = None if outliers is None else to_host(outliers)
         counts, outlier_counts = _datashader_grids(embedding, view, width, height, labels, n_labels, outliers)
         n_in = int(counts.sum(dtype=np.int64))
         # Only when some points fell outside (or are NaN) is the extra pass over the points needed.

@@ -136,11 +136,11 @@ def save_mp4(frames: Frames, path: str | os.PathLike, fps: float = 10, **frame_o
 
     images = _images(frames, frame_options)
     h, w = images[0].shape[:2]
-    ph, pw = -h % 16, -w % 16  # H.264 in yuv420p wants sizes in whole macroblocks: pad with edge pixels
+    ph, pw = h % 2, w % 2  # yuv420p halves the colour planes: sizes must be even, so pad with edge pixels
 
     def write(tmp: Path) -> None:
         with imageio.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
-                                pixelformat="yuv420p", macro_block_size=16) as writer:  # fmt: skip
+                                pixelformat="yuv420p", macro_block_size=2) as writer:  # fmt: skip
             for im in images:
                 writer.append_data(np.pad(im[..., :3], ((0, ph), (0, pw), (0, 0)), mode="edge"))
 

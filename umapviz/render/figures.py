@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from umapviz.render.frame import image
-from umapviz.render.shade import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb
+from umapviz.render.shade import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb, pil_font
 from umapviz.render.view import ViewSpec, resolve_view, union
 
 INK = (230, 230, 230)  # text and axes on the dark figure background
@@ -21,18 +21,12 @@ GRID = (48, 48, 48)
 PAPER = "#111111"
 
 
-def _font(size: int):
-    from PIL import ImageFont  # noqa: PLC0415
-
-    return ImageFont.load_default(size=size)
-
-
 def draw_caption(rgba: np.ndarray, text: str, size: int | None = None) -> None:
     """Write ``text`` in the top-left corner of ``rgba`` on a dark box, in place."""
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
     h, w = rgba.shape[:2]
-    font = _font(size or max(10, min(w, h) // 40))
+    font = pil_font(size or max(10, min(w, h) // 40))
     pil = Image.fromarray(rgba)
     draw = ImageDraw.Draw(pil)
     left, top, right, bottom = draw.textbbox((6, 6), text, font=font)
@@ -82,7 +76,7 @@ def side_by_side(
     height = header + panel_size + footer + gap
     canvas = Image.new("RGBA", (width, height), PAPER)
     draw = ImageDraw.Draw(canvas)
-    title_font, count_font = _font(max(12, header * 2 // 3)), _font(max(10, footer * 2 // 3))
+    title_font, count_font = pil_font(max(12, header * 2 // 3)), pil_font(max(10, footer * 2 // 3))
     for i, emb in enumerate(embeddings):
         panel = image(emb, labels, outliers[i], panel_size, panel_size, view, style=style)
         x0 = gap + i * (panel_size + gap)
@@ -133,7 +127,7 @@ def outlier_chart(
     y_top = max(yv(np.float64(y_ticks[-1])), 1e-9)
     x_ticks = [t for t in _nice_ticks(e_lo, e_hi) if e_lo <= t <= e_hi]
 
-    small, big = _font(max(10, height // 26)), _font(max(12, height // 18))
+    small, big = pil_font(max(10, height // 26)), pil_font(max(12, height // 18))
     left, right, top, bottom = 60, 20, max(30, height // 9), 40
     pw, ph = width - left - right, height - top - bottom
     if pw < 20 or ph < 20:

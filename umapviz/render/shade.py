@@ -8,6 +8,7 @@ the image border, pointing to where they are, with their count.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -155,6 +156,14 @@ def draw_outliers(rgba: np.ndarray, mask: np.ndarray, style: Style = DEFAULT_STY
     rgba[ring | disc, 3] = 255
 
 
+@functools.lru_cache(maxsize=16)
+def pil_font(size: int):
+    """Pillow's built-in font at ``size`` pixels (loaded once per size)."""
+    from PIL import ImageFont  # noqa: PLC0415
+
+    return ImageFont.load_default(size=size)
+
+
 def marker_size(width: int, height: int) -> int:
     return max(7, min(width, height) // 50)
 
@@ -172,11 +181,11 @@ def edge_marker_positions(width: int, height: int, n_bins: int = N_EDGE_BINS) ->
 
 def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = DEFAULT_STYLE) -> None:
     """Draw a triangle pointing out of the image, with the count beside it, for each non-empty edge bin."""
-    from PIL import Image, ImageDraw, ImageFont  # noqa: PLC0415
+    from PIL import Image, ImageDraw  # noqa: PLC0415
 
     h, w = rgba.shape[:2]
     s = marker_size(w, h)
-    font = ImageFont.load_default(size=max(11, round(s * 1.6)))
+    font = pil_font(max(11, round(s * 1.6)))
     pil = Image.fromarray(rgba)
     draw = ImageDraw.Draw(pil)
     color = hex_to_rgb(style.outlier_color)
