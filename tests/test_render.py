@@ -20,6 +20,7 @@ from umapviz.render import (
     DEFAULT_STYLE,
     Recording,
     RecordingError,
+    Style,
     View,
     aggregate,
     image,
@@ -207,9 +208,21 @@ def test_shading_only_lit_pixels_matches_datashader_on_the_whole_grid(n_labels):
 
 
 def test_a_single_ordinary_point_is_visible():
-    rgba = image(np.array([[0.0, 0.0]], np.float32), width=50, height=50, view=(-1, 1, -1, 1))
+    one = np.array([[0.0, 0.0]], np.float32)
+    rgba = image(one, width=50, height=50, view=(-1, 1, -1, 1), style=Style(spread_threshold=0))
     lit = np.argwhere(rgba[..., :3].max(axis=2) > 40)
     assert len(lit) == 1 and tuple(lit[0]) == (24, 25)  # y = 0 -> row 25 from the bottom = 24 from the top
+    # by default a sparse image spreads each point over its 3 x 3 neighbourhood, same colour
+    spread = image(one, width=50, height=50, view=(-1, 1, -1, 1))
+    lit = np.argwhere(spread[..., :3].max(axis=2) > 40)
+    assert sorted(map(tuple, lit)) == [(r, c) for r in (23, 24, 25) for c in (24, 25, 26)]
+    assert (spread[23:26, 24:27] == rgba[24, 25]).all()
+
+
+def test_dense_images_are_not_spread():
+    emb = cloud(20000)
+    plain = image(emb, width=60, height=60, style=Style(spread_threshold=0))
+    np.testing.assert_array_equal(image(emb, width=60, height=60), plain)
 
 
 def test_empty_and_degenerate_embeddings_render():

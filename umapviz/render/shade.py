@@ -39,6 +39,9 @@ class Style:
     how: str = "eq_hist"  # datashader's colour normalisation: "eq_hist", "log", "cbrt" or "linear"
     min_alpha: int = 90  # alpha of the least dense non-empty pixel: one ordinary point stays visible
     edge_markers: bool = True
+    # Sparse images (few thousand points) grow each lit pixel into its empty neighbours, like datashader's
+    # dynspread: done when fewer than this fraction of lit pixels touch another lit pixel. 0 turns it off.
+    spread_threshold: float = 0.5
     extra: dict = field(default_factory=dict)  # more keyword arguments for datashader's tf.shade
 
 
@@ -67,6 +70,8 @@ def outlier_radius(style: Style, width: int, height: int) -> int:
 def shade(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
     """An (H, W, 4) uint8 RGBA image of ``agg``, opaque, top row first (the largest y)."""
     rgba = shade_points(agg, style)
+    if style.spread_threshold > 0:
+        spread_sparse_points(rgba, agg.total[::-1] > 0, style.spread_threshold)
     if agg.outlier_counts is not None:
         draw_outliers(rgba, agg.outlier_counts[::-1] > 0, style)
     if style.edge_markers and agg.n_out_of_view:
@@ -103,6 +108,39 @@ def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
         top_first = (h - 1 - rows) * w + cols  # datashader's row 0 is the bottom; images start at the top
         out.reshape(h * w, 4)[top_first] = composite(colours, style.background)
     return out
+
+
+# The 8 neighbours, the 4 nearest first: a pixel between two points takes the colour of the nearer one.
+_NEIGHBOURS = ((0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (1, -1), (-1, 1), (-1, -1))
+
+
+def spread_sparse_points(rgba: np.ndarray, lit: np.ndarray, threshold: float = 0.5) -> bool:
+    """Grow lit pixels (``lit``, top row first) by one pixel into empty neighbours if the image is sparse.
+
+    Sparse means: fewer than ``threshold`` of the lit pixels have a lit 4-neighbour. Returns whether it spread.
+    """
+    n_lit = int(lit.sum())
+    if n_lit == 0:
+        return False
+    touching = np.zeros_like(lit)
+    touching[1:] |= lit[:-1]
+    touching[:-1] |= lit[1:]
+    touching[:, 1:] |= lit[:, :-1]
+    touching[:, :-1] |= lit[:, 1:]
+    if (lit & touching).sum() >= threshold * n_lit:
+        return False
+    h, w = lit.shape
+    ys, xs = np.nonzero(lit)
+    colours = rgba[ys, xs]
+    filled = lit.copy()
+    for dy, dx in _NEIGHBOURS:
+        ty, tx = ys + dy, xs + dx
+        ok = (ty >= 0) & (ty < h) & (tx >= 0) & (tx < w)
+        ty, tx, c = ty[ok], tx[ok], colours[ok]
+        free = ~filled[ty, tx]
+        rgba[ty[free], tx[free]] = c[free]
+        filled[ty[free], tx[free]] = True
+    return True
 
 
 def composite(rgba: np.ndarray, background: str) -> np.ndarray:
