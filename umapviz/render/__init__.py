@@ -10,7 +10,7 @@ from __future__ import annotations
 from umapviz.render.aggregate import Aggregate, aggregate
 from umapviz.render.export import encode_png, recording_frames, save_gif, save_html, save_mp4, save_png
 from umapviz.render.figures import outlier_chart, side_by_side
-from umapviz.render.frame import image, render
+from umapviz.render.frame import image, render, warm_up
 from umapviz.render.record import Recording, RecordingError
 from umapviz.render.shade import CLASS_PALETTE, COUNT_CMAP, DEFAULT_STYLE, Style, class_colors, shade
 from umapviz.render.view import View, resolve_view
@@ -49,4 +49,5 @@ __all__ = [
     "save_png",
     "shade",
     "side_by_side",
+    "warm_up",
 ]

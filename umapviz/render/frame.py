@@ -48,3 +48,23 @@ def image(
         (xmin, xmax, ymin, ymax), so frames of different epochs line up.
     """
     return render(embedding, labels, outliers, width, height, view, n_labels=n_labels, style=style)[0]
+
+
+def warm_up(device: str = "cpu") -> float:
+    """Render a few tiny frames so the first real one does not pay compilation; returns the seconds taken.
+
+    The first frame of a process compiles datashader's Numba functions (about 1-3 s) or, with
+    ``device="gpu"``, the CUDA aggregation kernel. A live view can call this while the optimizer starts.
+    """
+    import time  # noqa: PLC0415
+
+    from umapviz._backend import cupy, resolve_device  # noqa: PLC0415
+
+    start = time.perf_counter()
+    xp = cupy() if resolve_device(device) == "gpu" else np
+    points = xp.asarray(np.array([[0.0, 0.0], [1.0, 1.0], [0.5, 0.2], [9.0, 0.5]], dtype=np.float32))
+    labels = xp.asarray(np.array([0, 1, 0, 1]))
+    outliers = xp.asarray(np.array([False, True, False, False]))
+    for kwargs in ({}, {"labels": labels}):
+        render(points, outliers=outliers, width=16, height=16, view=(-1.0, 2.0, -1.0, 2.0), **kwargs)
+    return time.perf_counter() - start
