@@ -81,7 +81,14 @@ def test_non_numeric_data():
 def test_dataframe_with_text_column_is_refused():
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame({"x": [1.0, 2.0], "label": ["cat", "dog"]})
-    with pytest.raises(TypeError, match="non-numeric.*encode"):
+    with pytest.raises(TypeError, match=r"non-numeric columns \('label'\).*encode"):
+        check_data(frame)
+
+
+def test_dataframe_missing_values_are_reported_as_nan_rows():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x": pd.array([1, None, 3, 4], dtype="Int64"), "y": [1.0, 2.0, np.nan, 4.0]})
+    with pytest.raises(ValueError, match=r"2 row\(s\) with NaN.*rows \[1, 2\]"):
         check_data(frame)
 
 

@@ -75,6 +75,17 @@ def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np
         )
     if is_cupy(X):
         X = X.get()
+    if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a pandas DataFrame
+        try:
+            # Nullable columns (pd.NA) become NaN here, so they are reported as missing values below.
+            X = X.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as exc:
+            text = [str(col) for col, dt in X.dtypes.items() if getattr(dt, "kind", "O") not in "biuf"]
+            shown = ", ".join(map(repr, text[:5])) + (", ..." if len(text) > 5 else "")
+            raise TypeError(
+                f"{name} has non-numeric columns ({shown}). Pass numbers only: drop those columns, or encode "
+                "categories as numbers (e.g. one-hot) and convert with .astype(float)."
+            ) from exc
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like

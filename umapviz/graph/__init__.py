@@ -88,8 +88,8 @@ def build_graph(
     n_epochs : the optimizer's epoch count, which sets the pruning threshold ``max(w) / n_epochs``;
         None means 500 up to 10,000 points, else 200.
     knn : "exact" (tiled brute force), "approx" (pynndescent), or "auto": exact while
-        ``n_samples**2 * n_features <= knn.AUTO_EXACT_MAX_WORK`` (7e11: 50k x 256 takes ~25 s on 2 cores),
-        else approx.
+        ``n_samples**2 * (n_features + 150) <= 1.1e12`` (up to ~30 s on 2 cores: 50k x 256 is exact,
+        100k x 50 approximate), else approx.
     random_state : seeds the approximate kNN (exact kNN does not depend on it).
     cache : True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path.
     progress : show a progress bar for long exact kNN runs.

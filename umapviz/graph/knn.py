@@ -19,15 +19,18 @@ from tqdm import tqdm
 METRICS = ("euclidean", "cosine")
 KNN_METHODS = ("auto", "exact", "approx")
 
-# knn="auto" uses exact kNN while n_samples**2 * n_features stays at or below this bound, approximate beyond.
-# Exact kNN is GEMM-bound: on a 2-core CPU it took 2.5 s at 20k x 256 (1.0e11) and 23 s at 50k x 256
-# (6.4e11), so the bound keeps exact runs under ~30 s and includes the 50k x 256 outlier data sets, whose
-# hub vertices are what the kit studies (approximate kNN would blur them).
-AUTO_EXACT_MAX_WORK = 7e11
+# knn="auto" uses exact kNN while its cost model n_samples**2 * (n_features + 150) stays at or below this bound,
+# approximate beyond. Per pair of points, exact kNN pays a GEMM term (~0.03 ns per feature plus ~2 ns of memory
+# traffic) and ~1-3 ns of candidate selection, together worth ~150 features. On this project's 2-core CPU (shared,
+# so partly contended) 20k x 256 took 2.5-4.5 s, 50k x 256 23-25 s and 100k x 50 61 s. The bound keeps exact
+# runs under ~30 s and includes the 50k x 256 outlier data sets, whose hub vertices are what the kit studies
+# (approximate kNN would blur them).
+AUTO_EXACT_MAX_WORK = 1.1e12
+_AUTO_FEATURE_OFFSET = 150
 
 # Memory for one tile of the (tile_rows, n) GEMM score matrix.
-_TILE_BYTES = 64 * 2**20
-# Show a progress bar for exact runs with more work than this (n^2 * d), i.e. a few seconds.
+_TILE_BYTES = 256 * 2**20
+# Show a progress bar for exact runs with more work than this (n^2 * d): a few seconds.
 _PROGRESS_MIN_WORK = 2e10
 
 
@@ -43,7 +46,8 @@ def resolve_knn_method(knn: str, n_samples: int, n_features: int) -> str:
     if knn not in KNN_METHODS:
         raise ValueError(f"knn={knn!r} is not one of {', '.join(map(repr, KNN_METHODS))}.")
     if knn == "auto":
-        return "exact" if float(n_samples) ** 2 * n_features <= AUTO_EXACT_MAX_WORK else "approx"
+        work = float(n_samples) ** 2 * (n_features + _AUTO_FEATURE_OFFSET)
+        return "exact" if work <= AUTO_EXACT_MAX_WORK else "approx"
     return knn
 
 
