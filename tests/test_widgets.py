@@ -1,0 +1,269 @@
+"""The Explorer and the comparison grid, headless: no browser, no kernel, small data, few epochs."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("datashader")
+
+from umapviz.render import Recording  # noqa: E402
+from umapviz.widgets import Explorer, ExplorerError, compare, session  # noqa: E402
+from umapviz.widgets.compare import TABLE_COLUMNS, configurations  # noqa: E402
+
+SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 96}
+
+
+@pytest.fixture
+def build_calls(monkeypatch):
+    """Count the graph builds the widgets ask for."""
+    calls = []
+    real = session.build_graph
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "build_graph", counting)
+    return calls
+
+
+@pytest.fixture
+def explorer(blobs_small):
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, **SMALL)
+    ex.wait()  # state does not wait for the worker; the tests start from a built panel
+    yield ex
+    ex.close()
+
+
+def test_plays_epochs_and_the_frame_changes(explorer):
+    first = explorer.frame()
+    assert first.shape == (96, 96, 4) and first.dtype == np.uint8
+    start = explorer.state
+    assert start.epoch == 0 and start.n_points == 600 and start.error == ""
+
+    state = explorer.play(epochs=3, block=True)
+    assert state.epoch == 3 and not state.running
+    assert state.fingerprint != start.fingerprint
+    after = explorer.frame()
+    assert not np.array_equal(first, after)
+
+    explorer.play(epochs=2, block=True)
+    assert explorer.state.epoch == 5
+    assert not np.array_equal(after, explorer.frame())
+
+
+def test_play_to_the_end_stops_at_n_epochs(explorer):
+    explorer.set(epochs_per_frame=15)
+    state = explorer.play(block=True)
+    assert state.epoch == state.n_epochs == 40
+    assert explorer.play(block=True).epoch == 40  # nothing left to run: no error, no change
+
+
+def test_step_reset_and_replay_are_reproducible(explorer):
+    start = explorer.state.fingerprint
+    assert explorer.step(2).epoch == 2
+    two = explorer.state.fingerprint
+    assert explorer.reset().epoch == 0
+    assert explorer.state.fingerprint == start
+    explorer.play(epochs=2, block=True)
+    assert explorer.state.fingerprint == two  # chunked is bitwise reproducible
+
+
+def test_pause_stops_a_background_run(blobs_small):
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, n_neighbors=10, n_epochs=100_000, size=64)
+    try:
+        ex.frame()
+        ex.play(block=False)
+        deadline = time.monotonic() + 30
+        while ex.state.epoch < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ex.state.running
+        paused = ex.pause()
+        assert not paused.running
+        time.sleep(0.3)
+        assert ex.state.epoch == paused.epoch  # nothing ran after pause returned
+        assert 2 <= paused.epoch < 100_000
+    finally:
+        ex.close()
+
+
+def test_layout_changes_restart_without_rebuilding_the_graph(blobs_small, build_calls):
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, **SMALL)
+    try:
+        ex.play(epochs=3, block=True)
+        assert len(build_calls) == 1
+
+        state = ex.set(n_chunks=4)
+        assert state.epoch == 0 and state.n_chunks == 4 and state.n_chunks_used == 4
+
+        ex._w_chunks_mode.value = "degree"  # as if chosen in the panel
+        ex.wait()
+        assert ex.state.n_chunks == "degree" and ex.state.epoch == 0
+
+        ex._w_seed.value = 7
+        ex._w_strategy.value = "buffered"
+        ex.wait()
+        assert (ex.state.seed, ex.state.strategy, ex.state.n_chunks_used) == (7, "buffered", 1)
+        assert len(build_calls) == 1  # still the first graph
+
+        ex._w_neighbors.value = 8  # a graph parameter: this one rebuilds
+        ex.wait()
+        assert len(build_calls) == 2 and build_calls[-1]["n_neighbors"] == 8
+        assert ex.graph.knn_indices.shape[1] == 8
+    finally:
+        ex.close()
+
+
+def test_a_restart_while_playing_keeps_playing_on_the_new_layout(blobs_small, build_calls):
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, n_neighbors=10, n_epochs=100_000, size=64)
+    try:
+        ex.play(block=False)
+        deadline = time.monotonic() + 30
+        while ex.state.epoch < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        ex.set(block=False, n_chunks=2)
+        while ex.state.n_chunks != 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ex.state.n_chunks_used == 2 and ex.state.running
+        ex.pause()
+        assert len(build_calls) == 1
+    finally:
+        ex.close()
+
+
+def test_bad_data_shows_an_error_and_the_panel_recovers(blobs_small):
+    X, y = blobs_small
+    bad = np.full((20, 3), np.nan)
+    ex = Explorer(bad, size=64)  # must not raise
+    try:
+        ex.wait()
+        assert "NaN" in ex.state.error
+        assert ex._w_error.layout.display == "block" and "NaN" in ex._w_error.value
+        with pytest.raises(ExplorerError, match="NaN"):
+            ex.play(epochs=1, block=True)
+
+        ex.set(data=X, n_neighbors=10, n_epochs=20)
+        assert ex.state.error == "" and ex._w_error.layout.display == "none"
+        assert ex.play(epochs=2).epoch == 2
+    finally:
+        ex.close()
+
+
+def test_bad_parameters_show_an_error_instead_of_raising(blobs_small):
+    X, _ = blobs_small
+    ex = Explorer(X, strategy="fastest", size=64, n_neighbors=10, n_epochs=20)
+    try:
+        ex.wait()
+        assert "fastest" in ex.state.error
+        ex.set(strategy="buffered")
+        assert ex.state.error == "" and ex.state.strategy == "buffered"
+        ex.set(block=False, n_chunks=10**9, strategy="chunked")
+        ex.wait()
+        assert "n_chunks" in ex.state.error  # too many chunks for this graph: shown, not raised
+        assert ex.state.strategy == "buffered"  # the last good layout stays on screen
+    finally:
+        ex.close()
+    with pytest.raises(TypeError, match="n_chunk"):
+        Explorer(X, n_chunk=4)  # a misspelt keyword is a programming error, raised at once
+
+
+def test_missing_gpu_is_reported_in_the_panel(blobs_small, monkeypatch):
+    from umapviz import _backend
+
+    if _backend.gpu_available():
+        pytest.skip("a GPU is present")
+    X, _ = blobs_small
+    ex = Explorer(X, device="gpu", size=64, n_neighbors=10, n_epochs=20)
+    try:
+        ex.wait()
+        assert "GPU" in ex.state.error and "device='cpu'" in ex.state.error
+    finally:
+        ex.close()
+
+
+def test_recording_scrub_and_export(explorer, tmp_path):
+    epoch0 = explorer.frame()
+    explorer.play(epochs=3, block=True)
+    rec = explorer.recording()
+    assert list(rec.epochs) == [0, 1, 2, 3]
+    assert rec.metadata["strategy"] == "chunked"
+
+    explorer._w_scrub.value = 0  # look back at the start, as a user dragging the slider would
+    explorer.wait()
+    assert np.array_equal(explorer.frame(), epoch0)
+    assert "recorded epoch 0" in explorer._w_note.value
+    assert explorer.state.epoch == 3  # scrubbing does not move the layout
+
+    for name in ("frame.png", "run.gif", "run.html", "run.npz"):
+        path = explorer.export(tmp_path / name)
+        assert path.stat().st_size > 100
+    assert list(Recording.load(tmp_path / "run.npz").epochs) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="ending in"):
+        explorer.export(tmp_path / "run.bmp")
+
+
+def test_explorer_on_a_prebuilt_graph(small_graph, build_calls):
+    ex = Explorer(small_graph, size=64)
+    try:
+        assert ex.play(epochs=2).epoch == 2
+        assert ex.state.dataset == session.GRAPH_SOURCE and ex.state.n_epochs == 60
+        assert ex._w_neighbors.disabled  # no points to rebuild from
+        assert build_calls == []
+    finally:
+        ex.close()
+
+
+def test_frame_log_thins_to_its_budget():
+    log = session.FrameLog(budget_bytes=10 * (100 * 2 * 4 + 100))
+    for epoch in range(40):
+        log.add(epoch, np.zeros((100, 2), np.float32), np.zeros(100, bool))
+    assert log.nbytes <= log.budget_bytes
+    assert log.epochs[0] == 0 and log.epochs[-1] == 39  # first and last survive thinning
+    assert np.all(np.diff(log.epochs) > 0)
+
+
+def test_configurations_vary_n_chunks_only_for_chunked():
+    configs = configurations(["chunked", "buffered"], [1, 4], [0, 1])
+    assert [(c.strategy, c.n_chunks, c.random_state) for c in configs] == [
+        ("chunked", 1, 0), ("chunked", 1, 1), ("chunked", 4, 0), ("chunked", 4, 1),
+        ("buffered", 1, 0), ("buffered", 1, 1),
+    ]  # fmt: skip
+
+
+def test_compare_table_has_one_row_per_configuration(blobs_small, build_calls):
+    X, y = blobs_small
+    grid = compare(X, n_chunks=[1, 4], random_state=[0, 1], strategy=["chunked", "buffered"], labels=y,
+                   n_neighbors=10, n_epochs=12, epochs_per_frame=6, panel_size=64)  # fmt: skip
+    try:
+        table = grid.run(block=True).table()
+        assert list(table.columns) == list(TABLE_COLUMNS)
+        assert len(table) == 6 and len(build_calls) == 1  # one graph for every configuration
+        assert (table["epoch"] == 12).all()
+        assert table["trustworthiness"].between(0.5, 1.0).all()
+        by = {(r.strategy, r.n_chunks, r.random_state): r for r in table.itertuples()}
+        # chunked with one chunk *is* buffered: the same bytes. Another seed gives other bytes.
+        assert by[("chunked", 1, 0)].fingerprint == by[("buffered", 1, 0)].fingerprint
+        assert by[("chunked", 1, 0)].fingerprint != by[("chunked", 1, 1)].fingerprint
+        assert by[("chunked", 4, 0)].n_chunks_used == 4
+        frames = grid.frames()
+        assert len(frames) == 6 and all(f.shape == (64, 64, 4) for f in frames)
+    finally:
+        grid.close()
+
+
+def test_compare_reports_bad_data_in_the_panel():
+    grid = compare(np.full((20, 3), np.inf), n_chunks=[1], random_state=[0], panel_size=64)
+    try:
+        with pytest.raises(RuntimeError, match="infinite|NaN"):
+            grid.table()
+        assert "umapviz" in grid._w_error.value
+    finally:
+        grid.close()

@@ -1,0 +1,311 @@
+"""The comparison grid: several layouts of one graph, advancing together, side by side, plus a table.
+
+Every configuration (strategy x n_chunks x random_state) starts from the same FuzzyGraph, built once.
+All panels share one view range per frame (the union of their robust ranges), so a layout that flings
+points looks bigger than one that does not, as it should. The table holds, per configuration, the final
+outlier count, trustworthiness and fingerprint: equal fingerprints mean bitwise-equal layouts.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import datasets, metrics
+from .session import OUTLIER_METHODS, LayoutRun, build, load_source, make_optimizer, split_params
+from .worker import Worker
+
+TABLE_COLUMNS = ("strategy", "n_chunks", "n_chunks_used", "random_state", "epoch", "n_epochs", "outliers",
+                 "trustworthiness", "fingerprint", "ms_per_epoch")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Config:
+    strategy: str
+    n_chunks: int | str
+    random_state: int | None
+
+    @property
+    def title(self) -> str:
+        chunks = f", n_chunks={self.n_chunks}" if self.strategy == "chunked" else ""
+        return f"{self.strategy}{chunks}, seed {self.random_state}"
+
+
+def configurations(strategy: Any, n_chunks: Any, random_state: Any) -> list[Config]:
+    """Every combination, in order; n_chunks varies only for "chunked" (other strategies ignore it)."""
+    strategies, chunk_values, seeds = _as_list(strategy), _as_list(n_chunks), _as_list(random_state)
+    configs: list[Config] = []
+    for s, k, seed in itertools.product(strategies, chunk_values, seeds):
+        config = Config(s, k if s == "chunked" else (1 if s == "buffered" else "-"), seed)
+        if config not in configs:
+            configs.append(config)
+    if not configs:
+        raise ValueError("nothing to compare: give at least one strategy, n_chunks and random_state.")
+    return configs
+
+
+def _as_list(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+class Comparison:
+    """A grid of layouts of the same graph; see ``compare``."""
+
+    def __init__(
+        self,
+        data: Any = datasets.DEFAULT,
+        n_chunks: Any = (1, 4, 16, "auto"),
+        random_state: Any = (0, 1),
+        strategy: Any = "chunked",
+        *,
+        labels: Any = None,
+        n_samples: int | None = None,
+        epochs_per_frame: int = 10,
+        panel_size: int = 240,
+        columns: int | None = None,
+        outlier_method: str = "neighbors",
+        trust_sample: int | None = 1000,
+        **params: Any,
+    ) -> None:
+        graph_params, optimizer_params = split_params(params)
+        for name in ("strategy", "n_chunks", "random_state"):
+            optimizer_params.pop(name, None)
+        if outlier_method not in OUTLIER_METHODS:
+            raise ValueError(f"outlier_method={outlier_method!r} is not one of {OUTLIER_METHODS}.")
+        self.configs = configurations(strategy, n_chunks, random_state)
+        self._data, self._labels, self._n_samples = data, labels, n_samples
+        self._graph_params, self._optimizer_params = graph_params, optimizer_params
+        self._epochs_per_frame = max(1, int(epochs_per_frame))
+        self._panel_size = int(panel_size)
+        self._outlier_method = outlier_method
+        self._trust_sample = trust_sample
+        self._lock = threading.RLock()
+        self._source = None
+        self.graph = None
+        self.runs: list[LayoutRun] = []
+        self._images: list[np.ndarray | None] = [None] * len(self.configs)
+        self._trust: dict[tuple[int, int], float] = {}
+        self._target: int | None = None
+        self._error = ""
+        self._build_widgets(columns or min(4, len(self.configs)))
+        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-compare")
+        self._worker.submit(self._setup)
+
+    # -- programmatic control --------------------------------------------------------------------------
+    def run(self, epochs: int | None = None, block: bool = True) -> Comparison:
+        """Advance every layout together by ``epochs`` (None: to the end); block=True waits and then fills
+        the table (raising RuntimeError if an error stopped the run)."""
+        self._worker.submit(lambda: self._start(epochs))
+        if block:
+            self._worker.wait_idle()
+            if self._error:
+                raise RuntimeError(self._error)
+        return self
+
+    def pause(self) -> Comparison:
+        self._worker.pause()
+        self._worker.wait_frame_done()
+        return self
+
+    def reset(self, block: bool = True) -> Comparison:
+        self._worker.pause()
+        future = self._worker.submit(self._reset)
+        if block:
+            future.result()
+        return self
+
+    def table(self):
+        """A pandas DataFrame, one row per configuration: outliers, trustworthiness, fingerprint, timings.
+
+        Trustworthiness needs the data's points; for a graph given as data it is NaN.
+        """
+        import pandas as pd  # noqa: PLC0415
+
+        self._worker.wait_idle()
+        if self._error and not self.runs:
+            raise RuntimeError(self._error)
+        rows = self._worker.submit(self._rows).result()
+        return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+    def frames(self) -> list[np.ndarray]:
+        """The panels' current images, (size, size, 4) uint8 each, in configuration order."""
+        self._worker.wait_idle()
+        with self._lock:
+            if any(im is None for im in self._images):
+                raise RuntimeError(self._error or "no frames yet.")
+            return [im.copy() for im in self._images]
+
+    @property
+    def error(self) -> str:
+        return self._error
+
+    def close(self) -> None:
+        self._worker.close()
+        self.panel.close()
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.panel._repr_mimebundle_(**kwargs)
+
+    # -- worker jobs -----------------------------------------------------------------------------------
+    def _setup(self) -> None:
+        self._status("building graph...")
+        source = load_source(self._data, self._labels, self._n_samples)
+        graph = build(source, self._graph_params, n_epochs=self._optimizer_params.get("n_epochs"))
+        runs = []
+        for i, config in enumerate(self.configs):
+            self._status(f"initial layouts ({i + 1}/{len(self.configs)})...")
+            params = dict(self._optimizer_params, strategy=config.strategy, random_state=config.random_state)
+            if config.strategy == "chunked":
+                params["n_chunks"] = config.n_chunks
+            runs.append(LayoutRun(graph, make_optimizer(graph, params), source.labels, self._outlier_method))
+        with self._lock:
+            self._source, self.graph, self.runs = source, graph, runs
+        self._show_all()
+
+    def _start(self, epochs: int | None) -> None:
+        if not self.runs:
+            return
+        with self._lock:
+            self._target = None if epochs is None else max(r.epoch for r in self.runs) + epochs
+        self._worker.play()
+
+    def _play_frame(self) -> bool:
+        with self._lock:
+            target = self._target
+        moved = False
+        for run in self.runs:
+            goal = run.optimizer.n_epochs if target is None else min(target, run.optimizer.n_epochs)
+            n = min(self._epochs_per_frame, goal - run.epoch)
+            if n > 0:
+                run.advance(n)
+                moved = True
+        if moved:
+            self._show_all()
+        still = any(run.epoch < (run.optimizer.n_epochs if target is None else min(target, run.optimizer.n_epochs))
+                    for run in self.runs)  # fmt: skip
+        if not still:
+            self._show_table()
+        return still
+
+    def _reset(self) -> None:
+        for run in self.runs:
+            run.reset()
+        self._show_all()
+
+    def _show_all(self) -> None:
+        from ..render import resolve_view  # noqa: PLC0415
+        from ..render.view import union  # noqa: PLC0415
+        from .explorer import encode_frame  # noqa: PLC0415
+
+        size = self._panel_size
+        view = union([resolve_view(run.optimizer.device_embedding, "robust", size, size) for run in self.runs])
+        for i, run in enumerate(self.runs):
+            rgba = run.image(size, size, view)
+            with self._lock:
+                self._images[i] = rgba
+            self._w_images[i].value = encode_frame(rgba)
+            self._w_counts[i].value = (f"epoch {run.epoch} · <b>{run.n_outliers:,}</b> outlier"
+                                       + ("" if run.n_outliers == 1 else "s"))  # fmt: skip
+        epoch = max(run.epoch for run in self.runs)
+        self._status(f"epoch {epoch} / {max(r.optimizer.n_epochs for r in self.runs)} · "
+                     f"{self.graph.n_vertices:,} points · shared view")  # fmt: skip
+
+    def _rows(self) -> list[dict]:
+        X = self._source.X if self._source is not None else None
+        rows = []
+        for i, (config, run) in enumerate(zip(self.configs, self.runs, strict=True)):
+            key = (i, run.epoch)
+            if key not in self._trust:
+                self._trust[key] = float("nan") if X is None else self._trustworthiness(X, run)
+            rows.append({
+                "strategy": config.strategy,
+                "n_chunks": config.n_chunks,
+                "n_chunks_used": run.optimizer.n_chunks,
+                "random_state": config.random_state,
+                "epoch": run.epoch,
+                "n_epochs": run.optimizer.n_epochs,
+                "outliers": run.n_outliers,
+                "trustworthiness": self._trust[key],
+                "fingerprint": run.fingerprint(),
+                "ms_per_epoch": run.ms_per_epoch,
+            })  # fmt: skip
+        return rows
+
+    def _trustworthiness(self, X: np.ndarray, run: LayoutRun) -> float:
+        sample = None if self._trust_sample is None else min(int(self._trust_sample), X.shape[0])
+        k = min(5, max(1, (X.shape[0] - 1) // 2))  # the measure needs k < n / 2
+        return metrics.trustworthiness(X, run.optimizer.embedding, n_neighbors=k, sample=sample)
+
+    def _show_table(self) -> None:
+        import pandas as pd  # noqa: PLC0415
+
+        frame = pd.DataFrame(self._rows(), columns=list(TABLE_COLUMNS))
+        self._w_table.value = frame.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="-")
+
+    # -- widgets ---------------------------------------------------------------------------------------
+    def _build_widgets(self, columns: int) -> None:
+        import ipywidgets as w  # noqa: PLC0415
+
+        size = self._panel_size
+        self._w_images, self._w_counts, cells = [], [], []
+        for config in self.configs:
+            title = w.HTML(f"<b>{html.escape(config.title)}</b>", layout=w.Layout(width=f"{size}px"))
+            image = w.Image(format="jpeg", width=size, height=size,
+                            layout=w.Layout(width=f"{size}px", height=f"{size}px"))  # fmt: skip
+            count = w.HTML("", layout=w.Layout(width=f"{size}px"))
+            self._w_images.append(image)
+            self._w_counts.append(count)
+            cells.append(w.VBox([title, image, count]))
+        grid = w.GridBox(cells, layout=w.Layout(grid_template_columns=f"repeat({columns}, {size + 12}px)"))
+        self._w_run = w.Button(description="Run", icon="play", button_style="success", layout=w.Layout(width="80px"))
+        self._w_pause = w.Button(description="Pause", icon="pause", layout=w.Layout(width="80px"))
+        self._w_reset = w.Button(description="Reset", icon="undo", layout=w.Layout(width="80px"))
+        self._w_status = w.HTML("starting...")
+        self._w_error = w.HTML("", layout=w.Layout(display="none"))
+        self._w_table = w.HTML("")
+        self._w_run.on_click(lambda _: self.run(block=False))
+        self._w_pause.on_click(lambda _: self._worker.pause())
+        self._w_reset.on_click(lambda _: self.reset(block=False))
+        controls = w.HBox([self._w_run, self._w_pause, self._w_reset, self._w_status])
+        self.panel = w.VBox([self._w_error, controls, grid, self._w_table])
+        self.panel.add_class("umapviz-compare")
+
+    def _status(self, text: str) -> None:
+        self._w_status.value = html.escape(text)
+
+    def _show_error(self, exc: BaseException) -> None:
+        from .explorer import _describe  # noqa: PLC0415
+
+        self._error = _describe(exc)
+        self._w_error.value = (
+            "<div style='background:#fdecea;color:#611a15;border-left:4px solid #d32f2f;padding:6px 10px'>"
+            f"<b>umapviz:</b> {html.escape(self._error)}</div>"
+        )
+        self._w_error.layout.display = "block"
+
+
+def compare(
+    data: Any = datasets.DEFAULT,
+    n_chunks: Sequence[int | str] | int | str = (1, 4, 16, "auto"),
+    random_state: Sequence[int | None] | int | None = (0, 1),
+    strategy: Sequence[str] | str = "chunked",
+    **params: Any,
+) -> Comparison:
+    """Lay out one graph under several configurations, side by side, advancing together.
+
+    data: as for ``Explorer``. n_chunks, random_state, strategy: a value or a list each; every combination
+    is run (n_chunks only varies "chunked"). Other keywords: ``labels``, ``n_samples``, ``epochs_per_frame``
+    (10), ``panel_size`` (240), ``columns``, ``outlier_method``, ``trust_sample`` (query points for
+    trustworthiness, 1000), graph parameters and LayoutOptimizer parameters.
+
+    Returns a Comparison; display it in a notebook, ``run(block=True)`` it, read ``table()``.
+    """
+    return Comparison(data, n_chunks, random_state, strategy, **params)

@@ -1,0 +1,344 @@
+"""What the panels run, without any widget: data -> graph -> optimizer -> measured, recorded frames.
+
+The Explorer and the comparison grid share these pieces, and tests drive them directly:
+- ``load_source`` turns ``data`` (a dataset name, an array, a file path or a FuzzyGraph) into a Source;
+- ``build`` makes the FuzzyGraph through ``umapviz.build_graph`` (and its on-disk cache);
+- ``initial_layout`` remembers initial layouts (spectral init of a 20k-point graph takes seconds), so a
+  restart with another strategy or n_chunks is immediate;
+- ``LayoutRun`` is one optimizer plus its outliers per shown epoch, recorded frames and timings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import tempfile
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import datasets, metrics
+from .._backend import to_host
+from ..graph import FuzzyGraph, build_graph
+from ..graph.cache import resolve_cache_dir
+from ..graph.init import random_init, spectral_init
+from ..optimize import LayoutOptimizer
+from ..optimize.rng import resolve_seed
+
+GRAPH_PARAMS = ("n_neighbors", "metric", "min_dist", "spread", "knn")
+OPTIMIZER_PARAMS = tuple(p for p in inspect.signature(LayoutOptimizer).parameters if p != "graph")
+OUTLIER_METHODS = ("neighbors", "radius")  # the two that need no reference layout
+ARRAY_SOURCE = "(your array)"
+GRAPH_SOURCE = "(your graph)"
+
+# Recorded frames are kept on the host up to this many bytes; past it every other frame is dropped (the
+# last is always kept), so a long run of millions of points thins its history instead of filling memory.
+RECORD_BUDGET_BYTES = 512 * 2**20
+
+
+# ---------------------------------------------------------------------------------------------------
+# Parameters and data.
+# ---------------------------------------------------------------------------------------------------
+
+
+def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(graph parameters, optimizer parameters) from keyword arguments; unknown names raise TypeError."""
+    unknown = sorted(set(params) - set(GRAPH_PARAMS) - set(OPTIMIZER_PARAMS))
+    if unknown:
+        raise TypeError(
+            f"unknown parameter(s) {unknown}. Graph parameters: {', '.join(GRAPH_PARAMS)}; "
+            f"optimizer parameters: {', '.join(OPTIMIZER_PARAMS)}."
+        )
+    graph = {k: v for k, v in params.items() if k in GRAPH_PARAMS}
+    optimizer = {k: v for k, v in params.items() if k in OPTIMIZER_PARAMS}
+    return graph, optimizer
+
+
+@dataclass(frozen=True)
+class Source:
+    """The data behind a panel: a name, and either points (X) or a ready graph."""
+
+    name: str
+    X: np.ndarray | None
+    labels: np.ndarray | None
+    graph: FuzzyGraph | None = None
+
+    @property
+    def n_points(self) -> int:
+        return self.graph.n_vertices if self.graph is not None else int(self.X.shape[0])
+
+
+def load_source(data: Any, labels: Any = None, n_samples: int | None = None) -> Source:
+    """A Source from a dataset name, a data file path, an (n, d) array or a FuzzyGraph."""
+    if isinstance(data, FuzzyGraph):
+        return Source(GRAPH_SOURCE, None, _check_labels(labels, data.n_vertices), data)
+    if isinstance(data, (str, os.PathLike)):
+        X, file_labels = datasets.load(data, n_samples=n_samples)
+        name = data if isinstance(data, str) and data in datasets.names() else os.fspath(data)
+        return Source(name, X, _check_labels(labels, X.shape[0]) if labels is not None else file_labels)
+    if data is None:
+        raise ValueError(
+            "data is None: pass a dataset name (one of " + ", ".join(datasets.names()) + "), "
+            "an (n_samples, n_features) array, a file path or a FuzzyGraph."
+        )
+    X = np.asarray(to_host(data))
+    if X.ndim != 2:
+        raise ValueError(
+            f"data must be a 2-D array (n_samples, n_features); got shape {X.shape}. "
+            "Reshape it, e.g. X.reshape(len(X), -1)."
+        )
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"data must be numeric; got dtype {X.dtype}. Convert it with np.asarray(X, dtype=float).")
+    return Source(ARRAY_SOURCE, X, _check_labels(labels, X.shape[0]))
+
+
+def _check_labels(labels: Any, n: int) -> np.ndarray | None:
+    if labels is None:
+        return None
+    arr = np.asarray(to_host(labels))
+    if arr.shape != (n,):
+        raise ValueError(f"labels must have one entry per point, shape ({n},); got {arr.shape}.")
+    if arr.dtype.kind not in "iu":  # text or float classes: codes in sorted order
+        _, arr = np.unique(arr, return_inverse=True)
+    elif arr.size and arr.min() < 0:
+        raise ValueError("integer labels must be >= 0 (codes 0..K-1).")
+    return arr.astype(np.int64)
+
+
+def build(source: Source, graph_params: dict[str, Any], n_epochs: int | None = None) -> FuzzyGraph:
+    """The source's FuzzyGraph: the given one, or ``build_graph`` (cached on disk) of its points."""
+    if source.graph is not None:
+        return source.graph
+    return build_graph(source.X, n_epochs=n_epochs, progress=False, **graph_params)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Initial layouts, remembered in memory and (spectral ones) on disk beside the graph cache.
+# ---------------------------------------------------------------------------------------------------
+
+_INIT_MEMORY: OrderedDict[tuple, np.ndarray] = OrderedDict()
+_INIT_MEMORY_ITEMS = 8
+
+
+def initial_layout(graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache: bool = True) -> np.ndarray:
+    """The layout ``LayoutOptimizer(graph, init=init, random_state=seed)`` starts from, computed once.
+
+    Spectral layouts are also stored as ``init-<key>.npz`` in the graph cache directory (written atomically,
+    checked on read), because on a 20k-point graph the eigen-solve alone takes 2-4 s on two cores.
+    """
+    key = (graph.fingerprint, init, int(seed), int(dim))
+    if key in _INIT_MEMORY:
+        _INIT_MEMORY.move_to_end(key)
+        return _INIT_MEMORY[key]
+    if init == "random":
+        layout = random_init(graph.n_vertices, dim, seed)
+    elif init == "spectral":
+        path = _init_path(key) if cache else None
+        layout = _read_init(path, graph.n_vertices, dim) if path is not None else None
+        if layout is None:
+            layout = spectral_init(graph, dim, seed)
+            if path is not None:
+                _write_init(path, layout)
+    else:
+        raise ValueError(f"init={init!r} is not known; use 'spectral' or 'random'.")
+    layout.setflags(write=False)
+    _INIT_MEMORY[key] = layout
+    while len(_INIT_MEMORY) > _INIT_MEMORY_ITEMS:
+        _INIT_MEMORY.popitem(last=False)
+    return layout
+
+
+def _init_path(key: tuple) -> Path | None:
+    directory = resolve_cache_dir(True)
+    digest = hashlib.blake2b(repr(key).encode(), digest_size=12).hexdigest()
+    return Path(directory) / f"init-{digest}.npz"
+
+
+def _read_init(path: Path, n: int, dim: int) -> np.ndarray | None:
+    """The stored layout, or None when absent, unreadable, of the wrong shape or failing its checksum."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            layout, checksum = z["layout"], str(z["checksum"])
+    except Exception:  # missing or damaged: recompute (and rewrite)
+        return None
+    if layout.shape != (n, dim) or layout.dtype != np.float32 or checksum != _layout_checksum(layout):
+        return None
+    return layout
+
+
+def _write_init(path: Path, layout: np.ndarray) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, layout=layout, checksum=np.array(_layout_checksum(layout)))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:  # a read-only cache directory only costs the next start a recomputation
+        pass
+
+
+def _layout_checksum(layout: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(layout).tobytes(), digest_size=16).hexdigest()
+
+
+def make_optimizer(graph: FuzzyGraph, params: dict[str, Any]) -> LayoutOptimizer:
+    """A LayoutOptimizer from keyword parameters, its initial layout taken from ``initial_layout``."""
+    params = dict(params)
+    seed = resolve_seed(params.pop("random_state", None))
+    init = params.pop("init", "spectral")
+    dim = params.get("n_components", 2)
+    if isinstance(init, str) and init in ("spectral", "random") and isinstance(dim, int):
+        layout = initial_layout(graph, init, seed, dim)
+        optimizer = LayoutOptimizer(graph, random_state=seed, init=layout, **params)
+        optimizer.init = init  # report the rule, not the array it produced
+        return optimizer
+    return LayoutOptimizer(graph, random_state=seed, init=init, **params)
+
+
+# ---------------------------------------------------------------------------------------------------
+# One run as a panel shows it.
+# ---------------------------------------------------------------------------------------------------
+
+
+class FrameLog:
+    """Embeddings at the epochs shown, on the host, thinned to stay under a memory budget."""
+
+    def __init__(self, budget_bytes: int = RECORD_BUDGET_BYTES) -> None:
+        self.budget_bytes = int(budget_bytes)
+        self.epochs: list[int] = []
+        self.embeddings: list[np.ndarray] = []
+        self.outliers: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(e.nbytes + m.nbytes for e, m in zip(self.embeddings, self.outliers, strict=True))
+
+    def add(self, epoch: int, embedding: np.ndarray, outliers: np.ndarray) -> None:
+        if self.epochs and epoch <= self.epochs[-1]:
+            return  # the same epoch shown again (e.g. a repeated pause): nothing new to keep
+        self.epochs.append(int(epoch))
+        self.embeddings.append(np.array(to_host(embedding), dtype=np.float32))
+        self.outliers.append(np.array(to_host(outliers), dtype=bool))
+        while len(self.epochs) > 2 and self.nbytes > self.budget_bytes:
+            keep = list(range(0, len(self.epochs) - 1, 2)) + [len(self.epochs) - 1]
+            self.epochs = [self.epochs[i] for i in keep]
+            self.embeddings = [self.embeddings[i] for i in keep]
+            self.outliers = [self.outliers[i] for i in keep]
+
+    def clear(self) -> None:
+        self.epochs, self.embeddings, self.outliers = [], [], []
+
+
+class LayoutRun:
+    """One optimizer and what a panel shows about it: outliers at each shown epoch, frames, timings."""
+
+    def __init__(
+        self,
+        graph: FuzzyGraph,
+        optimizer: LayoutOptimizer,
+        labels: np.ndarray | None = None,
+        outlier_method: str = "neighbors",
+        record: bool = True,
+    ) -> None:
+        if outlier_method not in OUTLIER_METHODS:
+            raise ValueError(f"outlier_method={outlier_method!r} is not one of {OUTLIER_METHODS}.")
+        self.graph = graph
+        self.optimizer = optimizer
+        self.labels = labels
+        self.n_labels = int(labels.max()) + 1 if labels is not None and labels.size else None
+        self.outlier_method = outlier_method
+        self.log = FrameLog() if record else None
+        self.history_epochs: list[int] = []  # every measured epoch (never thinned: two ints each)
+        self.history_counts: list[int] = []
+        self.ms_per_epoch = float("nan")
+        self.mask: Any = None
+        self.measure()
+
+    @property
+    def epoch(self) -> int:
+        return self.optimizer.epoch
+
+    @property
+    def done(self) -> bool:
+        return self.optimizer.done
+
+    @property
+    def n_outliers(self) -> int:
+        return self.history_counts[-1]
+
+    def advance(self, n: int) -> int:
+        """Run up to ``n`` epochs and measure the result; returns how many ran."""
+        before = self.optimizer.epoch
+        start = time.perf_counter()
+        self.optimizer.step(n)
+        ran = self.optimizer.epoch - before
+        if ran:
+            self.ms_per_epoch = (time.perf_counter() - start) * 1000.0 / ran
+            self.measure()
+        return ran
+
+    def measure(self) -> None:
+        """Outliers of the current embedding; appended to the history and the recording."""
+        embedding = self.optimizer.device_embedding
+        mask = metrics.outliers(embedding, self.graph, method=self.outlier_method)
+        self.mask = mask
+        epoch = self.optimizer.epoch
+        if self.history_epochs and self.history_epochs[-1] == epoch:
+            self.history_counts[-1] = int(mask.sum())
+        else:
+            self.history_epochs.append(epoch)
+            self.history_counts.append(int(mask.sum()))
+        if self.log is not None:
+            self.log.add(epoch, embedding, mask)
+
+    def reset(self) -> None:
+        self.optimizer.reset()
+        self.history_epochs.clear()
+        self.history_counts.clear()
+        if self.log is not None:
+            self.log.clear()
+        self.ms_per_epoch = float("nan")
+        self.measure()
+
+    def fingerprint(self) -> str:
+        return metrics.fingerprint(self.optimizer.device_embedding)
+
+    def image(self, width: int, height: int, view: Any = "robust") -> np.ndarray:
+        """The current embedding as an (height, width, 4) RGBA image, outliers ringed."""
+        from .. import render  # noqa: PLC0415 - datashader is slow to import; only panels need it
+
+        return render.image(
+            self.optimizer.device_embedding, self.labels, self.mask, width, height, view, n_labels=self.n_labels
+        )
+
+    def recorded_image(self, index: int, width: int, height: int, view: Any = "robust") -> tuple[int, np.ndarray]:
+        """(epoch, image) of the ``index``-th recorded frame."""
+        from .. import render  # noqa: PLC0415
+
+        log = self.log
+        embedding, mask = log.embeddings[index], log.outliers[index]
+        return log.epochs[index], render.image(embedding, self.labels, mask, width, height, view,
+                                               n_labels=self.n_labels)  # fmt: skip
+
+    def recording(self, metadata: dict | None = None):
+        """The recorded frames as a ``umapviz.render.Recording`` (for export)."""
+        from ..render import Recording  # noqa: PLC0415
+
+        if self.log is None or not len(self.log):
+            raise ValueError("nothing was recorded yet: play a few epochs first.")
+        rec = Recording(labels=self.labels, metadata=metadata or {})
+        for epoch, embedding, mask in zip(self.log.epochs, self.log.embeddings, self.log.outliers, strict=True):
+            rec.add(epoch, embedding, outliers=mask)
+        return rec
