@@ -365,6 +365,20 @@ def test_side_by_side_puts_each_embedding_in_its_panel():
     assert len(hits) > 0 and hits[:, 1].min() > 12 + 120  # outliers only in the second panel
 
 
+def test_side_by_side_shared_view_shows_relative_size():
+    small = cloud(3000, 1)
+    big = small * 3
+
+    def widths(fig):  # columns holding at least 3 lit pixels, per panel: how wide each layout is drawn
+        panels = [fig[24:144, 12 + i * 132 : 132 + i * 132] for i in range(2)]  # header 24 px, gap 12 px
+        return [int(((p[..., :3].max(axis=2) > 0).sum(axis=0) >= 3).sum()) for p in panels]
+
+    own = widths(side_by_side([small, big], panel_size=120, view="robust"))
+    shared = widths(side_by_side([small, big], panel_size=120, view="shared"))
+    assert abs(own[0] - own[1]) <= 0.1 * own[1]  # each panel framed on its own: the same picture
+    assert shared[0] < 0.5 * shared[1]  # one view for both: the small layout looks small
+
+
 def test_outlier_chart_lines_rise_with_the_counts():
     epochs = np.arange(0, 100, 5)
     fig = outlier_chart({"buffered": (epochs, epochs * 10)}, width=400, height=200)

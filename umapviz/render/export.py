@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from umapviz.render._files import atomic_write
+from umapviz.render.figures import draw_caption
 from umapviz.render.frame import image
 from umapviz.render.record import Recording
 from umapviz.render.shade import DEFAULT_STYLE, Style
-from umapviz.render.view import View, ViewSpec, resolve_view, union
+from umapviz.render.view import View, ViewSpec, resolve_view, square_pixels, union
 
 Frames = Recording | Sequence[np.ndarray]
 
@@ -69,8 +70,6 @@ def recording_frames(
         of the layout shows), "auto" or "robust" (each frame its own), or fixed (xmin, xmax, ymin, ymax).
     captions: write "epoch E · K outliers" in the top-left corner.
     """
-    from umapviz.render.figures import draw_caption  # noqa: PLC0415 - figures imports this module
-
     if len(recording) == 0:
         raise ValueError("the recording has no frames.")
     if isinstance(view, str) and view == "shared":
@@ -87,8 +86,9 @@ def recording_frames(
 
 
 def shared_view(recording: Recording, width: int, height: int) -> View:
-    """The union of every frame's robust view: one scale for the whole run."""
-    return union([resolve_view(f.embedding, "robust", width, height) for f in recording])
+    """The union of every frame's robust view (square pixels): one scale for the whole run."""
+    return square_pixels(union([resolve_view(f.embedding, "robust", width, height) for f in recording]).bounds,
+                         width, height)  # fmt: skip
 
 
 def frame_caption(epoch: int, outliers: np.ndarray | None) -> str:

@@ -13,7 +13,7 @@ import numpy as np
 
 from umapviz.render.frame import image
 from umapviz.render.shade import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb, pil_font
-from umapviz.render.view import ViewSpec, resolve_view, union
+from umapviz.render.view import ViewSpec, resolve_view, square_pixels, union
 
 INK = (230, 230, 230)  # text and axes on the dark figure background
 MUTED = (120, 120, 120)  # frame and secondary text
@@ -69,7 +69,8 @@ def side_by_side(
         if len(seq) != n:
             raise ValueError(f"{name} has {len(seq)} entries for {n} embeddings.")
     if isinstance(view, str) and view == "shared":
-        view = union([resolve_view(e, "robust", panel_size, panel_size) for e in embeddings])
+        shared = union([resolve_view(e, "robust", panel_size, panel_size) for e in embeddings])
+        view = square_pixels(shared.bounds, panel_size, panel_size)
 
     gap, header, footer = 12, max(24, panel_size // 14), max(20, panel_size // 16)
     width = n * panel_size + (n + 1) * gap
