@@ -202,6 +202,9 @@ def pil_font(size: int):
     return ImageFont.load_default(size=size)
 
 
+MAX_LABELS_PER_SIDE = 3
+
+
 def marker_size(width: int, height: int) -> int:
     return max(7, min(width, height) // 50)
 
@@ -218,7 +221,11 @@ def edge_marker_positions(width: int, height: int, n_bins: int = N_EDGE_BINS) ->
 
 
 def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = DEFAULT_STYLE) -> None:
-    """Draw a triangle pointing out of the image, with the count beside it, for each non-empty edge bin."""
+    """Draw a triangle pointing out of the image for each non-empty edge bin, larger for more points.
+
+    The largest bins of each side (at most MAX_LABELS_PER_SIDE) get their count written beside them, and the
+    total off-view count is written in the bottom-left corner, so a ring of markers stays readable.
+    """
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
     h, w = rgba.shape[:2]
@@ -229,20 +236,27 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
     color = hex_to_rgb(style.outlier_color)
     text_color = hex_to_rgb(style.halo_color)
     positions = edge_marker_positions(w, h, edge_counts.shape[1])
+    top_count = float(edge_counts.max())
     # (outward direction, along-side direction) per side, in image coordinates (y grows downwards)
     frames = {0: ((-1, 0), (0, 1)), 1: ((1, 0), (0, 1)), 2: ((0, 1), (1, 0)), 3: ((0, -1), (1, 0))}
     for side in range(4):
         (ox, oy), (ax, ay) = frames[side]
-        for b in np.flatnonzero(edge_counts[side]):
+        bins = np.flatnonzero(edge_counts[side])
+        labelled = set(bins[np.argsort(-edge_counts[side, bins], kind="stable")[:MAX_LABELS_PER_SIDE]].tolist())
+        for b in bins:
+            count = int(edge_counts[side, b])
             x, y = positions[side, b]
-            # The tip touches the border; the base lies s pixels inside.
-            tip = (x, y)
-            base_c = (x - ox * s, y - oy * s)
-            base = [(base_c[0] + ax * s * 0.7, base_c[1] + ay * s * 0.7),
-                    (base_c[0] - ax * s * 0.7, base_c[1] - ay * s * 0.7)]  # fmt: skip
-            draw.polygon([tip, *base], fill=color, outline=text_color)
-            label = str(int(edge_counts[side, b]))
-            tx, ty = x - ox * (s + 3), y - oy * (s + 3)
-            anchor = {0: "lm", 1: "rm", 2: "mb", 3: "mt"}[side]
-            draw.text((tx, ty), label, fill=text_color, font=font, anchor=anchor)
+            size = s * (0.6 + 0.4 * np.log1p(count) / np.log1p(top_count))  # one point: 60%, the most: 100%
+            # The tip touches the border; the base lies `size` pixels inside.
+            base_c = (x - ox * size, y - oy * size)
+            base = [(base_c[0] + ax * size * 0.7, base_c[1] + ay * size * 0.7),
+                    (base_c[0] - ax * size * 0.7, base_c[1] - ay * size * 0.7)]  # fmt: skip
+            draw.polygon([(x, y), *base], fill=color, outline=text_color)
+            if b in labelled:
+                tx, ty = x - ox * (s + 3), y - oy * (s + 3)
+                anchor = {0: "lm", 1: "rm", 2: "mb", 3: "mt"}[side]
+                draw.text((tx, ty), str(count), fill=text_color, font=font, anchor=anchor)
+    total = int(edge_counts.sum())
+    summary = f"{total:,} point{'s' if total != 1 else ''} outside the view"
+    draw.text((2 * s + 4, h - 2 * s - 6), summary, fill=text_color, font=font, anchor="lb")
     rgba[...] = np.asarray(pil)
