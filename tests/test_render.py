@@ -301,6 +301,21 @@ def test_recording_rejects_inconsistent_frames():
         Recording(metadata={"bad": object()})
 
 
+def test_recorder_callback_copies_each_frame():
+    from types import SimpleNamespace
+
+    rec = Recording()
+    optimizer = SimpleNamespace(embedding=cloud(50))
+    callback = rec.recorder(outliers=lambda y: y[:, 0] > 1.0)
+    for epoch in (10, 20):
+        callback(optimizer, SimpleNamespace(epoch=epoch))
+        expected_mask = optimizer.embedding[:, 0] > 1.0
+        optimizer.embedding += 1.0  # the optimizer keeps moving its array in place
+    np.testing.assert_array_equal(rec.epochs, [10, 20])
+    np.testing.assert_array_equal(rec[1].embedding, optimizer.embedding - 1.0)  # a copy taken at epoch 20
+    np.testing.assert_array_equal(rec[1].outliers, expected_mask)
+
+
 # -- export ---------------------------------------------------------------------------------------------
 def test_html_replay_holds_every_frame_and_needs_nothing_else(tmp_path):
     rec = make_recording()

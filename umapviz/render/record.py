@@ -13,6 +13,7 @@ import json
 import os
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,19 @@ class Recording:
         self._epochs.append(int(epoch))
         self._embeddings.append(emb)
         self._outliers.append(mask)
+
+    def recorder(self, outliers: Callable[[Any], Any] | None = None) -> Callable[[Any, Any], None]:
+        """A callback for ``LayoutOptimizer.run(callback=..., every=k)`` that records each call's epoch.
+
+        outliers: optional function embedding -> boolean mask, evaluated on each recorded frame.
+        >>> opt.run(callback=rec.recorder(lambda y: metrics.outliers(y, method="bounds", reference=ref)), every=10)
+        """
+
+        def record(optimizer: Any, epoch_record: Any) -> None:
+            embedding = optimizer.embedding
+            self.add(epoch_record.epoch, embedding, outliers=None if outliers is None else outliers(embedding))
+
+        return record
 
     # -- reading ----------------------------------------------------------------------------------------
     def __len__(self) -> int:
