@@ -38,6 +38,28 @@ def synthetic_recording(n: int = 20000, frames: int = 8):
     return rec
 
 
+def buffered_recording(n: int = 5000, n_epochs: int = 100, every: int = 5):
+    """A real run: the kit's default dataset laid out with the buffered strategy, recorded every few epochs."""
+    from umapviz import datasets, metrics
+    from umapviz.graph import build_graph
+    from umapviz.optimize import LayoutOptimizer
+    from umapviz.render import Recording
+
+    X, labels = datasets.load(datasets.DEFAULT, n_samples=n, random_state=0)
+    graph = build_graph(X, n_epochs=n_epochs, random_state=0, progress=False)
+    reference = LayoutOptimizer(graph, strategy="sequential", random_state=0, n_epochs=n_epochs)
+    reference.run()
+    opt = LayoutOptimizer(graph, strategy="buffered", random_state=0, n_epochs=n_epochs)
+    rec = Recording(labels=labels, metadata={"dataset": datasets.DEFAULT, "strategy": "buffered", "n": n})
+    rec.add(0, opt.embedding)
+
+    def flung(embedding):
+        return metrics.outliers(embedding, method="bounds", reference=reference.embedding)
+
+    opt.run(callback=rec.recorder(flung), every=every)
+    return rec
+
+
 def screenshot(chromium: str, page: Path, png: Path, ms: int) -> None:
     cmd = [
         chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
@@ -50,6 +72,12 @@ def screenshot(chromium: str, page: Path, png: Path, ms: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
+    parser.add_argument(
+        "--source",
+        choices=("buffered", "synthetic"),
+        default="buffered",
+        help="a real buffered run of the default dataset, or synthetic moving clusters",
+    )
     parser.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("google-chrome") or "")
     args = parser.parse_args(argv)
     if not args.chromium:
@@ -60,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     from umapviz.render import save_html
 
     args.out.mkdir(parents=True, exist_ok=True)
-    page = save_html(synthetic_recording(), args.out / "replay.html", fps=4, width=560, height=560,
-                     title="umapviz replay (no kernel)")  # fmt: skip
+    recording = buffered_recording() if args.source == "buffered" else synthetic_recording()
+    page = save_html(recording, args.out / "replay.html", fps=4, width=560, height=560,
+                     title=f"umapviz replay of a {args.source} run (no kernel)")  # fmt: skip
     shots = []
     for ms in (100, 1100):  # at 4 frames/s: the first frame, then about the fifth
         png = args.out / f"replay_t{ms}ms.png"

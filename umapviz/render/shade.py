@@ -37,7 +37,7 @@ class Style:
     halo_color: str = "#FFFFFF"  # ring around each outlier disc, and the off-view counts' text
     outlier_radius: int | None = None  # disc radius in pixels; None: about 0.4% of the image size, at least 2
     how: str = "eq_hist"  # datashader's colour normalisation: "eq_hist", "log", "cbrt" or "linear"
-    min_alpha: int = 90  # alpha of the least dense non-empty pixel: one ordinary point stays visible
+    min_alpha: int = 120  # alpha of the least dense non-empty pixel: one ordinary point stays visible
     edge_markers: bool = True
     # Sparse images (few thousand points) grow each lit pixel into its empty neighbours, like datashader's
     # dynspread: done when fewer than this fraction of lit pixels touch another lit pixel. 0 turns it off.
