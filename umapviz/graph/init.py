@@ -67,7 +67,7 @@ def _component_spectral(adj: scipy.sparse.csr_matrix, dim: int, seed: int) -> np
             k=n_vec,
             which="LA",
             # UMAP's sqrt(n) Lanczos vectors cost n * sqrt(n) memory (8 GB at 1M) for no measured gain.
-            ncv=min(n - 1, max(2 * n_vec + 1, min(int(np.sqrt(n)), 32))),
+            ncv=min(n - 1, max(2 * n_vec + 1, 20)),  # measured: 20 is 5-10x faster than 32 or sqrt(n) at 20k
             tol=1e-4,
             v0=np.ones(n),
             maxiter=5 * n,
