@@ -367,6 +367,25 @@ def test_png_round_trip(tmp_path):
     np.testing.assert_array_equal(np.asarray(Image.open(path).convert("RGBA")), rgba)
 
 
+def test_png_encoder_output_decodes_to_the_same_pixels():
+    from PIL import Image
+
+    from umapviz.render import encode_png
+
+    rng = np.random.default_rng(6)
+    translucent = rng.integers(0, 256, size=(7, 5, 4), dtype=np.uint8)  # odd sizes, real alpha
+    decoded = Image.open(io.BytesIO(encode_png(translucent)))
+    assert decoded.mode == "RGBA"
+    np.testing.assert_array_equal(np.asarray(decoded), translucent)
+    opaque = translucent.copy()
+    opaque[..., 3] = 255
+    decoded = Image.open(io.BytesIO(encode_png(opaque, compress_level=9)))
+    assert decoded.mode == "RGB"  # stored without the constant alpha
+    np.testing.assert_array_equal(np.asarray(decoded), opaque[..., :3])
+    with pytest.raises(ValueError, match="uint8"):
+        encode_png(np.zeros((4, 4, 4), np.float32))
+
+
 # -- figures --------------------------------------------------------------------------------------------
 def test_side_by_side_puts_each_embedding_in_its_panel():
     quiet, flung = cloud(800, 1), cloud(800, 2)

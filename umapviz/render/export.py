@@ -9,9 +9,10 @@ from __future__ import annotations
 import base64
 import html
 import importlib.util
-import io
 import json
 import os
+import struct
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,15 +38,29 @@ def _check_rgba(rgba: np.ndarray) -> np.ndarray:
 
 
 def encode_png(rgba: np.ndarray, compress_level: int = 1) -> bytes:
-    """PNG bytes of an RGBA image (level 1: fast, for live frames; use 6+ for files kept long)."""
-    from PIL import Image  # noqa: PLC0415
+    """PNG bytes of an (H, W, 4) or (H, W, 3) uint8 image (level 1: fast, for live frames; 6+: smaller).
 
+    Written directly (PNG signature, IHDR, one IDAT, IEND) with no per-row filter: Pillow tries filters on
+    every row, which costs ~3x the time and, on these mostly-black images, gives larger files.
+    """
     rgba = _check_rgba(rgba)
     if rgba.shape[2] == 4 and (rgba[..., 3] == 255).all():
         rgba = rgba[..., :3]  # opaque (every umapviz image is): RGB is a quarter less to compress
-    buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgba)).save(buffer, format="PNG", compress_level=compress_level)
-    return buffer.getvalue()
+    h, w, channels = rgba.shape
+    rows = np.zeros((h, 1 + w * channels), dtype=np.uint8)  # each row: filter type 0 (none), then pixels
+    rows[:, 1:] = rgba.reshape(h, w * channels)
+    colour_type = 2 if channels == 3 else 6  # truecolour, or truecolour with alpha
+    header = struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0)  # 8 bits, deflate, no filter, no interlace
+    return b"".join([
+        b"\x89PNG\r\n\x1a\n",
+        _png_chunk(b"IHDR", header),
+        _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), compress_level)),
+        _png_chunk(b"IEND", b""),
+    ])  # fmt: skip
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 def save_png(rgba: np.ndarray, path: str | os.PathLike) -> Path:
