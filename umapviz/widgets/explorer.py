@@ -119,6 +119,7 @@ class Explorer:
         self._busy = ""
         self._fixed_view: Any = None
         self._fingerprint = ""
+        self.timings: dict[str, float] = {}  # seconds per stage of the last (re)start: data, graph, ...
         self._mirroring = threading.local()
         self._build_widgets()
         self._worker = Worker(self._play_frame, self._show_error, name="umapviz-explorer")
@@ -302,16 +303,20 @@ class Explorer:
             level, self._dirty = self._dirty, 0
         if not level:
             return
+        clock = _StageClock()
         try:
             graph, source = self._graph, self._source
             if level >= REBUILD or graph is None:
                 self._set_busy("loading data...", 0)
                 source = load_source(self._data, self._labels, self._n_samples)
+                clock.lap("data")
                 self._set_busy(f"building graph ({source.n_points:,} points)...", 1)
                 graph = build(source, self._graph_params, n_epochs=self._graph_n_epochs)
+                clock.lap("graph")
             self._set_busy("initial layout...", 2)
             params = {k: v for k, v in self._params.items() if v is not None or k == "random_state"}
             run = LayoutRun(graph, make_optimizer(graph, params), source.labels, self._outlier_method)
+            clock.lap("initial layout")
             with self._lock:
                 self._source, self._graph, self._run = source, graph, run
                 self._fixed_view = None
@@ -320,8 +325,10 @@ class Explorer:
             self._set_busy("first frame...", 3)
             self._clear_error()
             self._show_current()
+            clock.lap("first frame")
         finally:
             self._set_busy("", None)
+            self.timings = clock.laps
 
     def _start_playing(self, epochs: int | None) -> None:
         run = self._run
@@ -330,7 +337,9 @@ class Explorer:
         with self._lock:
             self._target_epoch = None if epochs is None else run.epoch + epochs
             self._fps_stamps.clear()
-        if not run.done:
+        if run.done:
+            self._w_note.value = f"the layout has finished (epoch {run.epoch}); press Reset to run it again"
+        else:
             self._worker.play()
         self._update_buttons()
 
@@ -420,8 +429,8 @@ class Explorer:
     def _build_widgets(self) -> None:
         import ipywidgets as w  # noqa: PLC0415
 
-        label_width = {"description_width": "110px"}
-        row = w.Layout(width="290px")
+        label_width = {"description_width": "100px"}
+        row = w.Layout(width="300px")
         names = list(datasets.names())
         self._w_dataset = w.Dropdown(options=names, description="dataset", style=label_width, layout=row)
         self._w_strategy = w.Dropdown(options=list(STRATEGIES), description="strategy", style=label_width, layout=row)
@@ -446,7 +455,7 @@ class Explorer:
                                       description="outlier measure", style=label_width, layout=row)  # fmt: skip
         self._w_lock_view = w.Checkbox(value=False, description="lock the view range", indent=False)
 
-        button = w.Layout(width="68px")
+        button = w.Layout(width="76px", padding="0px 4px")
         self._w_play = w.Button(description="Play", icon="play", layout=button, button_style="success")
         self._w_pause = w.Button(description="Pause", icon="pause", layout=button, disabled=True)
         self._w_step = w.Button(description="Step", icon="step-forward", layout=button)
@@ -460,7 +469,7 @@ class Explorer:
                                      tooltip="name ending in .png, .gif, .html, .mp4 or .npz")  # fmt: skip
         self._w_export = w.Button(description="Export", icon="download", layout=w.Layout(width="90px"))
         self._w_chart = w.Image(format="png", width=360, height=220)
-        self._w_status = w.HTML(value="starting...", layout=w.Layout(width="360px"))
+        self._w_status = w.HTML(value="starting...", layout=w.Layout(width="360px", overflow="hidden"))
         self._w_note = w.HTML(value="", layout=w.Layout(width=f"{self._size}px"))
         self._w_error = w.HTML(value="", layout=w.Layout(display="none", width="100%"))
         self._w_busy = w.HTML(value="")
@@ -469,16 +478,19 @@ class Explorer:
         self._w_busy_box = w.HBox([self._w_progress, self._w_busy], layout=w.Layout(display="none"))
 
         advanced = w.VBox([self._w_init, self._w_neighbors, self._w_outliers, self._w_lock_view])
-        self._w_advanced = w.Accordion(children=[advanced], titles=("advanced",), layout=w.Layout(width="300px"))
+        self._w_advanced = w.Accordion(children=[advanced], titles=("advanced",), layout=w.Layout(width="310px"))
         controls = [self._w_dataset, self._w_strategy, self._w_chunks_mode, self._w_chunks, self._w_seed,
                     self._w_epochs, self._w_epf]  # fmt: skip
         if gpu_available():
             controls.append(self._w_device)
         controls += [w.HBox([self._w_play, self._w_pause, self._w_step, self._w_reset]), self._w_advanced]
-        left = w.VBox(controls, layout=w.Layout(width="310px"))
-        centre = w.VBox([self._w_view, self._w_scrub, w.HBox([self._w_export_path, self._w_export]), self._w_note])
-        right = w.VBox([self._w_status, self._w_chart])
-        self.panel = w.VBox([self._w_error, self._w_busy_box, w.HBox([left, centre, right])])
+        column = {"flex": "0 0 auto", "margin": "0px 8px 8px 0px"}  # columns keep their size and wrap instead
+        left = w.VBox(controls, layout=w.Layout(width="330px", **column))
+        centre = w.VBox([self._w_view, self._w_scrub, w.HBox([self._w_export_path, self._w_export]), self._w_note],
+                        layout=w.Layout(**column))  # fmt: skip
+        right = w.VBox([self._w_status, self._w_chart], layout=w.Layout(**column))
+        body = w.HBox([left, centre, right], layout=w.Layout(flex_flow="row wrap"))
+        self.panel = w.VBox([self._w_error, self._w_busy_box, body])
 
         for widget, css in ((self.panel, "umapviz-explorer"), (self._w_view, "umapviz-view"),
                             (self._w_play, "umapviz-play"), (self._w_pause, "umapviz-pause"),
@@ -508,16 +520,16 @@ class Explorer:
     def _layout_control_changed(self, change) -> None:
         if self._is_mirroring():
             return
-        mode = self._w_chunks_mode.value
-        self._params.update(
-            strategy=self._w_strategy.value,
-            n_chunks=int(round(self._w_chunks.value)) if mode == "fixed" else mode,
-            random_state=self._w_seed.value if self._w_seed.value >= 0 else None,
-            n_epochs=self._w_epochs.value,
-            init=self._w_init.value,
-        )
-        if gpu_available():
-            self._params["device"] = self._w_device.value
+        owner, value = change["owner"], change["new"]
+        if owner in (self._w_chunks_mode, self._w_chunks):
+            mode = self._w_chunks_mode.value
+            self._params["n_chunks"] = int(round(self._w_chunks.value)) if mode == "fixed" else mode
+        elif owner is self._w_seed:
+            self._params["random_state"] = value if value >= 0 else None
+        else:  # only the parameter that changed: the others keep following their defaults
+            name = {id(self._w_strategy): "strategy", id(self._w_epochs): "n_epochs", id(self._w_init): "init",
+                    id(self._w_device): "device"}[id(owner)]  # fmt: skip
+            self._params[name] = value
         self._sync_controls()
         self._request(RESTART)
 
@@ -548,6 +560,7 @@ class Explorer:
         if self._is_mirroring() or self._worker.in_worker:
             return
         self._worker.pause()
+        self._update_buttons(playing=False)
         index = int(change["new"])
         self._worker.submit(lambda: self._show_recorded(index), key="scrub")
 
@@ -702,6 +715,19 @@ class Explorer:
         opt = run.optimizer
         return {"dataset": self._source.name, "strategy": opt.strategy, "n_chunks": int(opt.n_chunks),
                 "seed": int(opt.seed), "n_epochs": int(opt.n_epochs), "outlier_method": run.outlier_method}  # fmt: skip
+
+
+class _StageClock:
+    """Seconds per named stage, for ``Explorer.timings``."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(now - self._last, 3)
+        self._last = now
 
 
 def encode_frame(rgba: np.ndarray) -> bytes:
