@@ -8,6 +8,7 @@ Grids follow datashader's orientation: row 0 is the *bottom* of the view (smalle
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,14 +46,14 @@ class Aggregate:
     def height(self) -> int:
         return int(self.counts.shape[0])
 
-    @property
+    @functools.cached_property
     def total(self) -> np.ndarray:
-        """(H, W) points per pixel, all labels together."""
+        """(H, W) points per pixel, all labels together (computed once: a pass over H x W x K counts)."""
         return self.counts if self.counts.ndim == 2 else self.counts.sum(axis=2, dtype=np.uint32)
 
     @property
     def n_in_view(self) -> int:
-        return int(self.counts.sum(dtype=np.int64))
+        return int(self.total.sum(dtype=np.int64))
 
     @property
     def n_out_of_view(self) -> int:
@@ -163,10 +164,12 @@ def aggregate(
         labels = None if labels is None else to_host(labels)
         outliers = None if outliers is None else to_host(outliers)
         counts, outlier_counts = _datashader_grids(embedding, view, width, height, labels, n_labels, outliers)
-        n_in = int(counts.sum(dtype=np.int64))
+        edge_counts = np.zeros((4, N_EDGE_BINS), dtype=np.uint32)
+    agg = Aggregate(counts, outlier_counts, edge_counts, view, n_labels if labels is not None else None)
+    if not is_cupy(embedding) and agg.n_in_view < n:
         # Only when some points fell outside (or are NaN) is the extra pass over the points needed.
-        edge_counts = edge_bins(embedding, view) if n_in < n else np.zeros((4, N_EDGE_BINS), dtype=np.uint32)
-    return Aggregate(counts, outlier_counts, edge_counts, view, n_labels if labels is not None else None)
+        agg.edge_counts[...] = edge_bins(embedding, view)
+    return agg
 
 
 def _canvas(view: View, width: int, height: int):

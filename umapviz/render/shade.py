@@ -89,7 +89,7 @@ def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
     # and eq_hist, the alpha offset and the colour mix depend only on the non-empty values, so the colours
     # are the same as shading the whole grid, at a fraction of the cost (the classes' mix is ~100 ms/frame).
     flat = agg.counts.reshape(h * w, -1)
-    lit = np.flatnonzero(flat.any(axis=1)) if flat.shape[1] > 1 else np.flatnonzero(flat[:, 0])
+    lit = np.flatnonzero(agg.total)
     out = np.empty((h, w, 4), dtype=np.uint8)
     out.view(np.uint32).fill(np.array([*hex_to_rgb(style.background), 255], np.uint8).view(np.uint32)[0])
     if lit.size:
