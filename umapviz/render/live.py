@@ -32,6 +32,7 @@ class _Pushed:
 class LiveView:
     """A HoloViews DynamicMap (bokeh backend) showing the latest pushed embedding.
 
+    >>> hv.extension("bokeh")                           # once per notebook, in its own cell
     >>> live = LiveView(view="robust"); live            # display it in JupyterLab
     >>> live.push(optimizer.embedding, labels=y, outliers=mask, caption="epoch 10")
 
