@@ -267,3 +267,20 @@ def test_compare_reports_bad_data_in_the_panel():
         assert "umapviz" in grid._w_error.value
     finally:
         grid.close()
+
+
+def test_switching_dataset_in_the_menu_rebuilds_and_can_switch_back(blobs_small, build_calls):
+    X, _ = blobs_small
+    ex = Explorer(X, n_samples=300, size=64, n_neighbors=10, n_epochs=20)
+    try:
+        ex.wait()
+        assert ex.state.dataset == session.ARRAY_SOURCE and ex.state.n_points == 600
+        ex._w_dataset.value = "moons"
+        ex.wait()
+        assert (ex.state.dataset, ex.state.n_points, ex.state.error) == ("moons", 300, "")
+        assert ex._w_busy_box.layout.display == "none"  # the progress indicator is gone once built
+        ex._w_dataset.value = session.ARRAY_SOURCE  # back to the user's own array
+        ex.wait()
+        assert ex.state.n_points == 600 and len(build_calls) == 3
+    finally:
+        ex.close()

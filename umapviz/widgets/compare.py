@@ -73,6 +73,7 @@ class Comparison:
         columns: int | None = None,
         outlier_method: str = "neighbors",
         trust_sample: int | None = 1000,
+        autoplay: bool = True,
         **params: Any,
     ) -> None:
         graph_params, optimizer_params = split_params(params)
@@ -98,6 +99,8 @@ class Comparison:
         self._build_widgets(columns or min(4, len(self.configs)))
         self._worker = Worker(self._play_frame, self._show_error, name="umapviz-compare")
         self._worker.submit(self._setup)
+        if autoplay:  # displayed in a notebook, the grid starts moving at once
+            self._worker.submit(lambda: self._start(None))
 
     # -- programmatic control --------------------------------------------------------------------------
     def run(self, epochs: int | None = None, block: bool = True) -> Comparison:
@@ -304,8 +307,9 @@ def compare(
     data: as for ``Explorer``. n_chunks, random_state, strategy: a value or a list each; every combination
     is run (n_chunks only varies "chunked"). Other keywords: ``labels``, ``n_samples``, ``epochs_per_frame``
     (10), ``panel_size`` (240), ``columns``, ``outlier_method``, ``trust_sample`` (query points for
-    trustworthiness, 1000), graph parameters and LayoutOptimizer parameters.
+    trustworthiness, 1000), ``autoplay`` (True: start running in the background at once), graph parameters
+    and LayoutOptimizer parameters.
 
-    Returns a Comparison; display it in a notebook, ``run(block=True)`` it, read ``table()``.
+    Returns a Comparison: display it in a notebook; ``run(block=True)`` waits for the end; ``table()``.
     """
     return Comparison(data, n_chunks, random_state, strategy, **params)

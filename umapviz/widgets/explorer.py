@@ -62,6 +62,8 @@ class ExplorerState:
     outliers: int
     fingerprint: str
     running: bool
+    ms_per_epoch: float  # over the last frame's epochs (NaN before any)
+    fps: float  # frames per second over the last dozen frames while playing (NaN when unknown)
     busy: str  # what the worker is doing besides playing ("building graph..."), "" when nothing
     error: str  # the message shown in the panel, "" when none
 
@@ -216,6 +218,8 @@ class Explorer:
                 outliers=run.n_outliers if run is not None else 0,
                 fingerprint=self._fingerprint if run is not None else "",
                 running=self._worker.playing,
+                ms_per_epoch=run.ms_per_epoch if run is not None else float("nan"),
+                fps=self._fps(),
                 busy=self._busy,
                 error=self._error,
             )
@@ -647,18 +651,23 @@ class Explorer:
         self._w_pause.disabled = not playing
 
     # -- status, chart, errors ---------------------------------------------------------------------------
-    def _update_status(self, run: LayoutRun) -> None:
-        opt = run.optimizer
+    def _fps(self) -> float:
         with self._lock:
             stamps = list(self._fps_stamps)
-        fps = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 and stamps[-1] > stamps[0] else None
+        if len(stamps) < 2 or stamps[-1] <= stamps[0]:
+            return float("nan")
+        return (len(stamps) - 1) / (stamps[-1] - stamps[0])
+
+    def _update_status(self, run: LayoutRun) -> None:
+        opt = run.optimizer
+        fps = self._fps()
         chunks = f"n_chunks {opt.n_chunks}" + (f" ({opt.n_chunks_param})" if isinstance(opt.n_chunks_param, str)
                                                else "")  # fmt: skip
         rows = [
             ("epoch", f"{opt.epoch} / {opt.n_epochs}"),
             ("alpha", f"{opt.alpha():.4f}"),
             ("ms / epoch", "-" if math.isnan(run.ms_per_epoch) else f"{run.ms_per_epoch:.1f}"),
-            ("frames / s", "-" if fps is None else f"{fps:.1f}"),
+            ("frames / s", "-" if math.isnan(fps) else f"{fps:.1f}"),
             ("outliers", f"{run.n_outliers:,} ({run.outlier_method})"),
             ("fingerprint", f"<code>{self._fingerprint}</code>"),
             ("layout", f"{opt.strategy}" + (f", {chunks}" if opt.strategy == "chunked" else "") + f", seed {opt.seed}"),
