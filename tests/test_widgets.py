@@ -93,6 +93,18 @@ def test_pause_stops_a_background_run(blobs_small):
         ex.close()
 
 
+def test_pause_cancels_a_play_still_waiting_behind_the_set_up(blobs_small):
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, **SMALL)
+    try:
+        ex.play(block=False)  # queued behind building the graph
+        ex.pause()
+        state = ex.wait()
+        assert state.epoch == 0 and not state.running and state.error == ""
+    finally:
+        ex.close()
+
+
 def test_layout_changes_restart_without_rebuilding_the_graph(blobs_small, build_calls):
     X, y = blobs_small
     ex = Explorer(X, labels=y, **SMALL)

@@ -115,7 +115,7 @@ class Explorer:
         self._dirty = 0
         self._target_epoch: int | None = None
         self._frame_rgba: np.ndarray | None = None
-        self._shown_epoch = 0
+        self._play_requests = 0  # play() and pause() count up; a queued play runs only if still the latest
         self._fps_stamps: deque[float] = deque(maxlen=12)
         self._error = ""
         self._busy = ""
@@ -143,12 +143,15 @@ class Explorer:
         """
         if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
             raise ValueError(f"epochs={epochs!r} must be a positive integer or None (run to the end).")
-        self._worker.submit(lambda: self._start_playing(epochs))
+        with self._lock:
+            self._play_requests += 1
+            token = self._play_requests
+        self._worker.submit(lambda: self._start_playing(epochs, token))
         return self._finish(block)
 
     def pause(self) -> ExplorerState:
         """Stop after the frame being computed (if any); returns the state once it stopped."""
-        self._worker.pause()
+        self._cancel_play()
         self._update_buttons(playing=False)
         if not self._worker.in_worker:
             self._worker.wait_frame_done()
@@ -158,13 +161,13 @@ class Explorer:
         """Pause, then run exactly ``n`` epochs (fewer at the end) and show the result."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n={n!r} must be a positive integer.")
-        self._worker.pause()
+        self._cancel_play()
         self._worker.submit(lambda: self._advance_and_show(n))
         return self._finish(block)
 
     def reset(self, block: bool = True) -> ExplorerState:
         """Pause and go back to epoch 0 (same graph, same parameters, same initial layout)."""
-        self._worker.pause()
+        self._cancel_play()
         self._worker.submit(self._reset_run)
         return self._finish(block)
 
@@ -334,10 +337,16 @@ class Explorer:
             self._set_busy("", None)
             self.timings = clock.laps
 
-    def _start_playing(self, epochs: int | None) -> None:
+    def _cancel_play(self) -> None:
+        """Stop playing, and drop a play that is still queued (pressed during a rebuild, say)."""
+        with self._lock:
+            self._play_requests += 1
+        self._worker.pause()
+
+    def _start_playing(self, epochs: int | None, token: int) -> None:
         run = self._run
-        if run is None:
-            return  # no layout (bad data): the error stays shown, nothing plays
+        if run is None or token != self._play_requests:
+            return  # no layout (bad data: the error stays shown), or paused before this play began
         with self._lock:
             self._target_epoch = None if epochs is None else run.epoch + epochs
             self._fps_stamps.clear()
@@ -387,7 +396,7 @@ class Explorer:
         if run is None or run.log is None or not 0 <= index < len(run.log):
             return
         epoch, rgba = run.recorded_image(index, self._size, self._size, self._view_spec(run))
-        self._push_image(rgba, epoch)
+        self._push_image(rgba)
         count = int(run.log.outliers[index].sum())
         self._w_note.value = (f"showing recorded epoch {epoch} ({count:,} outliers); "
                               "press play to continue from the latest epoch")  # fmt: skip
@@ -399,7 +408,7 @@ class Explorer:
         fingerprint = run.fingerprint()
         with self._lock:
             self._fingerprint = fingerprint
-        self._push_image(rgba, run.epoch)
+        self._push_image(rgba)
         self._w_note.value = ""
         self._update_chart(run)
         self._update_status(run)
@@ -408,10 +417,10 @@ class Explorer:
                 self._w_scrub.max = max(0, len(run.log) - 1)
                 self._w_scrub.value = len(run.log) - 1
 
-    def _push_image(self, rgba: np.ndarray, epoch: int) -> None:
+    def _push_image(self, rgba: np.ndarray) -> None:
         encoded = encode_frame(rgba)
         with self._lock:
-            self._frame_rgba, self._shown_epoch = rgba, epoch
+            self._frame_rgba = rgba
         self._w_view.value = encoded
 
     def _view_spec(self, run: LayoutRun) -> Any:
@@ -563,13 +572,13 @@ class Explorer:
     def _scrubbed(self, change) -> None:
         if self._is_mirroring() or self._worker.in_worker:
             return
-        self._worker.pause()
+        self._cancel_play()
         self._update_buttons(playing=False)
         index = int(change["new"])
         self._worker.submit(lambda: self._show_recorded(index), key="scrub")
 
     def _pause_clicked(self) -> None:
-        self._worker.pause()  # no waiting here: the kernel's main thread answers the browser meanwhile
+        self._cancel_play()  # no waiting here: the kernel's main thread answers the browser meanwhile
         self._update_buttons(playing=False)
 
     # -- parameters -> controls ----------------------------------------------------------------------------
