@@ -3,9 +3,9 @@
 Both return ``(indices int32 (n, k), distances float32 (n, k))`` with the point itself at column 0 (even when
 it has duplicates), the rest sorted by exact distance, ties broken by index.
 
-Exact kNN ranks candidates with a float32 GEMM per tile of rows, keeps a few more candidates than needed,
-then recomputes their distances exactly (float64) and re-sorts, so float32 rounding in the GEMM cannot
-change the answer unless more than ``extra`` points tie within that rounding.
+Exact kNN ranks candidates with a float32 GEMM per tile of rows, keeps ``max(8, k // 2)`` more candidates than
+needed, then recomputes their distances exactly (float64) and re-sorts, so float32 rounding in the GEMM can only
+change the answer when more than that many points tie with the k-th neighbour within that rounding.
 """
 
 from __future__ import annotations
@@ -248,7 +248,8 @@ def approx_knn(
     """Approximate kNN by NN-descent (pynndescent), seeded; same output contract as :func:`exact_knn`.
 
     pynndescent's candidates are re-scored exactly and re-sorted; self is forced into column 0; the rare
-    row where NN-descent found fewer than k neighbours is redone exactly.
+    row where NN-descent found fewer than k neighbours is redone exactly. With a ``random_state`` NN-descent
+    runs on one thread, as its result otherwise depends on the thread count; without one it uses them all.
     """
     from pynndescent import NNDescent  # noqa: PLC0415 - heavy import (and JIT), only when needed
 
@@ -269,6 +270,7 @@ def approx_knn(
         max_candidates=60,
         low_memory=True,
         compressed=True,
+        n_jobs=1 if random_state is not None else None,
         verbose=False,
     )
     found, _ = index.neighbor_graph
