@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
 
         print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     header = (
-        f"{'points':>8} {'frame':>8} {'best':>7} {'first call':>10} | "
+        f"{'points':>8} {'frame':>8} {'best':>7} {'cpu':>7} {'first call':>10} | "
         + " ".join(f"{s:>9}" for s in STAGES)
         + "   (ms)"
     )
