@@ -86,8 +86,10 @@ def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
 
     h, w = agg.height, agg.width
     # Shade only the non-empty pixels, laid out as one row: empty pixels are transparent whatever the data,
-    # and eq_hist, the alpha offset and the colour mix depend only on the non-empty values, so the colours
-    # are the same as shading the whole grid, at a fraction of the cost (the classes' mix is ~100 ms/frame).
+    # and eq_hist, the alpha offset and the colour mix depend only on the non-empty values. The colours equal
+    # those of shading the whole grid (bit for bit for density; within one level for classes, whose float32
+    # mix rounds by memory layout) at a fraction of the cost (the classes' mix of a full 800 x 800 x 10 grid
+    # alone takes ~100 ms here).
     flat = agg.counts.reshape(h * w, -1)
     lit = np.flatnonzero(agg.total)
     out = np.empty((h, w, 4), dtype=np.uint8)
