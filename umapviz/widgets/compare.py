@@ -168,7 +168,8 @@ class Comparison:
             params = dict(self._optimizer_params, strategy=config.strategy, random_state=config.random_state)
             if config.strategy == "chunked":
                 params["n_chunks"] = config.n_chunks
-            runs.append(LayoutRun(graph, make_optimizer(graph, params), source.labels, self._outlier_method))
+            optimizer = make_optimizer(graph, params)
+            runs.append(LayoutRun(graph, optimizer, source.labels, self._outlier_method, record=False))
         with self._lock:
             self._source, self.graph, self.runs = source, graph, runs
         self._show_all()

@@ -172,14 +172,19 @@ class Explorer:
         return self._finish(block)
 
     def set(self, block: bool = True, **params: Any) -> ExplorerState:
-        """Change parameters as the controls would: ``data``/graph parameters rebuild the graph; layout
-        parameters (strategy, n_chunks, random_state, ...) restart from the same graph."""
+        """Change parameters as the controls would: ``data``, ``labels``, ``n_samples`` and graph parameters
+        rebuild the graph; layout parameters (strategy, n_chunks, random_state, ...), ``outlier_method``
+        restart from the same graph; ``epochs_per_frame`` applies from the next frame."""
         level = 0
         if "data" in params:
             self._data = params.pop("data")
             if not _is_builtin(self._data):
                 self._custom_data = self._data
             level = REBUILD
+        for name in ("labels", "n_samples"):
+            if name in params:
+                setattr(self, f"_{name}", params.pop(name))
+                level = REBUILD
         if "epochs_per_frame" in params:
             self._epochs_per_frame = max(1, int(params.pop("epochs_per_frame")))
             self._mirror(self._w_epf, self._epochs_per_frame)

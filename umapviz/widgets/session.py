@@ -226,10 +226,12 @@ class FrameLog:
         return sum(e.nbytes + m.nbytes for e, m in zip(self.embeddings, self.outliers, strict=True))
 
     def add(self, epoch: int, embedding: np.ndarray, outliers: np.ndarray) -> None:
+        """Keep ``embedding`` (taken over, not copied, when it is already a float32 host array) and its
+        outlier mask as the frame of ``epoch``."""
         if self.epochs and epoch <= self.epochs[-1]:
             return  # the same epoch shown again (e.g. a repeated pause): nothing new to keep
         self.epochs.append(int(epoch))
-        self.embeddings.append(np.array(to_host(embedding), dtype=np.float32))
+        self.embeddings.append(np.array(to_host(embedding), dtype=np.float32, copy=None))  # copy only if needed
         self.outliers.append(np.array(to_host(outliers), dtype=bool))
         while len(self.epochs) > 2 and self.nbytes > self.budget_bytes:
             keep = list(range(0, len(self.epochs) - 1, 2)) + [len(self.epochs) - 1]
@@ -264,6 +266,12 @@ class LayoutRun:
         self.history_counts: list[int] = []
         self.ms_per_epoch = float("nan")
         self.mask: Any = None
+        self._fingerprint: tuple[int, str] | None = None  # (epoch, fingerprint) of the last measured state
+        self._neighbors: Any = graph
+        if optimizer.device == "gpu":  # the outlier measure's neighbour table, moved to the GPU once
+            from .._backend import cupy  # noqa: PLC0415
+
+            self._neighbors = cupy().asarray(graph.knn_indices)
         self.measure()
 
     @property
@@ -292,16 +300,19 @@ class LayoutRun:
     def measure(self) -> None:
         """Outliers of the current embedding; appended to the history and the recording."""
         embedding = self.optimizer.device_embedding
-        mask = metrics.outliers(embedding, self.graph, method=self.outlier_method)
+        mask = metrics.outliers(embedding, self._neighbors, method=self.outlier_method)
         self.mask = mask
         epoch = self.optimizer.epoch
+        self._fingerprint = None
         if self.history_epochs and self.history_epochs[-1] == epoch:
             self.history_counts[-1] = int(mask.sum())
         else:
             self.history_epochs.append(epoch)
             self.history_counts.append(int(mask.sum()))
         if self.log is not None:
-            self.log.add(epoch, embedding, mask)
+            host = np.array(to_host(embedding), dtype=np.float32)  # one device-to-host copy serves both
+            self._fingerprint = (epoch, metrics.fingerprint(host))
+            self.log.add(epoch, host, mask)
 
     def reset(self) -> None:
         self.optimizer.reset()
@@ -313,7 +324,10 @@ class LayoutRun:
         self.measure()
 
     def fingerprint(self) -> str:
-        return metrics.fingerprint(self.optimizer.device_embedding)
+        """Fingerprint of the current embedding (``umapviz.metrics.fingerprint``)."""
+        if self._fingerprint is None or self._fingerprint[0] != self.optimizer.epoch:
+            self._fingerprint = (self.optimizer.epoch, metrics.fingerprint(self.optimizer.device_embedding))
+        return self._fingerprint[1]
 
     def image(self, width: int, height: int, view: Any = "robust") -> np.ndarray:
         """The current embedding as an (height, width, 4) RGBA image, outliers ringed."""
