@@ -148,7 +148,9 @@ def test_robust_view_keeps_the_cloud_large_and_marks_the_far_point():
 
     assert cloud_columns(auto_agg) <= 3  # the far point squeezes the cloud into a sliver
     assert cloud_columns(robust_agg) > width // 2  # robust: the cloud fills most of the image
-    assert robust_agg.n_out_of_view == 1 and robust_agg.edge_counts[1].sum() == 1
+    assert robust_agg.n_out_of_view == 1 and robust_agg.edge_counts[1].sum() == 1  # only the far point
+    cloud_right = emb[1:, 0].max()
+    assert cloud_right <= robust_agg.view.x_range[1] < cloud_right + 0.5  # the view fits the cloud closely
     # the off-view marker sits on the right border, in the outlier colour
     marks = where_color(robust_rgba, OUTLIER_RGB)
     assert len(marks) > 0 and marks[:, 1].min() > width - 15

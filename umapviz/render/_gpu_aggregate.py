@@ -89,9 +89,12 @@ extern "C" __global__ void NAME(                                                
 AGGREGATE_KERNEL(aggregate_points_f32, float)
 AGGREGATE_KERNEL(aggregate_points_f64, double)
 
-// Per-block (xmin, xmax, ymin, ymax) over the finite points; the host reduces the few block results.
+// Per-block (xmin, xmax, ymin, ymax) over the finite points inside the closed box [xlo, xhi] x [ylo, yhi]
+// (infinite limits for all points); the host reduces the few block results.
 template <typename T>
-__device__ void block_bounds(const T* __restrict__ xy, const long long n, double* __restrict__ partial)
+__device__ void block_bounds(const T* __restrict__ xy, const long long n,
+                             const double xlo, const double xhi, const double ylo, const double yhi,
+                             double* __restrict__ partial)
 {
     __shared__ double shared[4][32];
     const double inf = __longlong_as_double(0x7ff0000000000000LL);
@@ -100,7 +103,7 @@ __device__ void block_bounds(const T* __restrict__ xy, const long long n, double
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const double x = (double)xy[2 * i];
         const double y = (double)xy[2 * i + 1];
-        if (is_finite_value(x) && is_finite_value(y)) {
+        if (is_finite_value(x) && is_finite_value(y) && xlo <= x && x <= xhi && ylo <= y && y <= yhi) {
             lo_x = fmin(lo_x, x); hi_x = fmax(hi_x, x);
             lo_y = fmin(lo_y, y); hi_y = fmax(hi_y, y);
         }
@@ -124,10 +127,12 @@ __device__ void block_bounds(const T* __restrict__ xy, const long long n, double
         partial[4 * blockIdx.x + k] = v;
     }
 }
-extern "C" __global__ void block_bounds_f32(const float* xy, const long long n, double* partial)
-{ block_bounds<float>(xy, n, partial); }
-extern "C" __global__ void block_bounds_f64(const double* xy, const long long n, double* partial)
-{ block_bounds<double>(xy, n, partial); }
+#define BOUNDS_KERNEL(NAME, T)                                                                            \
+extern "C" __global__ void NAME(const T* xy, const long long n, const double xlo, const double xhi,       \
+                                const double ylo, const double yhi, double* partial)                     \
+{ block_bounds<T>(xy, n, xlo, xhi, ylo, yhi, partial); }
+BOUNDS_KERNEL(block_bounds_f32, float)
+BOUNDS_KERNEL(block_bounds_f64, double)
 """
 
 
@@ -158,8 +163,11 @@ def _contiguous_points(embedding: cp.ndarray) -> cp.ndarray:
     return cp.ascontiguousarray(embedding)
 
 
-def gpu_bounds(embedding: cp.ndarray) -> tuple[float, float, float, float] | None:
-    """(xmin, xmax, ymin, ymax) over finite points of a device embedding; None when there are none."""
+def gpu_bounds(
+    embedding: cp.ndarray, within: tuple[float, float, float, float] | None = None
+) -> tuple[float, float, float, float] | None:
+    """(xmin, xmax, ymin, ymax) over finite points of a device embedding (inside the closed box ``within``
+    if given); None when there are none."""
     xy = _contiguous_points(embedding)
     n = int(xy.shape[0])
     if n == 0:
@@ -167,7 +175,8 @@ def gpu_bounds(embedding: cp.ndarray) -> tuple[float, float, float, float] | Non
     blocks = _n_blocks(n)
     partial = cp.empty((blocks, 4), dtype=cp.float64)
     kernel = _module().get_function(f"block_bounds_{_suffix(xy)}")
-    kernel((blocks,), (_THREADS,), (xy, np.int64(n), partial))
+    box = within if within is not None else (-np.inf, np.inf, -np.inf, np.inf)
+    kernel((blocks,), (_THREADS,), (xy, np.int64(n), *(np.float64(v) for v in box), partial))
     host = partial.get()  # a few KB: the per-block results only
     xmin, xmax = host[:, 0].min(), host[:, 1].max()
     ymin, ymax = host[:, 2].min(), host[:, 3].max()

@@ -150,6 +150,8 @@ def outlier_chart(
         draw.text((x, top + ph + 7), f"{t:g}", fill=INK, font=small, anchor="mt")
     draw.text((left + pw / 2, height - 4), "epoch", fill=MUTED, font=small, anchor="mb")
     draw.rectangle((left, top, left + pw, top + ph), outline=MUTED)
+    legend = {name: f"{name}: {int(c[-1]):,}" for name, (_, c) in data.items()}
+    legend_width = 26 + max(small.getlength(text) for text in legend.values())
     for i, (name, (e, c)) in enumerate(data.items()):
         color = hex_to_rgb(colors[i % len(colors)])
         points = [px(a, b) for a, b in zip(e, c, strict=True)]
@@ -157,10 +159,11 @@ def outlier_chart(
             draw.line(points, fill=color, width=2, joint="curve")
         for x, y in points if len(points) <= 60 else points[-1:]:
             draw.ellipse((x - 2.5, y - 2.5, x + 2.5, y + 2.5), fill=color)
-        # legend, top right, one line per series
+        # legend, top right, one line per series: a swatch, then "name: last count"
         ly = top + 8 + i * (small.size + 6)
-        draw.line((left + pw - 130, ly, left + pw - 110, ly), fill=color, width=3)
-        draw.text((left + pw - 104, ly), f"{name}: {int(c[-1]):,}", fill=INK, font=small, anchor="lm")
+        lx = left + pw - 8 - legend_width
+        draw.line((lx, ly, lx + 20, ly), fill=color, width=3)
+        draw.text((lx + 26, ly), legend[name], fill=INK, font=small, anchor="lm")
     return np.asarray(canvas).copy()
 
 

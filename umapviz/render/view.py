@@ -16,10 +16,10 @@ import numpy as np
 from umapviz._backend import is_cupy
 
 # Robust view: the [q, 1 - q] quantile box of each axis, widened by ROBUST_WIDEN times its width on each
-# side, and never wider than the data. For a Gaussian cloud that keeps all but a few per million in view,
-# while one point a thousand widths away no longer shrinks the cloud to a dot.
+# side; the view fits the points inside that box. A Gaussian cloud keeps all its points (the box reaches
+# about 7 sigma), while one point a hundred widths away no longer shrinks the cloud to a dot.
 ROBUST_QUANTILE = 0.01
-ROBUST_WIDEN = 0.5
+ROBUST_WIDEN = 1.0
 # Quantiles are taken on a regular stride of at most this many points: plenty for a 1% quantile, and the
 # same points on NumPy and CuPy, so both backends pick the same view.
 ROBUST_SAMPLE = 200_000
@@ -98,13 +98,22 @@ def union(views: list[View]) -> View:
     )
 
 
-def data_bounds(embedding: Any) -> tuple[float, float, float, float] | None:
-    """(xmin, xmax, ymin, ymax) over the finite points, or None when there are none."""
+def data_bounds(
+    embedding: Any, within: tuple[float, float, float, float] | None = None
+) -> tuple[float, float, float, float] | None:
+    """(xmin, xmax, ymin, ymax) over the finite points (inside the closed box ``within`` if given);
+    None when there are none."""
     if is_cupy(embedding):
         from umapviz.render._gpu_aggregate import gpu_bounds  # noqa: PLC0415 - GPU only
 
-        return gpu_bounds(embedding)
+        return gpu_bounds(embedding, within)
     emb = np.asarray(embedding)
+    if within is not None:
+        x, y = emb[:, 0], emb[:, 1]
+        # float64 limits make NumPy compare in double precision, as the GPU kernel does (a Python float
+        # would be rounded to the array's float32 first). NaN compares false: those rows drop out too.
+        xlo, xhi, ylo, yhi = (np.float64(v) for v in within)
+        emb = emb[(xlo <= x) & (x <= xhi) & (ylo <= y) & (y <= yhi)]
     if emb.shape[0] == 0:
         return None
     # Column by column: NumPy's axis-0 reduction over an (N, 2) array is ~15x slower than this.
@@ -118,10 +127,12 @@ def data_bounds(embedding: Any) -> tuple[float, float, float, float] | None:
 
 
 def robust_bounds(embedding: Any) -> tuple[float, float, float, float] | None:
-    """Quantile box widened by ROBUST_WIDEN, clipped to the data bounds; None without finite points."""
-    full = data_bounds(embedding)
-    if full is None:
-        return None
+    """The extent of the points inside the widened quantile box; None without finite points.
+
+    The [q, 1 - q] quantiles of each axis (on a regular sample) give a box, widened by ROBUST_WIDEN times
+    its width on each side; the view then fits the points inside it exactly, so the cloud fills the image
+    and only points far beyond it fall outside (and become border markers).
+    """
     n = embedding.shape[0]
     step = max(1, -(-n // ROBUST_SAMPLE))  # ceil division: a regular stride, same rows on every backend
     xp = np
@@ -130,15 +141,17 @@ def robust_bounds(embedding: Any) -> tuple[float, float, float, float] | None:
     sample = xp.ascontiguousarray(embedding[::step])
     sample = sample[xp.isfinite(sample).all(axis=1)]
     m = int(sample.shape[0])
+    if m == 0:  # no finite point in the sample: fall back on all points
+        return data_bounds(embedding)
     lo_i = int(ROBUST_QUANTILE * (m - 1))  # lower order statistics: exact values, no interpolation
     hi_i = (m - 1) - lo_i
     box = []
     for axis in (0, 1):
-        ordered = xp.sort(sample[:, axis])  # a sort of <= 1M values: a few ms on either backend
+        ordered = xp.sort(sample[:, axis])  # a sort of <= ROBUST_SAMPLE values: a few ms on either backend
         q_lo, q_hi = float(ordered[lo_i]), float(ordered[hi_i])
         widen = ROBUST_WIDEN * (q_hi - q_lo)
-        box += [max(full[2 * axis], q_lo - widen), min(full[2 * axis + 1], q_hi + widen)]
-    return box[0], box[1], box[2], box[3]
+        box += [q_lo - widen, q_hi + widen]
+    return data_bounds(embedding, within=(box[0], box[1], box[2], box[3]))
 
 
 def _pad(box: tuple[float, float, float, float] | None) -> tuple[float, float, float, float]:
