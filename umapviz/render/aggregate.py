@@ -217,19 +217,40 @@ def _datashader_grids(
 def edge_bins(embedding: np.ndarray, view: View, n_bins: int = N_EDGE_BINS) -> np.ndarray:
     """(4, n_bins) counts of finite points outside ``view``, by where they leave it (see Aggregate)."""
     xmin, xmax, ymin, ymax = view.bounds
-    x = embedding[:, 0].astype(np.float64)
-    y = embedding[:, 1].astype(np.float64)
-    inside = (xmin <= x) & (x <= xmax) & (ymin <= y) & (y <= ymax)
-    keep = ~inside & np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
-    # The same double-precision steps as the GPU kernel, so both backends bin border cases alike.
-    dx = (x - (xmin + xmax) * 0.5) / ((xmax - xmin) * 0.5)
-    dy = (y - (ymin + ymax) * 0.5) / ((ymax - ymin) * 0.5)
-    ax, ay = np.abs(dx), np.abs(dy)
-    horizontal = ax >= ay  # leaves through the left or right side
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(horizontal, dy / ax, dx / ay)
-    side = np.where(horizontal, np.where(dx > 0, 1, 0), np.where(dy > 0, 3, 2))
-    bins = np.clip(((t + 1.0) * (0.5 * n_bins)).astype(np.int64), 0, n_bins - 1)
-    out = np.bincount(side * n_bins + bins, minlength=4 * n_bins)
-    return out.reshape(4, n_bins).astype(np.uint32)
+    out = np.zeros((4, n_bins), dtype=np.uint32)
+    # The centre and half sizes are computed exactly as the GPU path passes them to its kernel.
+    _edge_bins_kernel()(
+        embedding, xmin, xmax, ymin, ymax,
+        (xmin + xmax) * 0.5, (ymin + ymax) * 0.5, (xmax - xmin) * 0.5, (ymax - ymin) * 0.5,
+        n_bins, 0.5 * n_bins, out,
+    )  # fmt: skip
+    return out
+
+
+@functools.cache
+def _edge_bins_kernel():
+    import numba  # noqa: PLC0415 - compiled on first use, then cached on disk
+
+    @numba.njit(cache=True, nogil=True)
+    def count(xy, xmin, xmax, ymin, ymax, cx, cy, hx, hy, n_bins, half_bins, out):
+        # One pass, the same double-precision steps as the CUDA kernel (no fused multiply-add here either).
+        for i in range(xy.shape[0]):
+            x = np.float64(xy[i, 0])
+            y = np.float64(xy[i, 1])
+            if xmin <= x <= xmax and ymin <= y <= ymax:
+                continue
+            if not (x - x == 0.0 and y - y == 0.0):  # NaN or inf: nowhere
+                continue
+            dx = (x - cx) / hx
+            dy = (y - cy) / hy
+            ax, ay = abs(dx), abs(dy)
+            if ax >= ay:  # leaves through the left or right side
+                side = 1 if dx > 0.0 else 0
+                t = dy / ax
+            else:
+                side = 3 if dy > 0.0 else 2
+                t = dx / ay
+            b = int((t + 1.0) * half_bins)
+            out[side, min(max(b, 0), n_bins - 1)] += 1
+
+    return count
