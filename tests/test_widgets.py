@@ -296,3 +296,22 @@ def test_switching_dataset_in_the_menu_rebuilds_and_can_switch_back(blobs_small,
         assert ex.state.n_points == 600 and len(build_calls) == 3
     finally:
         ex.close()
+
+
+def test_initial_layouts_are_cached_on_disk_and_checked_on_read(small_graph, tmp_path, monkeypatch):
+    from umapviz.graph.init import spectral_init
+
+    monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(session, "spectral_init", lambda *a: calls.append(a) or spectral_init(*a))
+    session._INIT_MEMORY.clear()
+    first = session.initial_layout(small_graph, "spectral", 3)
+    assert np.array_equal(first, spectral_init(small_graph, 2, 3)) and len(calls) == 1
+    (path,) = tmp_path.glob("init-*.npz")
+
+    session._INIT_MEMORY.clear()
+    assert np.array_equal(session.initial_layout(small_graph, "spectral", 3), first) and len(calls) == 1
+
+    path.write_bytes(path.read_bytes()[:-40])  # a damaged file is recomputed, not trusted
+    session._INIT_MEMORY.clear()
+    assert np.array_equal(session.initial_layout(small_graph, "spectral", 3), first) and len(calls) == 2
