@@ -103,7 +103,8 @@ def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
             k = agg.counts.shape[2]
             grid = xr.DataArray(row, dims=("y", "x", "label"), coords={"label": np.arange(k)})
             options = {"color_key": class_colors(k, style.palette), "color_baseline": 0}
-        image = tf.shade(grid, how=style.how, min_alpha=style.min_alpha, **options, **style.extra)
+        with _one_blas_thread():
+            image = tf.shade(grid, how=style.how, min_alpha=style.min_alpha, **options, **style.extra)
         # datashader packs RGBA into uint32 as bytes R, G, B, A (little-endian 0xAABBGGRR).
         colours = np.ascontiguousarray(image.values).view(np.uint8).reshape(-1, 4)
         rows, cols = np.divmod(lit, w)
@@ -143,6 +144,22 @@ def spread_sparse_points(rgba: np.ndarray, lit: np.ndarray, threshold: float = 0
         rgba[ty[free], tx[free]] = c[free]
         filled[ty[free], tx[free]] = True
     return True
+
+
+@functools.cache
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController  # noqa: PLC0415 - comes with scikit-learn
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """A context in which BLAS runs on one thread.
+
+    datashader mixes class colours with a small matrix product ((M, K) @ (K, 3)); a multi-threaded BLAS
+    spends more time waking its threads than computing, and on a busy machine it took 2.6x longer.
+    """
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def composite(rgba: np.ndarray, background: str) -> np.ndarray:
