@@ -29,6 +29,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=40, help="epochs to play (one frame each by default)")
     parser.add_argument("--epochs-per-frame", type=int, default=1)
     parser.add_argument("--size", type=int, default=480)
+    parser.add_argument("--density", action="store_true", help="colour by density only, not by class")
     args = parser.parse_args()
 
     # The graph and the initial layout as a second run finds them: cached.
@@ -38,7 +39,8 @@ def main() -> None:
 
     start = time.perf_counter()
     explorer = Explorer(args.data, n_samples=args.n_samples, device=args.device, strategy=args.strategy,
-                        epochs_per_frame=args.epochs_per_frame, size=args.size)  # fmt: skip
+                        epochs_per_frame=args.epochs_per_frame, size=args.size,
+                        colour_by_class=not args.density)  # fmt: skip
     explorer.frame()
     first_frame = time.perf_counter() - start
 
@@ -53,6 +55,7 @@ def main() -> None:
         "strategy": state.strategy,
         "n_chunks_used": state.n_chunks_used,
         "size": args.size,
+        "colour": "density" if args.density else "class",
         "first_frame_s": round(first_frame, 2),
         "stages_s": explorer.timings,
         "epochs": state.epoch,

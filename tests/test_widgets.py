@@ -57,6 +57,19 @@ def test_plays_epochs_and_the_frame_changes(explorer):
     assert not np.array_equal(after, explorer.frame())
 
 
+def test_colour_by_class_can_be_switched_off(explorer):
+    with_classes = explorer.frame()
+    explorer.set(colour_by_class=False)
+    explorer.wait()
+    density = explorer.frame()
+    assert not np.array_equal(with_classes, density)
+    # density only: every drawn point pixel is a shade of the blue count colour map (blue channel dominant)
+    lit = density[..., :3].max(axis=2) > 0
+    outlier_red = (density[..., 0] > 200) & (density[..., 1] < 80)
+    points = lit & ~outlier_red
+    assert points.any() and (density[..., 2][points] >= density[..., 0][points]).mean() > 0.95
+
+
 def test_play_to_the_end_stops_at_n_epochs(explorer):
     explorer.set(epochs_per_frame=15)
     state = explorer.play(block=True)

@@ -79,6 +79,7 @@ class Explorer:
     labels: class codes for an array (datasets bring their own). n_samples: points of a dataset.
     epochs_per_frame: epochs run between two frames. size: the view's width and height in pixels.
     outlier_method: "neighbors" or "radius" (see ``umapviz.metrics.outliers``).
+    colour_by_class: colour points by label (False: by density only, several times faster to render on a CPU).
     **params: graph parameters (n_neighbors, metric, min_dist, spread, knn) and LayoutOptimizer parameters
         (strategy, n_chunks, random_state, init, n_epochs, device, learning_rate, ...).
 
@@ -96,6 +97,7 @@ class Explorer:
         epochs_per_frame: int = 1,
         size: int = 480,
         outlier_method: str = "neighbors",
+        colour_by_class: bool = True,
         autoplay: bool = False,
         **params: Any,
     ) -> None:
@@ -124,6 +126,7 @@ class Explorer:
         self.timings: dict[str, float] = {}  # seconds per stage of the last (re)start: data, graph, ...
         self._mirroring = threading.local()
         self._build_widgets()
+        self._w_classes.value = bool(colour_by_class)
         self._worker = Worker(self._play_frame, self._show_error, name="umapviz-explorer")
         if outlier_method not in OUTLIER_METHODS:
             self._show_error(ValueError(f"outlier_method={outlier_method!r} is not one of {OUTLIER_METHODS}."))
@@ -185,6 +188,8 @@ class Explorer:
             if name in params:
                 setattr(self, f"_{name}", params.pop(name))
                 level = REBUILD
+        if "colour_by_class" in params:
+            self._w_classes.value = bool(params.pop("colour_by_class"))  # redraws through its callback
         if "epochs_per_frame" in params:
             self._epochs_per_frame = max(1, int(params.pop("epochs_per_frame")))
             self._mirror(self._w_epf, self._epochs_per_frame)
@@ -329,6 +334,7 @@ class Explorer:
             params = {k: v for k, v in self._params.items() if v is not None or k == "random_state"}
             run = LayoutRun(graph, make_optimizer(graph, params), source.labels, self._outlier_method)
             clock.lap("initial layout")
+            self._w_classes.disabled = source.labels is None
             with self._lock:
                 self._source, self._graph, self._run = source, graph, run
                 self._fixed_view = None
@@ -400,6 +406,7 @@ class Explorer:
         run = self._run
         if run is None or run.log is None or not 0 <= index < len(run.log):
             return
+        run.colour_by_class = self._w_classes.value
         epoch, rgba = run.recorded_image(index, self._size, self._size, self._view_spec(run))
         self._push_image(rgba)
         count = int(run.log.outliers[index].sum())
@@ -409,6 +416,7 @@ class Explorer:
     def _show_current(self) -> None:
         """Render the run's current embedding into the view; update chart, status and scrubber."""
         run = self._run
+        run.colour_by_class = self._w_classes.value
         rgba = run.image(self._size, self._size, self._view_spec(run))
         fingerprint = run.fingerprint()
         with self._lock:
@@ -472,6 +480,8 @@ class Explorer:
                                       if self._outlier_method in OUTLIER_METHODS else "neighbors",
                                       description="outlier measure", style=label_width, layout=row)  # fmt: skip
         self._w_lock_view = w.Checkbox(value=False, description="lock the view range", indent=False)
+        self._w_classes = w.Checkbox(value=True, description="colour by class (off: density only, faster)",
+                                     indent=False)  # fmt: skip
 
         button = w.Layout(width="76px", padding="0px 4px")
         self._w_play = w.Button(description="Play", icon="play", layout=button, button_style="success")
@@ -495,7 +505,7 @@ class Explorer:
                                          layout=w.Layout(width="200px"))  # fmt: skip
         self._w_busy_box = w.HBox([self._w_progress, self._w_busy], layout=w.Layout(display="none"))
 
-        advanced = w.VBox([self._w_init, self._w_neighbors, self._w_outliers, self._w_lock_view])
+        advanced = w.VBox([self._w_init, self._w_neighbors, self._w_outliers, self._w_lock_view, self._w_classes])
         self._w_advanced = w.Accordion(children=[advanced], titles=("advanced",), layout=w.Layout(width="310px"))
         controls = [self._w_dataset, self._w_strategy, self._w_chunks_mode, self._w_chunks, self._w_seed,
                     self._w_epochs, self._w_epf]  # fmt: skip
@@ -532,6 +542,7 @@ class Explorer:
         self._w_epf.observe(self._epf_changed, names="value")
         self._w_outliers.observe(self._outliers_changed, names="value")
         self._w_lock_view.observe(self._lock_view_changed, names="value")
+        self._w_classes.observe(self._lock_view_changed, names="value")  # a redraw, like the view lock
         self._w_scrub.observe(self._scrubbed, names="value")
 
     # -- controls -> parameters --------------------------------------------------------------------------
@@ -570,6 +581,7 @@ class Explorer:
             self._request(RESTART)
 
     def _lock_view_changed(self, change) -> None:
+        """The view lock or the colouring changed: redraw the current frame."""
         self._fixed_view = None
         if self._run is not None and not self._worker.playing:
             self._worker.submit(self._show_current, key="redraw")
