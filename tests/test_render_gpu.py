@@ -95,3 +95,13 @@ def test_gpu_large_input_counts_every_point(cp):
     rgba, agg = render(emb, width=1024, height=1024, view="auto")
     assert agg.n_in_view == n  # the auto view holds every finite point
     assert rgba.shape == (1024, 1024, 4)
+
+
+def test_gpu_live_view_draws_device_embeddings(cp):
+    from umapviz.render.live import LiveView
+
+    emb = tricky_points(20_000, seed=5)
+    host_view, device_view = LiveView(width=90, height=70), LiveView(width=90, height=70)
+    host_view.push(emb)
+    device_view.push(cp.asarray(emb))
+    np.testing.assert_array_equal(device_view.dmap[()].data, host_view.dmap[()].data)
