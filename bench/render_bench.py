@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
             med = {k: 1e3 * statistics.median(r[k] for r in runs) for k in (*STAGES, "frame", "cpu")}
             stages = " ".join(f"{med[s]:9.1f}" for s in STAGES)
             best = 1e3 * min(r["frame"] for r in runs)  # least disturbed by other work on a shared machine
-            row = f"{n / 1e6:7.0f}M {med['frame']:8.1f} {best:7.1f} {med['cpu']:7.1f} {1e3 * first['frame']:10.1f}"
+            row = f"{n / 1e6:7g}M {med['frame']:8.1f} {best:7.1f} {med['cpu']:7.1f} {1e3 * first['frame']:10.1f}"
             print(f"{row} | {stages}   {kind}")
         del emb, labels, outliers
 
