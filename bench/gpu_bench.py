@@ -1,0 +1,442 @@
+"""GPU benchmarks of issue 3, side by side in one run (run on the GPU machine).
+
+    PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/gpu_bench.py --sizes 1000000,5000000 --out DIR
+
+Data: a 384-d Gaussian mixture (Zipf-sized clusters, centres far apart) generated on the GPU. The 1M graph
+comes from exact kNN of all points (that run is the kNN benchmark); larger graphs from exact kNN inside each
+cluster (the clusters are far apart, which the script checks against brute force on sampled queries).
+
+Layout: ms per epoch over all epochs of the schedule (200), CUDA events around launches with no host
+round trip, from a random init; active edges per second = all active edges of the run / its time.
+Strategies: hogwild, chunked with n_chunks="auto" (each launch mode), chunked "degree", buffered, vertex.
+Then a full GPU pipeline on 1M x 384 (kNN, fuzzy set, edge list, init, layout) with the share of each stage,
+and umap-learn on the machine's CPU cores on a subset, beside the same pipeline on the GPU.
+Writes results.json and results.md to --out and prints the table last.
+
+umap-learn is not installed on the GPU machine: carry it as source with its metadata (umap-learn asks
+importlib.metadata for pynndescent's version), e.g. from a local venv:
+    mkdir -p .whl/site && cp -r .venv/lib/python3.*/site-packages/{umap,pynndescent,umap_learn-*.dist-info,\
+        pynndescent-*.dist-info} .whl/site/
+and run with PYTHONPATH=.:.whl/site (carry .whl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+TARGETS = {
+    "hogwild_gedges": ">= 9 G active edges/s",
+    "chunked_ratio": "<= 2x hogwild (target 1.5x)",
+    "vertex_ratio": "<= 1.5x hogwild",
+    "knn_1m": "<= 10 s",
+    "fit_1m": "<= 15 s",
+}
+
+
+def log(*args) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
+
+
+def mixture_gpu(n: int, d: int = 384, n_clusters: int = 30, seed: int = 0):
+    """(X cupy float32 (n, d), labels cupy int32): Zipf-sized clusters, centres ~N(0, 4) per coordinate."""
+    import cupy as cp
+
+    from umapviz.datasets import _zipf_sizes
+
+    rs = cp.random.RandomState(seed)
+    sizes = _zipf_sizes(n, n_clusters)
+    centres = rs.standard_normal((n_clusters, d), dtype=cp.float32) * cp.float32(2.0)
+    labels = cp.repeat(cp.arange(n_clusters, dtype=cp.int32), cp.asarray(sizes))
+    labels = labels[cp.asarray(np.random.default_rng(seed).permutation(n))]
+    X = rs.standard_normal((n, d), dtype=cp.float32)
+    X += centres[labels]
+    return X, labels
+
+
+def knn_by_cluster(X, labels, k: int):
+    """Exact kNN inside each cluster (global indices), for mixtures whose clusters are far apart."""
+    import cupy as cp
+
+    from umapviz.graph.knn_gpu import exact_knn_gpu
+
+    n = X.shape[0]
+    idx = cp.empty((n, k), dtype=cp.int32)
+    dist = cp.empty((n, k), dtype=cp.float32)
+    for c in range(int(labels.max()) + 1):
+        members = cp.flatnonzero(labels == c).astype(cp.int32)
+        if members.size == 0:
+            continue
+        i, dd = exact_knn_gpu(X[members], min(k, int(members.size)), "euclidean", return_device=True)
+        idx[members] = members[i]
+        dist[members] = dd
+    return idx, dist
+
+
+def check_blocked_knn(X, idx, n_queries: int = 256) -> float:
+    """Share of sampled rows whose blocked kNN equals brute force over all points."""
+    import cupy as cp
+
+    rng = np.random.default_rng(1)
+    q = cp.asarray(rng.choice(X.shape[0], n_queries, replace=False))
+    sq = (X * X).sum(axis=1)
+    d2 = sq[q][:, None] + sq[None, :] - 2.0 * (X[q] @ X.T)
+    d2[cp.arange(n_queries), q] = -1.0
+    k = idx.shape[1]
+    top = cp.argsort(d2, axis=1)[:, :k]
+    same = [set(a.tolist()) == set(b.tolist()) for a, b in zip(top.get(), idx[q].get(), strict=True)]
+    return float(np.mean(same))
+
+
+def graph_from_knn(idx, dist, n_epochs: int = 200):
+    import scipy.sparse
+
+    from umapviz.graph import _graph_from_fuzzy_set
+    from umapviz.graph.fuzzy import find_ab_params
+    from umapviz.graph.knn_gpu import fuzzy_simplicial_set_gpu
+
+    n = idx.shape[0]
+    a, b = find_ab_params(1.0, 0.1)
+    indptr, indices, data = fuzzy_simplicial_set_gpu(idx, dist)
+    fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
+    params = {"n_neighbors": idx.shape[1], "metric": "euclidean", "knn": "exact-gpu", "min_dist": 0.1,
+              "spread": 1.0, "random_state": None}
+    return _graph_from_fuzzy_set(fuzzy, idx.get(), dist.get(), a, b, n_epochs, params)
+
+
+def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", seed: int = 0,
+                epochs: int | None = None, tuning: dict | None = None) -> dict:
+    """Run the schedule's epochs (all, or the first `epochs`) on the GPU engine: ms/epoch, active edges/s,
+    and the result's fingerprint. `tuning` overrides umapviz.optimize._gpu.TUNING for this engine."""
+    import cupy as cp
+
+    from umapviz.graph.init import random_init
+    from umapviz.metrics import fingerprint
+    from umapviz.optimize import _gpu
+    from umapviz.optimize.chunks import resolve_n_chunks
+    from umapviz.optimize.rng import edge_order
+
+    C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
+    perm = edge_order(seed, graph.nnz)
+    saved = dict(_gpu.TUNING)
+    _gpu.TUNING.update(tuning or {})
+    try:
+        eng = _gpu.GpuEngine(graph, perm, strategy=strategy, n_chunks=C, seed=seed, a=graph.a, b=graph.b,
+                             gamma=1.0, negative_sample_rate=5, private_head=True, chunk_mode=chunk_mode)
+        init = random_init(graph.n_vertices, 2, seed)
+        eng.reset(init)
+    finally:
+        _gpu.TUNING.clear()
+        _gpu.TUNING.update(saved)
+    n_epochs = graph.n_epochs
+    run = n_epochs if epochs is None else min(epochs, n_epochs)
+    alphas = [float(np.float32(1.0 * (1.0 - t / n_epochs))) for t in range(n_epochs)]
+    # Warm-up run (compiles, captures graphs) that also counts the active edges of every epoch.
+    active = sum(eng.run_epoch(t, alphas[t]) for t in range(run))
+    eng.reset(init)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    wall = time.perf_counter()
+    start.record(eng.stream)
+    for t in range(run):
+        eng.launch_epoch(t, alphas[t])
+    stop.record(eng.stream)
+    stop.synchronize()
+    wall = time.perf_counter() - wall
+    ms = cp.cuda.get_elapsed_time(start, stop)
+    emb = eng.embedding()
+    return {"strategy": strategy, "n_chunks": int(C), "rule": str(n_chunks), "mode": chunk_mode,
+            "tuning": tuning or {}, "epochs": run, "ms_per_epoch": ms / run, "host_ms_per_epoch": 1e3 * wall / run,
+            "active_edges": int(active), "gedges_per_s": active / (ms * 1e-3) / 1e9,
+            "finite": bool(cp.isfinite(emb).all()), "fingerprint": fingerprint(emb)}
+
+
+def time_schedule(graph, seed: int = 0) -> float:
+    """ms per epoch of the schedule alone (count, scan, emit per window of epochs), over the whole run."""
+    import cupy as cp
+
+    from umapviz.graph.init import random_init
+    from umapviz.optimize import _gpu
+    from umapviz.optimize.rng import edge_order
+
+    eng = _gpu.GpuEngine(graph, edge_order(seed, graph.nnz), strategy="hogwild", n_chunks=1, seed=seed,
+                         a=graph.a, b=graph.b, gamma=1.0, negative_sample_rate=5, private_head=True)
+    eng.reset(random_init(graph.n_vertices, 2, seed))
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record(eng.stream)
+    for t0 in range(0, graph.n_epochs, eng.window):
+        eng._schedule_window(t0)
+    stop.record(eng.stream)
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) / graph.n_epochs
+
+
+def layout_suite(graph, label: str, modes, variants: bool = False,
+                 include=("hogwild", "chunked", "degree", "buffered", "vertex")) -> list[dict]:
+    rows = []
+    plan = [("hogwild", 1, "persistent", None, {})] if "hogwild" in include else []
+    plan += [("chunked", "auto", m, None, {}) for m in modes] if "chunked" in include else []
+    plan += [("chunked", "degree", modes[0], None, {})] if "degree" in include else []
+    plan += [("buffered", 1, modes[0], None, {})] if "buffered" in include else []
+    plan += [("vertex", 1, "persistent", 40, {})] if "vertex" in include else []
+    if variants:  # what each idea buys (same bytes for all but portable_pow)
+        plan += [("hogwild", 1, "persistent", None, {"neg_batch": 1}),
+                 ("hogwild", 1, "persistent", None, {"sched_window": 1}),
+                 ("hogwild", 1, "persistent", None, {"portable_pow": True}),
+                 ("chunked", "auto", "persistent", None, {"neg_batch": 1}),
+                 ("chunked", "auto", "persistent", None, {"sched_window": 1}),
+                 ("chunked", "auto", "persistent", None, {"persist_blocks_per_sm": 2}),
+                 ("chunked", "auto", "persistent", None, {"persist_blocks_per_sm": 4}),
+                 ("chunked", "auto", "persistent", None, {"portable_pow": True}),
+                 ("vertex", 1, "persistent", 40, {"neg_batch": 1})]
+    for strategy, rule, mode, epochs, tuning in plan:
+        try:
+            r = time_layout(graph, strategy, rule, mode, epochs=epochs, tuning=tuning)
+        except Exception as exc:  # keep the other numbers
+            log(f"{label} {strategy}/{rule}/{mode}/{tuning} failed: {exc!r}")
+            continue
+        r["graph"] = label
+        rows.append(r)
+        log(f"{label} {strategy:<9} {str(rule):<7} {mode:<10} C={r['n_chunks']:<5} {tuning} "
+            f"{r['ms_per_epoch']:.3f} ms/epoch (host {r['host_ms_per_epoch']:.3f}) "
+            f"{r['gedges_per_s']:.2f} G edges/s finite={r['finite']} {r['fingerprint']}")
+    hog = next((r for r in rows if r["strategy"] == "hogwild" and not r["tuning"]), None)
+    for r in rows:
+        r["ratio_to_hogwild"] = r["ms_per_epoch"] / hog["ms_per_epoch"] if hog else float("nan")
+    return rows
+
+
+def full_pipeline(X, n_neighbors: int = 15, seed: int = 0, init: str = "random") -> tuple[dict, object]:
+    """kNN -> fuzzy set -> edge list -> init -> chunked(auto) layout, all GPU except the edge list's host
+    steps and (for init="spectral") the eigen-solve; (seconds per stage, the graph)."""
+    import cupy as cp
+
+    from umapviz import LayoutOptimizer
+    from umapviz.graph.knn_gpu import build_graph_gpu
+
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    stages: dict = {}
+    graph = build_graph_gpu(X, n_neighbors=n_neighbors, timings=stages)
+    t1 = time.perf_counter()
+    opt = LayoutOptimizer(graph, strategy="chunked", n_chunks="auto", random_state=seed, init=init, device="gpu")
+    t2 = time.perf_counter()
+    opt.run()
+    emb = opt.device_embedding
+    cp.cuda.Device().synchronize()
+    t3 = time.perf_counter()
+    stages.update(init_and_setup=t2 - t1, layout=t3 - t2)
+    total = t3 - t0
+    return {"n": int(X.shape[0]), "total_s": total, "stages_s": stages,
+            "shares": {k: v / total for k, v in stages.items()}, "n_chunks": opt.n_chunks,
+            "finite": bool(cp.isfinite(emb).all()), "graph": repr(graph)}, graph
+
+
+def spectral_init_seconds(graph, timeout: float) -> dict:
+    """CPU spectral init of a graph (umapviz.graph.init.spectral_init), in a child process with a time limit."""
+    path = Path("/tmp/graph_for_spectral.npz")
+    np.savez(path, head=graph.head, tail=graph.tail, weight=graph.weight, eps=graph.epochs_per_sample,
+             knn_i=graph.knn_indices, knn_d=graph.knn_dists, ab=np.array([graph.a, graph.b, graph.n_epochs]))
+    code = (
+        "import sys, time, numpy as np\n"
+        "from umapviz.graph import FuzzyGraph\n"
+        "from umapviz.graph.init import spectral_init\n"
+        "z = np.load(sys.argv[1])\n"
+        "g = FuzzyGraph(head=z['head'], tail=z['tail'], weight=z['weight'], epochs_per_sample=z['eps'],"
+        " knn_indices=z['knn_i'], knn_dists=z['knn_d'], a=float(z['ab'][0]), b=float(z['ab'][1]),"
+        " n_epochs=int(z['ab'][2]))\n"
+        "t = time.perf_counter(); spectral_init(g, 2, 0); print(time.perf_counter() - t)\n"
+    )
+    try:
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                             timeout=timeout)
+        return {"seconds": float(out.stdout.strip().splitlines()[-1])}
+    except subprocess.TimeoutExpired:
+        return {"seconds": None, "note": f"did not finish within {timeout:.0f} s"}
+    except Exception as exc:
+        return {"seconds": None, "note": f"failed: {exc!r}"}
+
+
+def umap_learn_subset(X_host, n_sub: int) -> dict:
+    try:
+        import umap  # noqa: F401
+    except ImportError as exc:
+        return {"skipped": f"umap-learn not importable ({exc})"}
+    code = (
+        "import sys, time, numpy as np, umap\n"
+        "X = np.load(sys.argv[1])\n"
+        "umap.UMAP(n_neighbors=15, n_epochs=10).fit_transform(X[:2000])  # JIT warm-up\n"
+        "t = time.perf_counter(); umap.UMAP(n_neighbors=15).fit_transform(X)\n"
+        "print(time.perf_counter() - t)\n"
+    )
+    path = Path("/tmp/umap_subset.npy")
+    np.save(path, X_host[:n_sub])
+    try:
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                             timeout=150)
+        seconds = float(out.stdout.strip().splitlines()[-1])
+    except Exception as exc:
+        return {"skipped": f"umap-learn run failed: {exc!r}"}
+    return {"n": n_sub, "seconds": seconds, "cores": os.cpu_count()}
+
+
+def device_info() -> dict:
+    import cupy as cp
+
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    x = cp.empty(2**30 // 4 * 2, dtype=cp.float32)  # 2 GiB copy: bandwidth ceiling
+    y = cp.empty_like(x)
+    cp.copyto(y, x)
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    s.record()
+    for _ in range(5):
+        cp.copyto(y, x)
+    e.record()
+    e.synchronize()
+    bw = 5 * 2 * x.nbytes / (cp.cuda.get_elapsed_time(s, e) * 1e-3) / 1e12
+    del x, y
+    return {"name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+            "sms": props["multiProcessorCount"], "copy_TBps": bw, "cupy": cp.__version__,
+            "driver": cp.cuda.runtime.driverGetVersion(), "python": platform.python_version()}
+
+
+def markdown(results: dict) -> str:
+    lines = [f"Device: {results['device']['name']} ({results['device']['sms']} SMs, copy "
+             f"{results['device']['copy_TBps']:.2f} TB/s), CuPy {results['device']['cupy']}; "
+             f"{results['date']}", ""]
+    lines += ["| graph | strategy | n_chunks | mode | tuning | epochs | ms/epoch | G active edges/s | x hogwild |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in results["layout"]:
+        tuning = ", ".join(f"{k}={v}" for k, v in r["tuning"].items()) or "default"
+        lines.append(f"| {r['graph']} | {r['strategy']} | {r['n_chunks']} ({r['rule']}) | {r['mode']} | {tuning} | "
+                     f"{r['epochs']} | {r['ms_per_epoch']:.3f} | {r['gedges_per_s']:.2f} | "
+                     f"{r['ratio_to_hogwild']:.2f} |")
+    lines.append("")
+    for key, val in results.get("summary", {}).items():
+        lines.append(f"- {key}: {val}")
+    return "\n".join(lines)
+
+
+def bench_size(n: int, args, modes, results: dict, sizes: list) -> None:
+    """kNN, graph, schedule and layout timings at one size (results appended in place)."""
+    import cupy as cp
+
+    summary = results["summary"]
+    X, labels = mixture_gpu(n)
+    cp.cuda.Device().synchronize()
+    t = time.perf_counter()
+    if n <= 1_000_000:
+        from umapviz.graph.knn_gpu import exact_knn_gpu
+
+        idx, dist = exact_knn_gpu(X, 15, "euclidean", return_device=True)
+        cp.cuda.Device().synchronize()
+        knn_s = time.perf_counter() - t
+        summary[f"exact kNN {n:,} x 384, k=15 (all pairs, TF32 GEMM + exact refine)"] = (
+            f"{knn_s:.2f} s (target {TARGETS['knn_1m']})")
+    else:
+        idx, dist = knn_by_cluster(X, labels, 15)
+        cp.cuda.Device().synchronize()
+        knn_s = time.perf_counter() - t
+        ok = check_blocked_knn(X, idx)
+        summary[f"kNN {n:,} x 384 by cluster"] = f"{knn_s:.2f} s; {ok:.1%} of 256 sampled rows equal brute force"
+    log(f"kNN {n}: {knn_s:.2f} s")
+    del X, labels
+    graph = graph_from_knn(idx, dist)
+    log("graph", graph)
+    summary[f"graph {n:,}"] = repr(graph)
+    del idx, dist
+    cp.get_default_memory_pool().free_all_blocks()
+    label = f"{n / 1e6:g}M"
+    sched_ms = time_schedule(graph)
+    summary[f"schedule alone {label} (windows of 8 epochs)"] = f"{sched_ms:.3f} ms/epoch"
+    log(f"schedule alone {label}: {sched_ms:.3f} ms/epoch")
+    include = args.strategies.split(",") if n <= 1_000_000 else args.strategies_large.split(",")
+    results["layout"] += layout_suite(graph, label, modes, variants=args.variants and n == sizes[0],
+                                      include=include)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000000,5000000")
+    ap.add_argument("--modes", default="pipelined,persistent,graph,launch", help="chunk launch modes to time")
+    ap.add_argument("--strategies", default="hogwild,chunked,degree,buffered,vertex", help="what to time up to 1M")
+    ap.add_argument("--strategies-large", default="hogwild,chunked,buffered", help="what to time above 1M")
+    ap.add_argument("--skip-fit", action="store_true")
+    ap.add_argument("--variants", action="store_true", help="also time each tuning knob on the first size")
+    ap.add_argument("--spectral-timeout", type=float, default=0, help="also time CPU spectral init (s limit)")
+    ap.add_argument("--umap-learn", type=int, default=0, help="subset size for umap-learn (0: skip)")
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
+    args = ap.parse_args()
+    import cupy as cp
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv),
+                     "device": device_info(), "layout": [], "summary": {}}
+    log("device", results["device"])
+    modes = args.modes.split(",")
+    summary = results["summary"]
+    sizes = [int(float(v)) for v in args.sizes.split(",")]
+    def run_size(n):
+        try:
+            bench_size(n, args, modes, results, sizes)
+        except Exception as exc:  # keep what the other sizes measured
+            log(f"size {n} failed: {exc!r}")
+            summary[f"size {n:,}"] = f"failed: {exc!r}"
+        cp.get_default_memory_pool().free_all_blocks()
+        json.dump(results, open(out / "results.json", "w"), indent=1)
+
+    for n in sizes:  # up to 1M first; larger sizes after the pipeline and umap-learn (they take longest)
+        if n <= 1_000_000:
+            run_size(n)
+    if not args.skip_fit:
+        X, _ = mixture_gpu(1_000_000)
+        graph = None
+        try:
+            fit, graph = full_pipeline(X, init="random")
+        except Exception as exc:
+            fit = {"failed": repr(exc)}
+        results["fit_1m"] = fit
+        log("fit 1M (random init)", fit)
+        del X
+        if "total_s" in fit:
+            shares = ", ".join(f"{k} {v:.2f}s ({fit['shares'][k]:.0%})" for k, v in fit["stages_s"].items())
+            summary["GPU pipeline 1M x 384, init=random"] = (
+                f"{fit['total_s']:.2f} s (target {TARGETS['fit_1m']}): {shares}")
+            if args.spectral_timeout > 0:
+                spec = spectral_init_seconds(graph, args.spectral_timeout)
+                results["spectral_1m_cpu"] = spec
+                summary["CPU spectral init of that 1M graph (16 cores)"] = (
+                    f"{spec['seconds']:.2f} s" if spec["seconds"] is not None else spec["note"])
+        json.dump(results, open(out / "results.json", "w"), indent=1)
+    if args.umap_learn:
+        n_sub = args.umap_learn
+        X, _ = mixture_gpu(n_sub, seed=5)
+        gpu_fit, _ = full_pipeline(X)
+        gpu_fit, _ = full_pipeline(X)  # second run: without first-call compilation
+        ul = umap_learn_subset(X.get(), n_sub)
+        results["umap_learn"] = {"umap_learn": ul, "gpu": gpu_fit}
+        if "seconds" in ul:
+            summary[f"umap-learn {n_sub:,} x 384 on {ul['cores']} CPU cores (JIT warmed up)"] = (
+                f"{ul['seconds']:.1f} s vs this GPU pipeline {gpu_fit['total_s']:.2f} s: "
+                f"{ul['seconds'] / gpu_fit['total_s']:.0f}x")
+        else:
+            summary["umap-learn"] = ul["skipped"]
+    json.dump(results, open(out / "results.json", "w"), indent=1)
+    for n in sizes:
+        if n > 1_000_000:
+            run_size(n)
+    md = markdown(results)
+    (out / "results.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

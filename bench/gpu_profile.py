@@ -1,0 +1,32 @@
+"""A short run to profile the layout kernels under Nsight Compute (run on the GPU machine):
+
+    ncu --clock-control none -k regex:"epoch_hogwild|chunked_persistent" --launch-skip 8 \
+        --launch-count 6 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+        python3 bench/gpu_profile.py
+
+Builds a 1M-point 384-d mixture graph on the GPU (kNN inside each far-apart cluster, as gpu_bench.py does for
+large sizes), then runs 6 epochs (twice: warm-up and timed) of hogwild, then of chunked(auto).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gpu_bench import graph_from_knn, knn_by_cluster, mixture_gpu, time_layout  # noqa: E402
+
+
+def main() -> None:
+    X, labels = mixture_gpu(1_000_000)
+    idx, dist = knn_by_cluster(X, labels, 15)
+    del X
+    graph = graph_from_knn(idx, dist)
+    for strategy, rule in (("hogwild", 1), ("chunked", "auto")):
+        r = time_layout(graph, strategy, rule, epochs=6)
+        print(strategy, f"{r['ms_per_epoch']:.3f} ms/epoch", flush=True)
+
+
+if __name__ == "__main__":
+    main()

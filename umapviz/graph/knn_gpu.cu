@@ -1,0 +1,214 @@
+// GPU kernels for exact kNN (umapviz/graph/knn_gpu.py) and the fuzzy set's per-point steps.
+//
+// Exact kNN = a GEMM tile of scores (cuBLAS) + select_candidates (a few more candidates than k per row)
+// + refine (exact float64 distances of the candidates, as umapviz/graph/knn.py's _refine computes them,
+// then the k best by (distance, index), the point itself first).
+
+#define SEL_THREADS 256
+#define SEL_L 16  // candidates each selecting thread keeps
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+// Float -> unsigned key with the same order (-inf smallest, +inf largest); NaN is not expected.
+__device__ __forceinline__ unsigned int ordered(float s) {
+    unsigned int u = __float_as_uint(s);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// One block per row r of the score tile G (row-major, leading dimension ld): the m columns j with the smallest
+// col_add[j] + scale * G[r, j] (ties: smaller j), the row's own point (row0 + r) always first.
+// Each thread keeps its SEL_L best in registers; a block-wide tournament then merges them. If a thread's list
+// runs dry while the tournament still wants more, the row is flagged in `overflow` (its true candidates
+// might have been cut), and the caller redoes that row another way.
+extern "C" __global__ void select_candidates(const float* __restrict__ G, int n, i64 ld,
+                                             const float* __restrict__ col_add, float scale, i64 row0, int m,
+                                             int* __restrict__ cand, int* __restrict__ overflow) {
+    __shared__ u64 keys[SEL_THREADS * SEL_L];
+    __shared__ u64 warp_min[SEL_THREADS / 32];
+    __shared__ u64 winner;
+    int r = blockIdx.x;
+    i64 me = row0 + r;
+    const float* row = G + (i64)r * ld;
+    float bs[SEL_L];
+    int bi[SEL_L];
+#pragma unroll
+    for (int q = 0; q < SEL_L; ++q) {
+        bs[q] = __int_as_float(0x7f800000);  // +inf
+        bi[q] = -1;
+    }
+    for (int j = threadIdx.x; j < n; j += SEL_THREADS) {
+        float s = (j == me) ? __int_as_float(0xff800000) : __fadd_rn(col_add[j], __fmul_rn(scale, row[j]));
+        if (s < bs[SEL_L - 1]) {
+            bs[SEL_L - 1] = s;
+            bi[SEL_L - 1] = j;
+#pragma unroll
+            for (int q = SEL_L - 1; q > 0; --q) {
+                if (bs[q] < bs[q - 1]) {
+                    float ts = bs[q]; bs[q] = bs[q - 1]; bs[q - 1] = ts;
+                    int ti = bi[q]; bi[q] = bi[q - 1]; bi[q - 1] = ti;
+                }
+            }
+        }
+    }
+    const u64 EMPTY = 0xffffffffffffffffULL;
+#pragma unroll
+    for (int q = 0; q < SEL_L; ++q)
+        keys[threadIdx.x * SEL_L + q] = bi[q] < 0 ? EMPTY : (((u64)ordered(bs[q]) << 32) | (unsigned int)bi[q]);
+    bool full = bi[SEL_L - 1] >= 0;
+    __syncthreads();
+    int head = 0;
+    unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    for (int c = 0; c < m; ++c) {
+        u64 mine = head < SEL_L ? keys[threadIdx.x * SEL_L + head] : EMPTY;
+        u64 v = mine;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            u64 o = __shfl_xor_sync(0xffffffffu, v, off);
+            v = o < v ? o : v;
+        }
+        if (lane == 0) warp_min[warp] = v;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u64 w = warp_min[0];
+            for (int q = 1; q < SEL_THREADS / 32; ++q) w = warp_min[q] < w ? warp_min[q] : w;
+            winner = w;
+        }
+        __syncthreads();
+        u64 w = winner;
+        if (w == EMPTY) {
+            if (threadIdx.x == 0) cand[(i64)r * m + c] = -1;
+        } else if (mine == w) {
+            cand[(i64)r * m + c] = (int)(unsigned int)(w & 0xffffffffu);
+            ++head;
+            if (head == SEL_L && full && c + 1 < m) overflow[r] = 1;
+        }
+        __syncthreads();
+    }
+}
+
+// One block per row, one thread per candidate (blockDim.x >= m): exact float64 distance to the candidate
+// (operation for operation as knn.py's _refine), then each thread's rank by (distance, index) decides
+// where it lands among the row's k outputs. Self is ranked first (distance -1, written as 0).
+extern "C" __global__ void refine(const float* __restrict__ X, int d, i64 row0, const int* __restrict__ cand, int m,
+                                  int k, int cosine, int* __restrict__ out_idx, float* __restrict__ out_dist) {
+    extern __shared__ unsigned char smem[];
+    double* sd = (double*)smem;
+    int* si = (int*)(sd + blockDim.x);
+    int r = blockIdx.x;
+    i64 i = row0 + r;
+    int c = threadIdx.x;
+    int j = c < m ? cand[(i64)r * m + c] : -1;
+    double val = __longlong_as_double(0x7ff0000000000000LL);  // +inf for an empty slot
+    const float* xi = X + i * d;
+    if (j >= 0) {
+        const float* xj = X + (i64)j * d;
+        if (cosine) {
+            double xi_norm = 0.0, dot = 0.0, xj_norm = 0.0;
+            for (int f = 0; f < d; ++f) {
+                double a = (double)xi[f];
+                xi_norm = __dadd_rn(xi_norm, __dmul_rn(a, a));
+            }
+            xi_norm = __dsqrt_rn(xi_norm);
+            for (int f = 0; f < d; ++f) {
+                double b = (double)xj[f];
+                dot = __dadd_rn(dot, __dmul_rn((double)xi[f], b));
+                xj_norm = __dadd_rn(xj_norm, __dmul_rn(b, b));
+            }
+            xj_norm = __dsqrt_rn(xj_norm);
+            if (xi_norm == 0.0 && xj_norm == 0.0) {
+                val = 0.0;
+            } else if (xi_norm == 0.0 || xj_norm == 0.0) {
+                val = 1.0;
+            } else {
+                val = __dsub_rn(1.0, __ddiv_rn(dot, __dmul_rn(xi_norm, xj_norm)));
+                val = val > 0.0 ? val : 0.0;
+            }
+        } else {
+            double acc = 0.0;
+            for (int f = 0; f < d; ++f) {
+                double diff = __dsub_rn((double)xi[f], (double)xj[f]);
+                acc = __dadd_rn(acc, __dmul_rn(diff, diff));
+            }
+            val = __dsqrt_rn(acc);
+        }
+        if ((i64)j == i) val = -1.0;
+    }
+    sd[c] = val;
+    si[c] = j < 0 ? 0x7fffffff : j;
+    __syncthreads();
+    int rank = 0;
+    int my_i = si[c];
+    for (int q = 0; q < blockDim.x; ++q) {
+        double o = sd[q];
+        int oi = si[q];
+        rank += (o < val) || (o == val && oi < my_i);
+    }
+    if (rank < k) {
+        out_idx[(i64)r * k + rank] = j;
+        out_dist[(i64)r * k + rank] = j < 0 ? __int_as_float(0x7f800000) : (float)(val > 0.0 ? val : 0.0);
+    }
+}
+
+// Fuzzy set, per point: (sigma, rho) by bisection, as umapviz/graph/fuzzy.py's _smooth_knn_dist.
+extern "C" __global__ void smooth_knn_dist(const float* __restrict__ dists, int n, int k, double target,
+                                           double global_mean, float* __restrict__ sigma_out,
+                                           float* __restrict__ rho_out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float* row = dists + (i64)i * k;
+    float rho = 0.0f;
+    for (int j = 0; j < k; ++j) {
+        if (row[j] > 0.0f) {
+            rho = row[j];
+            break;
+        }
+    }
+    const double INF = __longlong_as_double(0x7ff0000000000000LL);
+    double lo = 0.0, hi = INF, mid = 1.0;
+    for (int step = 0; step < 64; ++step) {
+        double total = 0.0;
+        for (int j = 1; j < k; ++j) {
+            float gap = __fsub_rn(row[j], rho);
+            total = __dadd_rn(total, gap > 0.0f ? exp(-__ddiv_rn((double)gap, mid)) : 1.0);
+        }
+        if (fabs(__dsub_rn(total, target)) < 1e-5) break;
+        if (total > target) {
+            hi = mid;
+            mid = __ddiv_rn(__dadd_rn(lo, hi), 2.0);
+        } else {
+            lo = mid;
+            mid = hi == INF ? __dmul_rn(mid, 2.0) : __ddiv_rn(__dadd_rn(lo, hi), 2.0);
+        }
+    }
+    float sigma = (float)mid;
+    double mean_row = 0.0;
+    for (int j = 0; j < k; ++j) mean_row = __dadd_rn(mean_row, (double)row[j]);
+    mean_row = __ddiv_rn(mean_row, (double)k);
+    double ref = rho > 0.0f ? mean_row : global_mean;
+    if ((double)sigma < __dmul_rn(1e-3, ref)) sigma = (float)__dmul_rn(1e-3, ref);
+    sigma_out[i] = sigma;
+    rho_out[i] = rho;
+}
+
+// Directed membership strengths (n * k), 0 for self and missing neighbours, as fuzzy.py's _memberships.
+// exp is taken in float64 and rounded once: the host's float32 exp is (nearly always) correctly rounded,
+// and so is this.
+extern "C" __global__ void memberships(const int* __restrict__ indices, const float* __restrict__ dists,
+                                       const float* __restrict__ sigma, const float* __restrict__ rho, int n, int k,
+                                       float* __restrict__ vals) {
+    i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)n * k) return;
+    int i = (int)(idx / k);
+    int nb = indices[idx];
+    float v = 0.0f;
+    if (nb >= 0 && nb != i) {
+        float gap = __fsub_rn(dists[idx], rho[i]);
+        if (gap <= 0.0f || sigma[i] == 0.0f) {
+            v = 1.0f;
+        } else {
+            v = (float)exp(-(double)__fdiv_rn(gap, sigma[i]));
+        }
+    }
+    vals[idx] = v;
+}

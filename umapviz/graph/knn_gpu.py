@@ -1,0 +1,316 @@
+"""Exact kNN and the fuzzy simplicial set on an NVIDIA GPU (CuPy), with the CPU path's output contract.
+
+Exact kNN, per tile of query rows: one GEMM of scores against all points (cuBLAS, TF32 tensor cores by
+default: ``precision="tf32"``; ``"fp32"`` for plain float32), a selection kernel that keeps a few more
+candidates than k per row, and a refine kernel that recomputes those candidates' distances exactly in float64,
+operation for operation as :func:`umapviz.graph.knn._refine` does, and sorts them by (distance, index) with the
+point itself first. So the result equals the CPU's exact kNN unless more points than the spare candidates
+tie within the GEMM's rounding (TF32 keeps 10 mantissa bits, so it gets more spares). A row whose candidate
+selection may have been cut short is redone on the CPU.
+
+The fuzzy set: sigma/rho and the directed memberships run as GPU kernels mirroring
+:mod:`umapviz.graph.fuzzy`; the union ``A + A^T - A*A^T`` is a sort by (row, column) on the GPU. Weights
+agree with the CPU's to float32 rounding (the GPU's exp may differ from the C library's in the last bit).
+Pruning and the edge list reuse the CPU code on the host (``_graph_from_fuzzy_set``).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from .._backend import cupy, is_cupy, to_host
+from .knn import check_metric
+
+KERNELS = Path(__file__).with_name("knn_gpu.cu")
+PRECISIONS = ("tf32", "fp32")
+_SEL_THREADS = 256  # = SEL_THREADS in knn_gpu.cu
+_SEL_L = 16  # = SEL_L
+_TILE_BYTES = 8 * 2**30  # at most this much for one GEMM score tile
+_CUBLAS_COMPUTE_32F = 68
+_CUBLAS_COMPUTE_32F_FAST_TF32 = 77
+_CUDA_R_32F = 0
+
+
+@functools.lru_cache(maxsize=1)
+def _module():
+    cp = cupy()
+    return cp.RawModule(code=KERNELS.read_text(), options=("--std=c++17", "--fmad=false"))
+
+
+def n_candidates(n_neighbors: int, n_points: int, precision: str) -> int:
+    """Candidates kept per row before the exact re-sort (spares absorb the GEMM's rounding)."""
+    spare = max(8, n_neighbors // 2) if precision == "fp32" else max(16, n_neighbors)
+    return int(min(n_points, n_neighbors + spare))
+
+
+def knn_bytes_needed(n: int, d: int, n_neighbors: int, tile_rows: int, precision: str = "tf32") -> int:
+    """GPU bytes the exact kNN needs for n points of d features with a given tile of query rows."""
+    m = n_candidates(n_neighbors, n, precision)
+    return 4 * n * d * 2 + 4 * n + 4 * tile_rows * n + 4 * tile_rows * m + 8 * n * n_neighbors + 2**20
+
+
+def _free_bytes() -> tuple[int, int]:
+    cp = cupy()
+    free, total = cp.cuda.runtime.memGetInfo()
+    return free + cp.get_default_memory_pool().free_bytes(), total
+
+
+def _plan_tile(n: int, d: int, k: int, precision: str) -> int:
+    """Rows per GEMM tile: as many as memory, the 8 GiB tile cap and 32-bit GEMM sizes allow."""
+    free, total = _free_bytes()
+    fixed = knn_bytes_needed(n, d, k, 0, precision)
+    by_memory = (int(free * 0.8) - fixed) // (4 * n)
+    tile = min(n, _TILE_BYTES // (4 * n), (2**31 - 1) // n, by_memory)
+    if tile < 1:
+        need = knn_bytes_needed(n, d, k, min(n, 256), precision)
+        raise MemoryError(
+            f"Exact kNN of {n:,} x {d} points on the GPU needs about {need / 2**30:.2f} GiB of GPU memory, "
+            f"but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is free. Free GPU memory, use fewer "
+            "points, or use device='cpu' (knn='approx' for large data)."
+        )
+    return int(tile)
+
+
+def _gemm_scores(Q, Z, out, precision: str) -> None:
+    """out (rows, n) = Q (rows, d) @ Z (n, d)^T, through cuBLAS with TF32 or FP32 compute."""
+    cp = cupy()
+    rows, d = Q.shape
+    n = Z.shape[0]
+    try:
+        from cupy_backends.cuda.libs import cublas  # noqa: PLC0415 - part of CuPy
+
+        handle = cp.cuda.device.get_cublas_handle()
+        one = np.array(1.0, dtype=np.float32)
+        zero = np.array(0.0, dtype=np.float32)
+        compute = _CUBLAS_COMPUTE_32F_FAST_TF32 if precision == "tf32" else _CUBLAS_COMPUTE_32F
+        # Column-major view: out^T (n, rows) = Z (n x d, stored as d x n) ^T @ Q^T (d x rows).
+        cublas.gemmEx(
+            handle,
+            1,
+            0,
+            n,
+            rows,
+            d,
+            one.ctypes.data,
+            Z.data.ptr,
+            _CUDA_R_32F,
+            d,
+            Q.data.ptr,
+            _CUDA_R_32F,
+            d,
+            zero.ctypes.data,
+            out.data.ptr,
+            _CUDA_R_32F,
+            n,
+            compute,
+            -1,
+        )
+    except (ImportError, AttributeError, TypeError):
+        cp.matmul(Q, Z.T, out=out)
+
+
+def _selection_matrix(X, metric: str):
+    """(Z, col_add, scale) as knn._selection_matrix builds them, computed on the GPU."""
+    cp = cupy()
+    X64 = X.astype(cp.float64)
+    if metric == "cosine":
+        norms = cp.linalg.norm(X64, axis=1, keepdims=True)
+        Z = cp.where(norms > 0, X64 / cp.where(norms > 0, norms, 1.0), 0.0).astype(cp.float32)
+        return cp.ascontiguousarray(Z), cp.zeros(X.shape[0], dtype=cp.float32), np.float32(-1.0)
+    X64 -= X64.mean(axis=0)
+    peak = float(cp.abs(X64).max())
+    if peak > 0:
+        X64 /= peak
+    Z = cp.ascontiguousarray(X64.astype(cp.float32))
+    del X64
+    col_add = (Z * Z).sum(axis=1, dtype=cp.float32)
+    return Z, col_add, np.float32(-2.0)
+
+
+def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32", return_device: bool = False):
+    """Exact kNN on the GPU: ``(indices int32 (n, k), distances float32 (n, k))``, self first.
+
+    ``X`` is a NumPy or CuPy float array (n, d). Results are NumPy arrays, or CuPy ones with
+    ``return_device=True``. Raises MemoryError (saying how much is needed) when the problem does not fit.
+    """
+    cp = cupy()
+    metric = check_metric(metric)
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}.")
+    n, d = X.shape
+    k = int(n_neighbors)
+    if not 1 <= k <= n:
+        raise ValueError(f"n_neighbors={k} must be between 1 and the number of points ({n}).")
+    m = n_candidates(k, n, precision)
+    if m > _SEL_THREADS * _SEL_L or m > 1024:
+        raise ValueError(f"n_neighbors={k} is too large for the GPU kNN (at most {1024 - 16} supported).")
+    free, total = _free_bytes()
+    need_x = 4 * n * d * (1 if is_cupy(X) else 2)
+    if need_x > free:
+        raise MemoryError(
+            f"Exact kNN of {n:,} x {d} points on the GPU needs at least {need_x / 2**30:.2f} GiB of GPU memory "
+            f"for the data, but only {free / 2**30:.2f} GiB is free. Use device='cpu'."
+        )
+    Xd = cp.ascontiguousarray(cp.asarray(X, dtype=cp.float32))
+    Z, col_add, scale = _selection_matrix(Xd, metric)
+    tile = _plan_tile(n, d, k, precision)
+    mod = _module()
+    select, refine = mod.get_function("select_candidates"), mod.get_function("refine")
+    out_idx = cp.full((n, k), -1, dtype=cp.int32)
+    out_dist = cp.full((n, k), np.inf, dtype=cp.float32)
+    overflow = cp.zeros(n, dtype=cp.int32)
+    scores = cp.empty((tile, n), dtype=cp.float32)
+    cand = cp.empty((tile, m), dtype=cp.int32)
+    ref_threads = max(32, -(-m // 32) * 32)
+    for start in range(0, n, tile):
+        rows = min(tile, n - start)
+        _gemm_scores(Z[start : start + rows], Z, scores[:rows], precision)
+        select(
+            (rows,),
+            (_SEL_THREADS,),
+            (scores, np.int32(n), np.int64(n), col_add, scale, np.int64(start), np.int32(m), cand, overflow[start:]),
+        )
+        refine(
+            (rows,),
+            (ref_threads,),
+            (
+                Xd,
+                np.int32(d),
+                np.int64(start),
+                cand,
+                np.int32(m),
+                np.int32(k),
+                np.int32(metric == "cosine"),
+                out_idx[start:],
+                out_dist[start:],
+            ),
+            shared_mem=ref_threads * 12,
+        )
+    del scores, cand, Z
+    redo = cp.flatnonzero(overflow).get()
+    if redo.size:  # rare: a row's candidates may have been cut short; redo it exactly on the host
+        from .knn import _exact_rows  # noqa: PLC0415
+
+        idx, dist = _exact_rows(to_host(Xd), redo.astype(np.int64), k, metric, progress=False)
+        out_idx[cp.asarray(redo)] = cp.asarray(idx.astype(np.int32))
+        out_dist[cp.asarray(redo)] = cp.asarray(dist.astype(np.float32))
+    if return_device:
+        return out_idx, out_dist
+    return out_idx.get(), out_dist.get()
+
+
+def smooth_knn_dist_gpu(knn_dists):
+    """``(sigma, rho)`` float32 CuPy arrays per point, as :func:`umapviz.graph.fuzzy.smooth_knn_dist`."""
+    cp = cupy()
+    dists = cp.ascontiguousarray(cp.asarray(knn_dists, dtype=cp.float32))
+    n, k = dists.shape
+    # The CPU takes np.mean of the float32 array (pairwise float32 sums): take it on the host, the same way.
+    global_mean = float(np.mean(to_host(dists)))
+    sigma = cp.empty(n, dtype=cp.float32)
+    rho = cp.empty(n, dtype=cp.float32)
+    _module().get_function("smooth_knn_dist")(
+        (-(-n // 256),),
+        (256,),
+        (dists, np.int32(n), np.int32(k), np.float64(np.log2(k)), np.float64(global_mean), sigma, rho),
+    )
+    return sigma, rho
+
+
+def fuzzy_simplicial_set_gpu(knn_indices, knn_dists):
+    """The symmetric fuzzy graph as CuPy CSR pieces ``(indptr int64, indices int32, data float32)``.
+
+    Same content as :func:`umapviz.graph.fuzzy.fuzzy_simplicial_set` (sorted indices, no explicit zeros),
+    to float32 rounding of the memberships.
+    """
+    cp = cupy()
+    indices = cp.ascontiguousarray(cp.asarray(knn_indices, dtype=cp.int32))
+    dists = cp.ascontiguousarray(cp.asarray(knn_dists, dtype=cp.float32))
+    if indices.shape != dists.shape or indices.ndim != 2:
+        raise ValueError(
+            f"knn_indices {indices.shape} and knn_dists {dists.shape} must be 2-D arrays of the same shape."
+        )
+    n, k = indices.shape
+    sigma, rho = smooth_knn_dist_gpu(dists)
+    vals = cp.empty(n * k, dtype=cp.float32)
+    _module().get_function("memberships")(
+        (-(-(n * k) // 256),), (256,), (indices, dists, sigma, rho, np.int32(n), np.int32(k), vals)
+    )
+    rows = cp.repeat(cp.arange(n, dtype=cp.int64), k)
+    cols = indices.ravel().astype(cp.int64)
+    keep = vals != 0
+    rows, cols, vals = rows[keep], cols[keep], vals[keep]
+    # Union: each (r, c) appears once from A and, if present, once from A^T; w = (a + b) - a * b in float32.
+    all_r = cp.concatenate([rows, cols])
+    all_c = cp.concatenate([cols, rows])
+    all_v = cp.concatenate([vals, vals])
+    # Sort by (row, column), A's entry before A^T's: key * 2 + (0 for A, 1 for A^T).
+    key2 = (all_r * n + all_c) * 2
+    key2[rows.size :] += 1
+    order = cp.argsort(key2)
+    key, all_v = key2[order] // 2, all_v[order]
+    del all_r, all_c, key2, order
+    pair = cp.zeros(key.size, dtype=bool)
+    pair[:-1] = key[1:] == key[:-1]
+    first = cp.ones(key.size, dtype=bool)
+    first[1:] = ~pair[:-1]
+    at = cp.flatnonzero(first)
+    a = all_v[at]
+    b = cp.where(pair[at], all_v[cp.minimum(at + 1, key.size - 1)], cp.float32(0))
+    w = (a + b) - a * b
+    ukey = key[first]
+    nz = w != 0
+    ukey, w = ukey[nz], w[nz]
+    r = ukey // n
+    indptr = cp.zeros(n + 1, dtype=cp.int64)
+    indptr[1:] = cp.cumsum(cp.bincount(r, minlength=n))
+    return indptr, (ukey % n).astype(cp.int32), w.astype(cp.float32)
+
+
+def build_graph_gpu(
+    X,
+    n_neighbors: int = 15,
+    metric: str = "euclidean",
+    min_dist: float = 0.1,
+    spread: float = 1.0,
+    n_epochs: int | None = None,
+    precision: str = "tf32",
+    timings: dict | None = None,
+):
+    """:func:`umapviz.build_graph` with kNN and the fuzzy set on the GPU (no cache): a FuzzyGraph.
+
+    ``params["knn"]`` is ``"exact-gpu"``. ``timings``, if given, receives seconds per stage.
+    """
+    import time  # noqa: PLC0415
+
+    import scipy.sparse  # noqa: PLC0415
+
+    from . import _graph_from_fuzzy_set, default_n_epochs  # noqa: PLC0415
+    from .fuzzy import find_ab_params  # noqa: PLC0415
+
+    cp = cupy()
+    timings = {} if timings is None else timings
+    metric = check_metric(metric)
+    a, b = find_ab_params(spread, min_dist)
+    n = X.shape[0]
+    n_epochs = default_n_epochs(n) if n_epochs is None else int(n_epochs)
+    t0 = time.perf_counter()
+    idx, dist = exact_knn_gpu(X, n_neighbors, metric, precision=precision, return_device=True)
+    cp.cuda.Device().synchronize()
+    t1 = time.perf_counter()
+    indptr, indices, data = fuzzy_simplicial_set_gpu(idx, dist)
+    fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
+    t2 = time.perf_counter()
+    params = {
+        "n_neighbors": int(n_neighbors),
+        "metric": metric,
+        "knn": "exact-gpu",
+        "min_dist": float(min_dist),
+        "spread": float(spread),
+        "random_state": None,
+    }
+    graph = _graph_from_fuzzy_set(fuzzy, idx.get(), dist.get(), a, b, n_epochs, params)
+    timings.update(knn=t1 - t0, fuzzy=t2 - t1, edges=time.perf_counter() - t2)
+    return graph

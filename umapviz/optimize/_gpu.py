@@ -1,0 +1,373 @@
+"""GPU engine (CuPy): the same backend interface as ``_cpu.CpuEngine``, running the kernels of kernels.cu.
+
+The kernels follow docs/optimizer.md and mirror ``_cpu.py`` operation for operation (see kernels.cu). This
+module holds the device state and launches one epoch:
+
+1. schedule: it does not depend on the embedding, so it is computed for a window of up to 8 epochs at a
+   time (``TUNING["sched_window"]``), in three launches (count active positions per block and epoch, scan
+   the counts, write each epoch's active list in the seed's processing order with each edge's n_neg): the
+   per-edge state is read and written once per window instead of once per epoch; no host round trip;
+2. the strategy: ``hogwild`` one launch; ``sequential`` one launch of a single thread (small graphs and tests
+   only); ``chunked``/``buffered`` either one persistent launch that walks all chunks with grid-wide barriers
+   (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; ``"pipelined"``: one barrier
+   per chunk, the apply folded into the next chunk's phase, the same bytes but twice as slow on an H200,
+   kept for comparison), two launches per chunk (``"launch"``), or those launches captured once in a CUDA
+   graph and replayed each epoch (``"graph"``); ``vertex`` one launch, one thread per vertex, busiest
+   vertices first. Timings: bench/RESULTS.md.
+
+Chunk bounds are computed on the device from the active count, so no mode reads anything back until
+``run_epoch`` returns the epoch's active count.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .._backend import cupy
+
+KERNELS = Path(__file__).with_name("kernels.cu")
+MAX_DIM = 8
+CHUNK_MODES = ("persistent", "pipelined", "launch", "graph")
+# Knobs that LayoutOptimizer does not expose; benchmarks and tests set them (an engine copies them when it is
+# made). None of them changes any result, except portable_pow (see kernels.cu): True uses the float64
+# power function that a host twin reproduces bit for bit, False CUDA's powf (the CPU engine uses the C
+# library's powf, which differs from CUDA's in the last bit on about 6% of calls).
+TUNING = {
+    "chunk_mode": os.environ.get("UMAPVIZ_GPU_CHUNK_MODE", "persistent"),
+    "sched_window": 8,  # epochs per schedule pass (1 .. 8; fewer when GPU memory is short)
+    "neg_batch": None,  # negative samples whose rows are loaded together (None: 8, or 4 above 4 dims)
+    "persist_blocks_per_sm": None,  # None: as many as a typical chunk fills, at most what fits
+    "portable_pow": False,
+}
+# Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
+NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
+
+_SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in kernels.cu
+_SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels.cu
+_THREADS = 256
+
+
+@functools.cache
+def _module(dim: int, private_head: bool, portable_pow: bool = False, neg_batch: int | None = None):
+    """The compiled kernels for one set of compile-time parameters (cached per process; CuPy also caches
+    the binary on disk)."""
+    cp = cupy()
+    source = KERNELS.read_text()
+    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}",
+                               f"-DUMV_PORTABLE_POW={int(portable_pow)}")
+    if neg_batch is not None:
+        options += (f"-DNEG_BATCH={int(neg_batch)}",)
+    return cp.RawModule(code=source, options=options)
+
+
+def _blocks_per_sm(kernel, threads: int) -> int:
+    """How many blocks of `kernel` fit on one multiprocessor at once (the persistent kernel's grid barrier
+    needs every block resident)."""
+    cp = cupy()
+    try:
+        per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, threads, 0)
+    except Exception:  # older CuPy: estimate from the register count (the limit that binds here)
+        regs = max(int(kernel.attributes.get("num_regs", 64)), 1)
+        per_sm = min(2048 // threads, 65536 // (((regs + 7) // 8) * 8 * threads), 32)
+    return int(max(per_sm, 1))
+
+
+def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, window: int = 1) -> int:
+    """Bytes of GPU memory the engine allocates for a graph (schedule, active lists, embedding, scratch),
+    with `window` epochs scheduled per pass."""
+    per_edge = 4 * 4 + 8 * 3  # order, head, tail, due; eps, next, next_neg
+    per_vertex = 4 * dim
+    if strategy == "vertex":
+        per_edge += 4 * 3 + 4 * window  # head and tail-walk heads, by-tail index; n_neg per edge and epoch
+        per_vertex += 4 * dim + 8 * 2 + 4  # snapshot, two CSR pointers, vertex order
+    else:
+        per_edge += 16 * window  # active lists (int4), one per epoch of the window
+        if strategy in ("chunked", "buffered"):
+            per_vertex += 8 * dim * 4 + 4 * dim  # fixed-point accumulators (1 + 3 rotating), second copy of Y
+    n_blocks = -(-nnz // _SCHED_BLOCK)
+    return per_edge * nnz + per_vertex * (n_vertices + 1) + 8 * n_blocks * _SCHED_WMAX + 4096
+
+
+def _free_bytes() -> tuple[int, int]:
+    cp = cupy()
+    free, total = cp.cuda.runtime.memGetInfo()
+    return free + cp.get_default_memory_pool().free_bytes(), total
+
+
+def _choose_window(n_vertices: int, nnz: int, dim: int, strategy: str, wanted: int) -> int:
+    """The largest schedule window up to `wanted` whose buffers fit in free GPU memory (MemoryError if even
+    one epoch's do not, saying how much is needed)."""
+    free, total = _free_bytes()
+    for window in range(max(1, min(int(wanted), _SCHED_WMAX)), 0, -1):
+        if device_bytes_needed(n_vertices, nnz, dim, strategy, window) <= 0.9 * free:
+            return window
+    need = device_bytes_needed(n_vertices, nnz, dim, strategy, 1)
+    raise MemoryError(
+        f"The layout of this graph ({n_vertices:,} vertices, {nnz:,} edges, strategy={strategy!r}) needs "
+        f"{need / 2**30:.2f} GiB of GPU memory, but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB "
+        "is free. Free GPU memory, use a smaller graph, or run with device='cpu'."
+    )
+
+
+def _check_fits(n_vertices: int, nnz: int, dim: int, strategy: str) -> None:
+    """MemoryError (with the amount needed) when not even a one-epoch schedule fits."""
+    _choose_window(n_vertices, nnz, dim, strategy, 1)
+
+
+class GpuEngine:
+    """Optimizer state on the GPU and one-epoch steps for every strategy (the backend behind LayoutOptimizer).
+
+    Same constructor and methods as ``_cpu.CpuEngine``; ``embedding()`` returns the live CuPy array.
+    ``chunk_mode`` picks how chunked/buffered epochs are launched (see the module docstring); None takes
+    ``TUNING["chunk_mode"]`` (``$UMAPVIZ_GPU_CHUNK_MODE``, default "persistent"). Every mode gives the same
+    bytes. Epochs must run in order after each ``reset`` (LayoutOptimizer does), because the schedule of
+    the next epoch is computed ahead.
+    """
+
+    def __init__(self, graph, perm: np.ndarray, *, strategy: str, n_chunks: int, seed: int, a: float, b: float,
+                 gamma: float, negative_sample_rate: float, private_head: bool,
+                 chunk_mode: str | None = None) -> None:
+        cp = cupy()
+        self.tuning = dict(TUNING)
+        if chunk_mode is not None:
+            self.tuning["chunk_mode"] = chunk_mode
+        self.chunk_mode = self.tuning["chunk_mode"]
+        if self.chunk_mode not in CHUNK_MODES:
+            raise ValueError(f"chunk_mode={self.chunk_mode!r} is not one of {CHUNK_MODES}.")
+        self.strategy = strategy
+        self.n_chunks = 1 if strategy == "buffered" else int(n_chunks)
+        self.seed = np.uint64(seed)
+        # Scalars exactly as CpuEngine computes them (float64 products rounded once to float32).
+        self.a = np.float32(a)
+        self.b = np.float32(b)
+        self.c_att = np.float32(-2.0 * a * b)
+        self.c_rep = np.float32(2.0 * gamma * b)
+        # eps_neg = eps / nsr, recomputed in the kernels by the same division (inf when nsr is 0, as on the host).
+        self._nsr = np.float64(negative_sample_rate)
+        self.private_head = bool(private_head)
+        self.n_vertices = int(graph.n_vertices)
+        self.nnz = int(graph.nnz)
+
+        head = np.ascontiguousarray(graph.head, dtype=np.int32)
+        tail = np.ascontiguousarray(graph.tail, dtype=np.int32)
+        eps = np.ascontiguousarray(graph.epochs_per_sample, dtype=np.float64)
+        # Schedule state in processing order (see kernels.cu); the vertex strategy needs it by edge id.
+        order = np.arange(self.nnz, dtype=np.int32) if strategy == "vertex" else np.asarray(perm, dtype=np.int32)
+        self._order = order
+        self._head_host, self._tail_host = head, tail
+        self._eps = cp.asarray(eps[order])
+        self._n_sched_blocks = -(-self.nnz // _SCHED_BLOCK)
+        self._counts = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
+        self._offsets = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
+        self._n_act = cp.zeros(_SCHED_WMAX, dtype=np.int32)  # active count per epoch of the window
+        self._ep = cp.zeros((_SCHED_WMAX, 2), dtype=np.int32)  # (t, bits of alpha) per epoch of the window
+        self._stream = cp.cuda.Stream()  # blocking: the default stream waits for it
+        self._window = 1
+        self._win_t0 = None  # first epoch of the scheduled window
+        self._next_epoch = None  # the epoch that must come next (None right after reset)
+        self._graphs = {}
+        self._acc = None
+        self.Y = None
+        self.dim = 0
+
+    # -- interface shared with CpuEngine -------------------------------------------------------------------
+    def reset(self, init) -> None:
+        """Start over from `init` (copied; NumPy or CuPy) with a fresh schedule."""
+        cp = cupy()
+        init = cp.asarray(init, dtype=np.float32)
+        if init.ndim != 2 or init.shape[0] != self.n_vertices:
+            raise ValueError(f"init has shape {init.shape}; the graph needs ({self.n_vertices}, n_components).")
+        dim = int(init.shape[1])
+        if not 1 <= dim <= MAX_DIM:
+            raise ValueError(f"The GPU engine supports 1 to {MAX_DIM} components, got {dim}; use device='cpu'.")
+        self._stream.synchronize()
+        if self.Y is None or self.Y.shape != init.shape:
+            self.Y = None  # let a previous allocation go before sizing the new one
+            self._window = _choose_window(self.n_vertices, self.nnz, dim, self.strategy,
+                                          self.tuning["sched_window"])
+            self.dim = dim
+            self._allocate()
+        with self._stream:
+            # Copy into the buffers in place: a captured CUDA graph holds their addresses.
+            self.Y[...] = init
+            self._next[...] = self._eps
+            self._next_neg[...] = self._eps / self._nsr
+            self._due[...] = cp.ceil(self._eps).astype(np.int32)
+            if self._acc is not None:
+                self._acc.fill(0)
+                self._acc3.fill(0)
+                self._Y1[...] = init
+        self._stream.synchronize()
+        self._win_t0 = None
+        self._next_epoch = None
+
+    def embedding(self):
+        """The live embedding (CuPy, (n_vertices, dim) float32)."""
+        self._stream.synchronize()
+        return self.Y
+
+    def run_epoch(self, t: int, alpha: float) -> int:
+        """Run epoch t with learning rate alpha; returns the number of active edges."""
+        w = self.launch_epoch(t, alpha)
+        with self._stream:
+            n_active = int(self._n_act[w : w + 1].get()[0])
+        return n_active
+
+    # -- GPU specifics -------------------------------------------------------------------------------------
+    def launch_epoch(self, t: int, alpha: float) -> int:
+        """Queue epoch t without waiting for it (for timing loops); returns its slot in the window."""
+        if self._next_epoch is not None and t != self._next_epoch:
+            raise RuntimeError(f"GPU epochs run in order after reset: expected epoch {self._next_epoch}, got {t}.")
+        t0, W = self._win_t0, self._window
+        if t0 is None or t >= t0 + W:  # first epoch after reset, or the window is used up
+            self._schedule_window(t)
+            t0 = t
+        w = t - t0
+        self._next_epoch = t + 1
+        with self._stream:
+            ep = np.array([t, 0], dtype=np.int32)
+            ep[1:] = np.array([alpha], dtype=np.float32).view(np.int32)
+            self._ep[w].set(ep, stream=self._stream)
+            if self.chunk_mode == "graph" and self.strategy in ("chunked", "buffered"):
+                if w not in self._graphs:
+                    self._stream.begin_capture()
+                    try:
+                        self._launch_strategy(w)
+                    finally:
+                        self._graphs[w] = self._stream.end_capture()
+                self._graphs[w].launch(self._stream)
+            else:
+                self._launch_strategy(w)
+        return w
+
+    @property
+    def stream(self):
+        """The stream on which the engine works (record timing events here)."""
+        return self._stream
+
+    @property
+    def window(self) -> int:
+        """Epochs scheduled per schedule pass."""
+        return self._window
+
+    def _allocate(self) -> None:
+        cp = cupy()
+        n, dim, nnz, W = self.n_vertices, self.dim, self.nnz, self._window
+        self._graphs = {}
+        self.Y = cp.empty((n, dim), dtype=np.float32)
+        self._next = cp.empty_like(self._eps)
+        self._next_neg = cp.empty_like(self._eps)
+        self._due = cp.empty(nnz, dtype=np.int32)
+        self._acc = None
+        self._mod = _module(dim, self.private_head, bool(self.tuning["portable_pow"]), self.tuning["neg_batch"])
+        self._sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+
+        def k(name):
+            kernel = self._mod.get_function(name)
+            _ = kernel.kernel  # compile and load now, never inside a graph capture
+            return kernel
+
+        self._k_count = k("win_count")
+        self._k_scan = k("win_scan")
+        if self.strategy == "vertex":
+            self._k_flags = k("win_flags")
+            self._k_vertex = k("epoch_vertex")
+            head, tail = self._head_host, self._tail_host
+            head_ptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(head, minlength=n), out=head_ptr[1:])
+            tail_ptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(tail, minlength=n), out=tail_ptr[1:])
+            by_tail = np.argsort(tail, kind="stable").astype(np.int32)
+            # Busiest vertices first: the longest serial walks start early, and warps hold similar work.
+            work = np.diff(head_ptr) + np.diff(tail_ptr)
+            self._vorder = cp.asarray(np.argsort(-work, kind="stable").astype(np.int32))
+            self._tail = cp.asarray(tail)
+            self._tail_head = cp.asarray(head[by_tail])
+            self._head_ptr = cp.asarray(head_ptr)
+            self._tail_ptr = cp.asarray(tail_ptr)
+            self._by_tail = cp.asarray(by_tail)
+            self._nneg_edge = cp.empty((W, nnz), dtype=np.int32)
+            self._snap = cp.empty_like(self.Y)
+            return
+        self._k_emit = k("win_emit")
+        self._edge_of = cp.asarray(self._order)
+        self._head_of = cp.asarray(self._head_host[self._order])
+        self._tail_of = cp.asarray(self._tail_host[self._order])
+        self._lists = cp.empty((W, nnz, 4), dtype=np.int32)
+        if self.strategy == "sequential":
+            self._k_seq = k("epoch_sequential")
+        elif self.strategy == "hogwild":
+            self._k_hog = k("epoch_hogwild")
+        else:
+            self._acc = cp.zeros((n, dim), dtype=np.uint64)
+            self._acc3 = cp.zeros((3, n, dim), dtype=np.uint64)
+            self._Y1 = cp.empty_like(self.Y)  # the pipelined kernel's second copy (equal to Y between epochs)
+            self._k_moves = k("chunk_moves")
+            self._k_apply = k("chunk_apply")
+            self._k_persist = k("chunked_persistent")
+            self._k_pipe = k("chunked_pipelined")
+            self._barrier = cp.zeros(2, dtype=np.uint32)
+            fit = min(_blocks_per_sm(self._k_persist, _THREADS), _blocks_per_sm(self._k_pipe, _THREADS))
+            want = self.tuning["persist_blocks_per_sm"]
+            if want is None:  # enough threads for a typical chunk (about 30% of edges are active per epoch)
+                typical = 0.3 * nnz / self.n_chunks
+                want = math.ceil(typical / (self._sms * _THREADS))
+            self._persist_blocks = self._sms * int(min(max(int(want), 1), fit))
+
+    def _curve_args(self):
+        return (self.seed, np.int32(self.n_vertices), self.a, self.b, self.c_att, self.c_rep)
+
+    def _schedule_window(self, t0: int) -> None:
+        """Queue the schedule of epochs t0 .. t0 + window - 1 on the engine's stream."""
+        nnz, nb, W = np.int32(self.nnz), self._n_sched_blocks, np.int32(self._window)
+        state = (self._due, self._next, self._next_neg, self._eps, self._nsr)
+        with self._stream:
+            if self.strategy == "vertex":
+                self._k_flags((nb,), (_SCHED_BLOCK,), (*state, nnz, np.int32(t0), W, self._nneg_edge, self._counts))
+            else:
+                self._k_count((nb,), (_SCHED_BLOCK,), (self._due, self._next, self._next_neg, self._eps, self._nsr,
+                                                        nnz, np.int32(t0), W, self._counts))
+            self._k_scan((int(W),), (_SCHED_BLOCK,), (self._counts, np.int32(nb), self._offsets, self._n_act))
+            if self.strategy != "vertex":
+                self._k_emit((nb,), (_SCHED_BLOCK,), (*state, self._edge_of, self._head_of, self._tail_of, nnz,
+                                                       np.int32(t0), W, self._offsets, self._lists,
+                                                       np.int64(self.nnz)))
+        self._win_t0 = t0
+
+    def _launch_strategy(self, w: int) -> None:
+        """The strategy's launches for epoch slot `w` of the window, on the current stream."""
+        cp = cupy()
+        sms, ep, n_act = self._sms, self._ep[w], self._n_act[w:]
+        curve = self._curve_args()
+        if self.strategy == "vertex":
+            cp.copyto(self._snap, self.Y)
+            n = self.n_vertices
+            self._k_vertex((-(-n // _THREADS),), (_THREADS,), (
+                self.Y, self._snap, self._vorder, self._tail, self._head_ptr, self._tail_head, self._by_tail,
+                self._tail_ptr, self._nneg_edge[w], ep, *curve))
+            return
+        active = self._lists[w]
+        if self.strategy == "sequential":
+            self._k_seq((1,), (1,), (self.Y, active, n_act, ep, *curve))
+        elif self.strategy == "hogwild":
+            blocks = min(-(-self.nnz // _THREADS), sms * 16)
+            self._k_hog((blocks,), (_THREADS,), (self.Y, active, n_act, ep, *curve))
+        elif self.chunk_mode == "persistent":
+            self._k_persist((self._persist_blocks,), (_THREADS,), (
+                self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
+        elif self.chunk_mode == "pipelined":
+            self._k_pipe((self._persist_blocks,), (_THREADS,), (
+                self.Y, self._Y1, self._acc3, np.int64(self.n_vertices * self.dim), active, n_act,
+                np.int32(self.n_chunks), ep, *curve, self._barrier))
+        else:  # "launch" and "graph": two launches per chunk, sized for the largest possible chunk
+            c_total = np.int32(self.n_chunks)
+            blocks = max(1, min(-(-math.ceil(self.nnz / self.n_chunks) // _THREADS), sms * 8))
+            for c in range(self.n_chunks):
+                self._k_moves((blocks,), (_THREADS,), (self.Y, self._acc, active, n_act, c_total, np.int32(c), ep,
+                                                       *curve))
+                self._k_apply((blocks,), (_THREADS,), (self.Y, self._acc, active, n_act, c_total, np.int32(c)))

@@ -1,0 +1,820 @@
+// GPU kernels of the layout optimizer: one epoch of every strategy, as docs/optimizer.md states them.
+//
+// They mirror umapviz/optimize/_cpu.py operation for operation: the same float32 formulas in the same
+// order, float64 for the schedule and the fixed-point conversions, and the same counter-based hash, so the
+// two backends can agree bit for bit. Build with no fast-math and with FMA contraction off (--fmad=false);
+// products that feed sums are written with __fmul_rn/__dmul_rn anyway, which are never contracted.
+// The one operation that is not correctly rounded is the power d2**b: CUDA's powf and the host C library's
+// powf differ in the last bit on about 6% of calls, and 200 epochs of a chaotic iteration turn that into
+// different layouts. UMV_PORTABLE_POW=1 selects umv_pow_portable (float64 basic operations only): with its
+// Numba twin on the host (tests/test_gpu.py), CPU and GPU layouts are bitwise equal after a full run.
+//
+// Compile-time parameters (set by _gpu.py, defaults for the CI compile check):
+//   UMV_DIM  embedding dimension (1..8), UMV_PH  private_head (1: negatives see the head after its
+//   attraction, the shipped behaviour; 0: they see it as it was before the edge), UMV_PORTABLE_POW,
+//   NEG_BATCH  negative samples whose rows are loaded together.
+//
+// Per-edge schedule state is stored in *processing order*: position p holds edge order[p] (order = the
+// seed's permutation, or the identity for the vertex strategy), so the schedule pass reads it coalesced.
+// The schedule runs for a window of up to 8 epochs per pass; each epoch's active list is one int4 per
+// active edge, in processing order: (edge id, head, tail, n_neg).
+//
+// Epoch number t and learning rate alpha come from a device word pair `ep` (t, bits of alpha), so that an
+// epoch's launches can be captured once in a CUDA graph and replayed.
+
+#ifndef UMV_DIM
+#define UMV_DIM 2
+#endif
+#ifndef UMV_PH
+#define UMV_PH 1
+#endif
+#ifndef UMV_PORTABLE_POW
+#define UMV_PORTABLE_POW 0
+#endif
+
+// x**y for x > 0 from IEEE +, -, *, / in float64 only (no library call), so that any platform that follows
+// the same steps without FMA gets the same bits. Accurate to about 1e-15 before the final float32 rounding.
+// Steps: x = m 2^e with m in [sqrt(1/2), 1); ln m = 2 atanh(s), s = (m - 1)/(m + 1), by its series
+// to s^21; u = y (e ln2 + ln m); exp(u) = 2^k exp(r), r = u - k ln2 (two-part ln2), exp(r) by Taylor to r^13.
+__device__ __forceinline__ float umv_pow_portable(float x, float y) {
+    int e;
+    double md = frexp((double)x, &e);  // x = md 2^e, md in [1/2, 1), exact
+    if (md < 0.7071067811865476) {
+        md = __dmul_rn(md, 2.0);
+        e -= 1;
+    }
+    double s = __ddiv_rn(__dsub_rn(md, 1.0), __dadd_rn(md, 1.0));
+    double s2 = __dmul_rn(s, s);
+    double p = 0.047619047619047616;                 // 1/21
+    p = __dadd_rn(__dmul_rn(p, s2), 0.05263157894736842);   // 1/19
+    p = __dadd_rn(__dmul_rn(p, s2), 0.058823529411764705);  // 1/17
+    p = __dadd_rn(__dmul_rn(p, s2), 0.06666666666666667);   // 1/15
+    p = __dadd_rn(__dmul_rn(p, s2), 0.07692307692307693);   // 1/13
+    p = __dadd_rn(__dmul_rn(p, s2), 0.09090909090909091);   // 1/11
+    p = __dadd_rn(__dmul_rn(p, s2), 0.1111111111111111);    // 1/9
+    p = __dadd_rn(__dmul_rn(p, s2), 0.14285714285714285);   // 1/7
+    p = __dadd_rn(__dmul_rn(p, s2), 0.2);                   // 1/5
+    p = __dadd_rn(__dmul_rn(p, s2), 0.3333333333333333);    // 1/3
+    p = __dadd_rn(__dmul_rn(p, s2), 1.0);
+    double ln_m = __dmul_rn(__dmul_rn(2.0, s), p);
+    double u = __dmul_rn((double)y, __dadd_rn(__dmul_rn((double)e, 0.6931471805599453), ln_m));
+    double kf = rint(__dmul_rn(u, 1.4426950408889634));  // u / ln2, to the nearest integer
+    double r = __dsub_rn(__dsub_rn(u, __dmul_rn(kf, 0.6931471803691238)), __dmul_rn(kf, 1.9082149292705877e-10));
+    double q = 1.6059043836821613e-10;                   // 1/13!
+    q = __dadd_rn(__dmul_rn(q, r), 2.08767569878681e-09);   // 1/12!
+    q = __dadd_rn(__dmul_rn(q, r), 2.505210838544172e-08);  // 1/11!
+    q = __dadd_rn(__dmul_rn(q, r), 2.755731922398589e-07);  // 1/10!
+    q = __dadd_rn(__dmul_rn(q, r), 2.7557319223985893e-06); // 1/9!
+    q = __dadd_rn(__dmul_rn(q, r), 2.48015873015873e-05);   // 1/8!
+    q = __dadd_rn(__dmul_rn(q, r), 0.0001984126984126984);  // 1/7!
+    q = __dadd_rn(__dmul_rn(q, r), 0.001388888888888889);   // 1/6!
+    q = __dadd_rn(__dmul_rn(q, r), 0.008333333333333333);   // 1/5!
+    q = __dadd_rn(__dmul_rn(q, r), 0.041666666666666664);   // 1/4!
+    q = __dadd_rn(__dmul_rn(q, r), 0.16666666666666666);    // 1/3!
+    q = __dadd_rn(__dmul_rn(q, r), 0.5);
+    q = __dadd_rn(__dmul_rn(q, r), 1.0);
+    q = __dadd_rn(__dmul_rn(q, r), 1.0);
+    return __double2float_rn(ldexp(q, (int)kf));
+}
+
+#ifndef UMV_POWF
+#if UMV_PORTABLE_POW
+#define UMV_POWF(x, y) umv_pow_portable((x), (y))
+#else
+#define UMV_POWF(x, y) powf((x), (y))
+#endif
+#endif
+
+#define DIM UMV_DIM
+#define SCHED_BLOCK 1024  // threads (= processing positions) per block of the schedule kernels
+
+typedef unsigned long long u64;
+typedef long long i64;
+
+// ------------------------------------------------------------------------------------------ small helpers
+
+__device__ __forceinline__ float clip4(float x) {
+    // Same branches as _cpu._clip (NaN passes through unchanged).
+    if (x > 4.0f) return 4.0f;
+    if (x < -4.0f) return -4.0f;
+    return x;
+}
+
+__device__ __forceinline__ u64 mix64(u64 z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// hash(seed, t, e, s) = mix(mix(mix(seed ^ t*C1) ^ e*C2) ^ s*C3); the first two levels are per edge.
+__device__ __forceinline__ u64 edge_hash_base(u64 seed, u64 t, u64 e) {
+    return mix64(mix64(seed ^ (t * 0x9E3779B97F4A7C15ULL)) ^ (e * 0xD1B54A32D192ED03ULL));
+}
+
+// h % n, exactly, without the generic 64-bit division: q = trunc(h * (1/n)) in float64 is off from
+// floor(h / n) by less than 1 when n > 2^16 (relative error <= 3 * 2^-53 on a quotient < 2^64 / n), so one
+// correction step lands the remainder in [0, n).
+__device__ __forceinline__ u64 mod_n(u64 h, u64 n, double inv_n) {
+    if (n <= 65536ULL) return h % n;
+    u64 q = (u64)__dmul_rz(__ull2double_rn(h), inv_n);
+    i64 r = (i64)(h - q * n);
+    if (r < 0) r += (i64)n;
+    else if (r >= (i64)n) r -= (i64)n;
+    return (u64)r;
+}
+
+__device__ __forceinline__ int negative_vertex(u64 base, u64 s, u64 n, double inv_n) {
+    return (int)mod_n(mix64(base ^ (s * 0x8CB92BA72F3D8DD7ULL)), n, inv_n);
+}
+
+// fix(x) = int64(rint(float64(x) * 2**32)): round half to even, as np.rint.
+__device__ __forceinline__ u64 to_fixed(float x) {
+    return (u64)__double2ll_rn(__dmul_rn((double)x, 4294967296.0));
+}
+
+// float32(float64(y) + float64(acc) * 2**-32)
+__device__ __forceinline__ float apply_fixed(float y, u64 acc) {
+    return __double2float_rn(__dadd_rn((double)y, __dmul_rn(__ll2double_rn((i64)acc), 2.3283064365386963e-10)));
+}
+
+__device__ __forceinline__ int epoch_t(const int* ep) { return ep[0]; }
+__device__ __forceinline__ float epoch_alpha(const int* ep) { return __int_as_float(ep[1]); }
+
+// Row readers: plain loads, loads that skip L1 (inside the persistent kernels, whose other blocks rewrite
+// rows between grid barriers; L1 is not coherent across multiprocessors), or rows with a pending fixed-point
+// move still to apply (the pipelined chunked kernel). 2-D rows are read as one 8-byte load.
+struct PlainRows {
+    const float* Y;
+    __device__ __forceinline__ void row(int v, float* out) const {
+#if DIM == 2
+        float2 r = *reinterpret_cast<const float2*>(Y + (i64)v * 2);
+        out[0] = r.x;
+        out[1] = r.y;
+#else
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) out[d] = Y[(i64)v * DIM + d];
+#endif
+    }
+};
+struct L2Rows {
+    const float* Y;
+    __device__ __forceinline__ void row(int v, float* out) const {
+#if DIM == 2
+        float2 r = __ldcg(reinterpret_cast<const float2*>(Y + (i64)v * 2));
+        out[0] = r.x;
+        out[1] = r.y;
+#else
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) out[d] = __ldcg(Y + (i64)v * DIM + d);
+#endif
+    }
+};
+
+// Row v at a chunk's start when the previous chunk's fixed-point sums are still pending: Yr holds every
+// earlier chunk, acc the previous one (its sum is applied exactly as the apply step would apply it).
+struct PendingRows {
+    const float* Yr;
+    const u64* acc;
+    __device__ __forceinline__ void row(int v, float* out) const {
+        u64 s[DIM];
+#if DIM == 2
+        float2 r = __ldcg(reinterpret_cast<const float2*>(Yr + (i64)v * 2));
+        ulonglong2 a = __ldcg(reinterpret_cast<const ulonglong2*>(acc + (i64)v * 2));
+        out[0] = r.x;
+        out[1] = r.y;
+        s[0] = a.x;
+        s[1] = a.y;
+#else
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {
+            out[d] = __ldcg(Yr + (i64)v * DIM + d);
+            s[d] = __ldcg(acc + (i64)v * DIM + d);
+        }
+#endif
+#pragma unroll
+        for (int d = 0; d < DIM; ++d)
+            if (s[d] != 0ULL) out[d] = apply_fixed(out[d], s[d]);
+    }
+};
+
+struct Curve {
+    float a, b, c_att, c_rep;
+    u64 n;         // number of vertices (negative samples are drawn from [0, n))
+    double inv_n;  // 1 / n, for mod_n
+};
+
+__device__ __forceinline__ Curve make_curve(float a, float b, float c_att, float c_rep, int n) {
+    Curve cv = {a, b, c_att, c_rep, (u64)n, __drcp_rn((double)n)};
+    return cv;
+}
+
+// Negative samples whose rows are loaded together, before any of them is used: the loads do not depend on
+// the head's moving row, so one memory round trip serves a batch instead of one per sample.
+#ifndef NEG_BATCH
+#define NEG_BATCH (DIM <= 4 ? 8 : 4)
+#endif
+
+// ------------------------------------------------------------------------------------------ one edge
+
+// Attraction of yi towards the tail row yj (as _cpu._attract): moves yi, writes the tail's move into tm.
+__device__ __forceinline__ void attract(float* yi, const float* yj, const Curve& cv, float alpha, float* tm) {
+    float d2 = 0.0f;
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        float diff = __fsub_rn(yi[d], yj[d]);
+        d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
+    }
+    float coef = 0.0f;
+    if (d2 > 0.0f) {
+        float pb = UMV_POWF(d2, cv.b);
+        coef = __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
+    }
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        float g = clip4(__fmul_rn(coef, __fsub_rn(yi[d], yj[d])));
+        float step = __fmul_rn(alpha, g);
+        yi[d] = __fadd_rn(yi[d], step);
+        tm[d] = -step;
+    }
+}
+
+// A batch of up to NEG_BATCH negative samples, starting at sample s0: drawn vertices and their rows.
+// A slot holds k == i when it is to be skipped (the head itself, or past n_neg).
+struct NegBatch {
+    int k[NEG_BATCH];
+    float y[NEG_BATCH][DIM];
+};
+
+template <class Rows>
+__device__ __forceinline__ void load_negatives(NegBatch& nb, const Rows& rows, int i, u64 base, int s0, int nneg,
+                                               const Curve& cv) {
+#pragma unroll
+    for (int q = 0; q < NEG_BATCH; ++q) {
+        int s = s0 + q;
+        nb.k[q] = s < nneg ? negative_vertex(base, (u64)s, cv.n, cv.inv_n) : i;
+        if (nb.k[q] != i) rows.row(nb.k[q], nb.y[q]);
+    }
+}
+
+// One batch of negative samples (as _cpu._repel): each moves yi, computed from yfrom (yi itself when
+// private_head, else the head's row before the edge).
+__device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const NegBatch& nb, int i,
+                                            const Curve& cv, float alpha) {
+#pragma unroll
+    for (int q = 0; q < NEG_BATCH; ++q) {
+        if (nb.k[q] == i) continue;
+        float d2 = 0.0f;
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {
+            float diff = __fsub_rn(yfrom[d], nb.y[q][d]);
+            d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
+        }
+        if (d2 > 0.0f) {
+            float pb = UMV_POWF(d2, cv.b);
+            float coef = __fdiv_rn(cv.c_rep, __fmul_rn(__fadd_rn(0.001f, d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f)));
+#pragma unroll
+            for (int d = 0; d < DIM; ++d)
+                yi[d] = __fadd_rn(yi[d], __fmul_rn(alpha, clip4(__fmul_rn(coef, __fsub_rn(yfrom[d], nb.y[q][d])))));
+        } else {
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) yi[d] = __fadd_rn(yi[d], __fmul_rn(alpha, 4.0f));
+        }
+    }
+}
+
+// Attraction then all negatives of one head row yi (moved in place) against an edge whose tail row is yj;
+// the first batch of negative rows is loaded before the attraction is computed.
+template <class Rows>
+__device__ __forceinline__ void head_moves(float* yi, const float* yj, const Rows& rows, int i, int e, int nneg,
+                                           u64 seed, int t, const Curve& cv, float alpha, float* tm) {
+    u64 base = edge_hash_base(seed, (u64)t, (u64)e);
+    NegBatch nb;
+    load_negatives(nb, rows, i, base, 0, nneg, cv);
+#if !UMV_PH
+    float yfrom[DIM];
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) yfrom[d] = yi[d];
+#endif
+    attract(yi, yj, cv, alpha, tm);
+    for (int s0 = 0;;) {
+#if UMV_PH
+        repel_batch(yi, yi, nb, i, cv, alpha);
+#else
+        repel_batch(yi, yfrom, nb, i, cv, alpha);
+#endif
+        s0 += NEG_BATCH;
+        if (s0 >= nneg) break;
+        load_negatives(nb, rows, i, base, s0, nneg, cv);
+    }
+}
+
+// All moves of one edge (as _cpu._edge): yi receives the head's new row (y0 its row before the edge), tm the
+// tail's move.
+template <class Rows>
+__device__ __forceinline__ void edge_moves(const Rows& rows, int i, int j, int e, int nneg, u64 seed, int t,
+                                           const Curve& cv, float alpha, float* y0, float* yi, float* tm) {
+    float yj[DIM];
+    rows.row(i, y0);
+    rows.row(j, yj);
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) yi[d] = y0[d];
+    head_moves(yi, yj, rows, i, e, nneg, seed, t, cv, alpha, tm);
+}
+
+// ------------------------------------------------------------------------------------------ schedule
+
+// The schedule is computed for a window of W <= SCHED_WMAX epochs per pass (t0 .. t0 + W - 1): each
+// position's state stays in registers across the window and is read and written once, instead of once per
+// epoch; each epoch of the window gets its own active list. A position whose due epoch (ceil(next): the
+// edge is active in epoch t when next <= t, i.e. when ceil(next) <= t) lies past the window costs 4 bytes.
+#define SCHED_WMAX 8
+
+// One active epoch of a position (as _cpu.schedule): advances next and next_neg, returns n_neg.
+// eps_neg = eps / negative_sample_rate is recomputed (one correctly rounded division, as on the host).
+__device__ __forceinline__ int advance(double& next_s, double& next_neg, double eps, double eps_neg, int t) {
+    double nn_f = floor(__ddiv_rn(__dsub_rn((double)t, next_neg), eps_neg));
+    i64 nn = (i64)nn_f;
+    if (!(nn_f == nn_f)) nn = (i64)0x8000000000000000ULL;  // NaN converts to INT64_MIN on the host
+    if (nn < 0) nn = 0;
+    next_s = __dadd_rn(next_s, eps);
+    next_neg = __dadd_rn(next_neg, __dmul_rn((double)nn, eps_neg));
+    return (int)nn;
+}
+
+// Position p over the window: nn[w] = n_neg in epoch t0 + w, or -1 when inactive. Returns whether the
+// state moved (then next_s/next_neg hold the new values).
+__device__ __forceinline__ bool simulate(const int* due, const double* next_in, const double* next_neg_in,
+                                         const double* eps, double nsr, int p, bool in_range, int t0, int W,
+                                         int* nn, double& next_s, double& next_neg) {
+#pragma unroll
+    for (int w = 0; w < SCHED_WMAX; ++w) nn[w] = -1;
+    if (!in_range || due[p] > t0 + W - 1) return false;
+    next_s = next_in[p];
+    next_neg = next_neg_in[p];
+    double e = eps[p];
+    double e_neg = __ddiv_rn(e, nsr);
+    bool moved = false;
+#pragma unroll
+    for (int w = 0; w < SCHED_WMAX; ++w) {
+        if (w < W && next_s <= (double)(t0 + w)) {
+            nn[w] = advance(next_s, next_neg, e, e_neg, t0 + w);
+            moved = true;
+        }
+    }
+    return moved;
+}
+
+// Per epoch of the window, the block's active count (counts[w * n_blocks + block]); with `emit`, each
+// thread's rank among its block's active positions of that epoch (warp offsets in warp_off, lane rank from
+// the ballot).
+__device__ __forceinline__ void window_ballots(const int* nn, int W, unsigned* ballots,
+                                               int (*warp_off)[SCHED_BLOCK / 32], int* counts, bool scan) {
+    unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int w = 0; w < SCHED_WMAX; ++w) {
+        ballots[w] = __ballot_sync(0xffffffffu, w < W && nn[w] >= 0);
+        if (lane == 0) warp_off[w][warp] = __popc(ballots[w]);
+    }
+    __syncthreads();
+    if ((int)threadIdx.x < W) {
+        int w = threadIdx.x, total = 0, nw = blockDim.x >> 5;
+        for (int q = 0; q < nw; ++q) {
+            int v = warp_off[w][q];
+            if (scan) warp_off[w][q] = total;
+            total += v;
+        }
+        if (counts) counts[w * gridDim.x + blockIdx.x] = total;
+    }
+    __syncthreads();
+}
+
+// Pass 1: per epoch of the window, the number of active positions in each block.
+extern "C" __global__ void win_count(const int* __restrict__ due, const double* __restrict__ next_s,
+                                     const double* __restrict__ next_neg, const double* __restrict__ eps, double nsr,
+                                     int nnz, int t0, int W, int* __restrict__ counts) {
+    __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    int nn[SCHED_WMAX];
+    unsigned ballots[SCHED_WMAX];
+    double nx, nxn;
+    simulate(due, next_s, next_neg, eps, nsr, p, p < nnz, t0, W, nn, nx, nxn);
+    window_ballots(nn, W, ballots, warp_off, counts, false);
+}
+
+// Pass 2 (one block per epoch of the window): exclusive scan of that epoch's block counts; the total is the
+// epoch's active count.
+extern "C" __global__ void win_scan(const int* __restrict__ counts, int n_blocks, int* __restrict__ offsets,
+                                    int* __restrict__ n_active) {
+    __shared__ int warp_sums[SCHED_BLOCK / 32];
+    __shared__ int total;
+    const int* in = counts + (i64)blockIdx.x * n_blocks;
+    int* out = offsets + (i64)blockIdx.x * n_blocks;
+    int carry = 0;
+    unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    for (int base = 0; base < n_blocks; base += blockDim.x) {
+        int idx = base + threadIdx.x;
+        int v = idx < n_blocks ? in[idx] : 0;
+        int incl = v;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+            int o = __shfl_up_sync(0xffffffffu, incl, off);
+            if ((int)lane >= off) incl += o;
+        }
+        if (lane == 31) warp_sums[warp] = incl;
+        __syncthreads();
+        if (warp == 0) {
+            int nw = blockDim.x >> 5;
+            int ws = (int)lane < nw ? warp_sums[lane] : 0;
+            int winc = ws;
+#pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                int o = __shfl_up_sync(0xffffffffu, winc, off);
+                if ((int)lane >= off) winc += o;
+            }
+            if ((int)lane < nw) warp_sums[lane] = winc - ws;
+            if ((int)lane == nw - 1) total = winc;
+        }
+        __syncthreads();
+        if (idx < n_blocks) out[idx] = carry + warp_sums[warp] + incl - v;
+        carry += total;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) n_active[blockIdx.x] = carry;
+}
+
+// Pass 3: advance every position through the window and write each epoch's active list in processing
+// order: lists[w * list_stride + rank] = (edge id, head, tail, n_neg).
+extern "C" __global__ void win_emit(int* __restrict__ due, double* __restrict__ next_s, double* __restrict__ next_neg,
+                                    const double* __restrict__ eps, double nsr, const int* __restrict__ edge_of,
+                                    const int* __restrict__ head_of, const int* __restrict__ tail_of, int nnz, int t0,
+                                    int W, const int* __restrict__ offsets, int4* __restrict__ lists,
+                                    i64 list_stride) {
+    __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    int nn[SCHED_WMAX];
+    unsigned ballots[SCHED_WMAX];
+    double nx = 0.0, nxn = 0.0;
+    bool moved = simulate(due, next_s, next_neg, eps, nsr, p, p < nnz, t0, W, nn, nx, nxn);
+    window_ballots(nn, W, ballots, warp_off, nullptr, true);
+    if (!moved) return;
+    unsigned lane_lt = (1u << (threadIdx.x & 31u)) - 1u;
+    int warp = threadIdx.x >> 5;
+    int4 rec = make_int4(edge_of[p], head_of[p], tail_of[p], 0);
+#pragma unroll
+    for (int w = 0; w < SCHED_WMAX; ++w) {
+        if (nn[w] >= 0) {
+            int pos = offsets[w * gridDim.x + blockIdx.x] + warp_off[w][warp] + __popc(ballots[w] & lane_lt);
+            rec.w = nn[w];
+            lists[w * list_stride + pos] = rec;
+        }
+    }
+    next_s[p] = nx;
+    next_neg[p] = nxn;
+    due[p] = (int)ceil(nx);
+}
+
+// Vertex strategy's schedule (state in graph order): nneg[w * nnz + e] = n_neg of edge e in epoch t0 + w,
+// -1 when inactive, and per-epoch block counts for the active totals.
+extern "C" __global__ void win_flags(int* __restrict__ due, double* __restrict__ next_s,
+                                     double* __restrict__ next_neg, const double* __restrict__ eps, double nsr,
+                                     int nnz, int t0, int W, int* __restrict__ nneg, int* __restrict__ counts) {
+    __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    int nn[SCHED_WMAX];
+    unsigned ballots[SCHED_WMAX];
+    double nx = 0.0, nxn = 0.0;
+    bool moved = simulate(due, next_s, next_neg, eps, nsr, p, p < nnz, t0, W, nn, nx, nxn);
+    window_ballots(nn, W, ballots, warp_off, counts, false);
+    if (p >= nnz) return;
+#pragma unroll
+    for (int w = 0; w < SCHED_WMAX; ++w)
+        if (w < W) nneg[(i64)w * nnz + p] = nn[w];
+    if (moved) {
+        next_s[p] = nx;
+        next_neg[p] = nxn;
+        due[p] = (int)ceil(nx);
+    }
+}
+
+// ------------------------------------------------------------------------------------------ strategies
+
+// Chunk c of n_chunks over an active list of length n_act, cut as np.array_split cuts it.
+__device__ __forceinline__ void chunk_range(int n_act, int n_chunks, int c, int* lo, int* hi) {
+    int q = n_act / n_chunks, r = n_act % n_chunks;
+    *lo = c * q + (c < r ? c : r);
+    *hi = *lo + q + (c < r ? 1 : 0);
+}
+
+// Work index of a thread, spread so that consecutive warps of work land on different blocks (SMs).
+__device__ __forceinline__ int spread_index() {
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    return ((warp * gridDim.x + blockIdx.x) << 5) + lane;
+}
+
+// Sequential: one thread walks the active list (small graphs and tests only: it uses one GPU thread).
+extern "C" __global__ void epoch_sequential(float* Y, const int4* __restrict__ active, const int* __restrict__ n_act,
+                                            const int* __restrict__ ep, u64 seed, int n, float a, float b,
+                                            float c_att, float c_rep) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    PlainRows rows = {Y};
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    int m = *n_act;
+    for (int q = 0; q < m; ++q) {
+        int4 r = active[q];
+        float y0[DIM], yi[DIM], tm[DIM];
+        edge_moves(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {
+            Y[(i64)r.y * DIM + d] = yi[d];
+            Y[(i64)r.z * DIM + d] = __fadd_rn(Y[(i64)r.z * DIM + d], tm[d]);
+        }
+    }
+}
+
+// Hogwild: every active edge in parallel on the live embedding; the head row is stored, the tail's move is
+// added atomically (fewer lost updates than a plain read-modify-write; the result is racy either way).
+extern "C" __global__ void epoch_hogwild(float* Y, const int4* __restrict__ active, const int* __restrict__ n_act,
+                                         const int* __restrict__ ep, u64 seed, int n, float a, float b, float c_att,
+                                         float c_rep) {
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    PlainRows rows = {Y};
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    int m = *n_act;
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < m; q += gridDim.x * blockDim.x) {
+        int4 r = active[q];
+        float y0[DIM], yi[DIM], tm[DIM];
+        edge_moves(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {
+            Y[(i64)r.y * DIM + d] = yi[d];
+            atomicAdd(Y + (i64)r.z * DIM + d, tm[d]);
+        }
+    }
+}
+
+// Chunked, gradient half: fixed-point moves of one edge into the row accumulators (order-free int sums).
+template <class Rows>
+__device__ __forceinline__ void chunk_edge(const Rows& rows, u64* acc, int4 r, u64 seed, int t, const Curve& cv,
+                                           float alpha) {
+    float y0[DIM], yi[DIM], tm[DIM];
+    edge_moves(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        atomicAdd(acc + (i64)r.y * DIM + d, to_fixed(__fsub_rn(yi[d], y0[d])));
+        atomicAdd(acc + (i64)r.z * DIM + d, to_fixed(tm[d]));
+    }
+}
+
+// Chunked, apply half: each touched row (the head and tail of every edge of the chunk) takes its
+// accumulator exactly once (atomicExch hands the sum to one thread, 0 to the others) and clears it.
+// A row whose sum is 0 is left as it is, which equals applying 0.
+__device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
+    float y[DIM];
+    u64 s[DIM];
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {  // both loads in flight together: only the thread that gets s != 0 writes
+        y[d] = __ldcg(Y + (i64)v * DIM + d);
+        s[d] = atomicExch(acc + (i64)v * DIM + d, 0ULL);
+    }
+#pragma unroll
+    for (int d = 0; d < DIM; ++d)
+        if (s[d] != 0ULL) __stcg(Y + (i64)v * DIM + d, apply_fixed(y[d], s[d]));
+}
+
+extern "C" __global__ void chunk_moves(const float* __restrict__ Y, u64* acc, const int4* __restrict__ active,
+                                       const int* __restrict__ n_act, int n_chunks, int c,
+                                       const int* __restrict__ ep, u64 seed, int n, float a, float b, float c_att,
+                                       float c_rep) {
+    int lo, hi;
+    chunk_range(*n_act, n_chunks, c, &lo, &hi);
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    PlainRows rows = {Y};
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    for (int q = lo + spread_index(); q < hi; q += gridDim.x * blockDim.x)
+        chunk_edge(rows, acc, active[q], seed, t, cv, alpha);
+}
+
+extern "C" __global__ void chunk_apply(float* Y, u64* acc, const int4* __restrict__ active,
+                                       const int* __restrict__ n_act, int n_chunks, int c) {
+    int lo, hi;
+    chunk_range(*n_act, n_chunks, c, &lo, &hi);
+    for (int q = lo + spread_index(); q < hi; q += gridDim.x * blockDim.x) {
+        int4 r = active[q];
+        apply_row(Y, acc, r.y);
+        apply_row(Y, acc, r.z);
+    }
+}
+
+// Grid-wide barrier for the persistent kernel (all its blocks are resident: the grid is sized from the
+// occupancy calculator). bar[0] counts arrivals, bar[1] is the generation; both live across launches.
+// One thread per block arrives with an acquire-release atomic (publishing its block's writes, ordered
+// before it by __syncthreads) and waits with acquire loads; the last to arrive resets the count and
+// releases the new generation.
+__device__ __forceinline__ void grid_barrier(unsigned int* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int gen, arrived, now;
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(bar) : "memory");
+        if (arrived == gridDim.x - 1) {
+            asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(bar), "r"(0u) : "memory");
+            asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(bar + 1), "r"(gen + 1u) : "memory");
+        } else {
+            do {
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(bar + 1) : "memory");
+            } while (now == gen);
+        }
+    }
+    __syncthreads();
+}
+
+// Chunked, all chunks of one epoch in one launch: gradient, barrier, apply, barrier, per chunk. A thread's
+// first edge of a chunk is read one chunk ahead (the active list does not change during the epoch) and kept
+// in registers for the apply half.
+extern "C" __global__ void chunked_persistent(float* Y, u64* acc, const int4* __restrict__ active,
+                                              const int* __restrict__ n_act, int n_chunks,
+                                              const int* __restrict__ ep, u64 seed, int n, float a, float b,
+                                              float c_att, float c_rep, unsigned int* bar) {
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    L2Rows rows = {Y};
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    int m = *n_act;
+    int stride = gridDim.x * blockDim.x;
+    int first = spread_index();
+    int lo, hi;
+    chunk_range(m, n_chunks, 0, &lo, &hi);
+    int4 rec = lo + first < hi ? active[lo + first] : make_int4(0, 0, 0, 0);
+    for (int c = 0; c < n_chunks; ++c) {
+        int lo_next = hi, hi_next = hi;
+        if (c + 1 < n_chunks) chunk_range(m, n_chunks, c + 1, &lo_next, &hi_next);
+        int4 rec_next = lo_next + first < hi_next ? active[lo_next + first] : make_int4(0, 0, 0, 0);
+        if (lo < hi) {  // every block skips the same empty chunks
+            bool mine = lo + first < hi;
+            if (mine) chunk_edge(rows, acc, rec, seed, t, cv, alpha);
+            for (int q = lo + first + stride; q < hi; q += stride) chunk_edge(rows, acc, active[q], seed, t, cv, alpha);
+            grid_barrier(bar);
+            if (mine) {
+                apply_row(Y, acc, rec.y);
+                apply_row(Y, acc, rec.z);
+            }
+            for (int q = lo + first + stride; q < hi; q += stride) {
+                int4 r = active[q];
+                apply_row(Y, acc, r.y);
+                apply_row(Y, acc, r.z);
+            }
+            grid_barrier(bar);
+        }
+        lo = lo_next;
+        hi = hi_next;
+        rec = rec_next;
+    }
+}
+
+// Chunked with one grid barrier per chunk instead of two. Phase p computes chunk p's moves into acc[p % 3]
+// while the rows of chunk p - 1 take that chunk's sums and the rows of chunk p - 2 are brought up to date in
+// the other copy of the embedding:
+//   - reads come from Yr = Y[(p - 1) & 1], up to date through chunk p - 2, plus chunk p - 1's pending sums
+//     (acc[(p - 1) % 3], complete after the last barrier), applied on the fly (PendingRows);
+//   - the rows of chunks p - 1 and p - 2 are written into Yw = Y[p & 1] as Yr plus the pending sums (every
+//     writer of a row writes the same bits), and chunk p - 2's sums (acc[(p - 2) % 3]) are cleared.
+// No phase writes what it reads, so one barrier between phases suffices; two extra phases at the end leave
+// both copies equal and every accumulator clear. Arithmetic is that of the two-barrier kernel, so the bytes
+// are the same.
+extern "C" __global__ void chunked_pipelined(float* Y0, float* Y1, u64* acc3, i64 acc_stride,
+                                             const int4* __restrict__ active, const int* __restrict__ n_act,
+                                             int n_chunks, const int* __restrict__ ep, u64 seed, int n, float a,
+                                             float b, float c_att, float c_rep, unsigned int* bar) {
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    int m = *n_act;
+    int stride = gridDim.x * blockDim.x;
+    int first = spread_index();
+    for (int p = 0; p < n_chunks + 2; ++p) {
+        int lo0 = 0, hi0 = 0, lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0;  // chunks p, p - 1, p - 2
+        if (p < n_chunks) chunk_range(m, n_chunks, p, &lo0, &hi0);
+        if (p >= 1 && p - 1 < n_chunks) chunk_range(m, n_chunks, p - 1, &lo1, &hi1);
+        if (p >= 2) chunk_range(m, n_chunks, p - 2, &lo2, &hi2);
+        if (lo0 == hi0 && lo1 == hi1 && lo2 == hi2) continue;  // the same for every block
+        const float* Yr = (p & 1) ? Y0 : Y1;
+        float* Yw = (p & 1) ? Y1 : Y0;
+        const u64* acc_prev = acc3 + ((p + 2) % 3) * acc_stride;
+        u64* acc_cur = acc3 + (p % 3) * acc_stride;
+        u64* acc_old = acc3 + ((p + 1) % 3) * acc_stride;
+        PendingRows rows = {Yr, acc_prev};
+        for (int q = lo0 + first; q < hi0; q += stride) chunk_edge(rows, acc_cur, active[q], seed, t, cv, alpha);
+        for (int q = lo1 + first; q < hi1; q += stride) {
+            int4 r = active[q];
+            float y[DIM];
+            rows.row(r.y, y);
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) __stcg(Yw + (i64)r.y * DIM + d, y[d]);
+            rows.row(r.z, y);
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) __stcg(Yw + (i64)r.z * DIM + d, y[d]);
+        }
+        for (int q = lo2 + first; q < hi2; q += stride) {
+            int4 r = active[q];
+            float y[DIM];
+            rows.row(r.y, y);
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) {
+                __stcg(Yw + (i64)r.y * DIM + d, y[d]);
+                __stcg(acc_old + (i64)r.y * DIM + d, 0ULL);
+            }
+            rows.row(r.z, y);
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) {
+                __stcg(Yw + (i64)r.z * DIM + d, y[d]);
+                __stcg(acc_old + (i64)r.z * DIM + d, 0ULL);
+            }
+        }
+        grid_barrier(bar);
+    }
+}
+
+// Vertex (owner computes): thread -> vertex order[v] (busiest first); own row live, others from the
+// epoch-start snapshot S (as _cpu.epoch_vertex). The walk over a vertex's edges is serial by definition
+// (each step moves the row the next one reads), so the busiest vertex bounds the epoch; the next edge's
+// index, n_neg and tail row are loaded one edge ahead so that only arithmetic stays on that chain.
+extern "C" __global__ void epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
+                                        const int* __restrict__ order, const int* __restrict__ tail,
+                                        const long long* __restrict__ head_ptr, const int* __restrict__ tail_head,
+                                        const int* __restrict__ by_tail, const long long* __restrict__ tail_ptr,
+                                        const int* __restrict__ nneg_of_edge, const int* __restrict__ ep, u64 seed,
+                                        int n, float a, float b, float c_att, float c_rep) {
+    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    int i = order[v];
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    PlainRows rows = {S};
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    float yi[DIM], tm[DIM], yn[DIM];
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) yi[d] = S[(i64)i * DIM + d];
+    // Head walk, software-pipelined by one edge.
+    i64 e = head_ptr[i], e_end = head_ptr[i + 1];
+    int nn = e < e_end ? nneg_of_edge[e] : -1;
+    if (e < e_end) {
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) yn[d] = S[(i64)tail[e] * DIM + d];
+    }
+    while (e < e_end) {
+        float yj[DIM];
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) yj[d] = yn[d];
+        int cur_nn = nn;
+        i64 cur_e = e++;
+        if (e < e_end) {
+            nn = nneg_of_edge[e];
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) yn[d] = S[(i64)tail[e] * DIM + d];
+        }
+        if (cur_nn >= 0) head_moves(yi, yj, rows, i, (int)cur_e, cur_nn, seed, t, cv, alpha, tm);
+    }
+    // Tail walk: the tail's half of each active edge whose tail is i, pipelined the same way; the heads
+    // come from tail_head[r] = head[by_tail[r]], read in order.
+    i64 r = tail_ptr[i], r_end = tail_ptr[i + 1];
+    bool live = false;
+    if (r < r_end) {
+        live = nneg_of_edge[by_tail[r]] >= 0;
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) yn[d] = S[(i64)tail_head[r] * DIM + d];
+    }
+    while (r < r_end) {
+        float yh[DIM];
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) yh[d] = yn[d];
+        bool cur_live = live;
+        if (++r < r_end) {
+            live = nneg_of_edge[by_tail[r]] >= 0;
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) yn[d] = S[(i64)tail_head[r] * DIM + d];
+        }
+        if (!cur_live) continue;
+        float d2 = 0.0f;
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {
+            float diff = __fsub_rn(yh[d], yi[d]);
+            d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
+        }
+        float coef = 0.0f;
+        if (d2 > 0.0f) {
+            float pb = UMV_POWF(d2, cv.b);
+            coef = __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
+        }
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {
+            float g = clip4(__fmul_rn(coef, __fsub_rn(yh[d], yi[d])));
+            yi[d] = __fsub_rn(yi[d], __fmul_rn(alpha, g));
+        }
+    }
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) Y[(i64)i * DIM + d] = yi[d];
+}
