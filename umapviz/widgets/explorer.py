@@ -45,6 +45,7 @@ DEFAULTS = {"strategy": "chunked", "n_chunks": "auto", "random_state": 0, "init"
 _SETUP_STAGES = 4  # progress bar steps: data, graph, initial layout, first frame
 _CURRENT = object()
 FRAME_FORMAT = "jpeg"  # live frames; see encode_frame
+EXTRAS_INTERVAL_S = 0.5  # while playing, the chart and the scrubber update at most this often
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ class Explorer:
         self._dirty = 0
         self._target_epoch: int | None = None
         self._frame_rgba: np.ndarray | None = None
+        self._extras_shown_at = 0.0
         self._play_requests = 0  # play() and pause() count up; a queued play runs only if still the latest
         self._fps_stamps: deque[float] = deque(maxlen=12)
         self._error = ""
@@ -348,11 +350,14 @@ class Explorer:
             self._set_busy("", None)
             self.timings = clock.laps
 
-    def _cancel_play(self) -> None:
+    def _cancel_play(self, refresh: bool = True) -> None:
         """Stop playing, and drop a play that is still queued (pressed during a rebuild, say)."""
         with self._lock:
             self._play_requests += 1
+        was_playing = self._worker.playing
         self._worker.pause()
+        if was_playing and refresh:  # bring the chart and the scrubber up to the last frame
+            self._worker.submit(self._show_extras, key="extras")
 
     def _start_playing(self, epochs: int | None, token: int) -> None:
         run = self._run
@@ -382,8 +387,8 @@ class Explorer:
         run.advance(n)
         with self._lock:
             self._fps_stamps.append(time.perf_counter())
-        self._show_current()
         keep_going = not run.done and run.epoch < target
+        self._show_current(extras=not keep_going or self._extras_due())
         if not keep_going:
             self._update_buttons(playing=False)
         return keep_going
@@ -413,8 +418,10 @@ class Explorer:
         self._w_note.value = (f"showing recorded epoch {epoch} ({count:,} outliers); "
                               "press play to continue from the latest epoch")  # fmt: skip
 
-    def _show_current(self) -> None:
-        """Render the run's current embedding into the view; update chart, status and scrubber."""
+    def _show_current(self, extras: bool = True) -> None:
+        """Render the run's current embedding into the view and update the status line; with ``extras``
+        also the chart and the scrubber (while playing those follow at EXTRAS_INTERVAL_S: each update is
+        one more image or message for the kernel, the server and the browser to pass along)."""
         run = self._run
         run.colour_by_class = self._w_classes.value
         rgba = run.image(self._size, self._size, self._view_spec(run))
@@ -422,13 +429,25 @@ class Explorer:
         with self._lock:
             self._fingerprint = fingerprint
         self._push_image(rgba)
-        self._w_note.value = ""
-        self._update_chart(run)
+        if self._w_note.value:
+            self._w_note.value = ""
         self._update_status(run)
+        if extras:
+            self._show_extras()
+
+    def _show_extras(self) -> None:
+        run = self._run
+        if run is None:
+            return
+        self._extras_shown_at = time.perf_counter()
+        self._update_chart(run)
         if run.log is not None:
             with self._mirrored():
                 self._w_scrub.max = max(0, len(run.log) - 1)
                 self._w_scrub.value = len(run.log) - 1
+
+    def _extras_due(self) -> bool:
+        return time.perf_counter() - self._extras_shown_at >= EXTRAS_INTERVAL_S
 
     def _push_image(self, rgba: np.ndarray) -> None:
         encoded = encode_frame(rgba)
@@ -589,7 +608,7 @@ class Explorer:
     def _scrubbed(self, change) -> None:
         if self._is_mirroring() or self._worker.in_worker:
             return
-        self._cancel_play()
+        self._cancel_play(refresh=False)  # a refresh would move the scrubber back to the latest frame
         self._update_buttons(playing=False)
         index = int(change["new"])
         self._worker.submit(lambda: self._show_recorded(index), key="scrub")
