@@ -78,6 +78,7 @@ class UMAP:
             random_state=self.random_state,
             cache=self.cache,
             progress=self.verbose,
+            device=self.device,
         )
         self.optimizer_ = LayoutOptimizer(
             self.graph_,

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from .._backend import resolve_device
 from .._validation import check_data, check_n_epochs, check_n_neighbors
 from ._types import FuzzyGraph
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
@@ -76,6 +77,7 @@ def build_graph(
     random_state: int | None = None,
     cache: bool | str | os.PathLike = True,
     progress: bool = True,
+    device: str = "cpu",
 ) -> FuzzyGraph:
     """Build UMAP's fuzzy graph of ``X`` as a :class:`FuzzyGraph`.
 
@@ -93,6 +95,8 @@ def build_graph(
     random_state : seeds the approximate kNN (exact kNN does not depend on it).
     cache : True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path.
     progress : show a progress bar for long exact kNN runs.
+    device : "cpu", "gpu" or "auto". On the GPU the kNN is always exact (tiled GEMM + top-k selection,
+        ``knn`` is then ignored and recorded as "exact-gpu"); the rest of the stage is the same.
     """
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)
@@ -100,7 +104,7 @@ def build_graph(
     random_state = _check_random_state(random_state)
     a, b = find_ab_params(spread, min_dist)  # also validates min_dist and spread
     X = check_data(X, n_neighbors=n_neighbors)
-    method = resolve_knn_method(knn, *X.shape)
+    method = "exact-gpu" if resolve_device(device) == "gpu" else resolve_knn_method(knn, *X.shape)
     if n_epochs is None:
         n_epochs = default_n_epochs(X.shape[0])
 
@@ -124,9 +128,14 @@ def build_graph(
             graph.params.update(params)  # the seed asked for now (it did not change the result)
             return graph
 
-    knn_indices, knn_dists = nearest_neighbors(
-        X, n_neighbors, metric, method=method, random_state=random_state, progress=progress
-    )
+    if method == "exact-gpu":
+        from .knn_gpu import exact_knn_gpu  # noqa: PLC0415 - CuPy only on demand
+
+        knn_indices, knn_dists = exact_knn_gpu(X, n_neighbors, metric)
+    else:
+        knn_indices, knn_dists = nearest_neighbors(
+            X, n_neighbors, metric, method=method, random_state=random_state, progress=progress
+        )
     fuzzy = fuzzy_simplicial_set(knn_indices, knn_dists)
     graph = _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params)
 
