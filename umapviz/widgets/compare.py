@@ -108,7 +108,11 @@ class Comparison:
         the table (raising RuntimeError if an error stopped the run)."""
         self._worker.submit(lambda: self._start(epochs))
         if block:
-            self._worker.wait_idle()
+            try:
+                self._worker.wait_idle()
+            except KeyboardInterrupt:  # an interrupted kernel: stop the grid too, not only the waiting
+                self._worker.pause()
+                raise
             if self._error:
                 raise RuntimeError(self._error)
         return self

@@ -302,7 +302,11 @@ class Explorer:
             return self.state
         if self._worker.in_worker:
             raise RuntimeError("a blocking Explorer call from its own worker thread would wait for itself.")
-        self._worker.wait_idle()
+        try:
+            self._worker.wait_idle()
+        except KeyboardInterrupt:  # an interrupted kernel: stop the layout too, not only the waiting
+            self._cancel_play()
+            raise
         state = self.state
         if state.error:
             raise ExplorerError(state.error)
