@@ -31,7 +31,7 @@ def _clip(x):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def schedule(next_s, next_neg, eps, eps_neg, t, active, n_neg_active):
     """Advance the schedule to epoch t; fill the active list. All arrays are in processing (perm) order, so
     this pass streams through memory; `active` receives positions in that order. Returns its length."""
@@ -50,7 +50,7 @@ def schedule(next_s, next_neg, eps, eps_neg, t, active, n_neg_active):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scatter_n_neg(perm, active, n_neg_active, n_active, n_neg_edge):
     """Per-edge negative counts in graph order (-1: inactive), for the owner-computes strategy."""
     n_neg_edge[:] = -1
@@ -114,7 +114,7 @@ def _edge(Y, i, j, e, n_neg, seed, t, a, b, c_att, c_rep, alpha, private_head, y
 # `active` holds positions in that order, so their reads stream through memory.
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def epoch_sequential(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha,
                      private_head):
     """The reference: one edge after the other, each seeing every earlier move."""
@@ -133,7 +133,7 @@ def epoch_sequential(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t
             Y[j, d] += tail_move[d]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def epoch_hogwild(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha,
                   private_head):
     """Every edge in parallel, reading and writing the live embedding without locks (racy by design)."""
@@ -159,7 +159,7 @@ def _fix(x):
     return np.int64(np.rint(np.float64(x) * _FIX))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
                  private_head, head_fix, tail_fix):
     """Fixed-point moves of every edge of active[lo:hi], all read from Y as it stands (the chunk's snapshot)."""
@@ -181,7 +181,7 @@ def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b
                 tail_fix[r, d] = _fix(tail_move[d])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched):
     """Sum the chunk's fixed-point moves per row, then move each touched row once and clear it."""
     dim = Y.shape[1]
@@ -223,7 +223,7 @@ def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, n_active, n_chunks, 
         _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def epoch_vertex(Y, Ysnap, head, tail, head_ptr, by_tail, tail_ptr, n_neg_edge, seed, t, a, b, c_att, c_rep,
                  alpha, private_head):
     """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot."""
