@@ -10,8 +10,8 @@ import pytest
 
 from umapviz import datasets
 
-SYNTHETIC = ["gaussian", "mixture", "text_like", "blobs", "moons", "circles"]
-DIMS = {"gaussian": 256, "mixture": 256, "text_like": 384, "blobs": 2, "moons": 2, "circles": 2}
+SYNTHETIC = ["gaussian", "gaussian1024", "mixture", "text_like", "blobs", "moons", "circles"]
+DIMS = {"gaussian": 256, "gaussian1024": 1024, "mixture": 256, "text_like": 384, "blobs": 2, "moons": 2, "circles": 2}
 
 
 # --- built-in names ---------------------------------------------------------------------------------
@@ -151,9 +151,7 @@ def test_npz_with_unnamed_arrays_is_an_error(tmp_path, data):
 def test_csv_with_header_and_label_column(tmp_path, data):
     X, y = data
     path = tmp_path / "d.csv"
-    rows = ["a,b,label,c"] + [
-        f"{r[0]!r},{r[1]!r},{lab},{r[2]!r}" for r, lab in zip(X.tolist(), y, strict=True)
-    ]
+    rows = ["a,b,label,c"] + [f"{r[0]!r},{r[1]!r},{lab},{r[2]!r}" for r, lab in zip(X.tolist(), y, strict=True)]
     path.write_text("\n".join(rows) + "\n")
     Xr, yr = datasets.load(path)
     assert np.array_equal(Xr, X) and np.array_equal(yr, y)
