@@ -115,14 +115,14 @@ def _edge(Y, i, j, e, n_neg, seed, t, a, b, c_att, c_rep, alpha, private_head, y
 
 
 @njit(cache=True, nogil=True)
-def epoch_sequential(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha,
-                     private_head):
-    """The reference: one edge after the other, each seeing every earlier move."""
+def _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
+                private_head):
+    """Edges active[lo:hi] one after the other, each reading and writing the live embedding."""
     dim = Y.shape[1]
     yi = np.empty(dim, np.float32)
     yfrom = np.empty(dim, np.float32)
     tail_move = np.empty(dim, np.float32)
-    for q in range(n_active):
+    for q in range(lo, hi):
         p = active[q]
         i = head_p[p]
         j = tail_p[p]
@@ -133,25 +133,19 @@ def epoch_sequential(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t
             Y[j, d] += tail_move[d]
 
 
+def epoch_sequential(Y, head_p, tail_p, edge_p, active, n_neg, n_active, *args):
+    """The reference: one edge after the other, each seeing every earlier move."""
+    _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, 0, n_active, *args)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def epoch_hogwild(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha,
                   private_head):
-    """Every edge in parallel, reading and writing the live embedding without locks (racy by design)."""
-    dim = Y.shape[1]
+    """Blocks of edges in parallel, all reading and writing the live embedding without locks (racy by design)."""
     n_blocks = (n_active + _BLOCK - 1) // _BLOCK
     for blk in prange(n_blocks):
-        yi = np.empty(dim, np.float32)
-        yfrom = np.empty(dim, np.float32)
-        tail_move = np.empty(dim, np.float32)
-        for q in range(blk * _BLOCK, min((blk + 1) * _BLOCK, n_active)):
-            p = active[q]
-            i = head_p[p]
-            j = tail_p[p]
-            _edge(Y, i, j, edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom,
-                  tail_move)
-            for d in range(dim):
-                Y[i, d] = yi[d]
-                Y[j, d] += tail_move[d]
+        _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, blk * _BLOCK, min((blk + 1) * _BLOCK, n_active),
+                    seed, t, a, b, c_att, c_rep, alpha, private_head)
 
 
 @njit(cache=True, inline="always")
