@@ -20,6 +20,7 @@ _EPS_REP = np.float32(0.001)
 _FIX = 4294967296.0  # 2**32: fixed-point scale of the chunk accumulators
 _UNFIX = 1.0 / 4294967296.0
 _BLOCK = 2048  # edges (or vertices) per parallel work item
+_PARALLEL_MIN = 2 * _BLOCK  # smaller chunks run serially
 
 
 @njit(cache=True, inline="always")
@@ -153,26 +154,34 @@ def _fix(x):
     return np.int64(np.rint(np.float64(x) * _FIX))
 
 
+@njit(cache=True, nogil=True)
+def _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, r0, r1, seed, t, a, b, c_att, c_rep, alpha,
+                 private_head, head_fix, tail_fix):
+    """Fixed-point moves of edges active[lo + r0 : lo + r1], all read from Y as it stands (the snapshot)."""
+    dim = Y.shape[1]
+    yi = np.empty(dim, np.float32)
+    yfrom = np.empty(dim, np.float32)
+    tail_move = np.empty(dim, np.float32)
+    for r in range(r0, r1):
+        q = lo + r
+        p = active[q]
+        i = head_p[p]
+        _edge(Y, i, tail_p[p], edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi,
+              yfrom, tail_move)
+        for d in range(dim):
+            head_fix[r, d] = _fix(yi[d] - Y[i, d])
+            tail_fix[r, d] = _fix(tail_move[d])
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
                  private_head, head_fix, tail_fix):
-    """Fixed-point moves of every edge of active[lo:hi], all read from Y as it stands (the chunk's snapshot)."""
-    dim = Y.shape[1]
+    """_chunk_edges over active[lo:hi] in parallel blocks (each edge's result is the same either way)."""
     n = hi - lo
     n_blocks = (n + _BLOCK - 1) // _BLOCK
     for blk in prange(n_blocks):
-        yi = np.empty(dim, np.float32)
-        yfrom = np.empty(dim, np.float32)
-        tail_move = np.empty(dim, np.float32)
-        for r in range(blk * _BLOCK, min((blk + 1) * _BLOCK, n)):
-            q = lo + r
-            p = active[q]
-            i = head_p[p]
-            _edge(Y, i, tail_p[p], edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi,
-                  yfrom, tail_move)
-            for d in range(dim):
-                head_fix[r, d] = _fix(yi[d] - Y[i, d])
-                tail_fix[r, d] = _fix(tail_move[d])
+        _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, blk * _BLOCK, min((blk + 1) * _BLOCK, n), seed,
+                     t, a, b, c_att, c_rep, alpha, private_head, head_fix, tail_fix)
 
 
 @njit(cache=True, nogil=True)
@@ -203,17 +212,22 @@ def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, tou
         touched_flag[v] = False
 
 
-def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, n_active, n_chunks, seed, t, a, b, c_att, c_rep,
-                  alpha, private_head, scratch):
-    """Chunks of the active list, each computed from the embedding at its start and applied at its end."""
-    head_fix, tail_fix, acc, touched_flag, touched = scratch
-    bounds = chunk_bounds(n_active, n_chunks)
-    for c in range(n_chunks):
-        lo, hi = int(bounds[c]), int(bounds[c + 1])
+@njit(cache=True, nogil=True)
+def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, b, c_att, c_rep, alpha,
+                  private_head, head_fix, tail_fix, acc, touched_flag, touched):
+    """Chunks of the active list (cut at `bounds`), each computed from the embedding at its start and applied
+    at its end. Small chunks run on one thread: waking the thread pool would cost more than their work."""
+    for c in range(bounds.shape[0] - 1):
+        lo = bounds[c]
+        hi = bounds[c + 1]
         if hi == lo:
             continue
-        _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
-                     private_head, head_fix, tail_fix)
+        if hi - lo >= _PARALLEL_MIN:
+            _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
+                         private_head, head_fix, tail_fix)
+        else:
+            _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, 0, hi - lo, seed, t, a, b, c_att, c_rep,
+                         alpha, private_head, head_fix, tail_fix)
         _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
 
 
@@ -312,7 +326,8 @@ class CpuEngine:
         elif s == "hogwild":
             epoch_hogwild(self.Y, *edges, *args)
         elif s in ("chunked", "buffered"):
-            epoch_chunked(self.Y, *edges, self.n_chunks, *args, self._chunk_scratch())
+            bounds = chunk_bounds(n_active, self.n_chunks)
+            epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch())
         elif s == "vertex":
             Ysnap, n_neg_edge, head_ptr, by_tail, tail_ptr = self._vertex_arrays()
             scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
