@@ -8,7 +8,7 @@ import pytest
 
 from umapviz.optimize import REPRODUCIBLE, STRATEGIES, LayoutOptimizer
 from umapviz.optimize._cpu import negative_vertex
-from umapviz.optimize.chunks import chunk_bounds, degree_rule, resolve_n_chunks, shipped_rule
+from umapviz.optimize.chunks import chunk_bounds, chunks_for, degree_rule, resolve_n_chunks, shipped_rule
 from umapviz.optimize.rng import negative_vertices, resolve_seed
 
 
@@ -147,13 +147,139 @@ def test_chunk_bounds_cut_like_array_split():
         assert np.diff(chunk_bounds(n, c)).tolist() == sizes
 
 
+def _hub_graph(n_leaves: int, n_ring: int = 0):
+    """A hub joined to n_leaves leaves, plus a ring of n_ring other vertices (to add edges without hubs), as a
+    FuzzyGraph with both directions of every edge: max_degree = n_leaves."""
+    from umapviz.graph._types import FuzzyGraph
+
+    leaves = np.arange(1, n_leaves + 1)
+    ring = np.arange(n_leaves + 1, n_leaves + 1 + n_ring)
+    pairs = [np.stack([np.zeros(n_leaves, np.int64), leaves], axis=1)]
+    if n_ring:
+        pairs.append(np.stack([ring, np.roll(ring, -1)], axis=1))
+    pairs = np.concatenate(pairs)
+    head = np.concatenate([pairs[:, 0], pairs[:, 1]]).astype(np.int32)
+    tail = np.concatenate([pairs[:, 1], pairs[:, 0]]).astype(np.int32)
+    order = np.lexsort((tail, head))
+    n, nnz = n_leaves + 1 + n_ring, head.size
+    knn = np.stack([np.arange(n), np.zeros(n)], axis=1).astype(np.int32)
+    return FuzzyGraph(head=head[order], tail=tail[order], weight=np.ones(nnz, np.float32),
+                      epochs_per_sample=np.ones(nnz), knn_indices=knn, knn_dists=np.ones((n, 2), np.float32),
+                      a=1.577, b=0.895, n_epochs=50)
+
+
 def test_n_chunks_rules(small_graph):
-    assert resolve_n_chunks("auto", small_graph) == shipped_rule(small_graph)
+    assert resolve_n_chunks("auto", small_graph) == chunks_for(
+        "auto", small_graph.n_vertices, small_graph.nnz, small_graph.max_degree
+    )
+    assert resolve_n_chunks("shipped", small_graph) == shipped_rule(small_graph)
     assert resolve_n_chunks("degree", small_graph) == max(1, degree_rule(small_graph))
     assert resolve_n_chunks(small_graph.nnz, small_graph) == small_graph.nnz
     # the shipped rule switches to nnz-based chunks only above the hub threshold (128 at this size)
     assert small_graph.max_degree <= 128 and shipped_rule(small_graph) == 4
     assert degree_rule(small_graph) == -(-small_graph.max_degree // 32)
+    # no hub here: "auto" takes its floor of 2 chunks
+    assert resolve_n_chunks("auto", small_graph) == 2
+
+
+@pytest.mark.parametrize(
+    ("max_degree", "expected"),
+    [(1, 2), (128, 2), (256, 2), (257, 3), (568, 5), (1024, 8), (1025, 9), (4313, 34), (41_523, 325)],
+)
+def test_auto_caps_the_busiest_vertex_at_128_edges_per_chunk(max_degree, expected):
+    # with edges to spare (the shipped count is larger), at most 128 of the hub's edges per chunk, at least 2
+    for n_vertices, nnz in ((100_000, 40_000_000), (5_000_000, 132_522_268)):
+        assert chunks_for("auto", n_vertices, nnz, max_degree) == expected
+
+
+@pytest.mark.parametrize(
+    ("n_vertices", "nnz", "max_degree", "expected"),
+    [
+        (1_000_000, 26_065_370, 15_750, 124),  # issue 3's 1M graph: the degree bound (shipped: 261)
+        (5_000_000, 132_522_268, 41_523, 325),  # its 5M graph (shipped: 1,326)
+        (100_000, 2_681_232, 9358, 27),  # the study's 100k Gaussian: the edge count caps it (degree bound: 74)
+        (50_000, 1_293_746, 3955, 13),
+        (20_000, 477_258, 568, 5),
+    ],
+)
+def test_auto_takes_the_fewer_of_the_degree_and_edge_counts(n_vertices, nnz, max_degree, expected):
+    assert chunks_for("auto", n_vertices, nnz, max_degree) == expected
+
+
+def test_auto_never_takes_more_chunks_than_shipped_nor_falls_back_to_buffered():
+    # a small graph with a hub (the study's 1,000-point 256-d Gaussian): the shipped count is 1 chunk, which is
+    # the buffered strategy; auto keeps 2
+    assert chunks_for("shipped", 1_000, 23_676, 195) == 1
+    assert chunks_for("auto", 1_000, 23_676, 195) == 2
+    # clipped to the graph's edges like the others
+    assert chunks_for("auto", 3, 2, 2000) == 2
+    assert chunks_for("auto", 2, 1, 10) == 1
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        n = int(rng.integers(100, 10**7))
+        nnz = int(n * rng.uniform(10, 40))
+        max_degree = int(rng.integers(2, max(3, n // 10)))
+        auto = chunks_for("auto", n, nnz, max_degree)
+        shipped = chunks_for("shipped", n, nnz, max_degree)
+        assert auto >= 2 and (auto <= shipped or shipped == 1), (n, nnz, max_degree)
+
+
+def test_shipped_rule_kept_by_name():
+    # ceil(nnz / 1e5) when the max degree exceeds 128 / 256 / 512 (up to 100k / 1M / above), else 4
+    assert chunks_for("shipped", 20_000, 509_778, 1559) == 6
+    assert chunks_for("shipped", 20_000, 509_778, 128) == 4
+    assert chunks_for("shipped", 20_000, 509_778, 129) == 6
+    assert chunks_for("shipped", 500_000, 12_500_000, 200) == 4
+    assert chunks_for("shipped", 500_000, 12_500_000, 257) == 125
+    assert chunks_for("shipped", 5_000_000, 125_000_000, 500) == 4
+    assert chunks_for("shipped", 5_000_000, 125_000_001, 513) == 1251
+
+
+def test_auto_resolves_on_a_hub_graph():
+    # 600 hub edges among ~700k edges: degree bound 5, edge count 7
+    graph = _hub_graph(600, n_ring=350_000)
+    assert graph.max_degree == 600 and graph.nnz == 701_200
+    assert resolve_n_chunks("auto", graph) == 5
+    assert resolve_n_chunks("shipped", graph) == 8
+    assert resolve_n_chunks("degree", graph) == 19
+    # the same hub alone: the edge count (1) caps it, and the floor keeps 2 chunks
+    small = _hub_graph(600)
+    assert resolve_n_chunks("auto", small) == 2
+    assert LayoutOptimizer(small, strategy="chunked", n_chunks="auto", random_state=0, init="random").n_chunks == 2
+
+
+# The chunk study's worst cases (bench/CHUNK_STUDY.md): per graph, its size, edges and max degree, and the
+# smallest n_chunks at which none of the three seeds kept an outlier. Measured, not derived from the rule.
+# Every graph that needed more than one chunk: (data, seed, n_vertices, nnz, max_degree, smallest n_chunks
+# from which no point was flung). Graphs of up to 10,000 points flung none even with one chunk.
+STUDY_SMALLEST_SAFE = [
+    ("gaussian", 0, 20_000, 509_778, 1559, 2),
+    ("gaussian", 1, 20_000, 509_346, 1652, 2),
+    ("mixture", 1, 20_000, 477_258, 568, 2),
+    ("gaussian", 0, 50_000, 1_295_548, 2614, 2),
+    ("gaussian", 1, 50_000, 1_291_704, 4313, 2),
+    ("gaussian", 2, 50_000, 1_293_746, 3955, 4),
+    ("mixture", 0, 50_000, 1_227_946, 1765, 2),
+    ("mixture", 1, 50_000, 1_225_440, 1587, 2),
+    ("mixture", 2, 50_000, 1_227_616, 2374, 2),
+    ("gaussian", 0, 100_000, 2_681_232, 9358, 4),
+    ("mixture", 0, 100_000, 2_523_744, 2964, 2),
+    ("mixture", 1, 100_000, 2_519_904, 2740, 2),
+    ("mixture", 2, 100_000, 2_520_502, 2816, 2),
+]
+
+
+@pytest.mark.parametrize(("data", "seed", "n_vertices", "nnz", "max_degree", "safe"), STUDY_SMALLEST_SAFE)
+def test_auto_is_at_least_the_measured_safe_count(data, seed, n_vertices, nnz, max_degree, safe):
+    assert chunks_for("auto", n_vertices, nnz, max_degree) >= safe, (data, seed)
+
+
+def test_auto_keeps_every_vertex_below_the_least_connected_flung_one():
+    # the least-connected flung vertex had 282 edges in its chunk (degree 282, 1 chunk): where the edge count
+    # does not cap it, auto keeps every vertex at or below 128 edges per chunk, a margin of 2x
+    for max_degree in [*range(1, 3000), 15_750, 41_523, 10**6 + 7]:
+        n_chunks = chunks_for("auto", 10**7, 10**9, max_degree)
+        assert max_degree / n_chunks <= 128 and 282 / (max_degree / n_chunks) >= 2.2
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,12 @@ from ..graph._types import FuzzyGraph
 RULES = ("auto", "shipped", "degree")
 EDGES_PER_CHUNK_SHIPPED = 100_000
 DEGREE_PER_CHUNK = 32
+# "auto" (bench/CHUNK_STUDY.md): the points that stale chunked updates fling are hubs. The least-connected vertex
+# seen flung had 282 edges in its chunk (1 chunk, 20k 256-d mixture); the degree-aware bound keeps every vertex
+# at or below 128 per chunk, a margin of 2x. The shipped nnz count (ungated) caps it: on graphs with extreme hubs
+# (isotropic 256-d Gaussians) it was safe with fewer chunks than the degree bound asks for.
+AUTO_DEGREE_PER_CHUNK = 128
+AUTO_MIN_CHUNKS = 2
 
 
 def shipped_threshold(n_vertices: int) -> int:
@@ -22,28 +28,58 @@ def shipped_threshold(n_vertices: int) -> int:
     return 512
 
 
-def shipped_rule(graph: FuzzyGraph) -> int:
+def shipped_chunks(n_vertices: int, nnz: int, max_degree: int) -> int:
     """The shipped GPU rule: ceil(nnz / 1e5) when a hub exceeds the size threshold, else a few (4)."""
-    if graph.max_degree > shipped_threshold(graph.n_vertices):
-        return math.ceil(graph.nnz / EDGES_PER_CHUNK_SHIPPED)
+    if max_degree > shipped_threshold(n_vertices):
+        return math.ceil(nnz / EDGES_PER_CHUNK_SHIPPED)
     return 4
 
 
-def degree_rule(graph: FuzzyGraph) -> int:
+def degree_chunks(max_degree: int) -> int:
     """Degree-aware rule: at most about DEGREE_PER_CHUNK of the busiest vertex's edges land in one chunk."""
-    return math.ceil(graph.max_degree / DEGREE_PER_CHUNK)
+    return math.ceil(max_degree / DEGREE_PER_CHUNK)
+
+
+def auto_chunks(nnz: int, max_degree: int) -> int:
+    """The default rule: the fewer of ceil(max_degree / AUTO_DEGREE_PER_CHUNK) (at most that many of the busiest
+    vertex's edges per chunk) and the shipped count ceil(nnz / 1e5), and never fewer than AUTO_MIN_CHUNKS."""
+    by_degree = math.ceil(max_degree / AUTO_DEGREE_PER_CHUNK)
+    by_edges = math.ceil(nnz / EDGES_PER_CHUNK_SHIPPED)
+    return max(AUTO_MIN_CHUNKS, min(by_degree, by_edges))
+
+
+def chunks_for(rule: str, n_vertices: int, nnz: int, max_degree: int) -> int:
+    """A rule's pick from a graph's size and busiest vertex, clipped to [1, nnz] (ValueError for an unknown rule)."""
+    if rule == "auto":
+        value = auto_chunks(nnz, max_degree)
+    elif rule == "shipped":
+        value = shipped_chunks(n_vertices, nnz, max_degree)
+    elif rule == "degree":
+        value = degree_chunks(max_degree)
+    else:
+        raise ValueError(f"n_chunks={rule!r} is not a known rule; use an int >= 1 or one of {RULES}.")
+    return int(min(max(value, 1), max(nnz, 1)))
+
+
+def shipped_rule(graph: FuzzyGraph) -> int:
+    """The shipped GPU rule for this graph (see shipped_chunks)."""
+    return shipped_chunks(graph.n_vertices, graph.nnz, graph.max_degree)
+
+
+def auto_rule(graph: FuzzyGraph) -> int:
+    """The default ("auto") rule for this graph (see auto_chunks)."""
+    return auto_chunks(graph.nnz, graph.max_degree)
+
+
+def degree_rule(graph: FuzzyGraph) -> int:
+    """The degree-aware rule for this graph (see degree_chunks)."""
+    return degree_chunks(graph.max_degree)
 
 
 def resolve_n_chunks(n_chunks: int | str, graph: FuzzyGraph) -> int:
     """An int in [1, nnz] from an int or a rule name, with a clear error otherwise."""
     if isinstance(n_chunks, str):
-        if n_chunks in ("auto", "shipped"):
-            value = shipped_rule(graph)
-        elif n_chunks == "degree":
-            value = degree_rule(graph)
-        else:
-            raise ValueError(f"n_chunks={n_chunks!r} is not a known rule; use an int >= 1 or one of {RULES}.")
-        return int(min(max(value, 1), max(graph.nnz, 1)))
+        return chunks_for(n_chunks, graph.n_vertices, graph.nnz, graph.max_degree)
     if isinstance(n_chunks, bool) or not isinstance(n_chunks, (int, np.integer)):
         raise TypeError(f"n_chunks must be an int or one of {RULES}, got {type(n_chunks).__name__}.")
     if n_chunks < 1:
