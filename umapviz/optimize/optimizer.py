@@ -32,9 +32,10 @@ class LayoutOptimizer:
     """UMAP's layout optimizer over a FuzzyGraph, stepped epoch by epoch.
 
     Parameters follow umap-learn where they share a name. ``strategy`` picks how edges read and write the
-    embedding (docs/optimizer.md); ``n_chunks`` (an int in [1, nnz], ``"auto"`` for the shipped GPU rule or
-    ``"degree"``) only matters for ``"chunked"``. ``private_head=False`` computes an edge's negative samples
-    from the head's position before its attraction (the pre-fix GPU behaviour).
+    embedding (docs/optimizer.md); ``n_chunks`` (an int in [1, nnz], or a rule: ``"auto"``, ``"shipped"``,
+    ``"degree"``, see umapviz/optimize/chunks.py) only matters for ``"chunked"``. ``private_head=False``
+    computes an edge's negative samples from the head's position before its attraction (the pre-fix GPU
+    behaviour).
     """
 
     def __init__(

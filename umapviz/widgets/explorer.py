@@ -39,7 +39,8 @@ from .session import (
 from .worker import Worker
 
 RESTART, REBUILD = 1, 2  # how much a parameter change redoes: the layout only, or the graph as well
-N_CHUNKS_MODES = (("auto (shipped rule)", "auto"), ("degree rule", "degree"), ("fixed", "fixed"))
+N_CHUNKS_MODES = (("auto (hub-aware rule)", "auto"), ("shipped GPU rule", "shipped"), ("degree rule", "degree"),
+                  ("fixed", "fixed"))
 EXPORT_SUFFIXES = (".png", ".gif", ".html", ".mp4", ".npz")
 DEFAULTS = {"strategy": "chunked", "n_chunks": "auto", "random_state": 0, "init": "spectral", "n_epochs": None}
 _SETUP_STAGES = 4  # progress bar steps: data, graph, initial layout, first frame
@@ -665,7 +666,7 @@ class Explorer:
         self._mirror(self._w_strategy, p.get("strategy"))
         n_chunks = p.get("n_chunks")
         if isinstance(n_chunks, str):
-            self._mirror(self._w_chunks_mode, n_chunks if n_chunks != "shipped" else "auto")
+            self._mirror(self._w_chunks_mode, n_chunks)
         else:
             self._mirror(self._w_chunks_mode, "fixed")
             if isinstance(n_chunks, (int, np.integer)) and n_chunks >= 1:
