@@ -80,8 +80,8 @@ def _write_figures(out: Path, rows: list[dict], embeddings: list[np.ndarray], la
     from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
 
     out.mkdir(parents=True, exist_ok=True)
-    titles = [f"{r['strategy']}" + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
-              for r in rows]
+    titles = [r["strategy"] + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
+              + (f" ({r['rule']})" if r["rule"] else "") for r in rows]
     masks = [metrics.outliers(e, method="bounds", reference=embeddings[0]) for e in embeddings]
     image = side_by_side(embeddings, titles=titles, labels=labels, outliers=masks)
     save_png(image, out / "side_by_side.png")
