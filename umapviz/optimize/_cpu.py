@@ -60,6 +60,15 @@ def scatter_n_neg(perm, active, n_neg_active, n_active, n_neg_edge):
 
 
 @njit(cache=True, inline="always")
+def _attract_coef(d2, a, b, c_att):
+    """The attraction's gradient coefficient at squared distance d2 (0 for coincident points)."""
+    if d2 > _F0:
+        pb = d2**b
+        return ((c_att * pb) / d2) / (a * pb + _F1)
+    return _F0
+
+
+@njit(cache=True, inline="always")
 def _attract(yi, Y, j, a, b, c_att, alpha, tail_move):
     """Attraction of the head copy yi towards row j of Y: moves yi, writes the tail's move."""
     dim = yi.shape[0]
@@ -67,10 +76,7 @@ def _attract(yi, Y, j, a, b, c_att, alpha, tail_move):
     for d in range(dim):
         diff = yi[d] - Y[j, d]
         d2 += diff * diff
-    coef = _F0
-    if d2 > _F0:
-        pb = d2**b
-        coef = ((c_att * pb) / d2) / (a * pb + _F1)
+    coef = _attract_coef(d2, a, b, c_att)
     for d in range(dim):
         g = _clip(coef * (yi[d] - Y[j, d]))
         yi[d] += alpha * g
@@ -265,10 +271,7 @@ def epoch_vertex(Y, Ysnap, head, tail, head_ptr, by_tail, tail_ptr, n_neg_edge, 
                 for d in range(dim):
                     diff = Ysnap[h, d] - yi[d]
                     d2 += diff * diff
-                coef = _F0
-                if d2 > _F0:
-                    pb = d2**b
-                    coef = ((c_att * pb) / d2) / (a * pb + _F1)
+                coef = _attract_coef(d2, a, b, c_att)
                 for d in range(dim):
                     g = _clip(coef * (Ysnap[h, d] - yi[d]))
                     yi[d] -= alpha * g
