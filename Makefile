@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# root (containers, CI machines) needs --allow-root; nobody else gets it
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/
 
 lint: $(STAMP)
 	$(BIN)/ruff check umapviz tests bench
