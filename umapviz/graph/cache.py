@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._files import atomic_write
 from ._types import FuzzyGraph
 
 FORMAT_VERSION = 1
@@ -82,32 +82,21 @@ def _checksum(arrays: dict[str, np.ndarray], scalars: np.ndarray, params_json: s
 
 def save_graph(path: Path, graph: FuzzyGraph, key: str) -> None:
     """Write ``graph`` to ``path`` atomically (temporary file in the same directory, then os.replace)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {name: np.ascontiguousarray(getattr(graph, name)) for name in _ARRAYS}
     scalars = np.array([graph.a, graph.b, graph.n_epochs], dtype=np.float64)
     params_json = json.dumps(graph.params, sort_keys=True, default=str)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(
-                f,
-                format_version=np.array(FORMAT_VERSION),
-                key=np.array(key),
-                checksum=np.array(_checksum(arrays, scalars, params_json)),
-                scalars=scalars,
-                params=np.array(params_json),
-                **arrays,
-            )
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(
+        path,
+        lambda tmp: np.savez(
+            tmp,
+            format_version=np.array(FORMAT_VERSION),
+            key=np.array(key),
+            checksum=np.array(_checksum(arrays, scalars, params_json)),
+            scalars=scalars,
+            params=np.array(params_json),
+            **arrays,
+        ),
+    )
 
 
 def load_graph(path: Path, key: str) -> FuzzyGraph | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from umapviz.render._files import atomic_write
+from umapviz._files import atomic_write
 from umapviz.render.figures import draw_caption
 from umapviz.render.frame import image
 from umapviz.render.record import Recording

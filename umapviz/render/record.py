@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import to_host
-from umapviz.render._files import atomic_write
+from umapviz._files import atomic_write
 
 FORMAT = "umapviz-recording"
 FORMAT_VERSION = 1

@@ -14,7 +14,6 @@ import functools
 import hashlib
 import inspect
 import os
-import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import numpy as np
 
 from .. import datasets, metrics
 from .._backend import to_host
+from .._files import atomic_write
 from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
 from ..graph.init import random_init, spectral_init
@@ -187,15 +187,7 @@ def _read_init(path: Path, n: int, dim: int) -> np.ndarray | None:
 
 def _write_init(path: Path, layout: np.ndarray) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, layout=layout, checksum=np.array(_layout_checksum(layout)))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, lambda tmp: np.savez(tmp, layout=layout, checksum=np.array(_layout_checksum(layout))))
     except OSError:  # a read-only cache directory only costs the next start a recomputation
         pass
 

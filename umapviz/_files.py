@@ -1,4 +1,4 @@
-"""Atomic file writing: a temporary file in the target folder, then os.replace onto the real name."""
+"""Atomic file writing for caches, recordings and exports: a temporary file beside the target, then os.replace."""
 
 from __future__ import annotations
 
