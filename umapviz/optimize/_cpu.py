@@ -238,8 +238,8 @@ def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, 
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def epoch_vertex(Y, Ysnap, head, tail, head_ptr, by_tail, tail_ptr, n_neg_edge, seed, t, a, b, c_att, c_rep,
-                 alpha, private_head):
+def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_edge, seed, t, a, b, c_att,
+                 c_rep, alpha, private_head):
     """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot."""
     n, dim = Y.shape
     Ysnap[:] = Y
@@ -263,10 +263,9 @@ def epoch_vertex(Y, Ysnap, head, tail, head_ptr, by_tail, tail_ptr, n_neg_edge, 
                 else:
                     _repel(yi, yfrom, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
             for r in range(tail_ptr[i], tail_ptr[i + 1]):
-                e = by_tail[r]
-                if n_neg_edge[e] < 0:
+                if n_neg_edge[by_tail[r]] < 0:
                     continue
-                h = head[e]
+                h = tail_head[r]
                 d2 = _F0
                 for d in range(dim):
                     diff = Ysnap[h, d] - yi[d]
@@ -332,10 +331,9 @@ class CpuEngine:
             bounds = chunk_bounds(n_active, self.n_chunks)
             epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch())
         elif s == "vertex":
-            Ysnap, n_neg_edge, head_ptr, by_tail, tail_ptr = self._vertex_arrays()
+            Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr = self._vertex_arrays()
             scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
-            epoch_vertex(self.Y, Ysnap, self.graph.head, self.graph.tail, head_ptr, by_tail, tail_ptr, n_neg_edge,
-                         *args)
+            epoch_vertex(self.Y, Ysnap, self.graph.tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_edge, *args)
         else:  # validated by LayoutOptimizer; kept for direct users of the engine
             raise ValueError(f"unknown strategy {s!r}")
         return int(n_active)
@@ -357,5 +355,7 @@ class CpuEngine:
             by_tail = np.argsort(g.tail, kind="stable").astype(np.int32)
             tail_ptr = np.zeros(n + 1, np.int64)
             np.cumsum(np.bincount(g.tail, minlength=n), out=tail_ptr[1:])
-            self._vertex_index = (np.empty_like(self.Y), np.empty(g.nnz, np.int32), head_ptr, by_tail, tail_ptr)
+            tail_head = np.ascontiguousarray(g.head[by_tail])  # the head of each edge, in tail order
+            self._vertex_index = (np.empty_like(self.Y), np.empty(g.nnz, np.int32), head_ptr, by_tail, tail_head,
+                                  tail_ptr)
         return self._vertex_index
