@@ -34,7 +34,7 @@ def main() -> None:
 
     # The graph and the initial layout as a second run finds them: cached.
     source = session.load_source(args.data, n_samples=args.n_samples)
-    graph = session.build(source, {})
+    graph = session.build(source, {}, device=args.device)
     session.initial_layout(graph, "spectral", 0)
 
     start = time.perf_counter()

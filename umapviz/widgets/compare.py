@@ -165,7 +165,8 @@ class Comparison:
     def _setup(self) -> None:
         self._status("building graph...")
         source = load_source(self._data, self._labels, self._n_samples)
-        graph = build(source, self._graph_params, n_epochs=self._optimizer_params.get("n_epochs"))
+        graph = build(source, self._graph_params, n_epochs=self._optimizer_params.get("n_epochs"),
+                      device=self._optimizer_params.get("device"))
         runs = []
         for i, config in enumerate(self.configs):
             self._status(f"initial layouts ({i + 1}/{len(self.configs)})...")

@@ -111,11 +111,13 @@ def _check_labels(labels: Any, n: int) -> np.ndarray | None:
     return arr.astype(np.int64)
 
 
-def build(source: Source, graph_params: dict[str, Any], n_epochs: int | None = None) -> FuzzyGraph:
-    """The source's FuzzyGraph: the given one, or ``build_graph`` (cached on disk) of its points."""
+def build(source: Source, graph_params: dict[str, Any], n_epochs: int | None = None,
+          device: str | None = None) -> FuzzyGraph:
+    """The source's FuzzyGraph: the given one, or ``build_graph`` (cached on disk) of its points, its kNN
+    on the GPU when the layout runs there."""
     if source.graph is not None:
         return source.graph
-    return build_graph(source.X, n_epochs=n_epochs, progress=False, **graph_params)
+    return build_graph(source.X, n_epochs=n_epochs, progress=False, device=device or "cpu", **graph_params)
 
 
 # ---------------------------------------------------------------------------------------------------
