@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_CHUNKS = ("1", "4", "16", "auto", "degree")
+DEFAULT_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto", "degree")
 
 
 def _parse_chunks(text: str) -> list[int | str]:
@@ -46,9 +46,10 @@ def run_demo(
     X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state)
     graph = build_graph(X, n_epochs=n_epochs, random_state=random_state, progress=progress)
     runs: list[tuple[str, int | str]] = [("sequential", 1), ("buffered", 1)]
-    runs += [("chunked", c) for c in (n_chunks or _parse_chunks(",".join(DEFAULT_CHUNKS)))]
+    runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
     rows: list[dict] = []
     embeddings: list[np.ndarray] = []
+    masks: list[np.ndarray] = []  # bounds outliers, for the table and the figure
     reference = None
     for strategy, chunks in tqdm(runs, desc="demo", disable=not progress):
         opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=random_state, init=init,
@@ -59,11 +60,12 @@ def run_demo(
         emb = opt.embedding
         if reference is None:
             reference = emb
+        masks.append(metrics.outliers(emb, method="bounds", reference=reference))
         rows.append({
             "strategy": strategy,
             "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
             "rule": chunks if isinstance(chunks, str) else "",
-            "outliers_bounds": int(metrics.outliers(emb, method="bounds", reference=reference).sum()),
+            "outliers_bounds": int(masks[-1].sum()),
             "outliers_neighbors": int(metrics.outliers(emb, graph, method="neighbors").sum()),
             "trustworthiness": float(metrics.trustworthiness(X, emb)),
             "s_per_epoch": seconds / opt.n_epochs,
@@ -71,18 +73,17 @@ def run_demo(
         })
         embeddings.append(emb)
     if out is not None:
-        _write_figures(Path(out), rows, embeddings, labels, graph)
+        _write_figures(Path(out), rows, embeddings, masks, labels)
     return rows
 
 
-def _write_figures(out: Path, rows: list[dict], embeddings: list[np.ndarray], labels, graph) -> None:
-    from . import metrics  # noqa: PLC0415
+def _write_figures(out: Path, rows: list[dict], embeddings: list[np.ndarray], masks: list[np.ndarray],
+                   labels) -> None:
     from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
 
     out.mkdir(parents=True, exist_ok=True)
     titles = [r["strategy"] + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
               + (f" ({r['rule']})" if r["rule"] else "") for r in rows]
-    masks = [metrics.outliers(e, method="bounds", reference=embeddings[0]) for e in embeddings]
     image = side_by_side(embeddings, titles=titles, labels=labels, outliers=masks)
     save_png(image, out / "side_by_side.png")
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="compare strategies on a dataset and print a table")
     demo.add_argument("--dataset", default=None, help="dataset name or file path (default: the kit's default)")
     demo.add_argument("--n-samples", type=int, default=None)
-    demo.add_argument("--n-chunks", default=",".join(DEFAULT_CHUNKS),
+    demo.add_argument("--n-chunks", default=",".join(map(str, DEFAULT_CHUNKS)),
                       help="comma-separated n_chunks values for the chunked runs (ints, auto, degree)")
     demo.add_argument("--random-state", type=int, default=0)
     demo.add_argument("--n-epochs", type=int, default=None)
