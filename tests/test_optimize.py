@@ -8,7 +8,7 @@ import pytest
 
 from umapviz.optimize import REPRODUCIBLE, STRATEGIES, LayoutOptimizer
 from umapviz.optimize._cpu import negative_vertex
-from umapviz.optimize.chunks import chunk_bounds, chunks_for, degree_rule, resolve_n_chunks, shipped_rule
+from umapviz.optimize.chunks import chunk_bounds, chunks_for, resolve_n_chunks
 from umapviz.optimize.rng import negative_vertices, resolve_seed
 
 
@@ -172,12 +172,10 @@ def test_n_chunks_rules(small_graph):
     assert resolve_n_chunks("auto", small_graph) == chunks_for(
         "auto", small_graph.n_vertices, small_graph.nnz, small_graph.max_degree
     )
-    assert resolve_n_chunks("shipped", small_graph) == shipped_rule(small_graph)
-    assert resolve_n_chunks("degree", small_graph) == max(1, degree_rule(small_graph))
     assert resolve_n_chunks(small_graph.nnz, small_graph) == small_graph.nnz
     # the shipped rule switches to nnz-based chunks only above the hub threshold (128 at this size)
-    assert small_graph.max_degree <= 128 and shipped_rule(small_graph) == 4
-    assert degree_rule(small_graph) == -(-small_graph.max_degree // 32)
+    assert small_graph.max_degree <= 128 and resolve_n_chunks("shipped", small_graph) == 4
+    assert resolve_n_chunks("degree", small_graph) == -(-small_graph.max_degree // 32)
     # no hub here: "auto" takes its floor of 2 chunks
     assert resolve_n_chunks("auto", small_graph) == 2
 

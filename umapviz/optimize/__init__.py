@@ -4,7 +4,7 @@ The exact semantics every backend implements are in docs/optimizer.md.
 """
 
 from .chunks import RULES as N_CHUNKS_RULES
-from .chunks import degree_rule, resolve_n_chunks, shipped_rule
+from .chunks import chunks_for, resolve_n_chunks
 from .optimizer import REPRODUCIBLE, STRATEGIES, EpochRecord, LayoutOptimizer
 
 __all__ = [
@@ -14,6 +14,5 @@ __all__ = [
     "REPRODUCIBLE",
     "N_CHUNKS_RULES",
     "resolve_n_chunks",
-    "shipped_rule",
-    "degree_rule",
+    "chunks_for",
 ]

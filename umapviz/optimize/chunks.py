@@ -61,21 +61,6 @@ def chunks_for(rule: str, n_vertices: int, nnz: int, max_degree: int) -> int:
     return int(min(max(value, 1), max(nnz, 1)))
 
 
-def shipped_rule(graph: FuzzyGraph) -> int:
-    """The shipped GPU rule for this graph (see shipped_chunks)."""
-    return shipped_chunks(graph.n_vertices, graph.nnz, graph.max_degree)
-
-
-def auto_rule(graph: FuzzyGraph) -> int:
-    """The default ("auto") rule for this graph (see auto_chunks)."""
-    return auto_chunks(graph.nnz, graph.max_degree)
-
-
-def degree_rule(graph: FuzzyGraph) -> int:
-    """The degree-aware rule for this graph (see degree_chunks)."""
-    return degree_chunks(graph.max_degree)
-
-
 def resolve_n_chunks(n_chunks: int | str, graph: FuzzyGraph) -> int:
     """An int in [1, nnz] from an int or a rule name, with a clear error otherwise."""
     if isinstance(n_chunks, str):
