@@ -38,3 +38,23 @@ def test_cuda_source_compiles_to_ptx_without_warnings(source, tmp_path):
 def test_gpu_modules_import_without_touching_cupy(module):
     mod = importlib.import_module(module)
     assert mod.KERNELS.is_file()
+
+
+@pytest.mark.parametrize("macro, attr", [("SCHED_BLOCK", "_SCHED_BLOCK"), ("SCHED_WMAX", "_SCHED_WMAX"),
+                                         ("VTX_WARPS", "_VERTEX_WARPS")])
+def test_launch_constants_match_the_kernel_source(macro, attr):
+    """The host sizes launches from these; a mismatch would silently skip or repeat work."""
+    import re
+
+    from umapviz.optimize import _gpu
+
+    found = re.search(rf"^#define {macro} (\d+)", _gpu.KERNELS.read_text(), re.M)
+    assert found, f"#define {macro} not found in kernels.cu"
+    assert int(found.group(1)) == getattr(_gpu, attr)
+
+
+def test_vertex_group_is_one_warp():
+    """The CPU engine folds a vertex's moves in groups as wide as the GPU kernel's warp."""
+    from umapviz.optimize import _cpu
+
+    assert _cpu.VERTEX_GROUP == 32

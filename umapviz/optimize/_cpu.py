@@ -237,31 +237,67 @@ def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, 
         _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
 
 
+VERTEX_GROUP = 32  # active edges of a vertex whose moves are computed from the same row (one GPU warp)
+
+
+@njit(cache=True, inline="always")
+def _fold_group(moves, yi):
+    """Add the group's moves to yi, summed as a warp's butterfly reduction does (pairs 16 apart, then 8, ...).
+
+    Rows past the group's last move are zero (idle lanes). x + y == y + x in IEEE arithmetic, so every lane of the
+    butterfly holds this same sum, and the CPU and the GPU agree bit for bit.
+    """
+    h = VERTEX_GROUP // 2
+    while h > 0:
+        for lane in range(h):
+            for d in range(moves.shape[1]):
+                moves[lane, d] = moves[lane, d] + moves[lane + h, d]
+        h //= 2
+    for d in range(moves.shape[1]):
+        yi[d] = yi[d] + moves[0, d]
+    moves[:] = _F0
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_edge, seed, t, a, b, c_att,
                  c_rep, alpha, private_head):
-    """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot."""
+    """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot.
+
+    A vertex's active items (its edges as head in graph order, then as tail in tail order) are taken
+    VERTEX_GROUP at a time: every move of a group is computed from the row as it stood at the group's start,
+    then the group's moves are summed in a fixed tree order and added to the row.
+    """
     n, dim = Y.shape
     Ysnap[:] = Y
     n_blocks = (n + _BLOCK - 1) // _BLOCK
     for blk in prange(n_blocks):
         yi = np.empty(dim, np.float32)
+        y = np.empty(dim, np.float32)
         yfrom = np.empty(dim, np.float32)
         tail_move = np.empty(dim, np.float32)
+        moves = np.zeros((VERTEX_GROUP, dim), np.float32)
         for i in range(blk * _BLOCK, min((blk + 1) * _BLOCK, n)):
             for d in range(dim):
                 yi[d] = Ysnap[i, d]
+            q = 0
             for e in range(head_ptr[i], head_ptr[i + 1]):
                 nn = n_neg_edge[e]
                 if nn < 0:
                     continue
                 for d in range(dim):
+                    y[d] = yi[d]
                     yfrom[d] = yi[d]
-                _attract(yi, Ysnap, tail[e], a, b, c_att, alpha, tail_move)
+                _attract(y, Ysnap, tail[e], a, b, c_att, alpha, tail_move)
                 if private_head:
-                    _repel(yi, yi, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
+                    _repel(y, y, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
                 else:
-                    _repel(yi, yfrom, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
+                    _repel(y, yfrom, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
+                for d in range(dim):
+                    moves[q, d] = y[d] - yi[d]
+                q += 1
+                if q == VERTEX_GROUP:
+                    _fold_group(moves, yi)
+                    q = 0
             for r in range(tail_ptr[i], tail_ptr[i + 1]):
                 if n_neg_edge[by_tail[r]] < 0:
                     continue
@@ -272,8 +308,13 @@ def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_e
                     d2 += diff * diff
                 coef = _attract_coef(d2, a, b, c_att)
                 for d in range(dim):
-                    g = _clip(coef * (Ysnap[h, d] - yi[d]))
-                    yi[d] -= alpha * g
+                    moves[q, d] = -(alpha * _clip(coef * (Ysnap[h, d] - yi[d])))
+                q += 1
+                if q == VERTEX_GROUP:
+                    _fold_group(moves, yi)
+                    q = 0
+            if q > 0:
+                _fold_group(moves, yi)
             for d in range(dim):
                 Y[i, d] = yi[d]
 

@@ -12,8 +12,8 @@ module holds the device state and launches one epoch:
    (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; ``"pipelined"``: one barrier
    per chunk, the apply folded into the next chunk's phase, the same bytes but twice as slow on an H200,
    kept for comparison), two launches per chunk (``"launch"``), or those launches captured once in a CUDA
-   graph and replayed each epoch (``"graph"``); ``vertex`` one launch, one thread per vertex, busiest
-   vertices first. Timings: bench/RESULTS.md.
+   graph and replayed each epoch (``"graph"``); ``vertex`` one launch, one warp per vertex (32 of its edges
+   at a time), busiest vertices first. Timings: bench/RESULTS.md.
 
 Chunk bounds are computed on the device from the active count, so no mode reads anything back until
 ``run_epoch`` returns the epoch's active count.
@@ -50,6 +50,7 @@ NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 _SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in kernels.cu
 _SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels.cu
 _THREADS = 256
+_VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels.cu: one warp per vertex
 
 
 @functools.cache
@@ -283,7 +284,7 @@ class GpuEngine:
             tail_ptr = np.zeros(n + 1, np.int64)
             np.cumsum(np.bincount(tail, minlength=n), out=tail_ptr[1:])
             by_tail = np.argsort(tail, kind="stable").astype(np.int32)
-            # Busiest vertices first: the longest serial walks start early, and warps hold similar work.
+            # Busiest vertices first: the longest chains of groups start early.
             work = np.diff(head_ptr) + np.diff(tail_ptr)
             self._vorder = cp.asarray(np.argsort(-work, kind="stable").astype(np.int32))
             self._tail = cp.asarray(tail)
@@ -347,7 +348,7 @@ class GpuEngine:
         if self.strategy == "vertex":
             cp.copyto(self._snap, self.Y)
             n = self.n_vertices
-            self._k_vertex((-(-n // _THREADS),), (_THREADS,), (
+            self._k_vertex((-(-n // _VERTEX_WARPS),), (32 * _VERTEX_WARPS,), (
                 self.Y, self._snap, self._vorder, self._tail, self._head_ptr, self._tail_head, self._by_tail,
                 self._tail_ptr, self._nneg_edge[w], ep, *curve))
             return

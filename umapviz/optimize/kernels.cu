@@ -738,70 +738,37 @@ extern "C" __global__ void chunked_pipelined(float* Y0, float* Y1, u64* acc3, i6
     }
 }
 
-// Vertex (owner computes): thread -> vertex order[v] (busiest first); own row live, others from the
-// epoch-start snapshot S (as _cpu.epoch_vertex). The walk over a vertex's edges is serial by definition
-// (each step moves the row the next one reads), so the busiest vertex bounds the epoch; the next edge's
-// index, n_neg and tail row are loaded one edge ahead so that only arithmetic stays on that chain.
-extern "C" __global__ void epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
-                                        const int* __restrict__ order, const int* __restrict__ tail,
-                                        const long long* __restrict__ head_ptr, const int* __restrict__ tail_head,
-                                        const int* __restrict__ by_tail, const long long* __restrict__ tail_ptr,
-                                        const int* __restrict__ nneg_of_edge, const int* __restrict__ ep, u64 seed,
-                                        int n, float a, float b, float c_att, float c_rep) {
-    int v = blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= n) return;
-    int i = order[v];
-    Curve cv = make_curve(a, b, c_att, c_rep, n);
-    PlainRows rows = {S};
-    int t = epoch_t(ep);
-    float alpha = epoch_alpha(ep);
-    float yi[DIM], tm[DIM], yn[DIM];
+// Vertex (owner computes): one warp per vertex order[v] (busiest first); others' rows from the epoch-start
+// snapshot S (as _cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are gathered
+// VERTEX_GROUP = 32 at a time into a per-warp queue (ballot + prefix count keeps their order); each lane
+// computes one item's move from the row as it stood at the group's start, and a butterfly of shuffles sums
+// the 32 moves (idle lanes add 0) in the fixed tree order _cpu._fold_group follows. A hub's chain is thus
+// one step per 32 of its active edges, not one per edge.
+#define VTX_WARPS 8  // warps (vertices) per block
+#define FULL_MASK 0xffffffffu
+
+// The move of item r of vertex i (r < hd: head edge h0 + r; else tail record t0 + r - hd), from its row yi.
+__device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i64 t0, const float* yi,
+                                                 const PlainRows& rows, const int* __restrict__ tail,
+                                                 const int* __restrict__ tail_head,
+                                                 const int* __restrict__ nneg_of_edge, u64 seed, int t,
+                                                 const Curve& cv, float alpha, float* mv) {
+    float yo[DIM], tm[DIM];
+    if (r < hd) {
+        i64 e = h0 + r;
+        float y[DIM];
+        rows.row(tail[e], yo);
 #pragma unroll
-    for (int d = 0; d < DIM; ++d) yi[d] = S[(i64)i * DIM + d];
-    // Head walk, software-pipelined by one edge.
-    i64 e = head_ptr[i], e_end = head_ptr[i + 1];
-    int nn = e < e_end ? nneg_of_edge[e] : -1;
-    if (e < e_end) {
+        for (int d = 0; d < DIM; ++d) y[d] = yi[d];
+        head_moves(y, yo, rows, i, (int)e, nneg_of_edge[e], seed, t, cv, alpha, tm);
 #pragma unroll
-        for (int d = 0; d < DIM; ++d) yn[d] = S[(i64)tail[e] * DIM + d];
-    }
-    while (e < e_end) {
-        float yj[DIM];
-#pragma unroll
-        for (int d = 0; d < DIM; ++d) yj[d] = yn[d];
-        int cur_nn = nn;
-        i64 cur_e = e++;
-        if (e < e_end) {
-            nn = nneg_of_edge[e];
-#pragma unroll
-            for (int d = 0; d < DIM; ++d) yn[d] = S[(i64)tail[e] * DIM + d];
-        }
-        if (cur_nn >= 0) head_moves(yi, yj, rows, i, (int)cur_e, cur_nn, seed, t, cv, alpha, tm);
-    }
-    // Tail walk: the tail's half of each active edge whose tail is i, pipelined the same way; the heads
-    // come from tail_head[r] = head[by_tail[r]], read in order.
-    i64 r = tail_ptr[i], r_end = tail_ptr[i + 1];
-    bool live = false;
-    if (r < r_end) {
-        live = nneg_of_edge[by_tail[r]] >= 0;
-#pragma unroll
-        for (int d = 0; d < DIM; ++d) yn[d] = S[(i64)tail_head[r] * DIM + d];
-    }
-    while (r < r_end) {
-        float yh[DIM];
-#pragma unroll
-        for (int d = 0; d < DIM; ++d) yh[d] = yn[d];
-        bool cur_live = live;
-        if (++r < r_end) {
-            live = nneg_of_edge[by_tail[r]] >= 0;
-#pragma unroll
-            for (int d = 0; d < DIM; ++d) yn[d] = S[(i64)tail_head[r] * DIM + d];
-        }
-        if (!cur_live) continue;
+        for (int d = 0; d < DIM; ++d) mv[d] = __fsub_rn(y[d], yi[d]);
+    } else {
+        rows.row(tail_head[t0 + (r - hd)], yo);  // the edge's head
         float d2 = 0.0f;
 #pragma unroll
         for (int d = 0; d < DIM; ++d) {
-            float diff = __fsub_rn(yh[d], yi[d]);
+            float diff = __fsub_rn(yo[d], yi[d]);
             d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
         }
         float coef = 0.0f;
@@ -810,11 +777,63 @@ extern "C" __global__ void epoch_vertex(float* __restrict__ Y, const float* __re
             coef = __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
         }
 #pragma unroll
-        for (int d = 0; d < DIM; ++d) {
-            float g = clip4(__fmul_rn(coef, __fsub_rn(yh[d], yi[d])));
-            yi[d] = __fsub_rn(yi[d], __fmul_rn(alpha, g));
-        }
+        for (int d = 0; d < DIM; ++d) mv[d] = -__fmul_rn(alpha, clip4(__fmul_rn(coef, __fsub_rn(yo[d], yi[d]))));
     }
+}
+
+extern "C" __global__ void epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
+                                        const int* __restrict__ order, const int* __restrict__ tail,
+                                        const long long* __restrict__ head_ptr, const int* __restrict__ tail_head,
+                                        const int* __restrict__ by_tail, const long long* __restrict__ tail_ptr,
+                                        const int* __restrict__ nneg_of_edge, const int* __restrict__ ep, u64 seed,
+                                        int n, float a, float b, float c_att, float c_rep) {
+    __shared__ int queue_all[VTX_WARPS][2 * 32];
+    int lane = threadIdx.x & 31;
+    int* queue = queue_all[threadIdx.x >> 5];
+    int v = blockIdx.x * VTX_WARPS + (threadIdx.x >> 5);
+    if (v >= n) return;  // the whole warp leaves together
+    int i = order[v];
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    PlainRows rows = {S};
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    float yi[DIM];
+    rows.row(i, yi);
+    i64 h0 = head_ptr[i], hd = head_ptr[i + 1] - h0;
+    i64 t0 = tail_ptr[i], total = hd + (tail_ptr[i + 1] - t0);
+    int queued = 0;
+    for (i64 base = 0; base < total || queued > 0; base += 32) {
+        if (base < total) {  // queue this window's active items, in order
+            i64 r = base + lane;
+            bool act = r < total && nneg_of_edge[r < hd ? h0 + r : (i64)by_tail[t0 + (r - hd)]] >= 0;
+            unsigned ballot = __ballot_sync(FULL_MASK, act);
+            if (act) queue[queued + __popc(ballot & ((1u << lane) - 1u))] = (int)r;
+            queued += __popc(ballot);
+            __syncwarp();
+        }
+        if (queued < 32 && base + 32 < total) continue;  // fill the group first
+        int take = min(queued, 32);
+        if (take == 0) break;  // no active item left (adding 0 could turn a -0 coordinate into +0)
+        float mv[DIM];
 #pragma unroll
-    for (int d = 0; d < DIM; ++d) Y[(i64)i * DIM + d] = yi[d];
+        for (int d = 0; d < DIM; ++d) mv[d] = 0.0f;
+        if (lane < take)
+            vertex_item_move(queue[lane], i, h0, hd, t0, yi, rows, tail, tail_head, nneg_of_edge, seed, t, cv, alpha,
+                             mv);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) mv[d] = __fadd_rn(mv[d], __shfl_xor_sync(FULL_MASK, mv[d], off));
+        }
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) yi[d] = __fadd_rn(yi[d], mv[d]);
+        __syncwarp();
+        if (lane < queued - take) queue[lane] = queue[32 + lane];
+        queued -= take;
+        __syncwarp();
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) Y[(i64)i * DIM + d] = yi[d];
+    }
 }
