@@ -216,19 +216,22 @@ __device__ __forceinline__ Curve make_curve(float a, float b, float c_att, float
 
 // ------------------------------------------------------------------------------------------ one edge
 
-// Attraction of yi towards the tail row yj (as _cpu._attract): moves yi, writes the tail's move into tm.
-__device__ __forceinline__ void attract(float* yi, const float* yj, const Curve& cv, float alpha, float* tm) {
+// The attraction's gradient coefficient between rows x and y (as _cpu._attract_coef; 0 if they coincide).
+__device__ __forceinline__ float attract_coef(const float* x, const float* y, const Curve& cv) {
     float d2 = 0.0f;
 #pragma unroll
     for (int d = 0; d < DIM; ++d) {
-        float diff = __fsub_rn(yi[d], yj[d]);
+        float diff = __fsub_rn(x[d], y[d]);
         d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
     }
-    float coef = 0.0f;
-    if (d2 > 0.0f) {
-        float pb = UMV_POWF(d2, cv.b);
-        coef = __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
-    }
+    if (!(d2 > 0.0f)) return 0.0f;
+    float pb = UMV_POWF(d2, cv.b);
+    return __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
+}
+
+// Attraction of yi towards the tail row yj (as _cpu._attract): moves yi, writes the tail's move into tm.
+__device__ __forceinline__ void attract(float* yi, const float* yj, const Curve& cv, float alpha, float* tm) {
+    float coef = attract_coef(yi, yj, cv);
 #pragma unroll
     for (int d = 0; d < DIM; ++d) {
         float g = clip4(__fmul_rn(coef, __fsub_rn(yi[d], yj[d])));
@@ -765,17 +768,7 @@ __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i
         for (int d = 0; d < DIM; ++d) mv[d] = __fsub_rn(y[d], yi[d]);
     } else {
         rows.row(tail_head[t0 + (r - hd)], yo);  // the edge's head
-        float d2 = 0.0f;
-#pragma unroll
-        for (int d = 0; d < DIM; ++d) {
-            float diff = __fsub_rn(yo[d], yi[d]);
-            d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
-        }
-        float coef = 0.0f;
-        if (d2 > 0.0f) {
-            float pb = UMV_POWF(d2, cv.b);
-            coef = __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
-        }
+        float coef = attract_coef(yo, yi, cv);
 #pragma unroll
         for (int d = 0; d < DIM; ++d) mv[d] = -__fmul_rn(alpha, clip4(__fmul_rn(coef, __fsub_rn(yo[d], yi[d]))));
     }
