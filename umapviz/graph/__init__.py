@@ -96,7 +96,7 @@ def build_graph(
     cache : True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path.
     progress : show a progress bar for long exact kNN runs.
     device : "cpu", "gpu" or "auto". On the GPU the kNN is always exact (tiled GEMM + top-k selection,
-        ``knn`` is then ignored and recorded as "exact-gpu"); the rest of the stage is the same.
+        ``knn`` is then ignored and recorded as "exact-gpu") and so is the fuzzy set.
     """
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)
@@ -129,15 +129,15 @@ def build_graph(
             return graph
 
     if method == "exact-gpu":
-        from .knn_gpu import exact_knn_gpu  # noqa: PLC0415 - CuPy only on demand
+        from .knn_gpu import graph_on_gpu  # noqa: PLC0415 - CuPy only on demand
 
-        knn_indices, knn_dists = exact_knn_gpu(X, n_neighbors, metric)
+        graph = graph_on_gpu(X, n_neighbors, metric, a, b, n_epochs, params)
     else:
         knn_indices, knn_dists = nearest_neighbors(
             X, n_neighbors, metric, method=method, random_state=random_state, progress=progress
         )
-    fuzzy = fuzzy_simplicial_set(knn_indices, knn_dists)
-    graph = _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params)
+        fuzzy = fuzzy_simplicial_set(knn_indices, knn_dists)
+        graph = _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params)
 
     if path is not None:
         try:

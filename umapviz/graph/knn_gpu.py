@@ -269,6 +269,33 @@ def fuzzy_simplicial_set_gpu(knn_indices, knn_dists):
     return indptr, (ukey % n).astype(cp.int32), w.astype(cp.float32)
 
 
+def graph_on_gpu(X, n_neighbors: int, metric: str, a: float, b: float, n_epochs: int, params: dict,
+                 precision: str = "tf32", timings: dict | None = None):
+    """The graph stage with the kNN and the fuzzy set on the GPU (inputs already validated): a FuzzyGraph.
+
+    ``timings``, if given, receives seconds per stage (knn, fuzzy, edges).
+    """
+    import time  # noqa: PLC0415
+
+    import scipy.sparse  # noqa: PLC0415
+
+    from . import _graph_from_fuzzy_set  # noqa: PLC0415
+
+    cp = cupy()
+    t0 = time.perf_counter()
+    idx, dist = exact_knn_gpu(X, n_neighbors, metric, precision=precision, return_device=True)
+    cp.cuda.Device().synchronize()
+    t1 = time.perf_counter()
+    indptr, indices, data = fuzzy_simplicial_set_gpu(idx, dist)
+    n = X.shape[0]
+    fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
+    t2 = time.perf_counter()
+    graph = _graph_from_fuzzy_set(fuzzy, idx.get(), dist.get(), a, b, n_epochs, params)
+    if timings is not None:
+        timings.update(knn=t1 - t0, fuzzy=t2 - t1, edges=time.perf_counter() - t2)
+    return graph
+
+
 def build_graph_gpu(
     X,
     n_neighbors: int = 15,
@@ -279,30 +306,16 @@ def build_graph_gpu(
     precision: str = "tf32",
     timings: dict | None = None,
 ):
-    """:func:`umapviz.build_graph` with kNN and the fuzzy set on the GPU (no cache): a FuzzyGraph.
+    """:func:`umapviz.build_graph` for data already on the GPU (a CuPy array stays there; no cache).
 
     ``params["knn"]`` is ``"exact-gpu"``. ``timings``, if given, receives seconds per stage.
     """
-    import time  # noqa: PLC0415
-
-    import scipy.sparse  # noqa: PLC0415
-
-    from . import _graph_from_fuzzy_set, default_n_epochs  # noqa: PLC0415
+    from . import default_n_epochs  # noqa: PLC0415
     from .fuzzy import find_ab_params  # noqa: PLC0415
 
-    cp = cupy()
-    timings = {} if timings is None else timings
     metric = check_metric(metric)
     a, b = find_ab_params(spread, min_dist)
-    n = X.shape[0]
-    n_epochs = default_n_epochs(n) if n_epochs is None else int(n_epochs)
-    t0 = time.perf_counter()
-    idx, dist = exact_knn_gpu(X, n_neighbors, metric, precision=precision, return_device=True)
-    cp.cuda.Device().synchronize()
-    t1 = time.perf_counter()
-    indptr, indices, data = fuzzy_simplicial_set_gpu(idx, dist)
-    fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
-    t2 = time.perf_counter()
+    n_epochs = default_n_epochs(X.shape[0]) if n_epochs is None else int(n_epochs)
     params = {
         "n_neighbors": int(n_neighbors),
         "metric": metric,
@@ -311,6 +324,4 @@ def build_graph_gpu(
         "spread": float(spread),
         "random_state": None,
     }
-    graph = _graph_from_fuzzy_set(fuzzy, idx.get(), dist.get(), a, b, n_epochs, params)
-    timings.update(knn=t1 - t0, fuzzy=t2 - t1, edges=time.perf_counter() - t2)
-    return graph
+    return graph_on_gpu(X, n_neighbors, metric, a, b, n_epochs, params, precision=precision, timings=timings)
