@@ -8,16 +8,15 @@ cluster (the clusters are far apart, which the script checks against brute force
 
 Layout: ms per epoch over all epochs of the schedule (200), CUDA events around launches with no host
 round trip, from a random init; active edges per second = all active edges of the run / its time.
-Strategies: hogwild, chunked with n_chunks="auto" (each launch mode), chunked "degree", buffered, vertex.
+Strategies: hogwild, chunked with n_chunks="auto" (each launch mode), "shipped" and "degree", buffered, vertex.
 Then a full GPU pipeline on 1M x 384 (kNN, fuzzy set, edge list, init, layout) with the share of each stage,
 and umap-learn on the machine's CPU cores on a subset, beside the same pipeline on the GPU.
 Writes results.json and results.md to --out and prints the table last.
 
-umap-learn is not installed on the GPU machine: carry it as source with its metadata (umap-learn asks
-importlib.metadata for pynndescent's version), e.g. from a local venv:
-    mkdir -p .whl/site && cp -r .venv/lib/python3.*/site-packages/{umap,pynndescent,umap_learn-*.dist-info,\
-        pynndescent-*.dist-info} .whl/site/
-and run with PYTHONPATH=.:.whl/site (carry .whl).
+umap-learn is not installed on the GPU machine: bench/device_wheels.sh puts its wheels (with the metadata
+umap-learn asks importlib.metadata for) in .whl/, and bench/device_extras.sh installs them and runs only the
+umap-learn comparison at 30,000 points:
+    python3 bench/gpu_bench.py --sizes "" --skip-fit --umap-learn 30000 --out DIR
 """
 
 from __future__ import annotations
@@ -179,13 +178,14 @@ def time_schedule(graph, seed: int = 0) -> float:
 
 
 def layout_suite(graph, label: str, modes, variants: bool = False,
-                 include=("hogwild", "chunked", "degree", "buffered", "vertex")) -> list[dict]:
+                 include=("hogwild", "chunked", "shipped", "degree", "buffered", "vertex")) -> list[dict]:
     rows = []
     plan = [("hogwild", 1, "persistent", None, {})] if "hogwild" in include else []
     plan += [("chunked", "auto", m, None, {}) for m in modes] if "chunked" in include else []
     plan += [("chunked", "degree", modes[0], None, {})] if "degree" in include else []
     plan += [("buffered", 1, modes[0], None, {})] if "buffered" in include else []
-    plan += [("vertex", 1, "persistent", 40, {})] if "vertex" in include else []
+    plan += [("chunked", "shipped", modes[0], None, {})] if "shipped" in include else []
+    plan += [("vertex", 1, "persistent", None, {})] if "vertex" in include else []
     if variants:  # what each idea buys (same bytes for all but portable_pow)
         plan += [("hogwild", 1, "persistent", None, {"neg_batch": 1}),
                  ("hogwild", 1, "persistent", None, {"sched_window": 1}),
@@ -195,7 +195,7 @@ def layout_suite(graph, label: str, modes, variants: bool = False,
                  ("chunked", "auto", "persistent", None, {"persist_blocks_per_sm": 2}),
                  ("chunked", "auto", "persistent", None, {"persist_blocks_per_sm": 4}),
                  ("chunked", "auto", "persistent", None, {"portable_pow": True}),
-                 ("vertex", 1, "persistent", 40, {"neg_batch": 1})]
+                 ("vertex", 1, "persistent", None, {"neg_batch": 1})]
     for strategy, rule, mode, epochs, tuning in plan:
         try:
             r = time_layout(graph, strategy, rule, mode, epochs=epochs, tuning=tuning)
@@ -364,10 +364,13 @@ def bench_size(n: int, args, modes, results: dict, sizes: list) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="1000000,5000000")
+    ap.add_argument("--sizes", default="1000000,5000000",
+                    help='graph sizes to time; "" for none (e.g. with --skip-fit --umap-learn N)')
     ap.add_argument("--modes", default="pipelined,persistent,graph,launch", help="chunk launch modes to time")
-    ap.add_argument("--strategies", default="hogwild,chunked,degree,buffered,vertex", help="what to time up to 1M")
-    ap.add_argument("--strategies-large", default="hogwild,chunked,buffered", help="what to time above 1M")
+    ap.add_argument("--strategies", default="hogwild,chunked,shipped,degree,buffered,vertex",
+                    help="what to time up to 1M")
+    ap.add_argument("--strategies-large", default="hogwild,chunked,shipped,buffered,vertex",
+                    help="what to time above 1M")
     ap.add_argument("--skip-fit", action="store_true")
     ap.add_argument("--variants", action="store_true", help="also time each tuning knob on the first size")
     ap.add_argument("--spectral-timeout", type=float, default=0, help="also time CPU spectral init (s limit)")
@@ -383,7 +386,7 @@ def main() -> None:
     log("device", results["device"])
     modes = args.modes.split(",")
     summary = results["summary"]
-    sizes = [int(float(v)) for v in args.sizes.split(",")]
+    sizes = [int(float(v)) for v in args.sizes.split(",") if v.strip()]
     def run_size(n):
         try:
             bench_size(n, args, modes, results, sizes)
