@@ -106,3 +106,74 @@ def test_gpu_live_view_draws_device_embeddings(cp):
     host_view.push(emb)
     device_view.push(cp.asarray(emb))
     np.testing.assert_array_equal(device_view.dmap[()].data, host_view.dmap[()].data)
+
+
+# -- shading on the device ------------------------------------------------------------------------------
+def count_grid(kind: str, k: int | None, seed: int = 0) -> np.ndarray:
+    """Count grids of several kinds (as in test_render_colormap.py), (37, 53) or (37, 53, k)."""
+    rng = np.random.default_rng(seed)
+    shape = (37, 53) if k is None else (37, 53, k)
+    if kind == "dense":
+        return rng.integers(0, 500, shape) * (rng.random(shape) < 0.5)
+    if kind == "power law":
+        return (rng.pareto(1.2, shape) * 3).astype(np.int64)
+    if kind == "sparse":
+        return (rng.random(shape) < 0.01) * rng.integers(1, 4, shape)
+    if kind == "single point":
+        grid = np.zeros(shape, dtype=np.int64)
+        grid[(5, 7) if k is None else (5, 7, k - 1)] = 1
+        return grid
+    if kind == "zero":
+        return np.zeros(shape, dtype=np.int64)
+    return rng.integers(0, 3_000_000, shape) * (rng.random(shape) < 0.3)  # "huge": eq_hist's binned path
+
+
+@pytest.mark.parametrize("k", [None, 3, 10])
+@pytest.mark.parametrize("kind", ["dense", "power law", "sparse", "single point", "zero", "huge"])
+def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
+    from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
+    from umapviz.render.shade import Style, shade
+
+    counts = count_grid(kind, k).astype(np.uint32)
+    outliers = np.zeros(counts.shape[:2], np.uint32)
+    outliers[[0, 9, 36], [0, 20, 52]] = 1  # two in corners: discs clipped at the border
+    edges = np.zeros((4, N_EDGE_BINS), np.uint32)
+    edges[1, 5] = 7
+    view = View((0.0, 1.0), (0.0, 1.0))
+    host = Aggregate(counts, outliers, edges, view)
+    device = Aggregate(cp.asarray(counts), cp.asarray(outliers), edges, view)
+    styles = [Style(how=how) for how in ("eq_hist", "log", "cbrt", "linear")]
+    styles.append(Style(background="#2040a0", min_alpha=60, cmap=("#ffffff", "#ff0000"), outlier_radius=0))
+    for style in styles:
+        on_device = shade(device, style)
+        assert isinstance(on_device, np.ndarray)
+        # the class mix too: float64 sums of integers are exact, float32 rounding and division are IEEE
+        np.testing.assert_array_equal(on_device, shade(host, style), err_msg=f"{kind} k={k} {style.how}")
+
+
+def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, monkeypatch):
+    import umapviz.render._colormap as colormap
+    import umapviz.render.shade as shade_module
+    from umapviz._backend import is_cupy, to_host
+
+    emb = tricky_points(1_000_000, seed=6)
+    labels = np.arange(len(emb)) % 5
+    outliers = np.zeros(len(emb), bool)
+    outliers[::50_000] = True
+    copied = []
+
+    def recording_to_host(x):
+        copied.append(int(x.nbytes))
+        return to_host(x)
+
+    for module in (colormap, shade_module):
+        monkeypatch.setattr(module, "to_host", recording_to_host)
+    for kwargs in ({}, {"labels": labels}):
+        copied.clear()
+        dev_kwargs = {k: cp.asarray(v) for k, v in kwargs.items()}
+        rgba, agg = render(cp.asarray(emb), outliers=cp.asarray(outliers), width=160, height=120, view="robust",
+                           **dev_kwargs)  # fmt: skip
+        assert is_cupy(agg.counts) and is_cupy(agg.outlier_counts)  # the grids stayed on the GPU
+        assert copied and max(copied) <= rgba.nbytes < emb.nbytes // 10  # the image and small tables only
+        np.testing.assert_array_equal(rgba, image(emb, outliers=outliers, width=160, height=120, view="robust",
+                                                  **kwargs))  # fmt: skip

@@ -194,8 +194,13 @@ def gpu_aggregate(
     n_labels: int,
     outliers: cp.ndarray | None,
     n_edge_bins: int,
+    keep_on_device: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """(counts, outlier_counts, edge_counts) as host uint32 arrays; see aggregate.aggregate."""
+    """(counts, outlier_counts, edge_counts) as uint32 arrays; see aggregate.aggregate.
+
+    All on the host, or with ``keep_on_device`` the two grids stay CuPy arrays (edge_counts, 128 numbers,
+    always comes back: the off-view markers are drawn on the host).
+    """
     xy = _contiguous_points(embedding)
     n = int(xy.shape[0])
     xmin, xmax, ymin, ymax = bounds
@@ -231,6 +236,8 @@ def gpu_aggregate(
                 np.float64((xmax - xmin) * 0.5), np.float64((ymax - ymin) * 0.5),
             ),
         )  # fmt: skip
+    if keep_on_device:
+        return counts, outlier_counts, edge_counts.get()
     return (
         counts.get(),
         outlier_counts.get() if outlier_counts is not None else None,

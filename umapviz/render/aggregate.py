@@ -25,7 +25,8 @@ SIDES = ("left", "right", "bottom", "top")  # row order of Aggregate.edge_counts
 class Aggregate:
     """Pixel grids of one embedding over one view.
 
-    counts: (H, W) uint32 points per pixel, or (H, W, K) per label when labels were given.
+    counts: (H, W) uint32 points per pixel, or (H, W, K) per label when labels were given; NumPy, or CuPy
+        when ``aggregate(..., keep_on_device=True)`` counted a CuPy embedding (outlier_counts likewise).
     outlier_counts: (H, W) uint32 outlier points per pixel, or None without an outlier mask.
     edge_counts: (4, N_EDGE_BINS) uint32 finite points outside the view, by the side (SIDES order) and the
         position along it where the ray from the view's centre towards the point leaves the view
@@ -49,7 +50,13 @@ class Aggregate:
     @functools.cached_property
     def total(self) -> np.ndarray:
         """(H, W) points per pixel, all labels together (computed once: a pass over H x W x K counts)."""
-        return self.counts if self.counts.ndim == 2 else self.counts.sum(axis=2, dtype=np.uint32)
+        if self.counts.ndim == 2:
+            return self.counts
+        if is_cupy(self.counts):
+            return self.counts.sum(axis=2, dtype=np.uint32)
+        # uint32 like the counts; NumPy's einsum sums a short last axis ~5x faster than .sum (2.4 vs 12.6 ms
+        # for 800 x 800 x 10)
+        return np.einsum("ijk->ij", self.counts)
 
     @property
     def n_in_view(self) -> int:
@@ -130,11 +137,15 @@ def aggregate(
     labels: Any = None,
     n_labels: int | None = None,
     outliers: Any = None,
+    *,
+    keep_on_device: bool = False,
 ) -> Aggregate:
     """Count an (N, 2) NumPy or CuPy embedding into pixel grids over ``view``.
 
     labels: optional integer codes in [0, K): per-label counts (H, W, K) instead of (H, W).
     outliers: optional boolean mask (or indices): a separate grid of the outlier points.
+    keep_on_device: for a CuPy embedding, leave the grids on the GPU as CuPy arrays (``shade`` shades them
+        there); by default they come back to the host.
     """
     if width < 1 or height < 1:
         raise ValueError(f"width and height must be at least 1 pixel; got {width} x {height}.")
@@ -159,6 +170,7 @@ def aggregate(
             n_labels or 0,
             cp.asarray(outliers) if outliers is not None else None,
             N_EDGE_BINS,
+            keep_on_device=keep_on_device,
         )
     else:
         labels = None if labels is None else to_host(labels)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._files import atomic_write
+from umapviz.render._png import zlib_stream
 from umapviz.render.figures import draw_caption
 from umapviz.render.frame import image
 from umapviz.render.record import Recording
@@ -41,20 +42,24 @@ def encode_png(rgba: np.ndarray, compress_level: int = 1) -> bytes:
     """PNG bytes of an (H, W, 4) or (H, W, 3) uint8 image (level 1: fast, for live frames; 6+: smaller).
 
     Written directly (PNG signature, IHDR, one IDAT, IEND) with no per-row filter: Pillow tries filters on
-    every row, which costs ~3x the time and, on these mostly-black images, gives larger files.
+    every row, which costs ~3x the time and, on these mostly-black images, gives larger files. The pixels are
+    deflated in 8 strips on up to 8 threads (see _png): an 800 x 800 frame at level 1 in a few ms.
+    Level 0 stores the pixels uncompressed: faster still (~2 ms), but ~8x the bytes to send.
     """
     rgba = _check_rgba(rgba)
+    if not 0 <= compress_level <= 9:
+        raise ValueError(f"compress_level must be 0 (none, fastest) to 9 (smallest); got {compress_level}.")
+    if rgba.shape[0] == 0 or rgba.shape[1] == 0:
+        raise ValueError(f"a PNG holds at least 1 x 1 pixels; got an image of shape {tuple(rgba.shape)}.")
     if rgba.shape[2] == 4 and (rgba[..., 3] == 255).all():
         rgba = rgba[..., :3]  # opaque (every umapviz image is): RGB is a quarter less to compress
     h, w, channels = rgba.shape
-    rows = np.zeros((h, 1 + w * channels), dtype=np.uint8)  # each row: filter type 0 (none), then pixels
-    rows[:, 1:] = rgba.reshape(h, w * channels)
     colour_type = 2 if channels == 3 else 6  # truecolour, or truecolour with alpha
     header = struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0)  # 8 bits, deflate, no filter, no interlace
     return b"".join([
         b"\x89PNG\r\n\x1a\n",
         _png_chunk(b"IHDR", header),
-        _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), compress_level)),
+        _png_chunk(b"IDAT", zlib_stream(rgba, compress_level)),
         _png_chunk(b"IEND", b""),
     ])  # fmt: skip
 

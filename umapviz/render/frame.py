@@ -1,4 +1,7 @@
-"""One still frame: view -> aggregate -> shade. The single path every image in umapviz goes through."""
+"""One still frame: view -> aggregate -> shade. The single path every image in umapviz goes through.
+
+A CuPy embedding stays on the GPU through all three steps: only the finished (H, W, 4) image comes back.
+"""
 
 from __future__ import annotations
 
@@ -22,10 +25,14 @@ def render(
     n_labels: int | None = None,
     style: Style = DEFAULT_STYLE,
 ) -> tuple[np.ndarray, Aggregate]:
-    """Like ``image`` but also returns the Aggregate (grids, the view used, off-view counts)."""
+    """Like ``image`` but also returns the Aggregate (grids, the view used, off-view counts).
+
+    The Aggregate's grids are CuPy arrays, still on the GPU, when the embedding is.
+    """
     embedding = check_embedding(embedding)
     resolved = resolve_view(embedding, view, width, height)
-    agg = aggregate(embedding, resolved, width, height, labels=labels, n_labels=n_labels, outliers=outliers)
+    agg = aggregate(embedding, resolved, width, height, labels=labels, n_labels=n_labels, outliers=outliers,
+                    keep_on_device=True)  # fmt: skip
     return shade(agg, style), agg
 
 
@@ -54,7 +61,8 @@ def warm_up(device: str = "cpu") -> float:
     """Render a few tiny frames so the first real one does not pay compilation; returns the seconds taken.
 
     The first frame of a process compiles datashader's Numba functions (about 1-3 s) or, with
-    ``device="gpu"``, the CUDA aggregation kernel. A live view can call this while the optimizer starts.
+    ``device="gpu"``, the CUDA aggregation kernel and CuPy's shading kernels. A live view can call this while
+    the optimizer starts.
     """
     import time  # noqa: PLC0415
 

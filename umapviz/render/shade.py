@@ -1,18 +1,31 @@
-"""Shading pixel grids into an RGBA image: datashader colour mapping, then outliers and off-view markers.
+"""Shading pixel grids into an RGBA image: datashader's colour mapping, then outliers and off-view markers.
 
-Points are mapped with datashader's transfer functions (``eq_hist`` by default, so a dense core and a sparse
-halo are both visible). Outliers are drawn on top as discs a few pixels wide with a ring in a contrasting
-colour, so a single flung point is visible at any image size. Points outside the view become triangles on
-the image border, pointing to where they are, with their count.
+Points are coloured as datashader's transfer functions colour them (``eq_hist`` by default, so a dense core and
+a sparse halo are both visible), by our own code that runs on NumPy or CuPy grids alike (_colormap): a frame of
+a CuPy embedding is shaded on the GPU and only the finished image comes to the host. Outliers are drawn on top
+as discs a few pixels wide with a ring in a contrasting colour, so a single flung point is visible at any
+image size. Points outside the view become triangles on the image border, pointing to where they are, with
+their count.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from umapviz._backend import is_cupy, to_host, xp_of
+from umapviz.render._colormap import (
+    _one_blas_thread,
+    alpha_table,
+    check_how,
+    colormap_table,
+    count_levels,
+    mix_classes,
+    scale_levels,
+)
 from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
 
 # Colour-blind-safe classes on a dark background: Okabe & Ito's palette without black (the background) and
@@ -42,7 +55,9 @@ class Style:
     # Sparse images (few thousand points) grow each lit pixel into its empty neighbours, like datashader's
     # dynspread: done when fewer than this fraction of lit pixels touch another lit pixel. 0 turns it off.
     spread_threshold: float = 0.5
-    extra: dict = field(default_factory=dict)  # more keyword arguments for datashader's tf.shade
+    # More keyword arguments for datashader's tf.shade (e.g. rescale_discrete_levels): given any, the points
+    # are shaded by datashader itself, on the host (slower; CuPy grids are copied there first).
+    extra: dict = field(default_factory=dict)
 
 
 DEFAULT_STYLE = Style()
@@ -68,32 +83,121 @@ def outlier_radius(style: Style, width: int, height: int) -> int:
 
 
 def shade(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
-    """An (H, W, 4) uint8 RGBA image of ``agg``, opaque, top row first (the largest y)."""
-    rgba = shade_points(agg, style)
+    """An (H, W, 4) uint8 RGBA NumPy image of ``agg``, opaque, top row first (the largest y).
+
+    Grids on the GPU (CuPy) are shaded there: only the finished image (H x W x 4 bytes) comes to the host,
+    where the off-view markers (a few triangles and numbers) are drawn on it.
+    """
+    if style.extra:  # options only datashader knows: its own path, on the host
+        agg = host_grids(agg)
+        image = pack(shade_points_datashader(agg, style))
+    else:
+        image = shade_packed(agg, style)
     if style.spread_threshold > 0:
-        spread_sparse_points(rgba, agg.total[::-1] > 0, style.spread_threshold)
+        spread_sparse_points(image, agg.total[::-1] > 0, style.spread_threshold)
     if agg.outlier_counts is not None:
-        draw_outliers(rgba, agg.outlier_counts[::-1] > 0, style)
+        draw_outliers(image, agg.outlier_counts[::-1] > 0, style)
+    rgba = unpack(to_host(image))
     if style.edge_markers and agg.n_out_of_view:
         draw_edge_markers(rgba, agg.edge_counts, style)
     return rgba
 
 
+def host_grids(agg: Aggregate) -> Aggregate:
+    """``agg`` with its grids on the host (itself when they already are)."""
+    if not is_cupy(agg.counts):
+        return agg
+    outliers = None if agg.outlier_counts is None else to_host(agg.outlier_counts)
+    return replace(agg, counts=to_host(agg.counts), outlier_counts=outliers, edge_counts=to_host(agg.edge_counts))
+
+
+# Images being drawn are (H, W) uint32, one packed RGBA pixel each (bytes R, G, B, A in memory, as datashader
+# packs them): moving, gathering and scattering one 4-byte word per pixel is several times faster than four
+# bytes, on NumPy and CuPy alike. ``unpack`` views the finished image as (H, W, 4) uint8 on the host.
+def pack(rgba: np.ndarray) -> np.ndarray:
+    """(..., 4) uint8 NumPy RGBA -> (...) uint32 packed pixels (a view when ``rgba`` is C-contiguous)."""
+    return np.ascontiguousarray(rgba, dtype=np.uint8).view(np.uint32)[..., 0]
+
+
+def unpack(image: np.ndarray) -> np.ndarray:
+    """(H, W) uint32 packed NumPy image -> (H, W, 4) uint8 RGBA (a view)."""
+    return np.ascontiguousarray(image).view(np.uint8).reshape(*image.shape, 4)
+
+
+def packed_colour(color: str, alpha: int = 255) -> int:
+    """'#RRGGBB' -> one packed uint32 pixel value."""
+    return int(pack(np.array([*hex_to_rgb(color), alpha], dtype=np.uint8)))
+
+
+def _composite_packed(rgb: Any, alpha: Any, background: str) -> Any:
+    """(M, 3) colours with (M,) alphas over an opaque background -> (M,) uint32 packed opaque pixels.
+
+    The arithmetic of ``composite`` (which it equals), in uint32 on the colours' device (NumPy or CuPy),
+    packed with R in the lowest byte: bytes R, G, B, A in memory on little-endian machines (x86, ARM, GPUs).
+    """
+    xp = xp_of(rgb)
+    a = alpha.astype(np.uint32)[:, None]
+    bg = xp.asarray(np.array(hex_to_rgb(background), dtype=np.uint32))
+    mixed = (rgb.astype(np.uint32) * a + bg * (255 - a) + 127) // 255  # at most 65,152: as exact as uint16
+    return mixed[:, 0] | (mixed[:, 1] << 8) | (mixed[:, 2] << 16) | np.uint32(0xFF000000)
+
+
 def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
-    """The points alone, through datashader's tf.shade, composited over the background; top row first."""
+    """The points alone as an (H, W, 4) uint8 NumPy image over the background, top row first.
+
+    Colours as datashader's tf.shade colours the lit pixels (``shade_points_datashader``), bit for bit; the
+    work runs where the grids are (see ``shade_packed``).
+    """
+    return unpack(to_host(shade_packed(agg, style)))
+
+
+def shade_packed(agg: Aggregate, style: Style = DEFAULT_STYLE) -> Any:
+    """The points alone as an (H, W) uint32 packed image on the grids' device (NumPy or CuPy), top row first.
+
+    Only the lit pixels are coloured (empty ones are the background whatever the data), each from a table of
+    colours by count that is computed once on the host with datashader's formulas (see _colormap); the class
+    mix is computed per pixel, on the device.
+    """
+    check_how(style.how)
+    xp = xp_of(agg.counts)
+    h, w = agg.height, agg.width
+    out = xp.full(h * w, packed_colour(style.background), dtype=np.uint32)
+    lit = xp.flatnonzero(agg.total)
+    if lit.size == 0:
+        return out.reshape(h, w)
+    totals = agg.total.reshape(-1)[lit]
+    levels = count_levels(totals)
+    scaled, span = scale_levels(levels, style.how)
+    if agg.counts.ndim == 2:
+        cmap = np.array([hex_to_rgb(c) for c in style.cmap])
+        table = pack(composite(colormap_table(scaled, span, cmap), style.background))  # alpha 255: plain colours
+        colours = xp.asarray(table)[levels.index]
+    else:
+        k = agg.counts.shape[2]
+        palette = np.array([hex_to_rgb(c) for c in class_colors(k, style.palette)])
+        rgb = mix_classes(agg.counts.reshape(h * w, k)[lit], totals, palette, dtype=np.uint32)
+        alpha = xp.asarray(alpha_table(scaled, span, style.min_alpha))[levels.index]
+        colours = _composite_packed(rgb, alpha, style.background)
+    rows, cols = lit // w, lit % w
+    out[(h - 1 - rows) * w + cols] = colours  # grid row 0 is the bottom; images start at the top
+    return out.reshape(h, w)
+
+
+def shade_points_datashader(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
+    """``shade_points`` through datashader's tf.shade itself (host grids): the reference, and the path for
+    ``Style.extra`` options."""
     import datashader.transfer_functions as tf  # noqa: PLC0415 - plotting library, imported where used
     import xarray as xr  # noqa: PLC0415
 
     h, w = agg.height, agg.width
     # Shade only the non-empty pixels, laid out as one row: empty pixels are transparent whatever the data,
     # and eq_hist, the alpha offset and the colour mix depend only on the non-empty values. The colours equal
-    # those of shading the whole grid (bit for bit for density; within one level for classes, whose float32
-    # mix rounds by memory layout) at a fraction of the cost (the classes' mix of a full 800 x 800 x 10 grid
-    # alone takes ~100 ms here).
+    # those of shading the whole grid (bit for bit for density; within one level for classes, whose alpha
+    # datashader then takes from a float histogram of 65,536 bins instead of exact counts).
     flat = agg.counts.reshape(h * w, -1)
     lit = np.flatnonzero(agg.total)
     out = np.empty((h, w, 4), dtype=np.uint8)
-    out.view(np.uint32).fill(np.array([*hex_to_rgb(style.background), 255], np.uint8).view(np.uint32)[0])
+    out[...] = np.array([*hex_to_rgb(style.background), 255], dtype=np.uint8)
     if lit.size:
         row = flat[lit][None]  # (1, M, K)
         if agg.counts.ndim == 2:
@@ -117,57 +221,53 @@ def shade_points(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
 _NEIGHBOURS = ((0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (1, -1), (-1, 1), (-1, -1))
 
 
-def spread_sparse_points(rgba: np.ndarray, lit: np.ndarray, threshold: float = 0.5) -> bool:
+def spread_sparse_points(image: Any, lit: Any, threshold: float = 0.5) -> bool:
     """Grow lit pixels (``lit``, top row first) by one pixel into empty neighbours if the image is sparse.
 
     Sparse means: fewer than ``threshold`` of the lit pixels have a lit 4-neighbour. Returns whether it spread.
+    ``image`` ((H, W) packed or (H, W, 4), C-contiguous, changed in place) and ``lit`` are NumPy or CuPy
+    arrays on one device.
     """
+    xp = xp_of(image)
     n_lit = int(lit.sum())
     if n_lit == 0:
         return False
-    touching = np.zeros_like(lit)
+    touching = xp.zeros_like(lit)
     touching[1:] |= lit[:-1]
     touching[:-1] |= lit[1:]
     touching[:, 1:] |= lit[:, :-1]
     touching[:, :-1] |= lit[:, 1:]
-    if (lit & touching).sum() >= threshold * n_lit:
+    if int((lit & touching).sum()) >= threshold * n_lit:
         return False
     h, w = lit.shape
-    ys, xs = np.nonzero(lit)
-    colours = rgba[ys, xs]
-    filled = lit.copy()
+    pixels = _flat_pixels(image)
+    ys, xs = xp.nonzero(lit)
+    colours = pixels[ys * w + xs]
+    filled = lit.reshape(-1).copy()
     for dy, dx in _NEIGHBOURS:
         ty, tx = ys + dy, xs + dx
         ok = (ty >= 0) & (ty < h) & (tx >= 0) & (tx < w)
-        ty, tx, c = ty[ok], tx[ok], colours[ok]
-        free = ~filled[ty, tx]
-        rgba[ty[free], tx[free]] = c[free]
-        filled[ty[free], tx[free]] = True
+        target, c = ty[ok] * w + tx[ok], colours[ok]
+        free = ~filled[target]  # one shift moves distinct pixels to distinct targets: no write races on a GPU
+        pixels[target[free]] = c[free]
+        filled[target[free]] = True
     return True
 
 
-@functools.cache
-def _blas_controller():
-    from threadpoolctl import ThreadpoolController  # noqa: PLC0415 - comes with scikit-learn
-
-    return ThreadpoolController()
-
-
-def _one_blas_thread():
-    """A context in which BLAS runs on one thread.
-
-    datashader mixes class colours with a small matrix product ((M, K) @ (K, 3)); a multi-threaded BLAS
-    spends more time waking its threads than computing, and on a busy machine it took 2.6x longer.
-    """
-    return _blas_controller().limit(limits=1, user_api="blas")
+def _flat_pixels(image: Any) -> Any:
+    """(H * W, ...) view of a C-contiguous (H, W) or (H, W, 4) image: one flat index per pixel."""
+    if not image.flags.c_contiguous:
+        raise ValueError("the image must be C-contiguous to be drawn on in place; pass np.ascontiguousarray(image).")
+    return image.reshape(image.shape[0] * image.shape[1], *image.shape[2:])
 
 
-def composite(rgba: np.ndarray, background: str) -> np.ndarray:
-    """Straight-alpha RGBA over an opaque background colour -> opaque RGBA (a new array)."""
+def composite(rgba: Any, background: str) -> Any:
+    """Straight-alpha RGBA over an opaque background colour -> opaque RGBA (a new array, NumPy or CuPy)."""
+    xp = xp_of(rgba)
     alpha = rgba[..., 3:4].astype(np.uint16)
-    bg = np.array(hex_to_rgb(background), dtype=np.uint16)
+    bg = xp.asarray(np.array(hex_to_rgb(background), dtype=np.uint16))
     rgb = (rgba[..., :3].astype(np.uint16) * alpha + bg * (255 - alpha) + 127) // 255
-    out = np.empty(rgba.shape, dtype=np.uint8)
+    out = xp.empty(rgba.shape, dtype=np.uint8)
     out[..., :3] = rgb
     out[..., 3] = 255
     return out
@@ -181,36 +281,45 @@ def disc_offsets(radius: int) -> np.ndarray:
     return np.stack([dy[keep], dx[keep]], axis=1)
 
 
-def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
-    """``mask`` grown by a disc of ``radius`` pixels (our own: cheap for the few pixels outliers cover)."""
-    if radius <= 0 or not mask.any():
+def dilate(mask: Any, radius: int) -> Any:
+    """``mask`` grown by a disc of ``radius`` pixels (our own: cheap for the few pixels outliers cover).
+
+    NumPy or CuPy; the result is on the mask's device.
+    """
+    if radius <= 0 or not bool(mask.any()):
         return mask.copy()
+    xp = xp_of(mask)
     h, w = mask.shape
     offsets = disc_offsets(radius)
-    out = np.zeros_like(mask)
-    ys, xs = np.nonzero(mask)
+    out = xp.zeros(mask.shape, dtype=bool)  # C-contiguous, so the flat view below writes into it
+    ys, xs = xp.nonzero(mask)
     if ys.size * len(offsets) <= 4 * h * w:  # few marked pixels: stamp the disc on each
-        yy = (ys[:, None] + offsets[None, :, 0]).ravel()
-        xx = (xs[:, None] + offsets[None, :, 1]).ravel()
+        dyx = xp.asarray(offsets)
+        yy = (ys[:, None] + dyx[None, :, 0]).ravel()
+        xx = (xs[:, None] + dyx[None, :, 1]).ravel()
         ok = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
-        out[yy[ok], xx[ok]] = True
+        out.reshape(-1)[yy[ok] * w + xx[ok]] = True
         return out
-    for dy, dx in offsets:  # many: OR shifted copies of the whole mask
+    for dy, dx in offsets.tolist():  # many: OR shifted copies of the whole mask
         src = mask[max(0, -dy) : h - max(0, dy), max(0, -dx) : w - max(0, dx)]
         out[max(0, dy) : h - max(0, -dy), max(0, dx) : w - max(0, -dx)] |= src
     return out
 
 
-def draw_outliers(rgba: np.ndarray, mask: np.ndarray, style: Style = DEFAULT_STYLE) -> None:
-    """Paint outlier pixels (``mask``, top row first) as ringed discs, in place."""
-    if not mask.any():
+def draw_outliers(image: Any, mask: Any, style: Style = DEFAULT_STYLE) -> None:
+    """Paint outlier pixels (``mask``, top row first) as ringed discs, in place.
+
+    ``image``: an (H, W) packed image (see ``pack``), NumPy or CuPy, on the mask's device.
+    """
+    if not bool(mask.any()):
         return
+    xp = xp_of(image)
     radius = outlier_radius(style, mask.shape[1], mask.shape[0])
     disc = dilate(mask, radius)
     ring = dilate(disc, 1) & ~disc
-    rgba[ring, :3] = hex_to_rgb(style.halo_color)
-    rgba[disc, :3] = hex_to_rgb(style.outlier_color)
-    rgba[ring | disc, 3] = 255
+    pixels = _flat_pixels(image)
+    pixels[xp.flatnonzero(ring)] = packed_colour(style.halo_color)
+    pixels[xp.flatnonzero(disc)] = packed_colour(style.outlier_color)
 
 
 @functools.lru_cache(maxsize=16)
