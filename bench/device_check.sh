@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: every GPU test, the render benchmark on CuPy, and an end-to-end GPU fit.
-#   (device tool) run: bash bench/device_check.sh      carry: [".whl"]
-# .whl/ holds pure-Python wheels the GPU image lacks (datashader, colorcet, param, pyct); see bench/RESULTS.md.
+# One call on the GPU machine: every GPU test, the render benchmark on CuPy, an end-to-end GPU fit, and the
+# layout benchmark (bench/gpu_bench.py) at the sizes in $SIZES.
+#   (device tool) run: bash bench/device_check.sh      carry: [".whl"]      (bench/device_wheels.sh fills .whl/)
+# Each step runs under its own time limit so that one slow or failing step still leaves the others' results.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=.:/tmp/site
+export PYTHONPATH=$PWD:/tmp/site
 OUT=${OUT:-bench/out}
+SIZES=${SIZES:-1000000,5000000}
+stamp() { echo "[$(date +%H:%M:%S)] $*"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-timeout 200 python3 -m pytest -q -p no:cacheprovider \
-  tests/test_gpu.py tests/test_render_gpu.py tests/test_cuda_sources.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+stamp "GPU tests"
+timeout 240 python3 -m pytest -q -p no:cacheprovider -rs \
+  tests/test_gpu.py tests/test_render_gpu.py tests/test_cuda_sources.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
+stamp "render bench"
 timeout 100 python3 bench/render_bench.py --device gpu --repeats 5 2>&1 | tee "$OUT/render_gpu.log" | tail -20
+stamp "fit"
 timeout 60 python3 - <<'PY' 2>&1 | tee "$OUT/fit_gpu.log"
 import time
 import umapviz
@@ -26,3 +32,7 @@ try:
 except ValueError as exc:
     print("bad n_chunks ->", exc)
 PY
+stamp "layout bench $SIZES"
+timeout ${BENCH_S:-300} python3 bench/gpu_bench.py --sizes "$SIZES" --modes persistent,graph --out "$OUT/gpu_bench" 2>&1 \
+  | tee "$OUT/gpu_bench.log" | tail -45
+stamp "done"
