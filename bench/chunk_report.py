@@ -115,10 +115,10 @@ def seed_list(values: list) -> str:
 def tables(cells: dict[tuple, dict]) -> str:
     lines = []
     lines.append("### Graphs, flung points per n_chunks (per seed), smallest safe n_chunks\n")
-    lines.append("| device | data | n | nnz | max deg | p99 deg | mean deg | reference's own neighbors outliers | "
-                 "flung points at n_chunks = ... (seeds joined by /) | smallest zero (per seed) | "
-                 "zero from there on | shipped | degree | auto |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("| device | data | n | kNN | nnz | max deg | p99 deg | mean deg | "
+                 "reference's own neighbors outliers | flung points at n_chunks = ... (seeds joined by /) | "
+                 "smallest zero (per seed) | zero from there on | shipped | degree | auto |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (device, data, n), cell in cells.items():
         seeds = sorted(cell["stats"])
         st = [cell["stats"][s] for s in seeds]
@@ -128,7 +128,7 @@ def tables(cells: dict[tuple, dict]) -> str:
         pk = [picks(x) for x in st]
         refs = seed_list([cell["ref"][s]["neighbors"] if s in cell["ref"] else None for s in seeds])
         lines.append(
-            f"| {device} | {data} | {n} | {seed_list([x['nnz'] for x in st])} | "
+            f"| {device} | {data} | {n} | {knn_method(st)} | {seed_list([x['nnz'] for x in st])} | "
             f"{seed_list([x['max_degree'] for x in st])} | {seed_list([round(x['p99_degree']) for x in st])} | "
             f"{np.mean([x['mean_degree'] for x in st]):.1f} | {refs} | {ladder} | "
             f"{seed_list([f for f, _ in safe])} | {seed_list([s for _, s in safe])} | "
@@ -152,6 +152,14 @@ def tables(cells: dict[tuple, dict]) -> str:
                          f"{seed_list(excess)} | {fmt(float(np.mean(known)) if known else None, 2)} | {safe} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def knn_method(stats: list[dict]) -> str:
+    """How the graphs of one cell got their kNN (records before this field: "-"), with the worst share of
+    sampled rows that matched brute force where the study checked it (kNN within clusters)."""
+    methods = "/".join(sorted({x.get("knn", "-") for x in stats}))
+    checks = [x["knn_check"] for x in stats if x.get("knn_check") is not None]
+    return f"{methods} (check {min(checks):.0%})" if checks else methods
 
 
 def span(values: list) -> str:

@@ -31,6 +31,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from gpu_mixture import mixture_gpu  # a sibling script: bench/ is on sys.path
+
+from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
 
 TARGETS = {
     "hogwild_gedges": ">= 9 G active edges/s",
@@ -43,72 +46,6 @@ TARGETS = {
 
 def log(*args) -> None:
     print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
-
-
-def mixture_gpu(n: int, d: int = 384, n_clusters: int = 30, seed: int = 0):
-    """(X cupy float32 (n, d), labels cupy int32): Zipf-sized clusters, centres ~N(0, 4) per coordinate."""
-    import cupy as cp
-
-    from umapviz.datasets import _zipf_sizes
-
-    rs = cp.random.RandomState(seed)
-    sizes = _zipf_sizes(n, n_clusters)
-    centres = rs.standard_normal((n_clusters, d), dtype=cp.float32) * cp.float32(2.0)
-    labels = cp.repeat(cp.arange(n_clusters, dtype=cp.int32), cp.asarray(sizes))
-    labels = labels[cp.asarray(np.random.default_rng(seed).permutation(n))]
-    X = rs.standard_normal((n, d), dtype=cp.float32)
-    X += centres[labels]
-    return X, labels
-
-
-def knn_by_cluster(X, labels, k: int):
-    """Exact kNN inside each cluster (global indices), for mixtures whose clusters are far apart."""
-    import cupy as cp
-
-    from umapviz.graph.knn_gpu import exact_knn_gpu
-
-    n = X.shape[0]
-    idx = cp.empty((n, k), dtype=cp.int32)
-    dist = cp.empty((n, k), dtype=cp.float32)
-    for c in range(int(labels.max()) + 1):
-        members = cp.flatnonzero(labels == c).astype(cp.int32)
-        if members.size == 0:
-            continue
-        i, dd = exact_knn_gpu(X[members], min(k, int(members.size)), "euclidean", return_device=True)
-        idx[members] = members[i]
-        dist[members] = dd
-    return idx, dist
-
-
-def check_blocked_knn(X, idx, n_queries: int = 256) -> float:
-    """Share of sampled rows whose blocked kNN equals brute force over all points."""
-    import cupy as cp
-
-    rng = np.random.default_rng(1)
-    q = cp.asarray(rng.choice(X.shape[0], n_queries, replace=False))
-    sq = (X * X).sum(axis=1)
-    d2 = sq[q][:, None] + sq[None, :] - 2.0 * (X[q] @ X.T)
-    d2[cp.arange(n_queries), q] = -1.0
-    k = idx.shape[1]
-    top = cp.argsort(d2, axis=1)[:, :k]
-    same = [set(a.tolist()) == set(b.tolist()) for a, b in zip(top.get(), idx[q].get(), strict=True)]
-    return float(np.mean(same))
-
-
-def graph_from_knn(idx, dist, n_epochs: int = 200):
-    import scipy.sparse
-
-    from umapviz.graph import _graph_from_fuzzy_set
-    from umapviz.graph.fuzzy import find_ab_params
-    from umapviz.graph.knn_gpu import fuzzy_simplicial_set_gpu
-
-    n = idx.shape[0]
-    a, b = find_ab_params(1.0, 0.1)
-    indptr, indices, data = fuzzy_simplicial_set_gpu(idx, dist)
-    fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
-    params = {"n_neighbors": idx.shape[1], "metric": "euclidean", "knn": "exact-gpu", "min_dist": 0.1,
-              "spread": 1.0, "random_state": None}
-    return _graph_from_fuzzy_set(fuzzy, idx.get(), dist.get(), a, b, n_epochs, params)
 
 
 def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", seed: int = 0,
@@ -341,14 +278,14 @@ def bench_size(n: int, args, modes, results: dict, sizes: list) -> None:
         summary[f"exact kNN {n:,} x 384, k=15 (all pairs, TF32 GEMM + exact refine)"] = (
             f"{knn_s:.2f} s (target {TARGETS['knn_1m']})")
     else:
-        idx, dist = knn_by_cluster(X, labels, 15)
+        idx, dist = knn_within_groups(X, labels, 15)
         cp.cuda.Device().synchronize()
         knn_s = time.perf_counter() - t
-        ok = check_blocked_knn(X, idx)
+        ok = knn_agreement(X, idx)
         summary[f"kNN {n:,} x 384 by cluster"] = f"{knn_s:.2f} s; {ok:.1%} of 256 sampled rows equal brute force"
     log(f"kNN {n}: {knn_s:.2f} s")
     del X, labels
-    graph = graph_from_knn(idx, dist)
+    graph = graph_from_knn(idx, dist, n_epochs=200, knn="exact-gpu")
     log("graph", graph)
     summary[f"graph {n:,}"] = repr(graph)
     del idx, dist

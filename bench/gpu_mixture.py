@@ -1,0 +1,33 @@
+"""The data of the GPU benches (issue 3): a 384-d Gaussian mixture of Zipf-sized clusters far apart, made on the GPU.
+
+Shared by bench/gpu_bench.py and bench/chunk_study.py (dataset "mixture_gpu"). Its clusters lie far apart
+(centres ~N(0, 4) per coordinate: ~55 units between centres against ~28 between two points of one cluster),
+so exact kNN inside each cluster (:func:`umapviz.graph.clusterwise.knn_within_groups`) is exact kNN of all
+points; the benches check that on sampled rows (:func:`umapviz.graph.clusterwise.knn_agreement`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from umapviz.datasets import _zipf_sizes
+
+
+def mixture_gpu(n: int, d: int = 384, n_clusters: int = 30, seed: int = 0, xp: Any = None) -> tuple[Any, Any]:
+    """``(X float32 (n, d), labels int32 (n,))`` on the GPU (``xp`` None: CuPy), or with ``xp=numpy`` on the
+    CPU for tests: the same recipe, other random numbers. The CuPy draws are those of issue 3's graphs."""
+    if xp is None:
+        import cupy as xp  # noqa: PLC0415 - a GPU machine's module
+
+    # CuPy's legacy RandomState keeps the issue 3 bytes; NumPy's takes no dtype, so the CPU uses a Generator.
+    rng = np.random.default_rng([seed, 1]) if xp is np else xp.random.RandomState(seed)
+    normal = rng.standard_normal
+    sizes = _zipf_sizes(n, n_clusters)
+    centres = normal((n_clusters, d), dtype=xp.float32) * xp.float32(2.0)
+    labels = xp.repeat(xp.arange(n_clusters, dtype=xp.int32), sizes.tolist())  # a list: CuPy < 14 takes no array
+    labels = labels[xp.asarray(np.random.default_rng(seed).permutation(n))]
+    X = normal((n, d), dtype=xp.float32)
+    X += centres[labels]
+    return X, labels
