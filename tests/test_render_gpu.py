@@ -152,8 +152,10 @@ def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
 
 
 def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, monkeypatch):
-    import umapviz.render._colormap as colormap
-    import umapviz.render.shade as shade_module
+    import importlib
+
+    colormap = importlib.import_module("umapviz.render._colormap")
+    shade_module = importlib.import_module("umapviz.render.shade")  # the module, not the function of that name
     from umapviz._backend import is_cupy, to_host
 
     emb = tricky_points(1_000_000, seed=6)
