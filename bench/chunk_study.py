@@ -51,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gpu_mixture_graph import free_gpu_memory  # a sibling script (bench/ is on sys.path)
+from gpu_mixture_graph import mixture_graph as build_mixture_graph
 from tqdm.auto import tqdm
 
 from umapviz import datasets, metrics
@@ -177,43 +179,12 @@ def load_graph(name: str, n: int, seed: int, device: str, n_neighbors: int) -> t
 def mixture_graph(n: int, seed: int, device: str, n_neighbors: int) -> tuple[Any, float, dict]:
     """The mixture of the GPU benches, made on the study's device, with exact kNN inside each cluster; the
     premise (no neighbour lies in another cluster) is checked on 256 sampled rows against brute force."""
-    from gpu_mixture import mixture_gpu  # noqa: PLC0415 - a sibling script (bench/ is on sys.path)
-
-    from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups  # noqa: PLC0415
-
-    xp = np
-    if device == "gpu":
-        from umapviz._backend import cupy  # noqa: PLC0415
-
-        xp = cupy()
-    X, labels = mixture_gpu(n, seed=seed, xp=xp)
-    start = time.perf_counter()
-    idx, dist = knn_within_groups(X, labels, n_neighbors)
-    knn_seconds = _synced(xp, start)
-    check = knn_agreement(X, idx)
-    del X, labels
-    start = time.perf_counter()
-    graph = graph_from_knn(idx, dist, knn="exact-within-clusters")
-    seconds = knn_seconds + time.perf_counter() - start
-    del idx, dist
-    free_gpu_memory()
-    if check < 1.0:
-        log(f"  warning: mixture_gpu n={n} seed={seed}: only {check:.1%} of sampled rows have the kNN of all "
-            "points (clusters too close for kNN within clusters)")
-    return graph, seconds, {"knn": graph.params["knn"], "knn_seconds": knn_seconds, "knn_check": check}
-
-
-def _synced(xp, start: float) -> float:
-    """Seconds since `start`, after the GPU's queued work (if any) has finished."""
-    if xp is not np:
-        xp.cuda.Device().synchronize()
-    return time.perf_counter() - start
-
-
-def free_gpu_memory() -> None:
-    """Hand CuPy's cached blocks back, so the next graph's kNN or layout has the whole GPU."""
-    if "cupy" in sys.modules:
-        sys.modules["cupy"].get_default_memory_pool().free_all_blocks()
+    built = build_mixture_graph(n, seed, device, n_neighbors)
+    if built.knn_check < 1.0:
+        log(f"  warning: mixture_gpu n={n} seed={seed}: only {built.knn_check:.1%} of sampled rows have the kNN of "
+            "all points (clusters too close for kNN within clusters)")
+    info = {"knn": built.graph.params["knn"], "knn_seconds": built.knn_seconds, "knn_check": built.knn_check}
+    return built.graph, built.seconds, info
 
 
 def graph_stats(graph) -> dict:
