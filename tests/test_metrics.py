@@ -202,3 +202,13 @@ def test_fingerprint_changes_with_one_bit_shape_and_dtype():
     assert metrics.fingerprint(flipped) != fp
     assert metrics.fingerprint(Y.reshape(50, 4)) != fp
     assert metrics.fingerprint(Y.view(np.int32)) != fp
+
+
+def test_fingerprint_sees_order_and_every_byte_of_odd_sized_arrays():
+    Y = np.random.default_rng(6).standard_normal((101, 3)).astype(np.float32)  # 1212 bytes: not whole words
+    fp = metrics.fingerprint(Y)
+    assert metrics.fingerprint(Y[[1, 0, *range(2, 101)]]) != fp  # two rows swapped: same multiset of values
+    last = Y.copy()
+    last.view(np.uint32)[-1, -1] ^= 1 << 31  # the sign of the very last coordinate (in the padded word)
+    assert metrics.fingerprint(last) != fp
+    assert len({metrics.fingerprint(Y[:n]) for n in range(0, 101, 10)}) == 11

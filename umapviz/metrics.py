@@ -262,16 +262,33 @@ def trustworthiness(
 
 
 def fingerprint(embedding: Any) -> str:
-    """16 hex characters (blake2b, 8 bytes) of the array's exact bytes, shape and dtype.
+    """16 hex characters that change with any bit of the array, its shape or its dtype.
 
-    Two layouts have the same fingerprint only if they are bitwise equal. A CuPy array is copied to
-    the host to be hashed (this is the one measure that reads every byte).
+    Two layouts have the same fingerprint only if they are bitwise equal (up to a 64-bit hash collision).
+    The array's bytes are read as 64-bit words, each word is mixed with its position (SplitMix64's
+    finaliser) and the results are summed modulo 2**64: an order-free sum, so NumPy and CuPy give the same
+    value and a CuPy array is hashed where it lives (only 8 bytes come back). Shape, dtype and that sum then
+    go through blake2b.
     """
-    arr = np.ascontiguousarray(to_host(embedding))
+    xp = xp_of(embedding)
+    arr = xp.ascontiguousarray(xp.asarray(embedding))
+    data = arr.reshape(-1).view(xp.uint8)
+    if data.size % 8:
+        data = xp.concatenate([data, xp.zeros(8 - data.size % 8, dtype=xp.uint8)])
+    words = data.view(xp.uint64)
+    position = xp.arange(words.size, dtype=xp.uint64) * xp.uint64(0x9E3779B97F4A7C15)
+    total = int(_mix64(xp, words ^ position).sum(dtype=xp.uint64)) if words.size else 0
     h = hashlib.blake2b(digest_size=8)
-    h.update(repr((arr.shape, arr.dtype.str)).encode())
-    h.update(arr.tobytes())
+    h.update(repr((tuple(arr.shape), arr.dtype.str)).encode())
+    h.update(total.to_bytes(8, "little"))
     return h.hexdigest()
+
+
+def _mix64(xp: Any, z: Any) -> Any:
+    """SplitMix64's finaliser on a uint64 array (wrapping arithmetic)."""
+    z = (z ^ (z >> xp.uint64(30))) * xp.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> xp.uint64(27))) * xp.uint64(0x94D049BB133111EB)
+    return z ^ (z >> xp.uint64(31))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,8 @@ class FuzzyGraph:
 
     Edges are stored in both directions, sorted by ``head`` then ``tail``.
     ``head`` is the vertex that moves with the attraction (and owns the negative
-    samples); ``tail`` moves the other way.
+    samples); ``tail`` moves the other way. Treat it as immutable: the degrees and the fingerprint are
+    computed once (they cost seconds at hundreds of millions of edges).
     """
 
     head: np.ndarray  # (nnz,) int32
@@ -37,16 +39,18 @@ class FuzzyGraph:
     def nnz(self) -> int:
         return int(self.head.shape[0])
 
-    @property
+    @functools.cached_property
     def degree(self) -> np.ndarray:
-        """Number of edges whose head is each vertex (the graph is symmetric)."""
-        return np.bincount(self.head, minlength=self.n_vertices)
+        """Number of edges whose head is each vertex (the graph is symmetric). Read-only."""
+        degree = np.bincount(self.head, minlength=self.n_vertices)
+        degree.flags.writeable = False
+        return degree
 
-    @property
+    @functools.cached_property
     def max_degree(self) -> int:
         return int(self.degree.max()) if self.nnz else 0
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
         """Short hex digest of the graph's exact content (edges, weights, curve, schedule)."""
         h = hashlib.blake2b(digest_size=8)

@@ -320,10 +320,8 @@ class LayoutRun:
         else:
             self.history_epochs.append(epoch)
             self.history_counts.append(int(mask.sum()))
-        if self.log is not None:
-            host = np.array(to_host(embedding), dtype=np.float32)  # one device-to-host copy serves both
-            self._fingerprint = (epoch, metrics.fingerprint(host))
-            self.log.add(epoch, host, mask)
+        if self.log is not None:  # a copy: on the CPU the optimizer's embedding is updated in place
+            self.log.add(epoch, np.array(to_host(embedding), dtype=np.float32), mask)
 
     def reset(self) -> None:
         self.optimizer.reset()
