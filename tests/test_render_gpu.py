@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_render_colormap import make_grid  # the same grid kinds as the NumPy shading tests (tests/ is on sys.path)
 
 from umapviz.render import View, aggregate, image, render
 from umapviz.render.view import data_bounds, resolve_view
@@ -109,23 +110,6 @@ def test_gpu_live_view_draws_device_embeddings(cp):
 
 
 # -- shading on the device ------------------------------------------------------------------------------
-def count_grid(kind: str, k: int | None, seed: int = 0) -> np.ndarray:
-    """Count grids of several kinds (as in test_render_colormap.py), (37, 53) or (37, 53, k)."""
-    rng = np.random.default_rng(seed)
-    shape = (37, 53) if k is None else (37, 53, k)
-    if kind == "dense":
-        return rng.integers(0, 500, shape) * (rng.random(shape) < 0.5)
-    if kind == "power law":
-        return (rng.pareto(1.2, shape) * 3).astype(np.int64)
-    if kind == "sparse":
-        return (rng.random(shape) < 0.01) * rng.integers(1, 4, shape)
-    if kind == "single point":
-        grid = np.zeros(shape, dtype=np.int64)
-        grid[(5, 7) if k is None else (5, 7, k - 1)] = 1
-        return grid
-    if kind == "zero":
-        return np.zeros(shape, dtype=np.int64)
-    return rng.integers(0, 3_000_000, shape) * (rng.random(shape) < 0.3)  # "huge": eq_hist's binned path
 
 
 @pytest.mark.parametrize("k", [None, 3, 10])
@@ -134,7 +118,7 @@ def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
     from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
     from umapviz.render.shade import Style, shade
 
-    counts = count_grid(kind, k).astype(np.uint32)
+    counts = make_grid(kind, k).astype(np.uint32)
     outliers = np.zeros(counts.shape[:2], np.uint32)
     outliers[[0, 9, 36], [0, 20, 52]] = 1  # two in corners: discs clipped at the border
     edges = np.zeros((4, N_EDGE_BINS), np.uint32)
