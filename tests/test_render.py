@@ -477,3 +477,23 @@ def test_mp4_has_every_frame_when_ffmpeg_is_installed(tmp_path):
     with imageio.get_reader(path) as reader:
         assert reader.count_frames() == 4
         assert reader.get_meta_data()["size"] == (64, 48)  # padded to even sizes for yuv420p
+
+
+def test_edge_count_labels_never_overlap_and_the_largest_is_written():
+    from PIL import Image, ImageDraw
+
+    from umapviz.render.shade import MAX_LABELS_PER_SIDE, edge_labels, edge_marker_positions, marker_size, pil_font
+
+    counts = np.zeros(64, np.int64)
+    counts[20:40] = np.arange(100, 120)  # twenty neighbouring bins, all with three-digit counts
+    draw = ImageDraw.Draw(Image.new("RGBA", (400, 400)))
+    s = marker_size(400, 400)
+    font = pil_font(max(11, round(s * 1.6)))
+    positions = edge_marker_positions(400, 400, 64)
+    for side in range(4):
+        labels = edge_labels(draw, font, counts, positions[side], side, s)
+        assert 1 < len(labels) <= MAX_LABELS_PER_SIDE and labels[0][1] == "119"
+        boxes = [draw.textbbox(xy, text, font=font, anchor=anchor) for xy, text, anchor in labels]
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                assert a[2] < b[0] or b[2] < a[0] or a[3] < b[1] or b[3] < a[1], f"side {side}: {a} overlaps {b}"

@@ -348,6 +348,31 @@ def edge_marker_positions(width: int, height: int, n_bins: int = N_EDGE_BINS) ->
     return pos
 
 
+# (outward direction, along-side direction) per side (left, right, bottom, top), in image coordinates
+_SIDE_FRAMES = {0: ((-1, 0), (0, 1)), 1: ((1, 0), (0, 1)), 2: ((0, 1), (1, 0)), 3: ((0, -1), (1, 0))}
+
+
+def edge_labels(draw: Any, font: Any, counts: np.ndarray, positions: np.ndarray, side: int,
+                marker: int) -> list[tuple[tuple[float, float], str, str]]:
+    """(position, text, anchor) of the count labels of one side: the largest bins first, at most
+    MAX_LABELS_PER_SIDE, skipping any whose text would overlap a label already placed."""
+    ox, oy = _SIDE_FRAMES[side][0]
+    anchor = {0: "lm", 1: "rm", 2: "mb", 3: "mt"}[side]
+    bins = np.flatnonzero(counts)
+    placed, boxes = [], []
+    for b in bins[np.argsort(-counts[bins], kind="stable")]:
+        if len(placed) == MAX_LABELS_PER_SIDE:
+            break
+        x, y = positions[b]
+        xy, text = (x - ox * (marker + 3), y - oy * (marker + 3)), str(int(counts[b]))
+        box = draw.textbbox(xy, text, font=font, anchor=anchor)
+        if any(box[0] <= o[2] + 2 and o[0] <= box[2] + 2 and box[1] <= o[3] and o[1] <= box[3] for o in boxes):
+            continue
+        placed.append((xy, text, anchor))
+        boxes.append(box)
+    return placed
+
+
 def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = DEFAULT_STYLE) -> None:
     """Draw a triangle pointing out of the image for each non-empty edge bin, larger for more points.
 
@@ -366,12 +391,9 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
     positions = edge_marker_positions(w, h, edge_counts.shape[1])
     top_count = float(edge_counts.max())
     # (outward direction, along-side direction) per side, in image coordinates (y grows downwards)
-    frames = {0: ((-1, 0), (0, 1)), 1: ((1, 0), (0, 1)), 2: ((0, 1), (1, 0)), 3: ((0, -1), (1, 0))}
     for side in range(4):
-        (ox, oy), (ax, ay) = frames[side]
-        bins = np.flatnonzero(edge_counts[side])
-        labelled = set(bins[np.argsort(-edge_counts[side, bins], kind="stable")[:MAX_LABELS_PER_SIDE]].tolist())
-        for b in bins:
+        (ox, oy), (ax, ay) = _SIDE_FRAMES[side]
+        for b in np.flatnonzero(edge_counts[side]):
             count = int(edge_counts[side, b])
             x, y = positions[side, b]
             size = s * (0.6 + 0.4 * np.log1p(count) / np.log1p(top_count))  # one point: 60%, the most: 100%
@@ -380,10 +402,8 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
             base = [(base_c[0] + ax * size * 0.7, base_c[1] + ay * size * 0.7),
                     (base_c[0] - ax * size * 0.7, base_c[1] - ay * size * 0.7)]  # fmt: skip
             draw.polygon([(x, y), *base], fill=color, outline=text_color)
-            if b in labelled:
-                tx, ty = x - ox * (s + 3), y - oy * (s + 3)
-                anchor = {0: "lm", 1: "rm", 2: "mb", 3: "mt"}[side]
-                draw.text((tx, ty), str(count), fill=text_color, font=font, anchor=anchor)
+        for xy, text, anchor in edge_labels(draw, font, edge_counts[side], positions[side], side, s):
+            draw.text(xy, text, fill=text_color, font=font, anchor=anchor)
     total = int(edge_counts.sum())
     summary = f"{total:,} point{'s' if total != 1 else ''} outside the view"
     draw.text((2 * s + 4, h - 2 * s - 6), summary, fill=text_color, font=font, anchor="lb")
