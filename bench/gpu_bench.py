@@ -114,7 +114,15 @@ def time_schedule(graph, seed: int = 0) -> float:
     return cp.cuda.get_elapsed_time(start, stop) / graph.n_epochs
 
 
-def layout_suite(graph, label: str, modes, variants: bool = False,
+# Knobs of umapviz.optimize._gpu.TUNING timed with --variants (vertex_tile 32 is the 2026-12-01 kernel).
+VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_blocks": 6, "neg_batch": 4}),
+            ("vertex", 1, {"vertex_tile": 32}), ("vertex", 1, {"vertex_tile": 4}), ("vertex", 1, {"vertex_tile": 16}),
+            ("vertex", 1, {"vertex_heavy": 32}), ("vertex", 1, {"vertex_heavy": 256}),
+            ("chunked", "auto", {"persist_min_blocks": 3}), ("chunked", "auto", {"persist_min_blocks": 4}),
+            ("chunked", "auto", {"persist_threads": 512}), ("buffered", 1, {"persist_min_blocks": 4})]
+
+
+def layout_suite(graph, label: str, modes, variants: list | tuple = (),
                  include=("hogwild", "chunked", "shipped", "degree", "buffered", "vertex")) -> list[dict]:
     rows = []
     plan = [("hogwild", 1, "persistent", None, {})] if "hogwild" in include else []
@@ -123,16 +131,8 @@ def layout_suite(graph, label: str, modes, variants: bool = False,
     plan += [("buffered", 1, modes[0], None, {})] if "buffered" in include else []
     plan += [("chunked", "shipped", modes[0], None, {})] if "shipped" in include else []
     plan += [("vertex", 1, "persistent", None, {})] if "vertex" in include else []
-    if variants:  # what each idea buys (same bytes for all but portable_pow)
-        plan += [("hogwild", 1, "persistent", None, {"neg_batch": 1}),
-                 ("hogwild", 1, "persistent", None, {"sched_window": 1}),
-                 ("hogwild", 1, "persistent", None, {"portable_pow": True}),
-                 ("chunked", "auto", "persistent", None, {"neg_batch": 1}),
-                 ("chunked", "auto", "persistent", None, {"sched_window": 1}),
-                 ("chunked", "auto", "persistent", None, {"persist_blocks_per_sm": 2}),
-                 ("chunked", "auto", "persistent", None, {"persist_blocks_per_sm": 4}),
-                 ("chunked", "auto", "persistent", None, {"portable_pow": True}),
-                 ("vertex", 1, "persistent", None, {"neg_batch": 1})]
+    # what each knob buys (all but hogwild's give the same bytes); older knobs: bench/RESULTS.md
+    plan += [(strategy, rule, "persistent", None, tuning) for strategy, rule, tuning in variants]
     for strategy, rule, mode, epochs, tuning in plan:
         try:
             r = time_layout(graph, strategy, rule, mode, epochs=epochs, tuning=tuning)
@@ -261,7 +261,7 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-def bench_size(n: int, args, modes, results: dict, sizes: list) -> None:
+def bench_size(n: int, args, modes, results: dict) -> None:
     """kNN, graph, schedule and layout timings at one size (results appended in place)."""
     import cupy as cp
 
@@ -295,8 +295,29 @@ def bench_size(n: int, args, modes, results: dict, sizes: list) -> None:
     summary[f"schedule alone {label} (windows of 8 epochs)"] = f"{sched_ms:.3f} ms/epoch"
     log(f"schedule alone {label}: {sched_ms:.3f} ms/epoch")
     include = args.strategies.split(",") if n <= 1_000_000 else args.strategies_large.split(",")
-    results["layout"] += layout_suite(graph, label, modes, variants=args.variants and n == sizes[0],
-                                      include=include)
+    picked = args.variants if n <= 1_000_000 else args.variants_large
+    variants = VARIANTS if picked == "all" else [VARIANTS[int(i)] for i in picked.split(",") if i.strip()]
+    results["layout"] += layout_suite(graph, label, modes, variants=variants, include=include)
+
+
+def bench_probe(n: int, args, modes, results: dict) -> None:
+    """The layout on a graph without hubs, like DESIGN.md's probe (degree 15-30): 2-D blobs, exact GPU kNN.
+    It tells the cost of hubs apart from the cost of the code."""
+    import cupy as cp
+
+    from umapviz.graph.knn_gpu import exact_knn_gpu
+
+    rng = cp.random.RandomState(0)  # 10 round blobs in the plane
+    centres = rng.uniform(-10, 10, (10, 2)).astype(cp.float32)
+    X = rng.standard_normal((n, 2), dtype=cp.float32) + centres[rng.randint(0, 10, n)]
+    idx, dist = exact_knn_gpu(X, 15, "euclidean", return_device=True)
+    graph = graph_from_knn(idx, dist, n_epochs=200, knn="exact-gpu")
+    del idx, dist
+    cp.get_default_memory_pool().free_all_blocks()
+    label = f"blobs {n / 1e6:g}M"
+    results["summary"][f"graph {label}"] = repr(graph)
+    log("probe graph", graph)
+    results["layout"] += layout_suite(graph, label, modes[:1], include=("hogwild", "chunked", "buffered", "vertex"))
 
 
 def main() -> None:
@@ -308,8 +329,10 @@ def main() -> None:
                     help="what to time up to 1M")
     ap.add_argument("--strategies-large", default="hogwild,chunked,shipped,buffered,vertex",
                     help="what to time above 1M")
+    ap.add_argument("--probe", type=int, default=0, help="also time a hub-free 2-D blobs graph of this size")
     ap.add_argument("--skip-fit", action="store_true")
-    ap.add_argument("--variants", action="store_true", help="also time each tuning knob on the first size")
+    ap.add_argument("--variants", default="", help='tuning knobs to time up to 1M: "all" or indices into VARIANTS')
+    ap.add_argument("--variants-large", default="", help="the same above 1M")
     ap.add_argument("--spectral-timeout", type=float, default=0, help="also time CPU spectral init (s limit)")
     ap.add_argument("--umap-learn", type=int, default=0, help="subset size for umap-learn (0: skip)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
@@ -326,7 +349,7 @@ def main() -> None:
     sizes = [int(float(v)) for v in args.sizes.split(",") if v.strip()]
     def run_size(n):
         try:
-            bench_size(n, args, modes, results, sizes)
+            bench_size(n, args, modes, results)
         except Exception as exc:  # keep what the other sizes measured
             log(f"size {n} failed: {exc!r}")
             summary[f"size {n:,}"] = f"failed: {exc!r}"
@@ -336,6 +359,11 @@ def main() -> None:
     for n in sizes:  # up to 1M first; larger sizes after the pipeline and umap-learn (they take longest)
         if n <= 1_000_000:
             run_size(n)
+    if args.probe:
+        try:
+            bench_probe(args.probe, args, modes, results)
+        except Exception as exc:
+            log(f"probe failed: {exc!r}")
     if not args.skip_fit:
         X, _ = mixture_gpu(1_000_000)
         graph = None

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1] / "umapviz"
 CU_FILES = sorted(ROOT.rglob("*.cu"))
 # kernels.cu is specialised by macros at load time: compile the default and the other branches too.
 VARIANTS = {
-    "kernels.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0"], ["-DUMV_DIM=1", "-DUMV_PORTABLE_POW=1"]],
+    "kernels.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_TILE=32"],
+                   ["-DUMV_DIM=1", "-DUMV_PORTABLE_POW=1", "-DVTX_TILE=1"], ["-DVTX_TILE=16", "-DPERSIST_MINB=4", "-DHOG_MINB=6", "-DPERSIST_THREADS=512"]],
 }
 
 
@@ -58,3 +59,21 @@ def test_vertex_group_is_one_warp():
     from umapviz.optimize import _cpu
 
     assert _cpu.VERTEX_GROUP == 32
+
+
+@pytest.mark.parametrize("knob, value", [("vertex_tile", 3), ("vertex_tile", 64), ("persist_threads", 300)])
+def test_bad_compile_time_knobs_are_refused_before_compiling(knob, value):
+    from umapviz.optimize import _gpu
+
+    with pytest.raises(ValueError, match=knob):
+        _gpu._tuning_defines({**_gpu.TUNING, knob: value})
+
+
+def test_compile_time_knobs_become_macros_of_the_kernel_source():
+    from umapviz.optimize import _gpu
+
+    source = _gpu.KERNELS.read_text()
+    defines = dict(_gpu._tuning_defines({**_gpu.TUNING, "neg_batch": 4}))
+    for name in defines:  # each has a default in the source; a misspelt one would be a knob that does nothing
+        assert f"#ifndef {name}\n#define {name} " in source, name
+    assert defines["NEG_BATCH"] == 4 and defines["VTX_TILE"] == _gpu.TUNING["vertex_tile"]

@@ -64,12 +64,23 @@ def test_chunk_launch_modes_give_the_persistent_kernels_bytes(small_graph, monke
     assert ref.tobytes() == other.tobytes()
 
 
-@pytest.mark.parametrize("knob", [("sched_window", 1), ("sched_window", 3), ("neg_batch", 1),
-                                  ("persist_blocks_per_sm", 2)])
-@pytest.mark.parametrize("strategy", ["chunked", "vertex"])
+_KNOBS = [("sched_window", 1), ("sched_window", 3), ("neg_batch", 1)]
+# The vertex kernel's tiles: a warp for every vertex (heavy 0), lanes shared by all (heavy above any degree),
+# a split in the middle of this graph's degrees, and every tile width.
+_VERTEX_KNOBS = [("vertex_heavy", 0), ("vertex_heavy", 10**9), ("vertex_heavy", 24), ("vertex_tile", 4),
+                 ("vertex_tile", 16), ("vertex_tile", 32)]
+_CHUNK_KNOBS = [("persist_blocks_per_sm", 2), ("persist_threads", 512), ("persist_min_blocks", 4)]
+
+
+@pytest.mark.parametrize("strategy, knob", [("chunked", k) for k in _KNOBS + _CHUNK_KNOBS]
+                         + [("vertex", k) for k in _KNOBS + _VERTEX_KNOBS])
 def test_tuning_knobs_do_not_change_the_bytes(small_graph, monkeypatch, knob, strategy):
     from umapviz.optimize import _gpu
 
+    if knob[0] == "vertex_heavy" and knob[1] == 24:  # the split must leave vertices on both sides
+        work = np.bincount(small_graph.head, minlength=small_graph.n_vertices) + np.bincount(
+            small_graph.tail, minlength=small_graph.n_vertices)
+        assert work.min() <= 24 < work.max()
     ref = _opt(small_graph, strategy, "gpu").run().embedding
     monkeypatch.setitem(_gpu.TUNING, *knob)
     other = _opt(small_graph, strategy, "gpu").run().embedding

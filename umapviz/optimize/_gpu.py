@@ -12,8 +12,9 @@ module holds the device state and launches one epoch:
    (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; ``"pipelined"``: one barrier
    per chunk, the apply folded into the next chunk's phase, the same bytes but twice as slow on an H200,
    kept for comparison), two launches per chunk (``"launch"``), or those launches captured once in a CUDA
-   graph and replayed each epoch (``"graph"``); ``vertex`` one launch, one warp per vertex (32 of its edges
-   at a time), busiest vertices first. Timings: bench/RESULTS.md.
+   graph and replayed each epoch (``"graph"``); ``vertex`` one launch, 32 of a vertex's edges at a time,
+   busiest vertices first, a warp for each hub and a few lanes for each other vertex. Timings:
+   bench/RESULTS.md.
 
 Chunk bounds are computed on the device from the active count, so no mode reads anything back until
 ``run_epoch`` returns the epoch's active count.
@@ -42,6 +43,11 @@ TUNING = {
     "sched_window": 8,  # epochs per schedule pass (1 .. 8; fewer when GPU memory is short)
     "neg_batch": None,  # negative samples whose rows are loaded together (None: 8, or 4 above 4 dims)
     "persist_blocks_per_sm": None,  # None: as many as a typical chunk fills, at most what fits
+    "persist_threads": 256,  # threads per block of the persistent kernels (128, 256, 512 or 1024)
+    "persist_min_blocks": 0,  # > 0: registers capped so that this many of those blocks fit per multiprocessor
+    "hog_min_blocks": 0,  # the same for the hogwild kernel's 256-thread blocks
+    "vertex_tile": 8,  # lanes per ordinary vertex in the vertex kernel (1, 2, 4, 8, 16, 32)
+    "vertex_heavy": 64,  # vertices with more edges (as head and tail) than this get a whole warp
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -50,20 +56,32 @@ NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 _SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in kernels.cu
 _SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels.cu
 _THREADS = 256
-_VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels.cu: one warp per vertex
+_VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels.cu: warps per block of the vertex kernel
 
 
 @functools.cache
-def _module(dim: int, private_head: bool, portable_pow: bool = False, neg_batch: int | None = None):
+def _module(dim: int, private_head: bool, defines: tuple[tuple[str, int], ...] = ()):
     """The compiled kernels for one set of compile-time parameters (cached per process; CuPy also caches
-    the binary on disk)."""
+    the binary on disk). `defines`: further macros of kernels.cu, as from :func:`_tuning_defines`."""
     cp = cupy()
     source = KERNELS.read_text()
-    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}",
-                               f"-DUMV_PORTABLE_POW={int(portable_pow)}")
-    if neg_batch is not None:
-        options += (f"-DNEG_BATCH={int(neg_batch)}",)
+    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}")
+    options += tuple(f"-D{name}={int(value)}" for name, value in defines)
     return cp.RawModule(code=source, options=options)
+
+
+def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
+    """The kernels.cu macros that the compile-time knobs of `tuning` set (ValueError for a bad value)."""
+    if tuning["vertex_tile"] not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"vertex_tile={tuning['vertex_tile']!r}: use 1, 2, 4, 8, 16 or 32 lanes.")
+    if tuning["persist_threads"] not in (128, 256, 512, 1024):
+        raise ValueError(f"persist_threads={tuning['persist_threads']!r}: use 128, 256, 512 or 1024.")
+    defines = [("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))), ("VTX_TILE", tuning["vertex_tile"]),
+               ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
+               ("HOG_MINB", tuning["hog_min_blocks"])]
+    if tuning["neg_batch"] is not None:
+        defines.append(("NEG_BATCH", tuning["neg_batch"]))
+    return tuple((name, int(value)) for name, value in defines)
 
 
 def _blocks_per_sm(kernel, threads: int) -> int:
@@ -75,7 +93,7 @@ def _blocks_per_sm(kernel, threads: int) -> int:
     except Exception:  # older CuPy: estimate from the register count (the limit that binds here)
         regs = max(int(kernel.attributes.get("num_regs", 64)), 1)
         per_sm = min(2048 // threads, 65536 // (((regs + 7) // 8) * 8 * threads), 32)
-    return int(max(per_sm, 1))
+    return int(per_sm)
 
 
 def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, window: int = 1) -> int:
@@ -265,7 +283,7 @@ class GpuEngine:
         self._next_neg = cp.empty_like(self._eps)
         self._due = cp.empty(nnz, dtype=np.int32)
         self._acc = None
-        self._mod = _module(dim, self.private_head, bool(self.tuning["portable_pow"]), self.tuning["neg_batch"])
+        self._mod = _module(dim, self.private_head, _tuning_defines(self.tuning))
         self._sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
         def k(name):
@@ -284,9 +302,11 @@ class GpuEngine:
             tail_ptr = np.zeros(n + 1, np.int64)
             np.cumsum(np.bincount(tail, minlength=n), out=tail_ptr[1:])
             by_tail = np.argsort(tail, kind="stable").astype(np.int32)
-            # Busiest vertices first: the longest chains of groups start early.
+            # Busiest vertices first: the longest chains of groups start early; those above the heavy
+            # threshold get a warp each, the rest share warps (kernels.cu).
             work = np.diff(head_ptr) + np.diff(tail_ptr)
             self._vorder = cp.asarray(np.argsort(-work, kind="stable").astype(np.int32))
+            self._n_heavy = int(np.count_nonzero(work > int(self.tuning["vertex_heavy"])))
             self._tail = cp.asarray(tail)
             self._tail_head = cp.asarray(head[by_tail])
             self._head_ptr = cp.asarray(head_ptr)
@@ -313,11 +333,15 @@ class GpuEngine:
             self._k_persist = k("chunked_persistent")
             self._k_pipe = k("chunked_pipelined")
             self._barrier = cp.zeros(2, dtype=np.uint32)
-            fit = min(_blocks_per_sm(self._k_persist, _THREADS), _blocks_per_sm(self._k_pipe, _THREADS))
+            self._persist_threads = threads = int(self.tuning["persist_threads"])
+            fit = min(_blocks_per_sm(self._k_persist, threads), _blocks_per_sm(self._k_pipe, threads))
+            if fit < 1:
+                raise ValueError(f"persist_threads={threads}: a block of the persistent kernels that large does not "
+                                 "fit on one multiprocessor (registers); use 256.")
             want = self.tuning["persist_blocks_per_sm"]
             if want is None:  # enough threads for a typical chunk (about 30% of edges are active per epoch)
                 typical = 0.3 * nnz / self.n_chunks
-                want = math.ceil(typical / (self._sms * _THREADS))
+                want = math.ceil(typical / (self._sms * threads))
             self._persist_blocks = self._sms * int(min(max(int(want), 1), fit))
 
     def _curve_args(self):
@@ -347,10 +371,13 @@ class GpuEngine:
         curve = self._curve_args()
         if self.strategy == "vertex":
             cp.copyto(self._snap, self.Y)
-            n = self.n_vertices
-            self._k_vertex((-(-n // _VERTEX_WARPS),), (32 * _VERTEX_WARPS,), (
-                self.Y, self._snap, self._vorder, self._tail, self._head_ptr, self._tail_head, self._by_tail,
-                self._tail_ptr, self._nneg_edge[w], ep, *curve))
+            n, heavy = self.n_vertices, self._n_heavy
+            heavy_blocks = -(-heavy // _VERTEX_WARPS)
+            per_block = _VERTEX_WARPS * 32 // int(self.tuning["vertex_tile"])  # ordinary vertices per block
+            blocks = heavy_blocks + -(-(n - heavy) // per_block)
+            self._k_vertex((blocks,), (32 * _VERTEX_WARPS,), (
+                self.Y, self._snap, self._vorder, np.int32(heavy), np.int32(heavy_blocks), self._tail,
+                self._head_ptr, self._tail_head, self._by_tail, self._tail_ptr, self._nneg_edge[w], ep, *curve))
             return
         active = self._lists[w]
         if self.strategy == "sequential":
@@ -359,10 +386,10 @@ class GpuEngine:
             blocks = min(-(-self.nnz // _THREADS), sms * 16)
             self._k_hog((blocks,), (_THREADS,), (self.Y, active, n_act, ep, *curve))
         elif self.chunk_mode == "persistent":
-            self._k_persist((self._persist_blocks,), (_THREADS,), (
+            self._k_persist((self._persist_blocks,), (self._persist_threads,), (
                 self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
         elif self.chunk_mode == "pipelined":
-            self._k_pipe((self._persist_blocks,), (_THREADS,), (
+            self._k_pipe((self._persist_blocks,), (self._persist_threads,), (
                 self.Y, self._Y1, self._acc3, np.int64(self.n_vertices * self.dim), active, n_act,
                 np.int32(self.n_chunks), ep, *curve, self._barrier))
         else:  # "launch" and "graph": two launches per chunk, sized for the largest possible chunk

@@ -538,7 +538,17 @@ extern "C" __global__ void epoch_sequential(float* Y, const int4* __restrict__ a
 
 // Hogwild: every active edge in parallel on the live embedding; the head row is stored, the tail's move is
 // added atomically (fewer lost updates than a plain read-modify-write; the result is racy either way).
-extern "C" __global__ void epoch_hogwild(float* Y, const int4* __restrict__ active, const int* __restrict__ n_act,
+// HOG_MINB > 0: fit that many 256-thread blocks per multiprocessor (more loads in flight, fewer registers).
+#ifndef HOG_MINB
+#define HOG_MINB 0
+#endif
+#if HOG_MINB > 0
+#define HOG_BOUNDS __launch_bounds__(256, HOG_MINB)
+#else
+#define HOG_BOUNDS
+#endif
+
+extern "C" __global__ void HOG_BOUNDS epoch_hogwild(float* Y, const int4* __restrict__ active, const int* __restrict__ n_act,
                                          const int* __restrict__ ep, u64 seed, int n, float a, float b, float c_att,
                                          float c_rep) {
     Curve cv = make_curve(a, b, c_att, c_rep, n);
@@ -638,7 +648,22 @@ __device__ __forceinline__ void grid_barrier(unsigned int* bar) {
 // Chunked, all chunks of one epoch in one launch: gradient, barrier, apply, barrier, per chunk. A thread's
 // first edge of a chunk is read one chunk ahead (the active list does not change during the epoch) and kept
 // in registers for the apply half.
-extern "C" __global__ void chunked_persistent(float* Y, u64* acc, const int4* __restrict__ active,
+// PERSIST_THREADS threads per block; PERSIST_MINB > 0 asks the compiler to fit that many blocks on a
+// multiprocessor (registers capped to match): a chunk's edges are spread over more threads, so each walks
+// fewer of them between two barriers.
+#ifndef PERSIST_THREADS
+#define PERSIST_THREADS 256
+#endif
+#ifndef PERSIST_MINB
+#define PERSIST_MINB 0
+#endif
+#if PERSIST_MINB > 0
+#define PERSIST_BOUNDS __launch_bounds__(PERSIST_THREADS, PERSIST_MINB)
+#else
+#define PERSIST_BOUNDS __launch_bounds__(PERSIST_THREADS)
+#endif
+
+extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc, const int4* __restrict__ active,
                                               const int* __restrict__ n_act, int n_chunks,
                                               const int* __restrict__ ep, u64 seed, int n, float a, float b,
                                               float c_att, float c_rep, unsigned int* bar) {
@@ -688,7 +713,7 @@ extern "C" __global__ void chunked_persistent(float* Y, u64* acc, const int4* __
 // No phase writes what it reads, so one barrier between phases suffices; two extra phases at the end leave
 // both copies equal and every accumulator clear. Arithmetic is that of the two-barrier kernel, so the bytes
 // are the same.
-extern "C" __global__ void chunked_pipelined(float* Y0, float* Y1, u64* acc3, i64 acc_stride,
+extern "C" __global__ void PERSIST_BOUNDS chunked_pipelined(float* Y0, float* Y1, u64* acc3, i64 acc_stride,
                                              const int4* __restrict__ active, const int* __restrict__ n_act,
                                              int n_chunks, const int* __restrict__ ep, u64 seed, int n, float a,
                                              float b, float c_att, float c_rep, unsigned int* bar) {
@@ -741,13 +766,22 @@ extern "C" __global__ void chunked_pipelined(float* Y0, float* Y1, u64* acc3, i6
     }
 }
 
-// Vertex (owner computes): one warp per vertex order[v] (busiest first); others' rows from the epoch-start
-// snapshot S (as _cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are gathered
-// VERTEX_GROUP = 32 at a time into a per-warp queue (ballot + prefix count keeps their order); each lane
-// computes one item's move from the row as it stood at the group's start, and a butterfly of shuffles sums
-// the 32 moves (idle lanes add 0) in the fixed tree order _cpu._fold_group follows. A hub's chain is thus
-// one step per 32 of its active edges, not one per edge.
-#define VTX_WARPS 8  // warps (vertices) per block
+// Vertex (owner computes): a tile of lanes per vertex order[v] (busiest first); others' rows from the
+// epoch-start snapshot S (as _cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are
+// gathered VERTEX_GROUP = 32 at a time into a per-tile queue (ballot + prefix count keeps their order); item
+// q of a group is computed from the row as it stood at the group's start, and the 32 moves (idle slots add
+// 0) are summed in the fixed butterfly tree _cpu._fold_group follows: pairs at distance 16, then 8, 4, 2, 1.
+// A hub's chain is thus one step per 32 of its active edges, not one per edge.
+//
+// Tiles: the first n_heavy vertices of the order (the hubs) get a whole warp, lane q computing item q. The
+// rest share a warp, VTX_TILE lanes each: most vertices have a handful of active edges per epoch, which
+// would leave most of a warp idle. Lane l of such a tile computes items l, l + VTX_TILE, ... of the group
+// and adds them pairwise in the tree's first levels (distance 16, then 8, ... down to VTX_TILE) in
+// registers, and the tile's shuffles do the remaining levels: the same tree, so the same bits.
+#define VTX_WARPS 8  // warps per block
+#ifndef VTX_TILE
+#define VTX_TILE 8  // lanes per ordinary vertex (1, 2, 4, 8, 16 or 32)
+#endif
 #define FULL_MASK 0xffffffffu
 
 // The move of item r of vertex i (r < hd: head edge h0 + r; else tail record t0 + r - hd), from its row yi.
@@ -774,59 +808,106 @@ __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i
     }
 }
 
-extern "C" __global__ void epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
-                                        const int* __restrict__ order, const int* __restrict__ tail,
-                                        const long long* __restrict__ head_ptr, const int* __restrict__ tail_head,
-                                        const int* __restrict__ by_tail, const long long* __restrict__ tail_ptr,
-                                        const int* __restrict__ nneg_of_edge, const int* __restrict__ ep, u64 seed,
-                                        int n, float a, float b, float c_att, float c_rep) {
-    __shared__ int queue_all[VTX_WARPS][2 * 32];
-    int lane = threadIdx.x & 31;
-    int* queue = queue_all[threadIdx.x >> 5];
-    int v = blockIdx.x * VTX_WARPS + (threadIdx.x >> 5);
-    if (v >= n) return;  // the whole warp leaves together
-    int i = order[v];
-    Curve cv = make_curve(a, b, c_att, c_rep, n);
-    PlainRows rows = {S};
-    int t = epoch_t(ep);
-    float alpha = epoch_alpha(ep);
+// All groups of vertex i, walked by a tile of TILE lanes (tl: this lane's place in it, tmask: its lanes;
+// queue: the tile's 64 slots of shared memory). Lane 0 of the tile writes the new row.
+template <int TILE>
+__device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* queue, float* __restrict__ Y,
+                                            const PlainRows& rows, const int* __restrict__ tail,
+                                            const long long* __restrict__ head_ptr,
+                                            const int* __restrict__ tail_head, const int* __restrict__ by_tail,
+                                            const long long* __restrict__ tail_ptr,
+                                            const int* __restrict__ nneg_of_edge, u64 seed, int t, const Curve& cv,
+                                            float alpha) {
+    constexpr int R = 32 / TILE;  // items per lane and group
+    int shift = (threadIdx.x & 31) & ~(TILE - 1);  // the tile's first lane in the warp
     float yi[DIM];
     rows.row(i, yi);
     i64 h0 = head_ptr[i], hd = head_ptr[i + 1] - h0;
     i64 t0 = tail_ptr[i], total = hd + (tail_ptr[i + 1] - t0);
     int queued = 0;
     for (i64 base = 0; base < total || queued > 0; base += 32) {
-        if (base < total) {  // queue this window's active items, in order
-            i64 r = base + lane;
-            bool act = r < total && nneg_of_edge[r < hd ? h0 + r : (i64)by_tail[t0 + (r - hd)]] >= 0;
-            unsigned ballot = __ballot_sync(FULL_MASK, act);
-            if (act) queue[queued + __popc(ballot & ((1u << lane) - 1u))] = (int)r;
-            queued += __popc(ballot);
-            __syncwarp();
+        if (base < total) {  // queue this window's active items, in order (all flags loaded first)
+            bool act[R];
+#pragma unroll
+            for (int k = 0; k < R; ++k) {
+                i64 r = base + k * TILE + tl;
+                act[k] = r < total && nneg_of_edge[r < hd ? h0 + r : (i64)by_tail[t0 + (r - hd)]] >= 0;
+            }
+#pragma unroll
+            for (int k = 0; k < R; ++k) {
+                unsigned bits = __ballot_sync(tmask, act[k]) >> shift;
+                if constexpr (TILE < 32) bits &= (1u << TILE) - 1u;
+                if (act[k]) queue[queued + __popc(bits & ((1u << tl) - 1u))] = (int)(base + k * TILE + tl);
+                queued += __popc(bits);
+            }
+            __syncwarp(tmask);
         }
         if (queued < 32 && base + 32 < total) continue;  // fill the group first
         int take = min(queued, 32);
         if (take == 0) break;  // no active item left (adding 0 could turn a -0 coordinate into +0)
-        float mv[DIM];
+        float mv[R][DIM];
 #pragma unroll
-        for (int d = 0; d < DIM; ++d) mv[d] = 0.0f;
-        if (lane < take)
-            vertex_item_move(queue[lane], i, h0, hd, t0, yi, rows, tail, tail_head, nneg_of_edge, seed, t, cv, alpha,
-                             mv);
+        for (int k = 0; k < R; ++k) {
 #pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-#pragma unroll
-            for (int d = 0; d < DIM; ++d) mv[d] = __fadd_rn(mv[d], __shfl_xor_sync(FULL_MASK, mv[d], off));
+            for (int d = 0; d < DIM; ++d) mv[k][d] = 0.0f;
         }
 #pragma unroll
-        for (int d = 0; d < DIM; ++d) yi[d] = __fadd_rn(yi[d], mv[d]);
-        __syncwarp();
-        if (lane < queued - take) queue[lane] = queue[32 + lane];
+        for (int k = 0; k < R; ++k)  // slots past the group's end stay 0
+            if (k * TILE + tl < take)
+                vertex_item_move(queue[k * TILE + tl], i, h0, hd, t0, yi, rows, tail, tail_head, nneg_of_edge, seed,
+                                 t, cv, alpha, mv[k]);
+#pragma unroll
+        for (int s = R / 2; s > 0; s >>= 1) {  // tree levels at distance 16 .. TILE: item k + s onto item k
+#pragma unroll
+            for (int k = 0; k < s; ++k) {
+#pragma unroll
+                for (int d = 0; d < DIM; ++d) mv[k][d] = __fadd_rn(mv[k][d], mv[k + s][d]);
+            }
+        }
+#pragma unroll
+        for (int off = TILE / 2; off > 0; off >>= 1) {  // the levels below TILE, across the tile's lanes
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) mv[0][d] = __fadd_rn(mv[0][d], __shfl_xor_sync(tmask, mv[0][d], off));
+        }
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) yi[d] = __fadd_rn(yi[d], mv[0][d]);
+        __syncwarp(tmask);
+        for (int q = tl; q < queued - take; q += TILE) queue[q] = queue[32 + q];
         queued -= take;
-        __syncwarp();
+        __syncwarp(tmask);
     }
-    if (lane == 0) {
+    if (tl == 0) {
 #pragma unroll
         for (int d = 0; d < DIM; ++d) Y[(i64)i * DIM + d] = yi[d];
+    }
+}
+
+// Blocks [0, heavy_blocks) take the first n_heavy vertices of the order, a warp each; the blocks after them
+// take the rest, VTX_TILE lanes each.
+extern "C" __global__ void epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
+                                        const int* __restrict__ order, int n_heavy, int heavy_blocks,
+                                        const int* __restrict__ tail, const long long* __restrict__ head_ptr,
+                                        const int* __restrict__ tail_head, const int* __restrict__ by_tail,
+                                        const long long* __restrict__ tail_ptr,
+                                        const int* __restrict__ nneg_of_edge, const int* __restrict__ ep, u64 seed,
+                                        int n, float a, float b, float c_att, float c_rep) {
+    __shared__ int queue_all[VTX_WARPS * 32 / VTX_TILE][2 * 32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    PlainRows rows = {S};
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    if ((int)blockIdx.x < heavy_blocks) {
+        int v = blockIdx.x * VTX_WARPS + warp;
+        if (v >= n_heavy) return;  // the whole warp leaves together
+        vertex_walk<32>(order[v], lane, FULL_MASK, queue_all[warp * (32 / VTX_TILE)], Y, rows, tail, head_ptr,
+                        tail_head, by_tail, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
+    } else {
+        int tile = warp * (32 / VTX_TILE) + lane / VTX_TILE;  // the tile's place in the block
+        int v = n_heavy + (blockIdx.x - heavy_blocks) * (VTX_WARPS * 32 / VTX_TILE) + tile;
+        if (v >= n) return;  // the whole tile leaves together
+        unsigned tmask = VTX_TILE == 32 ? FULL_MASK : ((1u << VTX_TILE) - 1u) << (lane & ~(VTX_TILE - 1));
+        vertex_walk<VTX_TILE>(order[v], lane & (VTX_TILE - 1), tmask, queue_all[tile], Y, rows, tail, head_ptr,
+                              tail_head, by_tail, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
     }
 }
