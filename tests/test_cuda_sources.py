@@ -15,7 +15,8 @@ CU_FILES = sorted(ROOT.rglob("*.cu"))
 # kernels.cu is specialised by macros at load time: compile the default and the other branches too.
 VARIANTS = {
     "kernels.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_TILE=32"],
-                   ["-DUMV_DIM=1", "-DUMV_PORTABLE_POW=1", "-DVTX_TILE=1"], ["-DVTX_TILE=16", "-DPERSIST_MINB=4", "-DHOG_MINB=6", "-DPERSIST_THREADS=512"]],
+                   ["-DUMV_DIM=1", "-DUMV_PORTABLE_POW=1", "-DVTX_TILE=1"],
+                   ["-DVTX_TILE=16", "-DPERSIST_MINB=4", "-DHOG_MINB=6", "-DPERSIST_THREADS=512"]],
 }
 
 
