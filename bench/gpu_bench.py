@@ -119,7 +119,10 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("vertex", 1, {"vertex_tile": 32}), ("vertex", 1, {"vertex_tile": 4}), ("vertex", 1, {"vertex_tile": 16}),
             ("vertex", 1, {"vertex_heavy": 32}), ("vertex", 1, {"vertex_heavy": 256}),
             ("chunked", "auto", {"persist_min_blocks": 3}), ("chunked", "auto", {"persist_min_blocks": 4}),
-            ("chunked", "auto", {"persist_threads": 512}), ("buffered", 1, {"persist_min_blocks": 4})]
+            ("chunked", "auto", {"persist_threads": 512}), ("buffered", 1, {"persist_min_blocks": 4}),
+            ("vertex", 1, {"vertex_tile": 16, "vertex_heavy": 32}),
+            ("vertex", 1, {"vertex_tile": 16, "vertex_heavy": 128}),
+            ("vertex", 1, {"vertex_tile": 4, "vertex_heavy": 32})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),
