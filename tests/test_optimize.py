@@ -265,9 +265,31 @@ STUDY_SMALLEST_SAFE = [
     ("mixture", 1, 100_000, 2_519_904, 2740, 2),
     ("mixture", 2, 100_000, 2_520_502, 2816, 2),
 ]
+# The H200 graphs (bench/chunk_study/gpu.jsonl): the smallest n_chunks clean by both outlier tests (bounds, and
+# no more neighbour outliers than the hogwild reference); where the neighbours-clean count was not reached
+# ("above 8"/"above 16" in CHUNK_STUDY.md), one more than the last unclean rung.
+STUDY_SMALLEST_SAFE_GPU = [
+    ("gaussian", 0, 1_000_000, 26_634_396, 18480, 8),
+    ("gaussian", 1, 1_000_000, 26_619_908, 17575, 8),
+    ("gaussian", 2, 1_000_000, 26_624_526, 30851, 8),
+    ("mixture", 0, 1_000_000, 25_915_070, 6314, 8),
+    ("mixture", 1, 1_000_000, 25_909_842, 11244, 8),
+    ("mixture", 2, 1_000_000, 25_902_284, 9682, 8),
+    ("mixture_gpu", 0, 1_000_000, 26_065_370, 15750, 9),
+    ("mixture_gpu", 1, 1_000_000, 26_067_690, 7898, 16),
+    ("mixture_gpu", 2, 1_000_000, 26_058_480, 8185, 8),
+    ("gaussian", 0, 2_000_000, 53_487_884, 22650, 8),
+    ("gaussian", 1, 2_000_000, 53_476_448, 21224, 8),
+    ("gaussian", 2, 2_000_000, 53_481_612, 38758, 8),
+    ("mixture_gpu", 0, 2_000_000, 52_552_086, 29281, 32),
+    ("mixture_gpu", 1, 2_000_000, 52_548_686, 34908, 9),
+    ("mixture_gpu", 2, 2_000_000, 52_523_400, 11697, 9),
+    ("mixture_gpu", 0, 5_000_000, 132_522_268, 41523, 17),
+]
 
 
-@pytest.mark.parametrize(("data", "seed", "n_vertices", "nnz", "max_degree", "safe"), STUDY_SMALLEST_SAFE)
+@pytest.mark.parametrize(("data", "seed", "n_vertices", "nnz", "max_degree", "safe"),
+                         STUDY_SMALLEST_SAFE + STUDY_SMALLEST_SAFE_GPU)
 def test_auto_is_at_least_the_measured_safe_count(data, seed, n_vertices, nnz, max_degree, safe):
     assert chunks_for("auto", n_vertices, nnz, max_degree) >= safe, (data, seed)
 
