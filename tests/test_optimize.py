@@ -261,6 +261,8 @@ STUDY_SMALLEST_SAFE = [
     ("mixture", 1, 50_000, 1_225_440, 1587, 2),
     ("mixture", 2, 50_000, 1_227_616, 2374, 2),
     ("gaussian", 0, 100_000, 2_681_232, 9358, 4),
+    ("gaussian", 1, 100_000, 2_675_938, 14223, 4),
+    ("gaussian", 2, 100_000, 2_676_032, 13095, 2),
     ("mixture", 0, 100_000, 2_523_744, 2964, 2),
     ("mixture", 1, 100_000, 2_519_904, 2740, 2),
     ("mixture", 2, 100_000, 2_520_502, 2816, 2),
@@ -295,7 +297,7 @@ def test_auto_is_at_least_the_measured_safe_count(data, seed, n_vertices, nnz, m
 
 
 def test_auto_keeps_every_vertex_below_the_least_connected_flung_one():
-    # the least-connected flung vertex had 282 edges in its chunk (degree 282, 1 chunk): where the edge count
+    # the least-connected flung hub had 282 edges in its chunk (degree 282, 1 chunk): where the edge count
     # does not cap it, auto keeps every vertex at or below 128 edges per chunk, a margin of 2x
     for max_degree in [*range(1, 3000), 15_750, 41_523, 10**6 + 7]:
         n_chunks = chunks_for("auto", 10**7, 10**9, max_degree)

@@ -11,10 +11,11 @@ from ..graph._types import FuzzyGraph
 RULES = ("auto", "shipped", "degree")
 EDGES_PER_CHUNK_SHIPPED = 100_000
 DEGREE_PER_CHUNK = 32
-# "auto" (bench/CHUNK_STUDY.md): the points that stale chunked updates fling are hubs. The least-connected vertex
-# seen flung had 282 edges in its chunk (1 chunk, 20k 256-d mixture); the degree-aware bound keeps every vertex
-# at or below 128 per chunk, a margin of 2x. The shipped nnz count (ungated) caps it: on graphs with extreme hubs
-# (isotropic 256-d Gaussians) it was safe with fewer chunks than the degree bound asks for.
+# "auto" (bench/CHUNK_STUDY.md): with 2 chunks or more the points that stale chunked updates fling are hubs,
+# with at least 962 edges in their chunk; with 1 chunk (buffered) hubs down to 282 edges (20k 256-d mixture) and,
+# on 100k Gaussians, some least-connected vertices too, so auto never picks 1. The degree-aware bound keeps every
+# vertex at or below 128 per chunk, a margin of 2x below that 282. The shipped nnz count (ungated) caps it: on
+# graphs with extreme hubs (isotropic 256-d Gaussians) it was safe with fewer chunks than the degree bound asks for.
 AUTO_DEGREE_PER_CHUNK = 128
 AUTO_MIN_CHUNKS = 2
 
