@@ -3,8 +3,11 @@
 Uses the reference layouts that bench/chunk_study.py saved (run the study first for the same cases):
 
     .venv/bin/python bench/chunk_flung.py mixture:20000:1:1 gaussian:50000:2:2
+    .venv/bin/python bench/chunk_flung.py gaussian:100000:1:1 --collateral 15
 
-Each case is data:n:seed:n_chunks. Prints one line per case.
+Each case is data:n:seed:n_chunks. Prints one line per case. With --collateral D, a second line tells the
+flung vertices of degree <= D apart from the others (the hubs): how many of them are joined by an edge to a
+flung hub, and how far each group lies from the centre against the reference's extent.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from umapviz.graph import build_graph  # noqa: E402
 from umapviz.optimize import LayoutOptimizer  # noqa: E402
 
 
-def flung(case: str, refs: Path, init: str) -> str:
+def flung(case: str, refs: Path, init: str, collateral: int | None = None) -> str:
     name, n, seed, n_chunks = case.split(":")
     n, seed, n_chunks = int(n), int(seed), int(n_chunks)
     X, _ = datasets.load(name, n_samples=n, random_state=seed)
@@ -34,12 +37,34 @@ def flung(case: str, refs: Path, init: str) -> str:
         raise SystemExit(f"no reference layout at {ref_path}: run bench/chunk_study.py for {name} n={n} first")
     opt = LayoutOptimizer(graph, strategy="chunked", n_chunks=n_chunks, random_state=seed,
                           init=initial_layout(graph, init, seed))
-    out = np.flatnonzero(metrics.outliers(opt.run().embedding, method="bounds", reference=reference))
+    Y = opt.run().embedding
+    out = np.flatnonzero(metrics.outliers(Y, method="bounds", reference=reference))
     degree = graph.degree
     rank = [int((degree > degree[v]).sum()) for v in out]
-    return (f"{case}: max degree {degree.max()}, p99 {np.percentile(degree, 99):.0f}; {out.size} flung, "
+    line = (f"{case}: max degree {degree.max()}, p99 {np.percentile(degree, 99):.0f}; {out.size} flung, "
             f"degrees {degree[out].tolist()}, rank among degrees (0 = busiest) {rank}, "
             f"edges per chunk {[round(int(d) / n_chunks) for d in degree[out]]}")
+    if collateral is not None:
+        line += "\n" + collateral_line(case, graph, Y, reference, out, collateral)
+    return line
+
+
+def collateral_line(case: str, graph, Y: np.ndarray, reference: np.ndarray, out: np.ndarray, low_degree: int) -> str:
+    """Are the low-degree flung vertices dragged out by flung hubs (an edge to one, lying nearer than them)?"""
+    degree = graph.degree
+    low, hubs = out[degree[out] <= low_degree], out[degree[out] > low_degree]
+    flung_hub = np.zeros(graph.n_vertices, dtype=bool)
+    flung_hub[hubs] = True
+    head, tail = np.asarray(graph.head), np.asarray(graph.tail)
+    touches = np.zeros(graph.n_vertices, dtype=bool)  # joined by an edge (either direction) to a flung hub
+    touches[head[flung_hub[tail]]] = True
+    touches[tail[flung_hub[head]]] = True
+    radius = np.linalg.norm(Y - np.median(Y, axis=0), axis=1)
+    extent = np.linalg.norm(reference - np.median(reference, axis=0), axis=1).max()
+    low_r, hub_r = (f"{np.median(radius[v]):.1f}" if v.size else "-" for v in (low, hubs))
+    return (f"{case}: {hubs.size} flung of degree > {low_degree}, {low.size} of degree <= {low_degree}, "
+            f"{int(touches[low].sum())} of those next to a flung hub; median distance from the centre: "
+            f"low {low_r}, hubs {hub_r} (the reference's extent {extent:.1f})")
 
 
 def main() -> None:
@@ -47,10 +72,11 @@ def main() -> None:
     parser.add_argument("cases", nargs="+", help="data:n:seed:n_chunks")
     parser.add_argument("--refs", default="bench/out/chunk_study_refs")
     parser.add_argument("--init", default="spectral")
+    parser.add_argument("--collateral", type=int, metavar="D", help="also split the flung at degree D")
     args = parser.parse_args()
     np.seterr(all="ignore")
     for case in args.cases:
-        print(flung(case, Path(args.refs), args.init), flush=True)
+        print(flung(case, Path(args.refs), args.init, args.collateral), flush=True)
 
 
 if __name__ == "__main__":
