@@ -50,7 +50,8 @@ def flung(case: str, refs: Path, init: str, collateral: int | None = None) -> st
 
 
 def collateral_line(case: str, graph, Y: np.ndarray, reference: np.ndarray, out: np.ndarray, low_degree: int) -> str:
-    """Are the low-degree flung vertices dragged out by flung hubs (an edge to one, lying nearer than them)?"""
+    """Are the low-degree flung vertices collateral of flung hubs? How many share an edge with one, and how far
+    each group lies from the centre."""
     degree = graph.degree
     low, hubs = out[degree[out] <= low_degree], out[degree[out] > low_degree]
     flung_hub = np.zeros(graph.n_vertices, dtype=bool)
