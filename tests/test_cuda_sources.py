@@ -22,7 +22,7 @@ VARIANTS = {
 
 def test_there_are_cuda_sources():
     names = {p.name for p in CU_FILES}
-    assert {"kernels.cu", "knn_gpu.cu"} <= names
+    assert {"kernels.cu", "knn_gpu.cu", "spectral_gpu.cu"} <= names
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
@@ -36,7 +36,7 @@ def test_cuda_source_compiles_to_ptx_without_warnings(source, tmp_path):
         assert (tmp_path / "out.ptx").stat().st_size > 0
 
 
-@pytest.mark.parametrize("module", ["umapviz.optimize._gpu", "umapviz.graph.knn_gpu"])
+@pytest.mark.parametrize("module", ["umapviz.optimize._gpu", "umapviz.graph.knn_gpu", "umapviz.graph.spectral_gpu"])
 def test_gpu_modules_import_without_touching_cupy(module):
     mod = importlib.import_module(module)
     assert mod.KERNELS.is_file()

@@ -130,7 +130,7 @@ ONE_EPOCH_TOL = {"buffered": 1e-6, "vertex": 1e-5, "chunked": 2e-3, "sequential"
 def test_cpu_and_gpu_agree_after_one_epoch(mixture_graph, strategy):
     _, graph = mixture_graph
     cpu = _opt(graph, strategy, "cpu", n_chunks=16)
-    gpu = _opt(graph, strategy, "gpu", n_chunks=16)
+    gpu = _opt(graph, strategy, "gpu", n_chunks=16, init=cpu._init)  # the GPU's own spectral init differs
     np.testing.assert_array_equal(cpu.embedding, gpu.embedding)  # the same start
     cpu.step(2)  # epoch 0 moves nothing (no edge is due yet); epoch 1 does
     gpu.step(2)
@@ -152,7 +152,7 @@ def test_other_dimensions_agree_with_the_cpu(small_graph, n_components):
 
 def test_private_head_off_agrees_with_the_cpu(small_graph):
     cpu = _opt(small_graph, "chunked", "cpu", private_head=False)
-    gpu = _opt(small_graph, "chunked", "gpu", private_head=False)
+    gpu = _opt(small_graph, "chunked", "gpu", private_head=False, init=cpu._init)
     cpu.step(2)
     gpu.step(2)
     assert not np.array_equal(gpu.embedding, gpu._init)
@@ -170,8 +170,9 @@ def test_cross_backend_after_a_full_run(mixture_graph, capsys):
     X, graph = mixture_graph
     rows = []
     for strategy in DETERMINISTIC:
-        cpu = _opt(graph, strategy, "cpu", n_chunks=16).run().embedding
-        gpu = _opt(graph, strategy, "gpu", n_chunks=16).run().embedding
+        cpu_opt = _opt(graph, strategy, "cpu", n_chunks=16)
+        gpu = _opt(graph, strategy, "gpu", n_chunks=16, init=cpu_opt._init).run().embedding
+        cpu = cpu_opt.run().embedding
         t_cpu, t_gpu = trustworthiness(X, cpu, sample=600), trustworthiness(X, gpu, sample=600)
         rows.append((strategy, _rel_diff(gpu, cpu), cpu.tobytes() == gpu.tobytes(), t_cpu, t_gpu))
     with capsys.disabled():
@@ -218,7 +219,7 @@ def test_same_power_function_makes_cpu_and_gpu_bitwise_equal(mixture_graph, monk
                                     negative_sample_rate=5, private_head=True)
     cpu.reset()
     monkeypatch.setitem(_gpu.TUNING, "portable_pow", True)
-    gpu = _opt(graph, strategy, "gpu", n_chunks=16)
+    gpu = _opt(graph, strategy, "gpu", n_chunks=16, init=cpu._init)
     cpu.run()
     gpu.run()
     rel = _rel_diff(gpu.embedding, cpu.embedding)
@@ -239,6 +240,78 @@ def test_hogwild_on_the_gpu_lays_out_like_the_cpu(mixture_graph):
     t_gpu = trustworthiness(X, emb, sample=500)
     t_ref = trustworthiness(X, ref, sample=500)
     assert t_gpu > t_ref - 0.05
+
+
+# -- spectral init on the GPU ----------------------------------------------------------------------------
+
+
+def _largest_component(graph):
+    import scipy.sparse.csgraph
+
+    from umapviz.graph.init import _adjacency
+
+    adj = _adjacency(graph)
+    _, labels = scipy.sparse.csgraph.connected_components(adj, directed=False)
+    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
+    return adj[keep][:, keep].tocsr()
+
+
+def test_gpu_eigen_solve_finds_the_leading_eigenpairs(mixture_graph):
+    """Against SciPy at a tolerance a million times tighter: eigenvalues, residuals and the spanned subspace."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+
+    from umapviz.graph.spectral_gpu import leading_eigenpairs_gpu
+
+    adj = _largest_component(mixture_graph[1])
+    assert adj.shape[0] > 2000  # the premise: a sparse solve, not the dense one
+    values, vectors = leading_eigenpairs_gpu(adj, 3, tol=1e-4)
+    inv_sqrt = scipy.sparse.diags(1.0 / np.sqrt(np.asarray(adj.sum(axis=1)).ravel()))
+    M = (inv_sqrt @ adj @ inv_sqrt).tocsr()
+    ref_values, ref_vectors = scipy.sparse.linalg.eigsh(M, k=3, which="LA", tol=1e-10, v0=np.ones(adj.shape[0]))
+    np.testing.assert_allclose(np.sort(values), np.sort(ref_values), atol=1e-5)
+    residuals = np.linalg.norm(M @ vectors - vectors * values, axis=0)
+    assert residuals.max() < 1e-3, residuals
+    overlap = np.linalg.svd(ref_vectors.T @ vectors, compute_uv=False)  # cosines of the principal angles
+    assert overlap.min() > 0.999, overlap
+
+
+def test_gpu_spectral_init_repeats_its_bytes_and_lays_out_like_the_cpu(monkeypatch):
+    """Points along a noisy curve (well-separated eigenvectors): the GPU's layout is the CPU's dense one."""
+    from umapviz.graph import build_graph
+    from umapviz.graph import init as init_mod
+    from umapviz.graph.init import spectral_init
+
+    rng = np.random.default_rng(10)
+    t = np.sort(rng.uniform(0, 3, size=1200))
+    X = np.column_stack([t, np.sin(t), 0.05 * rng.normal(size=1200)]).astype(np.float32)
+    graph = build_graph(X, n_neighbors=10, cache=False, progress=False)
+    gpu = spectral_init(graph, 2, seed=0, device="gpu")  # 1,200 > 1,000 vertices: solved on the GPU
+    assert gpu.tobytes() == spectral_init(graph, 2, seed=0, device="gpu").tobytes()
+    monkeypatch.setattr(init_mod, "_DENSE_EIGEN_MAX", 2000)
+    dense = spectral_init(graph, 2, seed=0)
+    np.testing.assert_allclose(gpu, dense, atol=0.05)
+    assert gpu.tobytes() != dense.tobytes()  # another solver: the GPU path really ran
+
+
+def test_gpu_optimizer_starts_from_the_gpu_spectral_init(mixture_graph):
+    from umapviz.graph.init import spectral_init
+
+    _, graph = mixture_graph
+    gpu = _opt(graph, "chunked", "gpu")
+    assert gpu._init.tobytes() == spectral_init(graph, 2, gpu.seed, device="gpu").tobytes()
+    assert np.isfinite(gpu._init).all() and np.abs(gpu._init).max() <= 10.01
+
+
+def test_gpu_eigen_solve_that_does_not_converge_hands_over_to_the_cpu(mixture_graph, monkeypatch):
+    from umapviz.graph import spectral_gpu
+    from umapviz.graph.init import spectral_init
+
+    _, graph = mixture_graph
+    monkeypatch.setattr(spectral_gpu, "MAX_STEPS", 1)  # one Lanczos pass, no restart: far from 1e-4
+    with pytest.warns(UserWarning, match="GPU eigen-solve did not converge"):
+        layout = spectral_init(graph, 2, seed=4, device="gpu")
+    assert layout.tobytes() == spectral_init(graph, 2, seed=4).tobytes()
 
 
 # -- kNN and the fuzzy set on the GPU --------------------------------------------------------------------

@@ -11,6 +11,7 @@ import scipy.sparse.csgraph
 from scipy.spatial.distance import cdist
 
 import umapviz.graph as graph_mod
+from umapviz._backend import gpu_available
 from umapviz.graph import (
     FuzzyGraph,
     build_graph,
@@ -286,6 +287,42 @@ def test_sparse_eigensolver_agrees_with_dense(monkeypatch):
     monkeypatch.setattr(init_mod, "_DENSE_EIGEN_MAX", 100)
     sparse = spectral_init(graph, 2, seed=0)
     np.testing.assert_allclose(sparse, dense, atol=0.05)
+
+
+def test_adjacency_from_sorted_and_unsorted_edge_lists_is_the_same_matrix(small_graph):
+    """The edge list's CSR order is used directly; a list out of order still gives the same matrix."""
+    assert np.all(np.diff(small_graph.head) >= 0)  # the premise: built graphs are in CSR order
+    direct = init_mod._adjacency(small_graph)
+    shuffle = np.random.default_rng(0).permutation(small_graph.nnz)
+    fields = {name: getattr(small_graph, name) for name in ("head", "tail", "weight", "epochs_per_sample")}
+    shuffled = FuzzyGraph(**{k: v[shuffle] for k, v in fields.items()}, knn_indices=small_graph.knn_indices,
+                          knn_dists=small_graph.knn_dists, a=small_graph.a, b=small_graph.b,
+                          n_epochs=small_graph.n_epochs)
+    converted = init_mod._adjacency(shuffled)
+    assert converted.dtype == direct.dtype == np.float64
+    assert (direct != converted).nnz == 0 and direct.nnz == small_graph.nnz
+
+
+def test_components_are_scipys_undirected_ones_in_the_same_order():
+    """Found as strong components of the symmetric graph, labelled like SciPy's undirected search labels them."""
+    rng = np.random.default_rng(5)
+    n = 400
+    group = rng.integers(0, 7, n)  # 7 groups of vertices, scattered over the ids
+    head, tail = rng.integers(0, n, (2, 3000))
+    keep = group[head] == group[tail]
+    adj = scipy.sparse.coo_matrix((np.ones(keep.sum()), (head[keep], tail[keep])), shape=(n, n))
+    adj = (adj + adj.T).tocsr()
+    n_comp, labels = init_mod._components(adj)
+    ref_n, ref_labels = scipy.sparse.csgraph.connected_components(adj, directed=False)
+    assert n_comp == ref_n > 7  # some isolated vertices too
+    np.testing.assert_array_equal(labels, ref_labels)
+
+
+def test_gpu_spectral_init_without_gpu_says_so(small_graph):
+    if gpu_available():
+        pytest.skip("a GPU is present here")
+    with pytest.raises(RuntimeError, match="no GPU is usable"):
+        spectral_init(small_graph, 2, seed=0, device="gpu")
 
 
 def test_random_init():

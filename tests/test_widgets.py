@@ -316,7 +316,7 @@ def test_initial_layouts_are_cached_on_disk_and_checked_on_read(small_graph, tmp
 
     monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path))
     calls = []
-    monkeypatch.setattr(session, "spectral_init", lambda *a: calls.append(a) or spectral_init(*a))
+    monkeypatch.setattr(session, "spectral_init", lambda *a, **k: calls.append(a) or spectral_init(*a, **k))
     session._INIT_MEMORY.clear()
     first = session.initial_layout(small_graph, "spectral", 3)
     assert np.array_equal(first, spectral_init(small_graph, 2, 3)) and len(calls) == 1

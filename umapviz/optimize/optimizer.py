@@ -181,7 +181,7 @@ class LayoutOptimizer:
             from ..graph.init import random_init, spectral_init  # noqa: PLC0415 - scipy-heavy, only when needed
 
             if init == "spectral":
-                return spectral_init(self.graph, dim, self.seed)
+                return spectral_init(self.graph, dim, self.seed, device=self.device)
             if init == "random":
                 return random_init(n, dim, self.seed)
             raise ValueError(f"init={init!r} is not known; use one of {INITS} or an array of shape ({n}, {dim}).")

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets, metrics
-from .._backend import to_host
+from .._backend import resolve_device, to_host
 from .._files import atomic_write
 from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
@@ -128,24 +128,27 @@ _INIT_MEMORY: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _INIT_MEMORY_ITEMS = 8
 
 
-def initial_layout(graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache: bool = True) -> np.ndarray:
-    """The layout ``LayoutOptimizer(graph, init=init, random_state=seed)`` starts from, computed once.
+def initial_layout(graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache: bool = True,
+                   device: str = "cpu") -> np.ndarray:
+    """The layout ``LayoutOptimizer(graph, init=init, random_state=seed, device=device)`` starts from, computed once.
 
-    Spectral layouts are also stored as ``init-<key>.npz`` in the graph cache directory (written atomically,
-    checked on read): the eigen-solve is a large share of a panel's start (about 0.7 s at 20k points on two
-    cores). The key holds the code that computes the layout, so a changed init never serves a stale file.
+    Spectral layouts solved on the CPU are also stored as ``init-<key>.npz`` in the graph cache directory
+    (written atomically, checked on read): the eigen-solve is a large share of a panel's start (about 0.7 s at
+    20k points on two cores). The key holds the code that computes the layout, so a changed init never serves
+    a stale file. GPU layouts stay in memory only: their bytes depend on the GPU and its libraries too.
     """
-    key = (graph.fingerprint, init, int(seed), int(dim), _init_code_version())
+    device = resolve_device(device)
+    key = (graph.fingerprint, init, int(seed), int(dim), device, _init_code_version())
     if key in _INIT_MEMORY:
         _INIT_MEMORY.move_to_end(key)
         return _INIT_MEMORY[key]
     if init == "random":
         layout = random_init(graph.n_vertices, dim, seed)
     elif init == "spectral":
-        path = _init_path(key) if cache else None
+        path = _init_path(key) if cache and device == "cpu" else None
         layout = _read_init(path, graph.n_vertices, dim) if path is not None else None
         if layout is None:
-            layout = spectral_init(graph, dim, seed)
+            layout = spectral_init(graph, dim, seed, device=device)
             if path is not None:
                 _write_init(path, layout)
     else:
@@ -205,7 +208,7 @@ def make_optimizer(graph: FuzzyGraph, params: dict[str, Any]) -> LayoutOptimizer
     init = params.pop("init", "spectral")
     dim = params.get("n_components", 2)
     if isinstance(init, str) and init in ("spectral", "random") and isinstance(dim, int):
-        layout = initial_layout(graph, init, seed, dim)
+        layout = initial_layout(graph, init, seed, dim, device=params.get("device", "cpu"))
         optimizer = LayoutOptimizer(graph, random_state=seed, init=layout, **params)
         optimizer.init = init  # report the rule, not the array it produced
         return optimizer
