@@ -1,0 +1,118 @@
+"""Spectral init on the GPU against the CPU (issue 3): the same graphs, side by side in one run.
+
+For each graph: ``spectral_init(graph, 2, 0, device="gpu")`` twice (seconds; the second run's bytes must equal
+the first's), the eigen-solves' share of it with their sparse products and residuals, the same for other
+Lanczos sizes (ncv), and the CPU's ``spectral_init`` of that graph in a child process with a time limit.
+Graphs: ``mixture:N`` (the GPU benches' 384-d mixture, kNN within its far-apart clusters, so one component
+per cluster) and ``gaussian:N`` (N x 32 standard normal, exact GPU kNN: one component).
+
+    python bench/spectral_bench.py --graphs mixture:1000000,gaussian:1000000 --cpu-timeout 120 --out bench/out
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from gpu_bench import spectral_init_seconds
+from gpu_mixture_graph import mixture_graph
+
+from umapviz.graph import spectral_gpu
+from umapviz.graph.init import spectral_init
+
+
+def make_graph(spec: str):
+    kind, n = spec.split(":")
+    n = int(float(n))
+    if kind == "mixture":
+        return mixture_graph(n, seed=0, device="gpu", n_neighbors=15).graph
+    if kind == "gaussian":
+        import cupy as cp
+
+        from umapviz.graph.knn_gpu import build_graph_gpu
+
+        X = cp.random.RandomState(0).standard_normal((n, 32), dtype=cp.float32)
+        return build_graph_gpu(X, n_neighbors=15)
+    raise ValueError(f"unknown graph kind {kind!r}: use mixture:N or gaussian:N")
+
+
+def timed_gpu_init(graph) -> dict:
+    """One GPU spectral_init: total seconds, and per eigen-solve its size, seconds, products and residual."""
+    import cupy as cp
+
+    solves = []
+    solve = spectral_gpu.leading_eigenpairs_gpu
+
+    def recording(adj, n_vec, tol, stats=None):
+        stats = {} if stats is None else stats
+        start = time.perf_counter()
+        out = solve(adj, n_vec, tol, stats)
+        solves.append({"n": adj.shape[0], "seconds": time.perf_counter() - start, **stats, "ok": out is not None})
+        return out
+
+    spectral_gpu.leading_eigenpairs_gpu = recording
+    try:
+        cp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        layout = spectral_init(graph, 2, 0, device="gpu")
+        seconds = time.perf_counter() - start
+    finally:
+        spectral_gpu.leading_eigenpairs_gpu = solve
+    return {"seconds": seconds, "solve_seconds": sum(s["seconds"] for s in solves), "solves": solves,
+            "layout": layout}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--graphs", default="mixture:1000000,gaussian:1000000")
+    ap.add_argument("--ncv", default="32,20,64", help="Lanczos sizes; the first is the shipped one")
+    ap.add_argument("--cpu-timeout", type=float, default=120, help="seconds for the CPU's init (0: skip it)")
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shipped = spectral_gpu._NCV
+    for spec in args.graphs.split(","):
+        start = time.perf_counter()
+        graph = make_graph(spec)
+        row = {"graph": spec, "repr": repr(graph), "build_s": time.perf_counter() - start, "gpu": {}}
+        print(f"{spec}: {graph} built in {row['build_s']:.1f} s", flush=True)
+        first = None
+        for ncv in [int(v) for v in args.ncv.split(",")]:
+            spectral_gpu._NCV = ncv
+            try:
+                runs = [timed_gpu_init(graph) for _ in range(2 if first is None else 1)]
+            finally:
+                spectral_gpu._NCV = shipped
+            if first is None:  # the shipped size: its bytes must repeat
+                first = runs[0]["layout"]
+                row["repeat_bytes"] = runs[0]["layout"].tobytes() == runs[1]["layout"].tobytes()
+            run = runs[-1]
+            solves = run["solves"]
+            row["gpu"][ncv] = {k: v for k, v in run.items() if k != "layout"}
+            big = max(solves, key=lambda s: s["n"]) if solves else {}
+            print(f"  GPU ncv {ncv}: {run['seconds']:.2f} s, {len(solves)} eigen-solves {run['solve_seconds']:.2f} s; "
+                  f"largest n={big.get('n')} {big.get('products')} products {big.get('seconds', 0):.2f} s "
+                  f"residual {big.get('residual', float('nan')):.1e}", flush=True)
+        if args.cpu_timeout > 0:
+            cpu = spectral_init_seconds(graph, args.cpu_timeout)
+            row["cpu"] = cpu
+            gpu_s = row["gpu"][shipped]["seconds"] if shipped in row["gpu"] else float("nan")
+            cpu_s = cpu.get("seconds")
+            ratio = f" = {cpu_s / gpu_s:.0f}x the GPU's" if cpu_s else ""
+            print(f"  CPU: {cpu_s if cpu_s is not None else cpu.get('note')} s{ratio}", flush=True)
+        row["repeat_bytes"] = bool(row.get("repeat_bytes"))
+        print(f"  GPU bytes repeat: {row['repeat_bytes']}", flush=True)
+        with open(out / "spectral.jsonl", "a") as f:
+            f.write(json.dumps(row, default=float) + "\n")
+        del graph
+        import cupy as cp
+
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+if __name__ == "__main__":
+    main()
