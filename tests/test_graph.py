@@ -301,21 +301,57 @@ def test_adjacency_from_sorted_and_unsorted_edge_lists_is_the_same_matrix(small_
     converted = init_mod._adjacency(shuffled)
     assert converted.dtype == direct.dtype == np.float64
     assert (direct != converted).nnz == 0 and direct.nnz == small_graph.nnz
+    single = init_mod._adjacency(small_graph, np.float32)  # the GPU path's: the weights as they are
+    assert single.dtype == np.float32 and np.array_equal(single.data.astype(np.float64), direct.data)
+
+
+def test_host_solve_of_a_float32_adjacency_gives_the_float64_bytes(monkeypatch):
+    """The GPU path hands its float32 adjacency to SciPy when its solve fails: the CPU path's bytes."""
+    monkeypatch.setattr(init_mod, "_DENSE_EIGEN_MAX", 100)  # the sparse solve
+    adj = _scattered_groups(n=600, n_groups=2, n_edges=9000)
+    _, labels = init_mod._components(adj)
+    verts = np.flatnonzero(labels == np.bincount(labels).argmax())
+    single = adj[verts][:, verts].astype(np.float32)  # as a graph's float32 weights give it
+    assert single.shape[0] > 200
+    double = single.astype(np.float64)
+    assert init_mod._component_spectral(single, 2, 0, "cpu").tobytes() == \
+        init_mod._component_spectral(double, 2, 0, "cpu").tobytes()
+
+
+def _scattered_groups(n=400, n_groups=7, n_edges=3000):
+    """A symmetric adjacency whose components are groups of vertices scattered over the ids."""
+    rng = np.random.default_rng(5)
+    group = rng.integers(0, n_groups, n)
+    head, tail = rng.integers(0, n, (2, n_edges))
+    keep = group[head] == group[tail]
+    weight = rng.uniform(0.1, 1.0, keep.sum())
+    adj = scipy.sparse.coo_matrix((weight, (head[keep], tail[keep])), shape=(n, n))
+    return (adj + adj.T).tocsr()
 
 
 def test_components_are_scipys_undirected_ones_in_the_same_order():
     """Found as strong components of the symmetric graph, labelled like SciPy's undirected search labels them."""
-    rng = np.random.default_rng(5)
-    n = 400
-    group = rng.integers(0, 7, n)  # 7 groups of vertices, scattered over the ids
-    head, tail = rng.integers(0, n, (2, 3000))
-    keep = group[head] == group[tail]
-    adj = scipy.sparse.coo_matrix((np.ones(keep.sum()), (head[keep], tail[keep])), shape=(n, n))
-    adj = (adj + adj.T).tocsr()
+    adj = _scattered_groups()
     n_comp, labels = init_mod._components(adj)
     ref_n, ref_labels = scipy.sparse.csgraph.connected_components(adj, directed=False)
     assert n_comp == ref_n > 7  # some isolated vertices too
     np.testing.assert_array_equal(labels, ref_labels)
+
+
+def test_component_adjacency_is_the_fancy_indexed_block():
+    adj = _scattered_groups()
+    _, labels = init_mod._components(adj)
+    members = np.argsort(labels, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(labels))])
+    local = np.empty(adj.shape[0], dtype=np.int32)
+    local[members] = np.arange(adj.shape[0]) - bounds[labels[members]]
+    for comp in np.argsort(-np.bincount(labels))[:3]:  # the three largest: scattered groups
+        verts = members[bounds[comp] : bounds[comp + 1]]
+        assert verts.size > 30
+        ref = adj[verts][:, verts]
+        got = init_mod._component_adjacency(adj, verts, local)
+        for name in ("indptr", "indices", "data"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(ref, name))
 
 
 def test_gpu_spectral_init_without_gpu_says_so(small_graph):
