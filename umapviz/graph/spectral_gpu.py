@@ -2,7 +2,7 @@
 
 CuPy's thick-restart Lanczos (``cupyx.scipy.sparse.linalg.eigsh``) over the operator ``D^-1/2 W D^-1/2``,
 applied by a fixed-order sparse product (spectral_gpu.cu) from a fixed start vector: the same graph gives the
-same bytes on every run. The result is not the CPU's bytes (another solver, the same tolerance), so a GPU
+same bytes on every run. The result is not the CPU's bytes (another solver, a tighter tolerance), so a GPU
 optimizer starts from a slightly different spectral layout than a CPU one; pass ``init=`` an array to compare
 the two backends from one start.
 """
