@@ -305,19 +305,6 @@ def test_adjacency_from_sorted_and_unsorted_edge_lists_is_the_same_matrix(small_
     assert single.dtype == np.float32 and np.array_equal(single.data.astype(np.float64), direct.data)
 
 
-def test_host_solve_of_a_float32_adjacency_gives_the_float64_bytes(monkeypatch):
-    """The GPU path hands its float32 adjacency to SciPy when its solve fails: the CPU path's bytes."""
-    monkeypatch.setattr(init_mod, "_DENSE_EIGEN_MAX", 100)  # the sparse solve
-    adj = _scattered_groups(n=600, n_groups=2, n_edges=9000)
-    _, labels = init_mod._components(adj)
-    verts = np.flatnonzero(labels == np.bincount(labels).argmax())
-    single = adj[verts][:, verts].astype(np.float32)  # as a graph's float32 weights give it
-    assert single.shape[0] > 200
-    double = single.astype(np.float64)
-    assert init_mod._component_spectral(single, 2, 0, "cpu").tobytes() == \
-        init_mod._component_spectral(double, 2, 0, "cpu").tobytes()
-
-
 def _scattered_groups(n=400, n_groups=7, n_edges=3000):
     """A symmetric adjacency whose components are groups of vertices scattered over the ids."""
     rng = np.random.default_rng(5)
@@ -352,6 +339,24 @@ def test_component_adjacency_is_the_fancy_indexed_block():
         got = init_mod._component_adjacency(adj, verts, local)
         for name in ("indptr", "indices", "data"):
             np.testing.assert_array_equal(getattr(got, name), getattr(ref, name))
+
+
+@pytest.mark.parametrize("failure, message", [("memory", "ran out of GPU memory"), ("none", "did not converge")])
+def test_a_failed_gpu_eigen_solve_hands_over_to_the_cpu(monkeypatch, failure, message):
+    """No GPU needed: the GPU solve is replaced by one that runs out of memory or does not converge."""
+    from umapviz.graph import spectral_gpu
+
+    def failing(adj, n_vec, tol, stats=None):
+        if failure == "memory":
+            raise MemoryError("Out of memory allocating 2,560,000,000 bytes")
+        return None
+
+    monkeypatch.setattr(spectral_gpu, "leading_eigenpairs_gpu", failing)
+    adj = _scattered_groups(n=3000, n_groups=1, n_edges=40000).astype(np.float32)  # as the GPU path has it
+    assert init_mod._components(adj)[0] == 1 and adj.shape[0] > init_mod._DENSE_EIGEN_MAX
+    with pytest.warns(UserWarning, match=message):
+        handed_over = init_mod._component_spectral(adj, 2, 0, "gpu")
+    assert handed_over.tobytes() == init_mod._component_spectral(adj.astype(np.float64), 2, 0, "cpu").tobytes()
 
 
 def test_gpu_spectral_init_without_gpu_says_so(small_graph):

@@ -124,9 +124,12 @@ def _component_spectral(adj: scipy.sparse.csr_matrix, dim: int, seed: int, devic
     if device == "gpu" and adj.shape[0] > _DENSE_EIGEN_MAX:
         from .spectral_gpu import leading_eigenpairs_gpu  # noqa: PLC0415 - CuPy only on demand
 
-        solved = leading_eigenpairs_gpu(adj, n_vec, _GPU_EIGEN_TOL)
+        try:
+            solved, why = leading_eigenpairs_gpu(adj, n_vec, _GPU_EIGEN_TOL), "did not converge"
+        except MemoryError as exc:  # CuPy's OutOfMemoryError is one, and names the bytes it wanted
+            solved, why = None, f"ran out of GPU memory ({exc})"
         if solved is None:
-            warnings.warn("spectral_init: the GPU eigen-solve did not converge; solving on the CPU instead.",
+            warnings.warn(f"spectral_init: the GPU eigen-solve {why}; solving on the CPU instead.",
                           UserWarning, stacklevel=3)
     if solved is None:
         solved = _host_eigenpairs(adj, n_vec, seed)
