@@ -328,10 +328,7 @@ def test_components_are_scipys_undirected_ones_in_the_same_order():
 def test_component_adjacency_is_the_fancy_indexed_block():
     adj = _scattered_groups()
     _, labels = init_mod._components(adj)
-    members = np.argsort(labels, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(labels))])
-    local = np.empty(adj.shape[0], dtype=np.int32)
-    local[members] = np.arange(adj.shape[0]) - bounds[labels[members]]
+    members, bounds, local = init_mod._component_members(labels, np.bincount(labels))
     for comp in np.argsort(-np.bincount(labels))[:3]:  # the three largest: scattered groups
         verts = members[bounds[comp] : bounds[comp + 1]]
         assert verts.size > 30

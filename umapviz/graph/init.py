@@ -52,6 +52,16 @@ def _adjacency(graph: FuzzyGraph, dtype: type = np.float64) -> scipy.sparse.csr_
     return scipy.sparse.csr_matrix((weight, (graph.head, graph.tail)), shape=(n, n))
 
 
+def _component_members(labels: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``members[bounds[c] : bounds[c + 1]]``: the vertices of component ``c``, ascending; ``local``: each
+    vertex's position among them."""
+    members = np.argsort(labels, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    local = np.empty(labels.size, dtype=np.int32)
+    local[members] = np.arange(labels.size) - bounds[labels[members]]
+    return members, bounds, local
+
+
 def _component_adjacency(adj: scipy.sparse.csr_matrix, verts: np.ndarray, local: np.ndarray) -> scipy.sparse.csr_matrix:
     """``adj[verts][:, verts]`` for the ascending vertices of one connected component, whose position in it
     is ``local[vertex]``: every column of those rows lies in the component, so the columns need no search."""
@@ -174,10 +184,7 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
     half = 0.5 * _CELL_FILL * width
 
     layout = np.empty((n, dim))
-    members = np.argsort(labels, kind="stable")  # each component's vertices, ascending
-    bounds = np.concatenate([[0], np.cumsum(sizes)])
-    local = np.empty(n, dtype=np.int32)  # each vertex's position in its component
-    local[members] = np.arange(n) - bounds[labels[members]]
+    members, bounds, local = _component_members(labels, sizes)
     failed = 0
     for cell, comp in enumerate(by_size):
         verts = members[bounds[comp] : bounds[comp + 1]]
