@@ -64,12 +64,12 @@ def test_chunk_launch_modes_give_the_persistent_kernels_bytes(small_graph, monke
     assert ref.tobytes() == other.tobytes()
 
 
-_KNOBS = [("sched_window", 1), ("sched_window", 3), ("neg_batch", 1)]
+_KNOBS = [("sched_window", 1), ("sched_window", 3), ("neg_batch", 1), ("sched_min_blocks", 0)]
 # The vertex kernel's tiles: a warp for every vertex (heavy 0), lanes shared by all (heavy above any degree),
 # a split in the middle of this graph's degrees, and every tile width.
 _VERTEX_KNOBS = [("vertex_heavy", 0), ("vertex_heavy", 10**9), ("vertex_heavy", 24), ("vertex_tile", 4),
-                 ("vertex_tile", 16), ("vertex_tile", 32)]
-_CHUNK_KNOBS = [("persist_blocks_per_sm", 2), ("persist_threads", 512), ("persist_min_blocks", 4)]
+                 ("vertex_tile", 16), ("vertex_tile", 32), ("vertex_min_blocks", 4)]
+_CHUNK_KNOBS = [("persist_blocks_per_sm", 2), ("persist_threads", 512), ("persist_min_blocks", 4), ("barrier_gap", 1)]
 
 
 @pytest.mark.parametrize("strategy, knob", [("chunked", k) for k in _KNOBS + _CHUNK_KNOBS]
@@ -95,6 +95,17 @@ def test_gpu_epochs_must_run_in_order(small_graph):
             opt._engine.run_epoch(t, 0.5)
     opt.reset()
     opt.step(3)  # after a reset, from the start again
+
+
+@pytest.mark.parametrize("strategy", ["chunked", "vertex"])
+def test_gpu_reset_mid_window_starts_the_schedule_over(small_graph, strategy):
+    """After a reset the schedule (state and the activity bits the next window reads) starts from epoch 0 again,
+    wherever in a window the reset came."""
+    fresh = _opt(small_graph, strategy, "gpu").run().embedding
+    opt = _opt(small_graph, strategy, "gpu")
+    opt.step(11)  # past the first window of 8 epochs, into the second
+    opt.reset()
+    assert opt.run().embedding.tobytes() == fresh.tobytes()
 
 
 def test_gpu_one_chunk_is_buffered(small_graph):

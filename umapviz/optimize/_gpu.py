@@ -4,9 +4,10 @@ The kernels follow docs/optimizer.md and mirror ``_cpu.py`` operation for operat
 module holds the device state and launches one epoch:
 
 1. schedule: it does not depend on the embedding, so it is computed for a window of up to 8 epochs at a
-   time (``TUNING["sched_window"]``), in three launches (count active positions per block and epoch, scan
-   the counts, write each epoch's active list in the seed's processing order with each edge's n_neg): the
-   per-edge state is read and written once per window instead of once per epoch; no host round trip;
+   time (``TUNING["sched_window"]``), in three launches (count active positions per block and epoch from
+   one byte of activity bits per edge, scan the counts, write each epoch's active list in the seed's
+   processing order with each edge's n_neg, and the next window's activity bits): the per-edge state is
+   read and written once per window instead of once per epoch; no host round trip;
 2. the strategy: ``hogwild`` one launch; ``sequential`` one launch of a single thread (small graphs and tests
    only); ``chunked``/``buffered`` either one persistent launch that walks all chunks with grid-wide barriers
    (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; ``"pipelined"``: one barrier
@@ -41,6 +42,8 @@ CHUNK_MODES = ("persistent", "pipelined", "launch", "graph")
 TUNING = {
     "chunk_mode": os.environ.get("UMAPVIZ_GPU_CHUNK_MODE", "persistent"),
     "sched_window": 8,  # epochs per schedule pass (1 .. 8; fewer when GPU memory is short)
+    "barrier_gap": 32,  # words between the grid barrier's count and generation (1 or 32; 32 is ~2% faster)
+    "sched_min_blocks": 2,  # > 0: schedule passes' registers capped to fit this many blocks (2: ~5% off hogwild)
     "neg_batch": None,  # negative samples whose rows are loaded together (None: 8, or 4 above 4 dims)
     "persist_blocks_per_sm": None,  # None: as many as a typical chunk fills, at most what fits
     "persist_threads": 256,  # threads per block of the persistent kernels (128, 256, 512 or 1024)
@@ -48,6 +51,7 @@ TUNING = {
     "hog_min_blocks": 0,  # the same for the hogwild kernel's 256-thread blocks
     "vertex_tile": 8,  # lanes per ordinary vertex in the vertex kernel (1, 2, 4, 8, 16, 32)
     "vertex_heavy": 64,  # vertices with more edges (as head and tail) than this get a whole warp
+    "vertex_min_blocks": 0,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -74,11 +78,14 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
     """The kernels.cu macros that the compile-time knobs of `tuning` set (ValueError for a bad value)."""
     if tuning["vertex_tile"] not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"vertex_tile={tuning['vertex_tile']!r}: use 1, 2, 4, 8, 16 or 32 lanes.")
+    if tuning["barrier_gap"] not in (1, 32):
+        raise ValueError(f"barrier_gap={tuning['barrier_gap']!r}: use 1 or 32.")
     if tuning["persist_threads"] not in (128, 256, 512, 1024):
         raise ValueError(f"persist_threads={tuning['persist_threads']!r}: use 128, 256, 512 or 1024.")
     defines = [("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))), ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
-               ("HOG_MINB", tuning["hog_min_blocks"])]
+               ("HOG_MINB", tuning["hog_min_blocks"]), ("VTX_MINB", tuning["vertex_min_blocks"]),
+               ("SCHED_MINB", tuning["sched_min_blocks"]), ("BAR_GEN", tuning["barrier_gap"])]
     if tuning["neg_batch"] is not None:
         defines.append(("NEG_BATCH", tuning["neg_batch"]))
     return tuple((name, int(value)) for name, value in defines)
@@ -105,7 +112,7 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
         per_edge += 4 * 3 + 4 * window  # head and tail-walk heads, by-tail index; n_neg per edge and epoch
         per_vertex += 4 * dim + 8 * 2 + 4  # snapshot, two CSR pointers, vertex order
     else:
-        per_edge += 16 * window  # active lists (int4), one per epoch of the window
+        per_edge += 16 * window + 1  # active lists (int4), one per epoch of the window; activity bits
         if strategy in ("chunked", "buffered"):
             per_vertex += 8 * dim * 4 + 4 * dim  # fixed-point accumulators (1 + 3 rotating), second copy of Y
     n_blocks = -(-nnz // _SCHED_BLOCK)
@@ -188,6 +195,7 @@ class GpuEngine:
         self._stream = cp.cuda.Stream()  # blocking: the default stream waits for it
         self._window = 1
         self._win_t0 = None  # first epoch of the scheduled window
+        self._act_t0 = None  # first epoch of the window whose activity bits _act holds
         self._next_epoch = None  # the epoch that must come next (None right after reset)
         self._graphs = {}
         self._acc = None
@@ -223,6 +231,7 @@ class GpuEngine:
                 self._Y1[...] = init
         self._stream.synchronize()
         self._win_t0 = None
+        self._act_t0 = None
         self._next_epoch = None
 
     def embedding(self):
@@ -316,6 +325,8 @@ class GpuEngine:
             self._snap = cp.empty_like(self.Y)
             return
         self._k_emit = k("win_emit")
+        self._k_mask = k("win_mask")
+        self._act = cp.empty(nnz, dtype=np.uint8)
         self._edge_of = self._order
         self._head_of = cp.asarray(self._head_host)[self._order]
         self._tail_of = cp.asarray(self._tail_host)[self._order]
@@ -332,7 +343,7 @@ class GpuEngine:
             self._k_apply = k("chunk_apply")
             self._k_persist = k("chunked_persistent")
             self._k_pipe = k("chunked_pipelined")
-            self._barrier = cp.zeros(2, dtype=np.uint32)
+            self._barrier = cp.zeros(64, dtype=np.uint32)  # count and generation, up to 32 words apart
             self._persist_threads = threads = int(self.tuning["persist_threads"])
             fit = min(_blocks_per_sm(self._k_persist, threads), _blocks_per_sm(self._k_pipe, threads))
             if fit < 1:
@@ -355,13 +366,16 @@ class GpuEngine:
             if self.strategy == "vertex":
                 self._k_flags((nb,), (_SCHED_BLOCK,), (*state, nnz, np.int32(t0), W, self._nneg_edge, self._counts))
             else:
-                self._k_count((nb,), (_SCHED_BLOCK,), (self._due, self._next, self._next_neg, self._eps, self._nsr,
-                                                        nnz, np.int32(t0), W, self._counts))
+                if self._act_t0 != t0:  # the activity bits of a window that follows the last one come with it
+                    self._k_mask((nb,), (_SCHED_BLOCK,), (self._due, self._next, self._eps, nnz, np.int32(t0), W,
+                                                          self._act))
+                self._k_count((nb,), (_SCHED_BLOCK,), (self._act, nnz, W, self._counts))
             self._k_scan((int(W),), (_SCHED_BLOCK,), (self._counts, np.int32(nb), self._offsets, self._n_act))
             if self.strategy != "vertex":
                 self._k_emit((nb,), (_SCHED_BLOCK,), (*state, self._edge_of, self._head_of, self._tail_of, nnz,
                                                        np.int32(t0), W, self._offsets, self._lists,
-                                                       np.int64(self.nnz)))
+                                                       np.int64(self.nnz), self._act))
+                self._act_t0 = t0 + int(W)
         self._win_t0 = t0
 
     def _launch_strategy(self, w: int) -> None:

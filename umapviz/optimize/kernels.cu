@@ -197,6 +197,36 @@ struct PendingRows {
     }
 };
 
+// Row writers: a 2-D row is stored as one 8-byte store and a move is added to a 2-D or 4-D row by one vector
+// atomic (Hopper, sm_90, adds float2/float4 atomically in global memory): one L2 request per row instead of one
+// per coordinate. The layout kernels are bound by such requests (bench/RESULTS.md). Rows of 2 and 4 floats are
+// 8- and 16-byte aligned because CuPy's allocations are.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define UMV_VECTOR_ATOMICS 1
+#else
+#define UMV_VECTOR_ATOMICS 0
+#endif
+
+__device__ __forceinline__ void store_row(float* Y, int v, const float* y) {
+#if DIM == 2
+    *reinterpret_cast<float2*>(Y + (i64)v * 2) = make_float2(y[0], y[1]);
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) Y[(i64)v * DIM + d] = y[d];
+#endif
+}
+
+__device__ __forceinline__ void atomic_add_row(float* Y, int v, const float* m) {
+#if UMV_VECTOR_ATOMICS && DIM == 2
+    atomicAdd(reinterpret_cast<float2*>(Y + (i64)v * 2), make_float2(m[0], m[1]));
+#elif UMV_VECTOR_ATOMICS && DIM == 4
+    atomicAdd(reinterpret_cast<float4*>(Y + (i64)v * 4), make_float4(m[0], m[1], m[2], m[3]));
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) atomicAdd(Y + (i64)v * DIM + d, m[d]);
+#endif
+}
+
 struct Curve {
     float a, b, c_att, c_rep;
     u64 n;         // number of vertices (negative samples are drawn from [0, n))
@@ -344,17 +374,33 @@ __device__ __forceinline__ int advance(double& next_s, double& next_neg, double 
     return (int)nn;
 }
 
-// Position p over the window: nn[w] = n_neg in epoch t0 + w, or -1 when inactive. Returns whether the
-// state moved (then next_s/next_neg hold the new values).
-__device__ __forceinline__ bool simulate(const int* due, const double* next_in, const double* next_neg_in,
-                                         const double* eps, double nsr, int p, bool in_range, int t0, int W,
-                                         int* nn, double& next_s, double& next_neg) {
+// The epochs of t0 .. t0 + W - 1 in which a position whose next due time is next_s is active (bit w: epoch
+// t0 + w), without moving its state: the comparisons and sums of simulate below, so the bits are the epochs
+// simulate will find active.
+__device__ __forceinline__ unsigned activity(double next_s, double e, int t0, int W) {
+    unsigned bits = 0u;
+#pragma unroll
+    for (int w = 0; w < SCHED_WMAX; ++w) {
+        if (w < W && next_s <= (double)(t0 + w)) {
+            bits |= 1u << w;
+            next_s = __dadd_rn(next_s, e);
+        }
+    }
+    return bits;
+}
+
+// Position p over the window, unless the caller knows it is idle (due = false): nn[w] = n_neg in epoch t0 + w,
+// or -1 when inactive; next_s/next_neg get the new state and e the position's eps. Returns whether the
+// state moved.
+__device__ __forceinline__ bool simulate(const double* next_in, const double* next_neg_in, const double* eps,
+                                         double nsr, int p, bool due, int t0, int W, int* nn, double& next_s,
+                                         double& next_neg, double& e) {
 #pragma unroll
     for (int w = 0; w < SCHED_WMAX; ++w) nn[w] = -1;
-    if (!in_range || due[p] > t0 + W - 1) return false;
+    if (!due) return false;
     next_s = next_in[p];
     next_neg = next_neg_in[p];
-    double e = eps[p];
+    e = eps[p];
     double e_neg = __ddiv_rn(e, nsr);
     bool moved = false;
 #pragma unroll
@@ -391,16 +437,30 @@ __device__ __forceinline__ void window_ballots(const int* nn, int W, unsigned* b
     __syncthreads();
 }
 
+// The schedule's passes read each position's activity over the window from act[p] (bit w: active in epoch
+// t0 + w), which the previous window's emit pass wrote (win_mask after a reset): the count pass then reads one
+// byte per position instead of its float64 state, and positions idle through the window cost a byte in
+// the emit pass too. due[p] = ceil(next) lets emit skip the state of positions not due before the next
+// window ends.
+
+// Pass 0 (after a reset, or when the window does not follow the last one): act for epochs t0 .. t0 + W - 1.
+extern "C" __global__ void win_mask(const int* __restrict__ due, const double* __restrict__ next_s,
+                                    const double* __restrict__ eps, int nnz, int t0, int W,
+                                    unsigned char* __restrict__ act) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= nnz) return;
+    act[p] = due[p] <= t0 + W - 1 ? (unsigned char)activity(next_s[p], eps[p], t0, W) : (unsigned char)0;
+}
+
 // Pass 1: per epoch of the window, the number of active positions in each block.
-extern "C" __global__ void win_count(const int* __restrict__ due, const double* __restrict__ next_s,
-                                     const double* __restrict__ next_neg, const double* __restrict__ eps, double nsr,
-                                     int nnz, int t0, int W, int* __restrict__ counts) {
+extern "C" __global__ void win_count(const unsigned char* __restrict__ act, int nnz, int W, int* __restrict__ counts) {
     __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
     int p = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned bits = p < nnz ? act[p] : 0u;
     int nn[SCHED_WMAX];
     unsigned ballots[SCHED_WMAX];
-    double nx, nxn;
-    simulate(due, next_s, next_neg, eps, nsr, p, p < nnz, t0, W, nn, nx, nxn);
+#pragma unroll
+    for (int w = 0; w < SCHED_WMAX; ++w) nn[w] = (bits >> w) & 1u ? 0 : -1;
     window_ballots(nn, W, ballots, warp_off, counts, false);
 }
 
@@ -445,48 +505,65 @@ extern "C" __global__ void win_scan(const int* __restrict__ counts, int n_blocks
     if (threadIdx.x == 0) n_active[blockIdx.x] = carry;
 }
 
-// Pass 3: advance every position through the window and write each epoch's active list in processing
-// order: lists[w * list_stride + rank] = (edge id, head, tail, n_neg).
-extern "C" __global__ void win_emit(int* __restrict__ due, double* __restrict__ next_s, double* __restrict__ next_neg,
+// SCHED_MINB > 0: fit that many blocks of the emit and flags passes per multiprocessor (registers capped to
+// match; one 1024-thread block fits otherwise): more of the state's loads in flight.
+#ifndef SCHED_MINB
+#define SCHED_MINB 0
+#endif
+#if SCHED_MINB > 0
+#define SCHED_BOUNDS __launch_bounds__(SCHED_BLOCK, SCHED_MINB)
+#else
+#define SCHED_BOUNDS
+#endif
+
+// Pass 3: advance every active position through the window and write each epoch's active list in processing
+// order: lists[w * list_stride + rank] = (edge id, head, tail, n_neg); then act[p] for the next window.
+extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* __restrict__ next_s, double* __restrict__ next_neg,
                                     const double* __restrict__ eps, double nsr, const int* __restrict__ edge_of,
                                     const int* __restrict__ head_of, const int* __restrict__ tail_of, int nnz, int t0,
                                     int W, const int* __restrict__ offsets, int4* __restrict__ lists,
-                                    i64 list_stride) {
+                                    i64 list_stride, unsigned char* __restrict__ act) {
     __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
     int p = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned bits = p < nnz ? act[p] : 0u;
     int nn[SCHED_WMAX];
     unsigned ballots[SCHED_WMAX];
-    double nx = 0.0, nxn = 0.0;
-    bool moved = simulate(due, next_s, next_neg, eps, nsr, p, p < nnz, t0, W, nn, nx, nxn);
+    double nx = 0.0, nxn = 0.0, e = 0.0;
+    bool moved = simulate(next_s, next_neg, eps, nsr, p, bits != 0u, t0, W, nn, nx, nxn, e);
     window_ballots(nn, W, ballots, warp_off, nullptr, true);
-    if (!moved) return;
-    unsigned lane_lt = (1u << (threadIdx.x & 31u)) - 1u;
-    int warp = threadIdx.x >> 5;
-    int4 rec = make_int4(edge_of[p], head_of[p], tail_of[p], 0);
+    if (p >= nnz) return;
+    if (moved) {
+        unsigned lane_lt = (1u << (threadIdx.x & 31u)) - 1u;
+        int warp = threadIdx.x >> 5;
+        int4 rec = make_int4(edge_of[p], head_of[p], tail_of[p], 0);
 #pragma unroll
-    for (int w = 0; w < SCHED_WMAX; ++w) {
-        if (nn[w] >= 0) {
-            int pos = offsets[w * gridDim.x + blockIdx.x] + warp_off[w][warp] + __popc(ballots[w] & lane_lt);
-            rec.w = nn[w];
-            lists[w * list_stride + pos] = rec;
+        for (int w = 0; w < SCHED_WMAX; ++w) {
+            if (nn[w] >= 0) {
+                int pos = offsets[w * gridDim.x + blockIdx.x] + warp_off[w][warp] + __popc(ballots[w] & lane_lt);
+                rec.w = nn[w];
+                lists[w * list_stride + pos] = rec;
+            }
         }
+        next_s[p] = nx;
+        next_neg[p] = nxn;
+        due[p] = (int)ceil(nx);
+        act[p] = (unsigned char)activity(nx, e, t0 + W, W);
+    } else if (due[p] <= t0 + 2 * W - 1) {  // idle in this window, due in the next
+        act[p] = (unsigned char)activity(next_s[p], eps[p], t0 + W, W);
     }
-    next_s[p] = nx;
-    next_neg[p] = nxn;
-    due[p] = (int)ceil(nx);
 }
 
 // Vertex strategy's schedule (state in graph order): nneg[w * nnz + e] = n_neg of edge e in epoch t0 + w,
 // -1 when inactive, and per-epoch block counts for the active totals.
-extern "C" __global__ void win_flags(int* __restrict__ due, double* __restrict__ next_s,
+extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double* __restrict__ next_s,
                                      double* __restrict__ next_neg, const double* __restrict__ eps, double nsr,
                                      int nnz, int t0, int W, int* __restrict__ nneg, int* __restrict__ counts) {
     __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     int nn[SCHED_WMAX];
     unsigned ballots[SCHED_WMAX];
-    double nx = 0.0, nxn = 0.0;
-    bool moved = simulate(due, next_s, next_neg, eps, nsr, p, p < nnz, t0, W, nn, nx, nxn);
+    double nx = 0.0, nxn = 0.0, e = 0.0;
+    bool moved = simulate(next_s, next_neg, eps, nsr, p, p < nnz && due[p] <= t0 + W - 1, t0, W, nn, nx, nxn, e);
     window_ballots(nn, W, ballots, warp_off, counts, false);
     if (p >= nnz) return;
 #pragma unroll
@@ -528,11 +605,9 @@ extern "C" __global__ void epoch_sequential(float* Y, const int4* __restrict__ a
         int4 r = active[q];
         float y0[DIM], yi[DIM], tm[DIM];
         edge_moves(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
+        store_row(Y, r.y, yi);
 #pragma unroll
-        for (int d = 0; d < DIM; ++d) {
-            Y[(i64)r.y * DIM + d] = yi[d];
-            Y[(i64)r.z * DIM + d] = __fadd_rn(Y[(i64)r.z * DIM + d], tm[d]);
-        }
+        for (int d = 0; d < DIM; ++d) Y[(i64)r.z * DIM + d] = __fadd_rn(Y[(i64)r.z * DIM + d], tm[d]);
     }
 }
 
@@ -560,11 +635,8 @@ extern "C" __global__ void HOG_BOUNDS epoch_hogwild(float* Y, const int4* __rest
         int4 r = active[q];
         float y0[DIM], yi[DIM], tm[DIM];
         edge_moves(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
-#pragma unroll
-        for (int d = 0; d < DIM; ++d) {
-            Y[(i64)r.y * DIM + d] = yi[d];
-            atomicAdd(Y + (i64)r.z * DIM + d, tm[d]);
-        }
+        store_row(Y, r.y, yi);
+        atomic_add_row(Y, r.z, tm);
     }
 }
 
@@ -584,7 +656,16 @@ __device__ __forceinline__ void chunk_edge(const Rows& rows, u64* acc, int4 r, u
 // Chunked, apply half: each touched row (the head and tail of every edge of the chunk) takes its
 // accumulator exactly once (atomicExch hands the sum to one thread, 0 to the others) and clears it.
 // A row whose sum is 0 is left as it is, which equals applying 0.
+// A 2-D row on Hopper takes its whole accumulator in one 128-bit exchange and is read and written as one
+// 8-byte access; a coordinate whose sum is 0 is written back unchanged (the same bits).
 __device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
+#if UMV_VECTOR_ATOMICS && DIM == 2
+    float2 y = __ldcg(reinterpret_cast<const float2*>(Y + (i64)v * 2));  // in flight with the exchange
+    ulonglong2 s = atomicExch(reinterpret_cast<ulonglong2*>(acc + (i64)v * 2), make_ulonglong2(0ULL, 0ULL));
+    if ((s.x | s.y) != 0ULL)
+        __stcg(reinterpret_cast<float2*>(Y + (i64)v * 2), make_float2(s.x != 0ULL ? apply_fixed(y.x, s.x) : y.x,
+                                                                       s.y != 0ULL ? apply_fixed(y.y, s.y) : y.y));
+#else
     float y[DIM];
     u64 s[DIM];
 #pragma unroll
@@ -595,6 +676,7 @@ __device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
 #pragma unroll
     for (int d = 0; d < DIM; ++d)
         if (s[d] != 0ULL) __stcg(Y + (i64)v * DIM + d, apply_fixed(y[d], s[d]));
+#endif
 }
 
 extern "C" __global__ void chunk_moves(const float* __restrict__ Y, u64* acc, const int4* __restrict__ active,
@@ -623,22 +705,27 @@ extern "C" __global__ void chunk_apply(float* Y, u64* acc, const int4* __restric
 }
 
 // Grid-wide barrier for the persistent kernel (all its blocks are resident: the grid is sized from the
-// occupancy calculator). bar[0] counts arrivals, bar[1] is the generation; both live across launches.
+// occupancy calculator). bar[0] counts arrivals, bar[BAR_GEN] is the generation; both live across launches.
 // One thread per block arrives with an acquire-release atomic (publishing its block's writes, ordered
 // before it by __syncthreads) and waits with acquire loads; the last to arrive resets the count and
 // releases the new generation.
+// BAR_GEN: how far apart (in words) the count and the generation lie; 32 puts them in different 128-byte lines,
+// so that the waiting blocks' loads do not queue behind the arrivals' atomics on one line.
+#ifndef BAR_GEN
+#define BAR_GEN 32
+#endif
 __device__ __forceinline__ void grid_barrier(unsigned int* bar) {
     __syncthreads();
     if (threadIdx.x == 0) {
         unsigned int gen, arrived, now;
-        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + BAR_GEN) : "memory");
         asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(arrived) : "l"(bar) : "memory");
         if (arrived == gridDim.x - 1) {
             asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(bar), "r"(0u) : "memory");
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(bar + 1), "r"(gen + 1u) : "memory");
+            asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(bar + BAR_GEN), "r"(gen + 1u) : "memory");
         } else {
             do {
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(bar + 1) : "memory");
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(bar + BAR_GEN) : "memory");
             } while (now == gen);
         }
     }
@@ -783,6 +870,16 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_pipelined(float* Y0, float* Y1
 #define VTX_TILE 8  // lanes per ordinary vertex (1, 2, 4, 8, 16 or 32)
 #endif
 #define FULL_MASK 0xffffffffu
+// VTX_MINB > 0: fit that many blocks per multiprocessor (registers capped to match): a vertex's work is a chain
+// of dependent loads, so more vertices in flight may hide more of it.
+#ifndef VTX_MINB
+#define VTX_MINB 0
+#endif
+#if VTX_MINB > 0
+#define VTX_BOUNDS __launch_bounds__(VTX_WARPS * 32, VTX_MINB)
+#else
+#define VTX_BOUNDS
+#endif
 
 // The move of item r of vertex i (r < hd: head edge h0 + r; else tail record t0 + r - hd), from its row yi.
 __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i64 t0, const float* yi,
@@ -876,15 +973,12 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
         queued -= take;
         __syncwarp(tmask);
     }
-    if (tl == 0) {
-#pragma unroll
-        for (int d = 0; d < DIM; ++d) Y[(i64)i * DIM + d] = yi[d];
-    }
+    if (tl == 0) store_row(Y, i, yi);
 }
 
 // Blocks [0, heavy_blocks) take the first n_heavy vertices of the order, a warp each; the blocks after them
 // take the rest, VTX_TILE lanes each.
-extern "C" __global__ void epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
+extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
                                         const int* __restrict__ order, int n_heavy, int heavy_blocks,
                                         const int* __restrict__ tail, const long long* __restrict__ head_ptr,
                                         const int* __restrict__ tail_head, const int* __restrict__ by_tail,
