@@ -22,6 +22,7 @@ umap-learn comparison at 30,000 points:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -48,18 +49,31 @@ def log(*args) -> None:
     print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
 
 
+def load_engine(directory: str):
+    """The GPU engine module of another version of the code: `directory` holds its _gpu.py and kernels.cu
+    (e.g. from `git show REV:umapviz/optimize/_gpu.py`), so that before and after are timed in one run."""
+    spec = importlib.util.spec_from_file_location("umapviz.optimize._gpu_baseline", Path(directory) / "_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", seed: int = 0,
-                epochs: int | None = None, tuning: dict | None = None) -> dict:
-    """Run the schedule's epochs (all, or the first `epochs`) on the GPU engine: ms/epoch, active edges/s,
-    and the result's fingerprint. `tuning` overrides umapviz.optimize._gpu.TUNING for this engine."""
+                epochs: int | None = None, tuning: dict | None = None, engine=None) -> dict:
+    """Run the schedule's epochs (all, or the first `epochs`) on the GPU engine (umapviz.optimize._gpu, or
+    the module `engine`): ms/epoch, active edges/s, and the result's fingerprint. `tuning` overrides the
+    engine module's TUNING for this engine."""
     import cupy as cp
 
     from umapviz.graph.init import random_init
     from umapviz.metrics import fingerprint
-    from umapviz.optimize import _gpu
     from umapviz.optimize.chunks import resolve_n_chunks
     from umapviz.optimize.rng import edge_order
 
+    if engine is None:
+        from umapviz.optimize import _gpu
+    else:
+        _gpu = engine
     C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
     perm = edge_order(seed, graph.nnz)
     saved = dict(_gpu.TUNING)
@@ -89,18 +103,24 @@ def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
     ms = cp.cuda.get_elapsed_time(start, stop)
     emb = eng.embedding()
     return {"strategy": strategy, "n_chunks": int(C), "rule": str(n_chunks), "mode": chunk_mode,
-            "tuning": tuning or {}, "epochs": run, "ms_per_epoch": ms / run, "host_ms_per_epoch": 1e3 * wall / run,
+            "tuning": tuning or {}, "code": "current" if engine is None else "baseline", "epochs": run,
+            "ms_per_epoch": ms / run, "host_ms_per_epoch": 1e3 * wall / run,
             "active_edges": int(active), "gedges_per_s": active / (ms * 1e-3) / 1e9,
             "finite": bool(cp.isfinite(emb).all()), "fingerprint": fingerprint(emb)}
 
 
-def time_schedule(graph, seed: int = 0) -> float:
-    """ms per epoch of the schedule alone (count, scan, emit per window of epochs), over the whole run."""
+def time_schedule(graph, seed: int = 0, engine=None) -> float:
+    """ms per epoch of the schedule alone (count, scan, emit per window of epochs), over the whole run
+    (umapviz.optimize._gpu's, or the module `engine`'s)."""
     import cupy as cp
 
     from umapviz.graph.init import random_init
-    from umapviz.optimize import _gpu
     from umapviz.optimize.rng import edge_order
+
+    if engine is None:
+        from umapviz.optimize import _gpu
+    else:
+        _gpu = engine
 
     eng = _gpu.GpuEngine(graph, edge_order(seed, graph.nnz), strategy="hogwild", n_chunks=1, seed=seed,
                          a=graph.a, b=graph.b, gamma=1.0, negative_sample_rate=5, private_head=True)
@@ -122,11 +142,18 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("chunked", "auto", {"persist_threads": 512}), ("buffered", 1, {"persist_min_blocks": 4}),
             ("vertex", 1, {"vertex_tile": 16, "vertex_heavy": 32}),
             ("vertex", 1, {"vertex_tile": 16, "vertex_heavy": 128}),
-            ("vertex", 1, {"vertex_tile": 4, "vertex_heavy": 32})]
+            ("vertex", 1, {"vertex_tile": 4, "vertex_heavy": 32}),
+            ("vertex", 1, {"vertex_min_blocks": 4}), ("vertex", 1, {"vertex_min_blocks": 5}),
+            ("hogwild", 1, {"sched_min_blocks": 0}), ("chunked", "auto", {"sched_min_blocks": 0}),
+            ("chunked", "auto", {"barrier_gap": 1}), ("chunked", "auto", {"barrier_gap": 1, "sched_min_blocks": 0}),
+            ("buffered", 1, {"sched_min_blocks": 0}), ("vertex", 1, {"sched_min_blocks": 0})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),
-                 include=("hogwild", "chunked", "shipped", "degree", "buffered", "vertex")) -> list[dict]:
+                 include=("hogwild", "chunked", "shipped", "degree", "buffered", "vertex"),
+                 baseline=None) -> list[dict]:
+    """Time each strategy in `include` (then each of `variants`) on one graph; with a `baseline` engine module
+    (load_engine), hogwild, chunked "auto", buffered and vertex run on it too, each beside the current code's."""
     rows = []
     plan = [("hogwild", 1, "persistent", None, {})] if "hogwild" in include else []
     plan += [("chunked", "auto", m, None, {}) for m in modes] if "chunked" in include else []
@@ -136,20 +163,27 @@ def layout_suite(graph, label: str, modes, variants: list | tuple = (),
     plan += [("vertex", 1, "persistent", None, {})] if "vertex" in include else []
     # what each knob buys (all but hogwild's give the same bytes); older knobs: bench/RESULTS.md
     plan += [(strategy, rule, "persistent", None, tuning) for strategy, rule, tuning in variants]
-    for strategy, rule, mode, epochs, tuning in plan:
+    paired = {("hogwild", 1), ("chunked", "auto"), ("buffered", 1), ("vertex", 1)} if baseline is not None else set()
+    # each baseline run right before the current code's same run, so that drifting clocks hit both alike
+    plan = [run + (engine,) for run in plan
+            for engine in ((baseline, None) if (run[0], run[1]) in paired and run[2] == "persistent" and not run[4]
+                           else (None,))]
+    for strategy, rule, mode, epochs, tuning, engine in plan:
         try:
-            r = time_layout(graph, strategy, rule, mode, epochs=epochs, tuning=tuning)
+            r = time_layout(graph, strategy, rule, mode, epochs=epochs, tuning=tuning, engine=engine)
         except Exception as exc:  # keep the other numbers
             log(f"{label} {strategy}/{rule}/{mode}/{tuning} failed: {exc!r}")
             continue
         r["graph"] = label
         rows.append(r)
-        log(f"{label} {strategy:<9} {str(rule):<7} {mode:<10} C={r['n_chunks']:<5} {tuning} "
+        log(f"{label} {r['code']:<8} {strategy:<9} {str(rule):<7} {mode:<10} C={r['n_chunks']:<5} {tuning} "
             f"{r['ms_per_epoch']:.3f} ms/epoch (host {r['host_ms_per_epoch']:.3f}) "
             f"{r['gedges_per_s']:.2f} G edges/s finite={r['finite']} {r['fingerprint']}")
-    hog = next((r for r in rows if r["strategy"] == "hogwild" and not r["tuning"]), None)
-    for r in rows:
-        r["ratio_to_hogwild"] = r["ms_per_epoch"] / hog["ms_per_epoch"] if hog else float("nan")
+    for code in ("current", "baseline"):  # each against its own code's hogwild
+        hog = next((r for r in rows if r["strategy"] == "hogwild" and not r["tuning"] and r["code"] == code), None)
+        for r in rows:
+            if r["code"] == code:
+                r["ratio_to_hogwild"] = r["ms_per_epoch"] / hog["ms_per_epoch"] if hog else float("nan")
     return rows
 
 
@@ -256,11 +290,13 @@ def markdown(results: dict) -> str:
     lines = [f"Device: {results['device']['name']} ({results['device']['sms']} SMs, copy "
              f"{results['device']['copy_TBps']:.2f} TB/s), CuPy {results['device']['cupy']}; "
              f"{results['date']}", ""]
-    lines += ["| graph | strategy | n_chunks | mode | tuning | epochs | ms/epoch | G active edges/s | x hogwild |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| graph | code | strategy | n_chunks | mode | tuning | epochs | ms/epoch | G active edges/s "
+              "| x hogwild |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["layout"]:
         tuning = ", ".join(f"{k}={v}" for k, v in r["tuning"].items()) or "default"
-        lines.append(f"| {r['graph']} | {r['strategy']} | {r['n_chunks']} ({r['rule']}) | {r['mode']} | {tuning} | "
+        lines.append(f"| {r['graph']} | {r['code']} | {r['strategy']} | {r['n_chunks']} ({r['rule']}) | {r['mode']} | "
+                     f"{tuning} | "
                      f"{r['epochs']} | {r['ms_per_epoch']:.3f} | {r['gedges_per_s']:.2f} | "
                      f"{r['ratio_to_hogwild']:.2f} |")
     lines.append("")
@@ -299,13 +335,15 @@ def bench_size(n: int, args, modes, results: dict) -> None:
     del idx, dist
     cp.get_default_memory_pool().free_all_blocks()
     label = f"{n / 1e6:g}M"
-    sched_ms = time_schedule(graph)
-    summary[f"schedule alone {label} (windows of 8 epochs)"] = f"{sched_ms:.3f} ms/epoch"
-    log(f"schedule alone {label}: {sched_ms:.3f} ms/epoch")
+    for code, engine in [("current", None)] + ([("baseline", args.baseline_engine)] if args.baseline_engine else []):
+        sched_ms = time_schedule(graph, engine=engine)
+        summary[f"schedule alone {label} (windows of 8 epochs), {code} code"] = f"{sched_ms:.3f} ms/epoch"
+        log(f"schedule alone {label}, {code} code: {sched_ms:.3f} ms/epoch")
     include = args.strategies.split(",") if n <= 1_000_000 else args.strategies_large.split(",")
     picked = args.variants if n <= 1_000_000 else args.variants_large
     variants = VARIANTS if picked == "all" else [VARIANTS[int(i)] for i in picked.split(",") if i.strip()]
-    results["layout"] += layout_suite(graph, label, modes, variants=variants, include=include)
+    results["layout"] += layout_suite(graph, label, modes, variants=variants, include=include,
+                                      baseline=args.baseline_engine)
 
 
 def bench_probe(n: int, args, modes, results: dict) -> None:
@@ -341,10 +379,13 @@ def main() -> None:
     ap.add_argument("--skip-fit", action="store_true")
     ap.add_argument("--variants", default="", help='tuning knobs to time up to 1M: "all" or indices into VARIANTS')
     ap.add_argument("--variants-large", default="", help="the same above 1M")
+    ap.add_argument("--baseline", default="", help="a folder with another version's _gpu.py and kernels.cu, "
+                    "timed beside the current code (before and after in one run)")
     ap.add_argument("--spectral-timeout", type=float, default=0, help="also time CPU spectral init (s limit)")
     ap.add_argument("--umap-learn", type=int, default=0, help="subset size for umap-learn (0: skip)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
     args = ap.parse_args()
+    args.baseline_engine = load_engine(args.baseline) if args.baseline else None
     import cupy as cp
 
     out = Path(args.out)
