@@ -109,7 +109,7 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
     per_edge = 4 * 4 + 8 * 3  # order, head, tail, due; eps, next, next_neg
     per_vertex = 4 * dim
     if strategy == "vertex":
-        per_edge += 4 * 3 + 4 * window  # head and tail-walk heads, by-tail index; n_neg per edge and epoch
+        per_edge += 4 * 3 + 4 * window + 1  # tails, heads in tail order, tail-order places; n_neg per epoch; bits
         per_vertex += 4 * dim + 8 * 2 + 4  # snapshot, two CSR pointers, vertex order
     else:
         per_edge += 16 * window + 1  # active lists (int4), one per epoch of the window; activity bits
@@ -318,9 +318,12 @@ class GpuEngine:
             self._n_heavy = int(np.count_nonzero(work > int(self.tuning["vertex_heavy"])))
             self._tail = cp.asarray(tail)
             self._tail_head = cp.asarray(head[by_tail])
+            pos_tail = np.empty(nnz, np.int32)  # where each edge lies in tail order
+            pos_tail[by_tail] = np.arange(nnz, dtype=np.int32)
+            self._pos_tail = cp.asarray(pos_tail)
+            self._act_tail = cp.empty(nnz, dtype=np.uint8)  # activity bits over the window, in tail order
             self._head_ptr = cp.asarray(head_ptr)
             self._tail_ptr = cp.asarray(tail_ptr)
-            self._by_tail = cp.asarray(by_tail)
             self._nneg_edge = cp.empty((W, nnz), dtype=np.int32)
             self._snap = cp.empty_like(self.Y)
             return
@@ -364,7 +367,8 @@ class GpuEngine:
         state = (self._due, self._next, self._next_neg, self._eps, self._nsr)
         with self._stream:
             if self.strategy == "vertex":
-                self._k_flags((nb,), (_SCHED_BLOCK,), (*state, nnz, np.int32(t0), W, self._nneg_edge, self._counts))
+                self._k_flags((nb,), (_SCHED_BLOCK,), (*state, nnz, np.int32(t0), W, self._nneg_edge, self._counts,
+                                                       self._pos_tail, self._act_tail))
             else:
                 if self._act_t0 != t0:  # the activity bits of a window that follows the last one come with it
                     self._k_mask((nb,), (_SCHED_BLOCK,), (self._due, self._next, self._eps, nnz, np.int32(t0), W,
@@ -391,7 +395,8 @@ class GpuEngine:
             blocks = heavy_blocks + -(-(n - heavy) // per_block)
             self._k_vertex((blocks,), (32 * _VERTEX_WARPS,), (
                 self.Y, self._snap, self._vorder, np.int32(heavy), np.int32(heavy_blocks), self._tail,
-                self._head_ptr, self._tail_head, self._by_tail, self._tail_ptr, self._nneg_edge[w], ep, *curve))
+                self._head_ptr, self._tail_head, self._act_tail, np.int32(w), self._tail_ptr, self._nneg_edge[w], ep,
+                *curve))
             return
         active = self._lists[w]
         if self.strategy == "sequential":

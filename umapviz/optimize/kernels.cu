@@ -554,10 +554,13 @@ extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* 
 }
 
 // Vertex strategy's schedule (state in graph order): nneg[w * nnz + e] = n_neg of edge e in epoch t0 + w,
-// -1 when inactive, and per-epoch block counts for the active totals.
+// -1 when inactive; per-epoch block counts for the active totals; and act_tail[pos_tail[e]] = edge e's activity
+// bits over the window (bit w: epoch t0 + w), in tail order, so that the vertex kernel reads a vertex's
+// tail-side flags contiguously instead of gathering them from nneg (its tail items need no n_neg).
 extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double* __restrict__ next_s,
                                      double* __restrict__ next_neg, const double* __restrict__ eps, double nsr,
-                                     int nnz, int t0, int W, int* __restrict__ nneg, int* __restrict__ counts) {
+                                     int nnz, int t0, int W, int* __restrict__ nneg, int* __restrict__ counts,
+                                     const int* __restrict__ pos_tail, unsigned char* __restrict__ act_tail) {
     __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     int nn[SCHED_WMAX];
@@ -566,9 +569,13 @@ extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double*
     bool moved = simulate(next_s, next_neg, eps, nsr, p, p < nnz && due[p] <= t0 + W - 1, t0, W, nn, nx, nxn, e);
     window_ballots(nn, W, ballots, warp_off, counts, false);
     if (p >= nnz) return;
+    unsigned bits = 0u;
 #pragma unroll
-    for (int w = 0; w < SCHED_WMAX; ++w)
+    for (int w = 0; w < SCHED_WMAX; ++w) {
         if (w < W) nneg[(i64)w * nnz + p] = nn[w];
+        if (nn[w] >= 0) bits |= 1u << w;
+    }
+    act_tail[pos_tail[p]] = (unsigned char)bits;
     if (moved) {
         next_s[p] = nx;
         next_neg[p] = nxn;
@@ -911,7 +918,8 @@ template <int TILE>
 __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* queue, float* __restrict__ Y,
                                             const PlainRows& rows, const int* __restrict__ tail,
                                             const long long* __restrict__ head_ptr,
-                                            const int* __restrict__ tail_head, const int* __restrict__ by_tail,
+                                            const int* __restrict__ tail_head,
+                                            const unsigned char* __restrict__ act_tail, int w,
                                             const long long* __restrict__ tail_ptr,
                                             const int* __restrict__ nneg_of_edge, u64 seed, int t, const Curve& cv,
                                             float alpha) {
@@ -928,7 +936,7 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
 #pragma unroll
             for (int k = 0; k < R; ++k) {
                 i64 r = base + k * TILE + tl;
-                act[k] = r < total && nneg_of_edge[r < hd ? h0 + r : (i64)by_tail[t0 + (r - hd)]] >= 0;
+                act[k] = r < total && (r < hd ? nneg_of_edge[h0 + r] >= 0 : (act_tail[t0 + (r - hd)] >> w) & 1u);
             }
 #pragma unroll
             for (int k = 0; k < R; ++k) {
@@ -981,7 +989,8 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
 extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
                                         const int* __restrict__ order, int n_heavy, int heavy_blocks,
                                         const int* __restrict__ tail, const long long* __restrict__ head_ptr,
-                                        const int* __restrict__ tail_head, const int* __restrict__ by_tail,
+                                        const int* __restrict__ tail_head,
+                                        const unsigned char* __restrict__ act_tail, int w,
                                         const long long* __restrict__ tail_ptr,
                                         const int* __restrict__ nneg_of_edge, const int* __restrict__ ep, u64 seed,
                                         int n, float a, float b, float c_att, float c_rep) {
@@ -995,13 +1004,13 @@ extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const 
         int v = blockIdx.x * VTX_WARPS + warp;
         if (v >= n_heavy) return;  // the whole warp leaves together
         vertex_walk<32>(order[v], lane, FULL_MASK, queue_all[warp * (32 / VTX_TILE)], Y, rows, tail, head_ptr,
-                        tail_head, by_tail, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
+                        tail_head, act_tail, w, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
     } else {
         int tile = warp * (32 / VTX_TILE) + lane / VTX_TILE;  // the tile's place in the block
         int v = n_heavy + (blockIdx.x - heavy_blocks) * (VTX_WARPS * 32 / VTX_TILE) + tile;
         if (v >= n) return;  // the whole tile leaves together
         unsigned tmask = VTX_TILE == 32 ? FULL_MASK : ((1u << VTX_TILE) - 1u) << (lane & ~(VTX_TILE - 1));
         vertex_walk<VTX_TILE>(order[v], lane & (VTX_TILE - 1), tmask, queue_all[tile], Y, rows, tail, head_ptr,
-                              tail_head, by_tail, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
+                              tail_head, act_tail, w, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
     }
 }
