@@ -197,10 +197,10 @@ struct PendingRows {
     }
 };
 
-// Row writers: a 2-D row is stored as one 8-byte store and a move is added to a 2-D or 4-D row by one vector
-// atomic (Hopper, sm_90, adds float2/float4 atomically in global memory): one L2 request per row instead of one
-// per coordinate. The layout kernels are bound by such requests (bench/RESULTS.md). Rows of 2 and 4 floats are
-// 8- and 16-byte aligned because CuPy's allocations are.
+// Row writers: a 2-D row is stored as one 8-byte store and a move is added to it by one vector atomic (Hopper,
+// sm_90, adds float2 atomically in global memory): one L2 request per row instead of one per coordinate. The
+// layout kernels are bound by such requests (bench/RESULTS.md). 2-D rows are 8-byte aligned because CuPy's
+// allocations are. Other dimensions keep one access per coordinate.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define UMV_VECTOR_ATOMICS 1
 #else
@@ -219,8 +219,6 @@ __device__ __forceinline__ void store_row(float* Y, int v, const float* y) {
 __device__ __forceinline__ void atomic_add_row(float* Y, int v, const float* m) {
 #if UMV_VECTOR_ATOMICS && DIM == 2
     atomicAdd(reinterpret_cast<float2*>(Y + (i64)v * 2), make_float2(m[0], m[1]));
-#elif UMV_VECTOR_ATOMICS && DIM == 4
-    atomicAdd(reinterpret_cast<float4*>(Y + (i64)v * 4), make_float4(m[0], m[1], m[2], m[3]));
 #else
 #pragma unroll
     for (int d = 0; d < DIM; ++d) atomicAdd(Y + (i64)v * DIM + d, m[d]);
@@ -518,11 +516,13 @@ extern "C" __global__ void win_scan(const int* __restrict__ counts, int n_blocks
 
 // Pass 3: advance every active position through the window and write each epoch's active list in processing
 // order: lists[w * list_stride + rank] = (edge id, head, tail, n_neg); then act[p] for the next window.
-extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* __restrict__ next_s, double* __restrict__ next_neg,
-                                    const double* __restrict__ eps, double nsr, const int* __restrict__ edge_of,
-                                    const int* __restrict__ head_of, const int* __restrict__ tail_of, int nnz, int t0,
-                                    int W, const int* __restrict__ offsets, int4* __restrict__ lists,
-                                    i64 list_stride, unsigned char* __restrict__ act) {
+extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* __restrict__ next_s,
+                                                 double* __restrict__ next_neg, const double* __restrict__ eps,
+                                                 double nsr, const int* __restrict__ edge_of,
+                                                 const int* __restrict__ head_of, const int* __restrict__ tail_of,
+                                                 int nnz, int t0, int W, const int* __restrict__ offsets,
+                                                 int4* __restrict__ lists, i64 list_stride,
+                                                 unsigned char* __restrict__ act) {
     __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned bits = p < nnz ? act[p] : 0u;
@@ -558,9 +558,10 @@ extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* 
 // bits over the window (bit w: epoch t0 + w), in tail order, so that the vertex kernel reads a vertex's
 // tail-side flags contiguously instead of gathering them from nneg (its tail items need no n_neg).
 extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double* __restrict__ next_s,
-                                     double* __restrict__ next_neg, const double* __restrict__ eps, double nsr,
-                                     int nnz, int t0, int W, int* __restrict__ nneg, int* __restrict__ counts,
-                                     const int* __restrict__ pos_tail, unsigned char* __restrict__ act_tail) {
+                                                  double* __restrict__ next_neg, const double* __restrict__ eps,
+                                                  double nsr, int nnz, int t0, int W, int* __restrict__ nneg,
+                                                  int* __restrict__ counts, const int* __restrict__ pos_tail,
+                                                  unsigned char* __restrict__ act_tail) {
     __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     int nn[SCHED_WMAX];
@@ -630,9 +631,9 @@ extern "C" __global__ void epoch_sequential(float* Y, const int4* __restrict__ a
 #define HOG_BOUNDS
 #endif
 
-extern "C" __global__ void HOG_BOUNDS epoch_hogwild(float* Y, const int4* __restrict__ active, const int* __restrict__ n_act,
-                                         const int* __restrict__ ep, u64 seed, int n, float a, float b, float c_att,
-                                         float c_rep) {
+extern "C" __global__ void HOG_BOUNDS epoch_hogwild(float* Y, const int4* __restrict__ active,
+                                                    const int* __restrict__ n_act, const int* __restrict__ ep, u64 seed,
+                                                    int n, float a, float b, float c_att, float c_rep) {
     Curve cv = make_curve(a, b, c_att, c_rep, n);
     PlainRows rows = {Y};
     int t = epoch_t(ep);
@@ -662,9 +663,8 @@ __device__ __forceinline__ void chunk_edge(const Rows& rows, u64* acc, int4 r, u
 
 // Chunked, apply half: each touched row (the head and tail of every edge of the chunk) takes its
 // accumulator exactly once (atomicExch hands the sum to one thread, 0 to the others) and clears it.
-// A row whose sum is 0 is left as it is, which equals applying 0.
-// A 2-D row on Hopper takes its whole accumulator in one 128-bit exchange and is read and written as one
-// 8-byte access; a coordinate whose sum is 0 is written back unchanged (the same bits).
+// A row whose sum is 0 is left as it is, which equals applying 0. A 2-D row on Hopper takes both sums in one
+// 128-bit exchange and is read and written as one 8-byte access (a coordinate whose sum is 0 keeps its bits).
 __device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
 #if UMV_VECTOR_ATOMICS && DIM == 2
     float2 y = __ldcg(reinterpret_cast<const float2*>(Y + (i64)v * 2));  // in flight with the exchange
@@ -987,13 +987,14 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
 // Blocks [0, heavy_blocks) take the first n_heavy vertices of the order, a warp each; the blocks after them
 // take the rest, VTX_TILE lanes each.
 extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
-                                        const int* __restrict__ order, int n_heavy, int heavy_blocks,
-                                        const int* __restrict__ tail, const long long* __restrict__ head_ptr,
-                                        const int* __restrict__ tail_head,
-                                        const unsigned char* __restrict__ act_tail, int w,
-                                        const long long* __restrict__ tail_ptr,
-                                        const int* __restrict__ nneg_of_edge, const int* __restrict__ ep, u64 seed,
-                                        int n, float a, float b, float c_att, float c_rep) {
+                                                   const int* __restrict__ order, int n_heavy, int heavy_blocks,
+                                                   const int* __restrict__ tail,
+                                                   const long long* __restrict__ head_ptr,
+                                                   const int* __restrict__ tail_head,
+                                                   const unsigned char* __restrict__ act_tail, int w,
+                                                   const long long* __restrict__ tail_ptr,
+                                                   const int* __restrict__ nneg_of_edge, const int* __restrict__ ep,
+                                                   u64 seed, int n, float a, float b, float c_att, float c_rep) {
     __shared__ int queue_all[VTX_WARPS * 32 / VTX_TILE][2 * 32];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     Curve cv = make_curve(a, b, c_att, c_rep, n);
