@@ -13,8 +13,8 @@ Then a full GPU pipeline on 1M x 384 (kNN, fuzzy set, edge list, spectral init, 
 and umap-learn on the machine's CPU cores on a subset, beside the same pipeline on the GPU.
 Writes results.json and results.md to --out and prints the table last.
 
-Before and after in one run: put an earlier commit's engine in a folder and pass it as --baseline (carry it to
-the GPU machine; .baseline/ is a name git ignores nowhere, so add it to .git/info/exclude):
+Before and after in one run: put an earlier commit's engine in a folder and pass it as --baseline (git ignores
+.baseline/; carry it to the GPU machine):
     mkdir -p .baseline && for f in _gpu.py kernels.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
 
 umap-learn is not installed on the GPU machine: bench/device_wheels.sh puts its wheels (with the metadata
