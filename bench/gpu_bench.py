@@ -39,6 +39,7 @@ import numpy as np
 from gpu_mixture import mixture_gpu  # a sibling script: bench/ is on sys.path
 
 from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
+from umapviz.optimize import _gpu as current_engine  # imports no CuPy; --baseline loads another version's
 
 TARGETS = {
     "hogwild_gedges": ">= 9 G active edges/s",
@@ -74,10 +75,7 @@ def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
     from umapviz.optimize.chunks import resolve_n_chunks
     from umapviz.optimize.rng import edge_order
 
-    if engine is None:
-        from umapviz.optimize import _gpu
-    else:
-        _gpu = engine
+    _gpu = engine or current_engine
     C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
     perm = edge_order(seed, graph.nnz)
     saved = dict(_gpu.TUNING)
@@ -121,10 +119,7 @@ def time_schedule(graph, seed: int = 0, engine=None) -> float:
     from umapviz.graph.init import random_init
     from umapviz.optimize.rng import edge_order
 
-    if engine is None:
-        from umapviz.optimize import _gpu
-    else:
-        _gpu = engine
+    _gpu = engine or current_engine
 
     eng = _gpu.GpuEngine(graph, edge_order(seed, graph.nnz), strategy="hogwild", n_chunks=1, seed=seed,
                          a=graph.a, b=graph.b, gamma=1.0, negative_sample_rate=5, private_head=True)
