@@ -15,12 +15,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpu_bench import graph_from_knn, knn_by_cluster, mixture_gpu, time_layout  # noqa: E402
+from gpu_bench import graph_from_knn, knn_within_groups, mixture_gpu, time_layout  # noqa: E402
 
 
 def main() -> None:
     X, labels = mixture_gpu(1_000_000)
-    idx, dist = knn_by_cluster(X, labels, 15)
+    idx, dist = knn_within_groups(X, labels, 15)
     del X
     graph = graph_from_knn(idx, dist)
     for strategy, rule in (("hogwild", 1), ("chunked", "auto")):
