@@ -17,7 +17,7 @@ VARIANTS = {
     "kernels.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_TILE=32"],
                    ["-DUMV_DIM=1", "-DUMV_PORTABLE_POW=1", "-DVTX_TILE=1"],
                    ["-DVTX_TILE=16", "-DPERSIST_MINB=4", "-DHOG_MINB=6", "-DPERSIST_THREADS=512", "-DVTX_MINB=4",
-                    "-DSCHED_MINB=2", "-DBAR_GEN=1"],
+                    "-DSCHED_MINB=2"],
                    ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
 }
 

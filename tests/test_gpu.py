@@ -69,7 +69,7 @@ _KNOBS = [("sched_window", 1), ("sched_window", 3), ("neg_batch", 1), ("sched_mi
 # a split in the middle of this graph's degrees, and every tile width.
 _VERTEX_KNOBS = [("vertex_heavy", 0), ("vertex_heavy", 10**9), ("vertex_heavy", 24), ("vertex_tile", 4),
                  ("vertex_tile", 16), ("vertex_tile", 32), ("vertex_min_blocks", 4)]
-_CHUNK_KNOBS = [("persist_blocks_per_sm", 2), ("persist_threads", 512), ("persist_min_blocks", 4), ("barrier_gap", 1)]
+_CHUNK_KNOBS = [("persist_blocks_per_sm", 2), ("persist_threads", 512), ("persist_min_blocks", 4)]
 
 
 @pytest.mark.parametrize("strategy, knob", [("chunked", k) for k in _KNOBS + _CHUNK_KNOBS]
@@ -85,6 +85,24 @@ def test_tuning_knobs_do_not_change_the_bytes(small_graph, monkeypatch, knob, st
     monkeypatch.setitem(_gpu.TUNING, *knob)
     other = _opt(small_graph, strategy, "gpu").run().embedding
     assert ref.tobytes() == other.tobytes()
+
+
+@pytest.mark.parametrize("mode", ["persistent", "pipelined"])
+def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatch, mode):
+    """The persistent kernels' barrier, 2,000 chunks (up to 4,000 barriers an epoch) on several blocks per
+    multiprocessor, gives the bytes of the launch mode, whose chunks are separate launches (no barrier); and a
+    second run after a reset repeats them (the barrier's counter starts over)."""
+    from umapviz.optimize import _gpu
+
+    monkeypatch.setitem(_gpu.TUNING, "chunk_mode", "launch")
+    ref = _opt(small_graph, "chunked", "gpu", n_chunks=2000).run().embedding
+    monkeypatch.setitem(_gpu.TUNING, "persist_blocks_per_sm", 4)  # as many as fit, at most 4
+    monkeypatch.setitem(_gpu.TUNING, "chunk_mode", mode)
+    opt = _opt(small_graph, "chunked", "gpu", n_chunks=2000)
+    assert opt._engine._persist_blocks >= 2 * opt._engine._sms
+    assert opt.run().embedding.tobytes() == ref.tobytes()
+    opt.reset()
+    assert opt.run().embedding.tobytes() == ref.tobytes()
 
 
 def test_gpu_epochs_must_run_in_order(small_graph):

@@ -42,7 +42,6 @@ CHUNK_MODES = ("persistent", "pipelined", "launch", "graph")
 TUNING = {
     "chunk_mode": os.environ.get("UMAPVIZ_GPU_CHUNK_MODE", "persistent"),
     "sched_window": 8,  # epochs per schedule pass (1 .. 8; fewer when GPU memory is short)
-    "barrier_gap": 32,  # words between the grid barrier's count and generation (1 or 32; 32 is ~2% faster)
     "sched_min_blocks": 2,  # > 0: schedule passes' registers capped to fit this many blocks (2: ~5% off hogwild)
     "neg_batch": None,  # negative samples whose rows are loaded together (None: 8, or 4 above 4 dims)
     "persist_blocks_per_sm": None,  # None: as many as a typical chunk fills, at most what fits
@@ -78,14 +77,12 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
     """The kernels.cu macros that the compile-time knobs of `tuning` set (ValueError for a bad value)."""
     if tuning["vertex_tile"] not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"vertex_tile={tuning['vertex_tile']!r}: use 1, 2, 4, 8, 16 or 32 lanes.")
-    if tuning["barrier_gap"] not in (1, 32):
-        raise ValueError(f"barrier_gap={tuning['barrier_gap']!r}: use 1 or 32.")
     if tuning["persist_threads"] not in (128, 256, 512, 1024):
         raise ValueError(f"persist_threads={tuning['persist_threads']!r}: use 128, 256, 512 or 1024.")
     defines = [("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))), ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
                ("HOG_MINB", tuning["hog_min_blocks"]), ("VTX_MINB", tuning["vertex_min_blocks"]),
-               ("SCHED_MINB", tuning["sched_min_blocks"]), ("BAR_GEN", tuning["barrier_gap"])]
+               ("SCHED_MINB", tuning["sched_min_blocks"])]
     if tuning["neg_batch"] is not None:
         defines.append(("NEG_BATCH", tuning["neg_batch"]))
     return tuple((name, int(value)) for name, value in defines)
@@ -226,6 +223,7 @@ class GpuEngine:
             self._next_neg[...] = self._eps / self._nsr
             self._due[...] = cp.ceil(self._eps).astype(np.int32)
             if self._acc is not None:
+                self._barrier.fill(0)  # a fresh count, whatever an interrupted epoch left
                 self._acc.fill(0)
                 self._acc3.fill(0)
                 self._Y1[...] = init
@@ -346,7 +344,7 @@ class GpuEngine:
             self._k_apply = k("chunk_apply")
             self._k_persist = k("chunked_persistent")
             self._k_pipe = k("chunked_pipelined")
-            self._barrier = cp.zeros(64, dtype=np.uint32)  # count and generation, up to 32 words apart
+            self._barrier = cp.zeros(1, dtype=np.uint64)  # the grid barrier's ticket counter (kernels.cu)
             self._persist_threads = threads = int(self.tuning["persist_threads"])
             fit = min(_blocks_per_sm(self._k_persist, threads), _blocks_per_sm(self._k_pipe, threads))
             if fit < 1:
