@@ -661,28 +661,42 @@ __device__ __forceinline__ void chunk_edge(const Rows& rows, u64* acc, int4 r, u
     }
 }
 
-// Chunked, apply half: each touched row (the head and tail of every edge of the chunk) takes its
-// accumulator exactly once (atomicExch hands the sum to one thread, 0 to the others) and clears it.
-// A row whose sum is 0 is left as it is, which equals applying 0. A 2-D row on Hopper takes both sums in one
-// 128-bit exchange and is read and written as one 8-byte access (a coordinate whose sum is 0 keeps its bits).
-__device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
+// Chunked, apply half: the two rows of an edge of the chunk (its head h and tail t, never the same row) each take
+// their accumulator exactly once (atomicExch hands the sum to one thread, 0 to the others) and clear it. A row
+// whose sum is 0 is left as it is, which equals applying 0. Both rows' exchanges are issued before either row
+// is written, so their round trips overlap (an exchange may not pass an earlier store, so row after row would
+// chain them). A 2-D row on Hopper takes both sums in one 128-bit exchange and is read and written as one 8-byte
+// access (a coordinate whose sum is 0 keeps its bits).
+__device__ __forceinline__ void apply_edge(float* Y, u64* acc, int h, int t) {
 #if UMV_VECTOR_ATOMICS && DIM == 2
-    float2 y = __ldcg(reinterpret_cast<const float2*>(Y + (i64)v * 2));  // in flight with the exchange
-    ulonglong2 s = atomicExch(reinterpret_cast<ulonglong2*>(acc + (i64)v * 2), make_ulonglong2(0ULL, 0ULL));
-    if ((s.x | s.y) != 0ULL)
-        __stcg(reinterpret_cast<float2*>(Y + (i64)v * 2), make_float2(s.x != 0ULL ? apply_fixed(y.x, s.x) : y.x,
-                                                                       s.y != 0ULL ? apply_fixed(y.y, s.y) : y.y));
+    float2 yh = __ldcg(reinterpret_cast<const float2*>(Y + (i64)h * 2));  // in flight with the exchanges
+    float2 yt = __ldcg(reinterpret_cast<const float2*>(Y + (i64)t * 2));
+    ulonglong2 sh = atomicExch(reinterpret_cast<ulonglong2*>(acc + (i64)h * 2), make_ulonglong2(0ULL, 0ULL));
+    ulonglong2 st = atomicExch(reinterpret_cast<ulonglong2*>(acc + (i64)t * 2), make_ulonglong2(0ULL, 0ULL));
+    if ((sh.x | sh.y) != 0ULL)
+        __stcg(reinterpret_cast<float2*>(Y + (i64)h * 2), make_float2(sh.x != 0ULL ? apply_fixed(yh.x, sh.x) : yh.x,
+                                                                       sh.y != 0ULL ? apply_fixed(yh.y, sh.y) : yh.y));
+    if ((st.x | st.y) != 0ULL)
+        __stcg(reinterpret_cast<float2*>(Y + (i64)t * 2), make_float2(st.x != 0ULL ? apply_fixed(yt.x, st.x) : yt.x,
+                                                                       st.y != 0ULL ? apply_fixed(yt.y, st.y) : yt.y));
 #else
-    float y[DIM];
-    u64 s[DIM];
+    const int v[2] = {h, t};
+    float y[2][DIM];
+    u64 s[2][DIM];
 #pragma unroll
-    for (int d = 0; d < DIM; ++d) {  // both loads in flight together: only the thread that gets s != 0 writes
-        y[d] = __ldcg(Y + (i64)v * DIM + d);
-        s[d] = atomicExch(acc + (i64)v * DIM + d, 0ULL);
+    for (int k = 0; k < 2; ++k) {
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {  // every load and exchange in flight together: only who gets s != 0 writes
+            y[k][d] = __ldcg(Y + (i64)v[k] * DIM + d);
+            s[k][d] = atomicExch(acc + (i64)v[k] * DIM + d, 0ULL);
+        }
     }
 #pragma unroll
-    for (int d = 0; d < DIM; ++d)
-        if (s[d] != 0ULL) __stcg(Y + (i64)v * DIM + d, apply_fixed(y[d], s[d]));
+    for (int k = 0; k < 2; ++k) {
+#pragma unroll
+        for (int d = 0; d < DIM; ++d)
+            if (s[k][d] != 0ULL) __stcg(Y + (i64)v[k] * DIM + d, apply_fixed(y[k][d], s[k][d]));
+    }
 #endif
 }
 
@@ -706,8 +720,7 @@ extern "C" __global__ void chunk_apply(float* Y, u64* acc, const int4* __restric
     chunk_range(*n_act, n_chunks, c, &lo, &hi);
     for (int q = lo + spread_index(); q < hi; q += gridDim.x * blockDim.x) {
         int4 r = active[q];
-        apply_row(Y, acc, r.y);
-        apply_row(Y, acc, r.z);
+        apply_edge(Y, acc, r.y, r.z);
     }
 }
 
@@ -771,14 +784,10 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
             if (mine) chunk_edge(rows, acc, rec, seed, t, cv, alpha);
             for (int q = lo + first + stride; q < hi; q += stride) chunk_edge(rows, acc, active[q], seed, t, cv, alpha);
             grid_barrier(bar);
-            if (mine) {
-                apply_row(Y, acc, rec.y);
-                apply_row(Y, acc, rec.z);
-            }
+            if (mine) apply_edge(Y, acc, rec.y, rec.z);
             for (int q = lo + first + stride; q < hi; q += stride) {
                 int4 r = active[q];
-                apply_row(Y, acc, r.y);
-                apply_row(Y, acc, r.z);
+                apply_edge(Y, acc, r.y, r.z);
             }
             grid_barrier(bar);
         }
