@@ -111,26 +111,49 @@ def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
             "finite": bool(cp.isfinite(emb).all()), "fingerprint": fingerprint(emb)}
 
 
-def time_schedule(graph, seed: int = 0, engine=None) -> float:
-    """ms per epoch of the schedule alone (count, scan, emit per window of epochs), over the whole run
-    (umapviz.optimize._gpu's, or the module `engine`'s)."""
+def time_schedule(graph, seed: int = 0, engine=None) -> dict:
+    """ms per epoch of the schedule alone over the whole run (umapviz.optimize._gpu's, or the module
+    `engine`'s): "total" from one run, then each pass's share (mask, count, scan, emit) from a second run with
+    events around every launch; "window": epochs per pass."""
     import cupy as cp
 
     from umapviz.graph.init import random_init
     from umapviz.optimize.rng import edge_order
 
     _gpu = engine or current_engine
-
     eng = _gpu.GpuEngine(graph, edge_order(seed, graph.nnz), strategy="hogwild", n_chunks=1, seed=seed,
                          a=graph.a, b=graph.b, gamma=1.0, negative_sample_rate=5, private_head=True)
-    eng.reset(random_init(graph.n_vertices, 2, seed))
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record(eng.stream)
-    for t0 in range(0, graph.n_epochs, eng.window):
-        eng._schedule_window(t0)
-    stop.record(eng.stream)
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) / graph.n_epochs
+    init = random_init(graph.n_vertices, 2, seed)
+
+    def run() -> float:
+        eng.reset(init)
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record(eng.stream)
+        for t0 in range(0, graph.n_epochs, eng.window):
+            eng._schedule_window(t0)
+        stop.record(eng.stream)
+        stop.synchronize()
+        return cp.cuda.get_elapsed_time(start, stop) / graph.n_epochs
+
+    out = {"total": run(), "window": eng.window}  # the window is chosen at reset
+    events = {}
+    for name in ("mask", "count", "scan", "emit"):
+        kernel = getattr(eng, f"_k_{name}", None)
+        if kernel is None:
+            continue
+
+        def timed(*args, _kernel=kernel, _name=name):
+            pair = cp.cuda.Event(), cp.cuda.Event()
+            pair[0].record(eng.stream)
+            _kernel(*args)
+            pair[1].record(eng.stream)
+            events.setdefault(_name, []).append(pair)
+
+        setattr(eng, f"_k_{name}", timed)
+    run()
+    for name, pairs in events.items():
+        out[name] = sum(cp.cuda.get_elapsed_time(a, b) for a, b in pairs) / graph.n_epochs
+    return out
 
 
 # Knobs of umapviz.optimize._gpu.TUNING timed with --variants (vertex_tile 32 is the 2026-12-01 kernel).
@@ -144,7 +167,6 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("vertex", 1, {"vertex_tile": 4, "vertex_heavy": 32}),
             ("vertex", 1, {"vertex_min_blocks": 4}), ("vertex", 1, {"vertex_min_blocks": 5}),
             ("hogwild", 1, {"sched_min_blocks": 0}), ("chunked", "auto", {"sched_min_blocks": 0}),
-            ("chunked", "auto", {"barrier_gap": 1}), ("chunked", "auto", {"barrier_gap": 1, "sched_min_blocks": 0}),
             ("buffered", 1, {"sched_min_blocks": 0}), ("vertex", 1, {"sched_min_blocks": 0})]
 
 
@@ -335,9 +357,11 @@ def bench_size(n: int, args, modes, results: dict) -> None:
     cp.get_default_memory_pool().free_all_blocks()
     label = f"{n / 1e6:g}M"
     for code, engine in [("current", None)] + ([("baseline", args.baseline_engine)] if args.baseline_engine else []):
-        sched_ms = time_schedule(graph, engine=engine)
-        summary[f"schedule alone {label} (windows of 8 epochs), {code} code"] = f"{sched_ms:.3f} ms/epoch"
-        log(f"schedule alone {label}, {code} code: {sched_ms:.3f} ms/epoch")
+        sched = time_schedule(graph, engine=engine)
+        key = f"schedule alone {label}, windows of {sched.pop('window')} epochs, {code} code"
+        text = f"{sched.pop('total'):.3f} ms/epoch (" + ", ".join(f"{k} {v:.3f}" for k, v in sched.items()) + ")"
+        summary[key] = text
+        log(f"{key}: {text}")
     include = args.strategies.split(",") if n <= 1_000_000 else args.strategies_large.split(",")
     picked = args.variants if n <= 1_000_000 else args.variants_large
     variants = VARIANTS if picked == "all" else [VARIANTS[int(i)] for i in picked.split(",") if i.strip()]
