@@ -11,7 +11,7 @@ module holds the device state and launches one epoch:
 2. the strategy: ``hogwild`` one launch; ``sequential`` one launch of a single thread (small graphs and tests
    only); ``chunked``/``buffered`` either one persistent launch that walks all chunks with grid-wide barriers
    (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; ``"pipelined"``: one barrier
-   per chunk, the apply folded into the next chunk's phase, the same bytes but twice as slow on an H200,
+   per chunk, the apply folded into the next chunk's phase, the same bytes but about three times as slow on an H200,
    kept for comparison), two launches per chunk (``"launch"``), or those launches captured once in a CUDA
    graph and replayed each epoch (``"graph"``); ``vertex`` one launch, 32 of a vertex's edges at a time,
    busiest vertices first, a warp for each hub and a few lanes for each other vertex. Timings:
