@@ -63,6 +63,33 @@ def load_engine(directory: str):
     return module
 
 
+def make_engine(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", seed: int = 0,
+                tuning: dict | None = None, engine=None):
+    """(engine, init, n_chunks): a GPU engine of umapviz.optimize._gpu (or of the module `engine`) reset to a
+    random init, with `tuning` over the module's TUNING for this engine."""
+    from umapviz.graph.init import random_init
+    from umapviz.optimize.chunks import resolve_n_chunks
+    from umapviz.optimize.rng import edge_order
+
+    _gpu = engine or current_engine
+    C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
+    saved = dict(_gpu.TUNING)
+    _gpu.TUNING.update(tuning or {})
+    try:
+        eng = _gpu.GpuEngine(graph, edge_order(seed, graph.nnz), strategy=strategy, n_chunks=C, seed=seed, a=graph.a,
+                             b=graph.b, gamma=1.0, negative_sample_rate=5, private_head=True, chunk_mode=chunk_mode)
+        init = random_init(graph.n_vertices, 2, seed)
+        eng.reset(init)
+    finally:
+        _gpu.TUNING.clear()
+        _gpu.TUNING.update(saved)
+    return eng, init, C
+
+
+def _alphas(n_epochs: int) -> list[float]:
+    return [float(np.float32(1.0 * (1.0 - t / n_epochs))) for t in range(n_epochs)]
+
+
 def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", seed: int = 0,
                 epochs: int | None = None, tuning: dict | None = None, engine=None) -> dict:
     """Run the schedule's epochs (all, or the first `epochs`) on the GPU engine (umapviz.optimize._gpu, or
@@ -70,27 +97,11 @@ def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
     engine module's TUNING for this engine."""
     import cupy as cp
 
-    from umapviz.graph.init import random_init
     from umapviz.metrics import fingerprint
-    from umapviz.optimize.chunks import resolve_n_chunks
-    from umapviz.optimize.rng import edge_order
 
-    _gpu = engine or current_engine
-    C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
-    perm = edge_order(seed, graph.nnz)
-    saved = dict(_gpu.TUNING)
-    _gpu.TUNING.update(tuning or {})
-    try:
-        eng = _gpu.GpuEngine(graph, perm, strategy=strategy, n_chunks=C, seed=seed, a=graph.a, b=graph.b,
-                             gamma=1.0, negative_sample_rate=5, private_head=True, chunk_mode=chunk_mode)
-        init = random_init(graph.n_vertices, 2, seed)
-        eng.reset(init)
-    finally:
-        _gpu.TUNING.clear()
-        _gpu.TUNING.update(saved)
-    n_epochs = graph.n_epochs
-    run = n_epochs if epochs is None else min(epochs, n_epochs)
-    alphas = [float(np.float32(1.0 * (1.0 - t / n_epochs))) for t in range(n_epochs)]
+    eng, init, C = make_engine(graph, strategy, n_chunks, chunk_mode, seed, tuning, engine)
+    run = graph.n_epochs if epochs is None else min(epochs, graph.n_epochs)
+    alphas = _alphas(graph.n_epochs)
     # Warm-up run (compiles, captures graphs) that also counts the active edges of every epoch.
     active = sum(eng.run_epoch(t, alphas[t]) for t in range(run))
     eng.reset(init)
@@ -111,46 +122,38 @@ def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
             "finite": bool(cp.isfinite(emb).all()), "fingerprint": fingerprint(emb)}
 
 
-def time_schedule(graph, seed: int = 0, engine=None) -> dict:
-    """ms per epoch of the schedule alone over the whole run (umapviz.optimize._gpu's, or the module
-    `engine`'s): "total" from one run, then each pass's share (mask, count, scan, emit) from a second run with
-    events around every launch; "window": epochs per pass."""
+def time_kernels(graph, strategy: str, n_chunks=1, seed: int = 0, tuning: dict | None = None, engine=None) -> dict:
+    """Where an epoch's time goes: ms per epoch of each of the engine's kernels (its `_k_*` launches, CUDA
+    events around each on the stream it runs on) over a whole run, "total" (events around the run on the
+    engine's stream, so that copies and gaps between launches count too) and "window" (epochs per schedule pass)."""
     import cupy as cp
 
-    from umapviz.graph.init import random_init
-    from umapviz.optimize.rng import edge_order
+    eng, init, _ = make_engine(graph, strategy, n_chunks, seed=seed, tuning=tuning, engine=engine)
+    alphas = _alphas(graph.n_epochs)
+    for t in range(2):  # a warm-up that compiles what the first epochs use (CuPy's copy kernels too)
+        eng.run_epoch(t, alphas[t])
+    eng.reset(init)
+    events: dict[str, list] = {}
 
-    _gpu = engine or current_engine
-    eng = _gpu.GpuEngine(graph, edge_order(seed, graph.nnz), strategy="hogwild", n_chunks=1, seed=seed,
-                         a=graph.a, b=graph.b, gamma=1.0, negative_sample_rate=5, private_head=True)
-    init = random_init(graph.n_vertices, 2, seed)
-
-    def run() -> float:
-        eng.reset(init)
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record(eng.stream)
-        for t0 in range(0, graph.n_epochs, eng.window):
-            eng._schedule_window(t0)
-        stop.record(eng.stream)
-        stop.synchronize()
-        return cp.cuda.get_elapsed_time(start, stop) / graph.n_epochs
-
-    out = {"total": run(), "window": eng.window}  # the window is chosen at reset
-    events = {}
-    for name in ("mask", "count", "scan", "emit"):
-        kernel = getattr(eng, f"_k_{name}", None)
-        if kernel is None:
-            continue
-
-        def timed(*args, _kernel=kernel, _name=name):
+    def timed(name, kernel):
+        def launch(*args):
             pair = cp.cuda.Event(), cp.cuda.Event()
-            pair[0].record(eng.stream)
-            _kernel(*args)
-            pair[1].record(eng.stream)
-            events.setdefault(_name, []).append(pair)
+            pair[0].record(cp.cuda.get_current_stream())
+            kernel(*args)
+            pair[1].record(cp.cuda.get_current_stream())
+            events.setdefault(name, []).append(pair)
 
-        setattr(eng, f"_k_{name}", timed)
-    run()
+        return launch
+
+    for attr in [a for a in vars(eng) if a.startswith("_k_")]:
+        setattr(eng, attr, timed(attr[3:], getattr(eng, attr)))
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record(eng.stream)
+    for t in range(graph.n_epochs):
+        eng.launch_epoch(t, alphas[t])
+    stop.record(eng.stream)
+    stop.synchronize()
+    out = {"total": cp.cuda.get_elapsed_time(start, stop) / graph.n_epochs, "window": eng.window}
     for name, pairs in events.items():
         out[name] = sum(cp.cuda.get_elapsed_time(a, b) for a, b in pairs) / graph.n_epochs
     return out
@@ -357,11 +360,13 @@ def bench_size(n: int, args, modes, results: dict) -> None:
     cp.get_default_memory_pool().free_all_blocks()
     label = f"{n / 1e6:g}M"
     for code, engine in [("current", None)] + ([("baseline", args.baseline_engine)] if args.baseline_engine else []):
-        sched = time_schedule(graph, engine=engine)
-        key = f"schedule alone {label}, windows of {sched.pop('window')} epochs, {code} code"
-        text = f"{sched.pop('total'):.3f} ms/epoch (" + ", ".join(f"{k} {v:.3f}" for k, v in sched.items()) + ")"
-        summary[key] = text
-        log(f"{key}: {text}")
+        for strategy, rule in (("hogwild", 1), ("chunked", "auto"), ("vertex", 1)):
+            times = time_kernels(graph, strategy, rule, engine=engine)
+            key = f"kernels of {strategy} {label}, windows of {times.pop('window')} epochs, {code} code"
+            text = f"{times.pop('total'):.3f} ms/epoch in all (" + ", ".join(
+                f"{k} {v:.3f}" for k, v in times.items()) + ")"
+            summary[key] = text
+            log(f"{key}: {text}")
     include = args.strategies.split(",") if n <= 1_000_000 else args.strategies_large.split(",")
     picked = args.variants if n <= 1_000_000 else args.variants_large
     variants = VARIANTS if picked == "all" else [VARIANTS[int(i)] for i in picked.split(",") if i.strip()]

@@ -2,10 +2,11 @@
 
     ncu --clock-control none -k regex:"epoch_hogwild|chunked_persistent" --launch-skip 8 \
         --launch-count 6 --section SpeedOfLight --section Occupancy --section WarpStateStats \
-        python3 bench/gpu_profile.py
+        python3 bench/gpu_profile.py [STRATEGY ...]
 
 Builds a 1M-point 384-d mixture graph on the GPU (kNN inside each far-apart cluster, as gpu_bench.py does for
-large sizes), then runs 6 epochs (twice: warm-up and timed) of hogwild, then of chunked(auto).
+large sizes), then runs 6 epochs (twice: warm-up and timed) of each strategy named (default: hogwild, then
+chunked with n_chunks="auto").
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ def main() -> None:
     idx, dist = knn_within_groups(X, labels, 15)
     del X
     graph = graph_from_knn(idx, dist)
-    for strategy, rule in (("hogwild", 1), ("chunked", "auto")):
+    for strategy in sys.argv[1:] or ["hogwild", "chunked"]:
+        rule = "auto" if strategy == "chunked" else 1
         r = time_layout(graph, strategy, rule, epochs=6)
         print(strategy, f"{r['ms_per_epoch']:.3f} ms/epoch", flush=True)
 
