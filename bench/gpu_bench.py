@@ -7,8 +7,9 @@ comes from exact kNN of all points (that run is the kNN benchmark); larger graph
 cluster (the clusters are far apart, which the script checks against brute force on sampled queries).
 
 Layout: ms per epoch over all epochs of the schedule (200), CUDA events around launches with no host
-round trip, from a random init; active edges per second = all active edges of the run / its time.
-Strategies: hogwild, chunked with n_chunks="auto" (each launch mode), "shipped" and "degree", buffered, vertex.
+round trip, from a random init; active edges per second = all active edges of the run / its time. First,
+for hogwild, chunked "auto" and vertex, each kernel's share of an epoch (time_kernels). Strategies: hogwild,
+chunked with n_chunks="auto" (each launch mode), "shipped" and "degree", buffered, vertex.
 Then a full GPU pipeline on 1M x 384 (kNN, fuzzy set, edge list, spectral init, layout) with each stage's share,
 and umap-learn on the machine's CPU cores on a subset, beside the same pipeline on the GPU.
 Writes results.json and results.md to --out and prints the table last.
