@@ -41,6 +41,7 @@ from gpu_mixture import mixture_gpu  # a sibling script: bench/ is on sys.path
 
 from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
 from umapviz.optimize import _gpu as current_engine  # imports no CuPy; --baseline loads another version's
+from umapviz.optimize.optimizer import learning_rate_at
 
 TARGETS = {
     "hogwild_gedges": ">= 9 G active edges/s",
@@ -88,7 +89,7 @@ def make_engine(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
 
 
 def _alphas(n_epochs: int) -> list[float]:
-    return [float(np.float32(1.0 * (1.0 - t / n_epochs))) for t in range(n_epochs)]
+    return [learning_rate_at(t, n_epochs) for t in range(n_epochs)]
 
 
 def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", seed: int = 0,

@@ -18,6 +18,11 @@ REPRODUCIBLE = frozenset({"sequential", "buffered", "chunked", "vertex"})
 INITS = ("spectral", "random")
 
 
+def learning_rate_at(epoch: int, n_epochs: int, learning_rate: float = 1.0) -> float:
+    """UMAP's learning rate in `epoch`: linear decay from `learning_rate`, rounded to float32 as the engines use it."""
+    return float(np.float32(learning_rate * (1.0 - epoch / n_epochs)))
+
+
 @dataclass(frozen=True)
 class EpochRecord:
     """What one epoch did: `epoch` counts the epochs done after it (1 .. n_epochs)."""
@@ -122,8 +127,7 @@ class LayoutOptimizer:
     # -- stepping ----------------------------------------------------------------------------------------------
     def alpha(self, epoch: int | None = None) -> float:
         """Learning rate of the given (default: next) epoch."""
-        t = self._epoch if epoch is None else epoch
-        return float(np.float32(self.learning_rate * (1.0 - t / self.n_epochs)))
+        return learning_rate_at(self._epoch if epoch is None else epoch, self.n_epochs, self.learning_rate)
 
     def step(self, n: int = 1) -> EpochRecord | None:
         """Run up to n more epochs (never past n_epochs); returns the last epoch's record, None if done."""
