@@ -46,7 +46,7 @@ def test_gpu_modules_import_without_touching_cupy(module):
 
 
 @pytest.mark.parametrize("macro, attr", [("SCHED_BLOCK", "_SCHED_BLOCK"), ("SCHED_WMAX", "_SCHED_WMAX"),
-                                         ("VTX_WARPS", "_VERTEX_WARPS")])
+                                         ("VTX_WARPS", "_VERTEX_WARPS"), ("VTX_WIDE", "_VERTEX_WIDE")])
 def test_launch_constants_match_the_kernel_source(macro, attr):
     """The host sizes launches from these; a mismatch would silently skip or repeat work."""
     import re
@@ -58,11 +58,12 @@ def test_launch_constants_match_the_kernel_source(macro, attr):
     assert int(found.group(1)) == getattr(_gpu, attr)
 
 
-def test_vertex_group_is_one_warp():
-    """The CPU engine folds a vertex's moves in groups as wide as the GPU kernel's warp."""
-    from umapviz.optimize import _cpu
+def test_vertex_groups_are_as_wide_as_the_gpus():
+    """The CPU engine folds a vertex's moves in groups as wide as the GPU kernel's warp, or its four warps."""
+    from umapviz.optimize import _cpu, _gpu
 
     assert _cpu.VERTEX_GROUP == 32
+    assert _cpu.VERTEX_WIDE_GROUP == _gpu._VERTEX_WIDE
 
 
 @pytest.mark.parametrize("knob, value", [("vertex_tile", 3), ("vertex_tile", 64), ("persist_threads", 300)])

@@ -234,21 +234,26 @@ def _cpu_engine_with_portable_pow():
     return mod
 
 
-@pytest.mark.parametrize("strategy", DETERMINISTIC)
-def test_same_power_function_makes_cpu_and_gpu_bitwise_equal(mixture_graph, monkeypatch, capsys, strategy):
-    """The moonshot: with the same (portable) power function on both sides, a full run agrees bit for bit."""
+def _portable_pow_pair(graph, strategy, monkeypatch):
+    """(cpu, gpu): optimizers of `graph` from the same init, both with the portable power function."""
     from umapviz.optimize import _gpu
     from umapviz.optimize.rng import edge_order
 
     cpu_mod = _cpu_engine_with_portable_pow()
-    _, graph = mixture_graph
     cpu = _opt(graph, strategy, "cpu", n_chunks=16)
     cpu._engine = cpu_mod.CpuEngine(graph, edge_order(cpu.seed, graph.nnz), strategy=strategy,
                                     n_chunks=cpu.n_chunks, seed=cpu.seed, a=graph.a, b=graph.b, gamma=1.0,
                                     negative_sample_rate=5, private_head=True)
     cpu.reset()
     monkeypatch.setitem(_gpu.TUNING, "portable_pow", True)
-    gpu = _opt(graph, strategy, "gpu", n_chunks=16, init=cpu._init)
+    return cpu, _opt(graph, strategy, "gpu", n_chunks=16, init=cpu._init)
+
+
+@pytest.mark.parametrize("strategy", DETERMINISTIC)
+def test_same_power_function_makes_cpu_and_gpu_bitwise_equal(mixture_graph, monkeypatch, capsys, strategy):
+    """The moonshot: with the same (portable) power function on both sides, a full run agrees bit for bit."""
+    _, graph = mixture_graph
+    cpu, gpu = _portable_pow_pair(graph, strategy, monkeypatch)
     cpu.run()
     gpu.run()
     rel = _rel_diff(gpu.embedding, cpu.embedding)
@@ -256,6 +261,39 @@ def test_same_power_function_makes_cpu_and_gpu_bitwise_equal(mixture_graph, monk
         print(f"\ncross-backend (portable pow) {strategy}: max|diff|/extent {rel:.3e}, "
               f"bitwise {cpu.embedding.tobytes() == gpu.embedding.tobytes()}")
     assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
+
+
+def test_vertex_wide_hubs_take_the_cpus_steps(mixture_graph, monkeypatch):
+    """Three hubs joined to every other vertex by edges due every epoch (about 6,000 active items each, so
+    groups of 128: two share a block of the kernel, the third has one to itself) lay out bit for bit as on
+    the CPU, beside the mixture's own hubs (a warp each) and ordinary vertices (tiles)."""
+    import dataclasses
+
+    from umapviz.optimize._cpu import VERTEX_WIDE_GROUP
+
+    _, graph = mixture_graph
+    n, hubs = graph.n_vertices, np.arange(3, dtype=np.int32)
+    pairs = [(h, v) for h in hubs for v in range(n) if v != h and not (v in hubs and v < h)]
+    h, v = np.array(pairs, np.int32).T
+    keep = ~np.isin(graph.head, hubs) & ~np.isin(graph.tail, hubs)  # the hubs' own edges are replaced
+    head = np.concatenate([graph.head[keep], h, v])
+    tail = np.concatenate([graph.tail[keep], v, h])
+    weight = np.concatenate([graph.weight[keep], np.ones(2 * h.size, np.float32)])
+    order = np.lexsort((tail, head))
+    weight = weight[order]
+    wide = dataclasses.replace(graph, head=head[order], tail=tail[order], weight=weight,
+                               epochs_per_sample=(weight.max() / weight).astype(np.float64))
+    cpu, gpu = _portable_pow_pair(wide, "vertex", monkeypatch)
+    gpu.step(1)
+    assert gpu._engine._n_wide == 3 and gpu._engine._n_heavy > 3
+    assert (cpu._engine._vertex_arrays()[-1] == VERTEX_WIDE_GROUP).sum() == 3
+    cpu.step(40)
+    gpu.step(39)
+    assert not np.array_equal(gpu.embedding, gpu._init)
+    assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
+    again = _opt(wide, "vertex", "gpu", init=cpu._init)
+    again.step(40)
+    assert again.embedding.tobytes() == gpu.embedding.tobytes()
 
 
 def test_hogwild_on_the_gpu_lays_out_like_the_cpu(mixture_graph):

@@ -355,7 +355,8 @@ def test_resolve_seed():
 
 
 def _vertex_epoch_reference(Y, graph, n_neg_edge, seed, t, alpha, group):
-    """One epoch of the owner-computes strategy written from docs/optimizer.md, in plain NumPy float32."""
+    """One epoch of the owner-computes strategy written from docs/optimizer.md, in plain NumPy float32;
+    `group`: the items per group, one for all vertices or one per vertex."""
     f32 = np.float32
     a, b = f32(graph.a), f32(graph.b)
     c_att, c_rep = f32(-2.0 * graph.a * graph.b), f32(2.0 * 1.0 * graph.b)
@@ -371,9 +372,10 @@ def _vertex_epoch_reference(Y, graph, n_neg_edge, seed, t, alpha, group):
         items = [("head", e) for e in np.flatnonzero(graph.head == i) if n_neg_edge[e] >= 0]
         items += [("tail", e) for e in np.flatnonzero(graph.tail == i) if n_neg_edge[e] >= 0]
         yi = S[i].copy()
-        for start in range(0, len(items), group):
-            moves = np.zeros((max(group, 32), 2), f32)
-            for q, (role, e) in enumerate(items[start:start + group]):
+        width = int(np.broadcast_to(group, n)[i])
+        for start in range(0, len(items), width):
+            moves = np.zeros((max(width, 32), 2), f32)
+            for q, (role, e) in enumerate(items[start:start + width]):
                 if role == "head":
                     y = yi.copy()
                     y += alpha * np.clip(coef_att(y, S[graph.tail[e]]) * (y - S[graph.tail[e]]), -4, 4)
@@ -397,14 +399,9 @@ def _vertex_epoch_reference(Y, graph, n_neg_edge, seed, t, alpha, group):
     return out
 
 
-def test_vertex_moves_a_hub_once_per_32_of_its_edges():
-    """The owner-computes contract: a hub's 100 edges move it in 4 groups, each computed from one row."""
+def _first_active_epoch(graph):
+    """n_neg per edge in epoch 1 (-1 where inactive), by the CPU schedule; epoch 0 has no active edge."""
     from umapviz.optimize._cpu import schedule
-
-    graph = _hub_graph(100, 20)
-    init = np.random.default_rng(0).uniform(-5, 5, (graph.n_vertices, 2)).astype(np.float32)
-    opt = LayoutOptimizer(graph, strategy="vertex", random_state=3, init=init)
-    opt.step(2)  # epoch 0 has no active edge (every edge is due at epoch 1)
 
     eps = graph.epochs_per_sample.astype(np.float64)
     state = (eps.copy(), eps / 5, eps, eps / 5)
@@ -413,9 +410,50 @@ def test_vertex_moves_a_hub_once_per_32_of_its_edges():
     m = schedule(*state, 1, active, n_neg)
     n_neg_edge = np.full(graph.nnz, -1)
     n_neg_edge[active[:m]] = n_neg[:m]
+    return n_neg_edge
 
+
+def test_vertex_moves_a_hub_once_per_32_of_its_edges():
+    """The owner-computes contract: a hub's 100 edges move it in 4 groups, each computed from one row."""
+    graph = _hub_graph(100, 20)
+    init = np.random.default_rng(0).uniform(-5, 5, (graph.n_vertices, 2)).astype(np.float32)
+    opt = LayoutOptimizer(graph, strategy="vertex", random_state=3, init=init)
+    opt.step(2)  # epoch 0 has no active edge (every edge is due at epoch 1)
+
+    n_neg_edge = _first_active_epoch(graph)
     grouped = _vertex_epoch_reference(init, graph, n_neg_edge, opt.seed, 1, opt.alpha(1), group=32)
     serial = _vertex_epoch_reference(init, graph, n_neg_edge, opt.seed, 1, opt.alpha(1), group=1)
     extent = np.ptp(init)
     assert np.abs(opt.embedding - grouped).max() / extent < 1e-5
     assert np.abs(opt.embedding[0] - serial[0]).max() / extent > 1e-3  # the hub: grouping is not a detail
+
+
+def test_vertex_group_sizes_widen_above_the_threshold():
+    from umapviz.optimize._cpu import VERTEX_WIDE_ITEMS, vertex_group_sizes
+
+    items = np.array([0, 5, VERTEX_WIDE_ITEMS - 1, VERTEX_WIDE_ITEMS, VERTEX_WIDE_ITEMS + 1, 10 * VERTEX_WIDE_ITEMS])
+    head_ptr = np.concatenate([[0], np.cumsum(items // 2)])
+    tail_ptr = np.concatenate([[0], np.cumsum(items - items // 2)])
+    assert vertex_group_sizes(head_ptr, tail_ptr).tolist() == [32, 32, 32, 32, 128, 128]
+
+
+def test_vertex_moves_a_wide_hub_once_per_128_of_its_edges():
+    """A vertex with more than VERTEX_WIDE_ITEMS edges (as head and tail) takes its active items 128 at a time;
+    the others stay at 32."""
+    from umapviz.optimize._cpu import VERTEX_WIDE_ITEMS
+
+    n_leaves = VERTEX_WIDE_ITEMS // 2 + 20  # the hub: 2 * n_leaves items, all active in epoch 1
+    graph = _hub_graph(n_leaves)
+    init = np.random.default_rng(1).uniform(-5, 5, (graph.n_vertices, 2)).astype(np.float32)
+    opt = LayoutOptimizer(graph, strategy="vertex", random_state=3, init=init)
+    opt.step(2)
+
+    n_neg_edge = _first_active_epoch(graph)
+    group = np.full(graph.n_vertices, 32)
+    group[0] = 128
+    wide = _vertex_epoch_reference(init, graph, n_neg_edge, opt.seed, 1, opt.alpha(1), group=group)
+    narrow = _vertex_epoch_reference(init, graph, n_neg_edge, opt.seed, 1, opt.alpha(1), group=32)
+    extent = np.ptp(init)
+    assert np.abs(opt.embedding - wide).max() / extent < 1e-5
+    assert np.array_equal(wide[1:], narrow[1:])  # the leaves have 2 items: one group either way
+    assert np.abs(opt.embedding[0] - narrow[0]).max() / extent > 1e-4  # the hub: the width is not a detail

@@ -238,16 +238,29 @@ def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, 
 
 
 VERTEX_GROUP = 32  # active edges of a vertex whose moves are computed from the same row (one GPU warp)
+# A vertex with more edges than VERTEX_WIDE_ITEMS (as head and as tail together) takes its active edges
+# VERTEX_WIDE_GROUP at a time (four GPU warps): its chain of groups, one after the other, would otherwise bound
+# the GPU epoch (bench/RESULTS.md). 128 is the chunked "auto" rule's bound on one vertex's edges per chunk
+# (bench/CHUNK_STUDY.md: the least-connected hub that stale updates flung had 282).
+VERTEX_WIDE_ITEMS = 4096
+VERTEX_WIDE_GROUP = 128
+
+
+def vertex_group_sizes(head_ptr: np.ndarray, tail_ptr: np.ndarray, wide_items: int | None = None) -> np.ndarray:
+    """Each vertex's group width (VERTEX_GROUP, or VERTEX_WIDE_GROUP above `wide_items` edges as head and tail)."""
+    items = np.diff(head_ptr) + np.diff(tail_ptr)
+    wide = VERTEX_WIDE_ITEMS if wide_items is None else wide_items
+    return np.where(items > wide, VERTEX_WIDE_GROUP, VERTEX_GROUP).astype(np.int32)
 
 
 @njit(cache=True, inline="always")
-def _fold_group(moves, yi):
-    """Add the group's moves to yi, summed as a warp's butterfly reduction does (pairs 16 apart, then 8, ...).
+def _fold_group(moves, width, yi):
+    """Add the group's moves to yi, summed as the GPU's butterfly does: pairs width/2 apart, then width/4, ... 1.
 
     Rows past the group's last move are zero (idle lanes). x + y == y + x in IEEE arithmetic, so every lane of the
     butterfly holds this same sum, and the CPU and the GPU agree bit for bit.
     """
-    h = VERTEX_GROUP // 2
+    h = width // 2
     while h > 0:
         for lane in range(h):
             for d in range(moves.shape[1]):
@@ -255,16 +268,16 @@ def _fold_group(moves, yi):
         h //= 2
     for d in range(moves.shape[1]):
         yi[d] = yi[d] + moves[0, d]
-    moves[:] = _F0
+    moves[:width] = _F0
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_edge, seed, t, a, b, c_att,
-                 c_rep, alpha, private_head):
+def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_size, n_neg_edge, seed, t, a, b,
+                 c_att, c_rep, alpha, private_head):
     """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot.
 
     A vertex's active items (its edges as head in graph order, then as tail in tail order) are taken
-    VERTEX_GROUP at a time: every move of a group is computed from the row as it stood at the group's start,
+    group_size[i] at a time: every move of a group is computed from the row as it stood at the group's start,
     then the group's moves are summed in a fixed tree order and added to the row.
     """
     n, dim = Y.shape
@@ -275,8 +288,9 @@ def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_e
         y = np.empty(dim, np.float32)
         yfrom = np.empty(dim, np.float32)
         tail_move = np.empty(dim, np.float32)
-        moves = np.zeros((VERTEX_GROUP, dim), np.float32)
+        moves = np.zeros((VERTEX_WIDE_GROUP, dim), np.float32)
         for i in range(blk * _BLOCK, min((blk + 1) * _BLOCK, n)):
+            width = group_size[i]
             for d in range(dim):
                 yi[d] = Ysnap[i, d]
             q = 0
@@ -295,8 +309,8 @@ def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_e
                 for d in range(dim):
                     moves[q, d] = y[d] - yi[d]
                 q += 1
-                if q == VERTEX_GROUP:
-                    _fold_group(moves, yi)
+                if q == width:
+                    _fold_group(moves, width, yi)
                     q = 0
             for r in range(tail_ptr[i], tail_ptr[i + 1]):
                 if n_neg_edge[by_tail[r]] < 0:
@@ -310,11 +324,11 @@ def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_e
                 for d in range(dim):
                     moves[q, d] = -(alpha * _clip(coef * (Ysnap[h, d] - yi[d])))
                 q += 1
-                if q == VERTEX_GROUP:
-                    _fold_group(moves, yi)
+                if q == width:
+                    _fold_group(moves, width, yi)
                     q = 0
             if q > 0:
-                _fold_group(moves, yi)
+                _fold_group(moves, width, yi)
             for d in range(dim):
                 Y[i, d] = yi[d]
 
@@ -372,9 +386,10 @@ class CpuEngine:
             bounds = chunk_bounds(n_active, self.n_chunks)
             epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch())
         elif s == "vertex":
-            Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr = self._vertex_arrays()
+            Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr, groups = self._vertex_arrays()
             scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
-            epoch_vertex(self.Y, Ysnap, self.graph.tail, head_ptr, by_tail, tail_head, tail_ptr, n_neg_edge, *args)
+            epoch_vertex(self.Y, Ysnap, self.graph.tail, head_ptr, by_tail, tail_head, tail_ptr, groups, n_neg_edge,
+                         *args)
         else:  # validated by LayoutOptimizer; kept for direct users of the engine
             raise ValueError(f"unknown strategy {s!r}")
         return int(n_active)
@@ -398,5 +413,5 @@ class CpuEngine:
             np.cumsum(np.bincount(g.tail, minlength=n), out=tail_ptr[1:])
             tail_head = np.ascontiguousarray(g.head[by_tail])  # the head of each edge, in tail order
             self._vertex_index = (np.empty_like(self.Y), np.empty(g.nnz, np.int32), head_ptr, by_tail, tail_head,
-                                  tail_ptr)
+                                  tail_ptr, vertex_group_sizes(head_ptr, tail_ptr))
         return self._vertex_index

@@ -13,8 +13,9 @@ module holds the device state and launches one epoch:
    (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; ``"pipelined"``: one barrier
    per chunk, the apply folded into the next chunk's phase, the same bytes but about three times as slow on an H200,
    kept for comparison), two launches per chunk (``"launch"``), or those launches captured once in a CUDA
-   graph and replayed each epoch (``"graph"``); ``vertex`` one launch, 32 of a vertex's edges at a time,
-   busiest vertices first, a warp for each hub and a few lanes for each other vertex. Timings:
+   graph and replayed each epoch (``"graph"``); ``vertex`` one launch, 32 of a vertex's edges at a time (128
+   for the widest), busiest vertices first, four warps for each of the widest, a warp for each other hub and a
+   few lanes for each other vertex. Timings:
    bench/RESULTS.md.
 
 Chunk bounds are computed on the device from the active count, so no mode reads anything back until
@@ -31,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .._backend import cupy
+from ._cpu import vertex_group_sizes
 
 KERNELS = Path(__file__).with_name("kernels.cu")
 MAX_DIM = 8
@@ -60,6 +62,7 @@ _SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in kernels.cu
 _SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels.cu
 _THREADS = 256
 _VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels.cu: warps per block of the vertex kernel
+_VERTEX_WIDE = 128  # must equal VTX_WIDE in kernels.cu (and _cpu.VERTEX_WIDE_GROUP): a wide group's items
 
 
 @functools.cache
@@ -309,11 +312,12 @@ class GpuEngine:
             tail_ptr = np.zeros(n + 1, np.int64)
             np.cumsum(np.bincount(tail, minlength=n), out=tail_ptr[1:])
             by_tail = np.argsort(tail, kind="stable").astype(np.int32)
-            # Busiest vertices first: the longest chains of groups start early; those above the heavy
-            # threshold get a warp each, the rest share warps (kernels.cu).
+            # Busiest vertices first: the longest chains of groups start early; those with wide groups get four
+            # warps each, the others above the heavy threshold a warp each, the rest share warps (kernels.cu).
             work = np.diff(head_ptr) + np.diff(tail_ptr)
             self._vorder = cp.asarray(np.argsort(-work, kind="stable").astype(np.int32))
-            self._n_heavy = int(np.count_nonzero(work > int(self.tuning["vertex_heavy"])))
+            self._n_wide = int(np.count_nonzero(vertex_group_sizes(head_ptr, tail_ptr) == _VERTEX_WIDE))
+            self._n_heavy = max(self._n_wide, int(np.count_nonzero(work > int(self.tuning["vertex_heavy"]))))
             self._tail = cp.asarray(tail)
             self._tail_head = cp.asarray(head[by_tail])
             pos_tail = np.empty(nnz, np.int32)  # where each edge lies in tail order
@@ -387,12 +391,14 @@ class GpuEngine:
         curve = self._curve_args()
         if self.strategy == "vertex":
             cp.copyto(self._snap, self.Y)
-            n, heavy = self.n_vertices, self._n_heavy
-            heavy_blocks = -(-heavy // _VERTEX_WARPS)
+            n, wide, heavy = self.n_vertices, self._n_wide, self._n_heavy
+            wide_blocks = -(-wide // (32 * _VERTEX_WARPS // _VERTEX_WIDE))
+            heavy_blocks = -(-(heavy - wide) // _VERTEX_WARPS)
             per_block = _VERTEX_WARPS * 32 // int(self.tuning["vertex_tile"])  # ordinary vertices per block
-            blocks = heavy_blocks + -(-(n - heavy) // per_block)
+            blocks = wide_blocks + heavy_blocks + -(-(n - heavy) // per_block)
             self._k_vertex((blocks,), (32 * _VERTEX_WARPS,), (
-                self.Y, self._snap, self._vorder, np.int32(heavy), np.int32(heavy_blocks), self._tail,
+                self.Y, self._snap, self._vorder, np.int32(wide), np.int32(wide_blocks), np.int32(heavy),
+                np.int32(heavy_blocks), self._tail,
                 self._head_ptr, self._tail_head, self._act_tail, np.int32(w), self._tail_ptr, self._nneg_edge[w], ep,
                 *curve))
             return

@@ -862,17 +862,21 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_pipelined(float* Y0, float* Y1
 
 // Vertex (owner computes): a tile of lanes per vertex order[v] (busiest first); others' rows from the
 // epoch-start snapshot S (as _cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are
-// gathered VERTEX_GROUP = 32 at a time into a per-tile queue (ballot + prefix count keeps their order); item
-// q of a group is computed from the row as it stood at the group's start, and the 32 moves (idle slots add
-// 0) are summed in the fixed butterfly tree _cpu._fold_group follows: pairs at distance 16, then 8, 4, 2, 1.
-// A hub's chain is thus one step per 32 of its active edges, not one per edge.
+// gathered a group at a time (32 items, or VTX_WIDE = 128 for the widest vertices) into a queue in shared memory
+// (ballot + prefix count keeps their order); item q of a group is computed from the row as it stood at the
+// group's start, and the group's moves (idle slots add 0) are summed in the fixed butterfly tree
+// _cpu._fold_group follows: pairs at distance 16, then 8, 4, 2, 1 (64 and 32 first for a wide group).
+// A hub's chain is thus one step per group of its active edges, not one per edge.
 //
-// Tiles: the first n_heavy vertices of the order (the hubs) get a whole warp, lane q computing item q. The
-// rest share a warp, VTX_TILE lanes each: most vertices have a handful of active edges per epoch, which
-// would leave most of a warp idle. Lane l of such a tile computes items l, l + VTX_TILE, ... of the group
-// and adds them pairwise in the tree's first levels (distance 16, then 8, ... down to VTX_TILE) in
-// registers, and the tile's shuffles do the remaining levels: the same tree, so the same bits.
+// Tiles: the first n_wide vertices of the order get four warps each (two per block), lane q of the four
+// computing item q of a 128-wide group. The next ones up to n_heavy (the other hubs) get a whole warp, lane q
+// computing item q. The rest share a warp, VTX_TILE lanes each: most vertices have a handful of active edges
+// per epoch, which would leave most of a warp idle. Lane l of such a tile computes items l, l + VTX_TILE, ...
+// of the group and adds them pairwise in the tree's first levels (distance 16, then 8, ... down to VTX_TILE)
+// in registers, and the tile's shuffles do the remaining levels: the same tree, so the same bits.
 #define VTX_WARPS 8  // warps per block
+#define VTX_WIDE 128  // items per group of the widest vertices (four warps; _cpu.VERTEX_WIDE_GROUP)
+static_assert(VTX_WIDE == 128, "vertex_walk_wide folds the tree's levels 64 and 32 from shared memory");
 #ifndef VTX_TILE
 #define VTX_TILE 8  // lanes per ordinary vertex (1, 2, 4, 8, 16 or 32)
 #endif
@@ -984,31 +988,122 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
     if (tl == 0) store_row(Y, i, yi);
 }
 
-// Blocks [0, heavy_blocks) take the first n_heavy vertices of the order, a warp each; the blocks after them
-// take the rest, VTX_TILE lanes each.
+// Barrier of the four warps (128 threads) that walk one wide vertex: named barrier 1 or 2 (0 is __syncthreads).
+// The ids are constants so that the kernel reserves three barriers, not all sixteen.
+__device__ __forceinline__ void team_sync(int team) {
+    if (team == 0)
+        asm volatile("bar.sync 1, %0;" ::"n"(VTX_WIDE) : "memory");
+    else
+        asm volatile("bar.sync 2, %0;" ::"n"(VTX_WIDE) : "memory");
+}
+
+// All groups of wide vertex i, walked by the four warps of team `team` (tl: this thread's place among them);
+// queue: VTX_WIDE * 2 slots, red: the group's VTX_WIDE moves, wcount: one count per warp. Every thread of the
+// team folds the group's sum itself, so all hold the same row; thread 0 writes it.
+__device__ __forceinline__ void vertex_walk_wide(int i, int team, int tl, int* queue, float (*red)[DIM],
+                                                 int* wcount, float* __restrict__ Y, const PlainRows& rows,
+                                                 const int* __restrict__ tail, const long long* __restrict__ head_ptr,
+                                                 const int* __restrict__ tail_head,
+                                                 const unsigned char* __restrict__ act_tail, int w,
+                                                 const long long* __restrict__ tail_ptr,
+                                                 const int* __restrict__ nneg_of_edge, u64 seed, int t,
+                                                 const Curve& cv, float alpha) {
+    int lane = tl & 31, warp = tl >> 5;
+    float yi[DIM];
+    rows.row(i, yi);
+    i64 h0 = head_ptr[i], hd = head_ptr[i + 1] - h0;
+    i64 t0 = tail_ptr[i], total = hd + (tail_ptr[i + 1] - t0);
+    int queued = 0;
+    for (i64 base = 0; base < total || queued > 0; base += VTX_WIDE) {
+        if (base < total) {  // queue this window's active items, in order
+            i64 r = base + tl;
+            bool act = r < total && (r < hd ? nneg_of_edge[h0 + r] >= 0 : (act_tail[t0 + (r - hd)] >> w) & 1u);
+            unsigned bits = __ballot_sync(FULL_MASK, act);
+            if (lane == 0) wcount[warp] = __popc(bits);
+            team_sync(team);
+            int before = 0, found = 0;
+#pragma unroll
+            for (int k = 0; k < VTX_WIDE / 32; ++k) {
+                int c = wcount[k];
+                before += k < warp ? c : 0;
+                found += c;
+            }
+            if (act) queue[queued + before + __popc(bits & ((1u << lane) - 1u))] = (int)r;
+            queued += found;
+            team_sync(team);  // the queue is complete; wcount may be rewritten
+        }
+        if (queued < VTX_WIDE && base + VTX_WIDE < total) continue;  // fill the group first
+        int take = min(queued, VTX_WIDE);
+        if (take == 0) break;  // no active item left (adding 0 could turn a -0 coordinate into +0)
+        float mv[DIM];
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) mv[d] = 0.0f;
+        if (tl < take)
+            vertex_item_move(queue[tl], i, h0, hd, t0, yi, rows, tail, tail_head, nneg_of_edge, seed, t, cv, alpha,
+                             mv);
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) red[tl][d] = mv[d];
+        team_sync(team);
+        float s[DIM];
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {  // levels 64 and 32 of the tree from shared memory, then the warp's
+            float lo = __fadd_rn(red[lane][d], red[lane + 64][d]);
+            float hi = __fadd_rn(red[lane + 32][d], red[lane + 96][d]);
+            s[d] = __fadd_rn(lo, hi);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) s[d] = __fadd_rn(s[d], __shfl_xor_sync(FULL_MASK, s[d], off));
+        }
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) yi[d] = __fadd_rn(yi[d], s[d]);
+        if (tl < queued - take) queue[tl] = queue[VTX_WIDE + tl];  // the rest (fewer than VTX_WIDE) moves up
+        queued -= take;
+        team_sync(team);  // every read of the queue and of red is done before the next group writes them
+    }
+    if (tl == 0) store_row(Y, i, yi);
+}
+
+// Blocks [0, wide_blocks) take the first n_wide vertices of the order, four warps each; the next heavy_blocks
+// take the vertices up to n_heavy, a warp each; the blocks after them take the rest, VTX_TILE lanes each.
 extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const float* __restrict__ S,
-                                                   const int* __restrict__ order, int n_heavy, int heavy_blocks,
-                                                   const int* __restrict__ tail,
+                                                   const int* __restrict__ order, int n_wide, int wide_blocks,
+                                                   int n_heavy, int heavy_blocks, const int* __restrict__ tail,
                                                    const long long* __restrict__ head_ptr,
                                                    const int* __restrict__ tail_head,
                                                    const unsigned char* __restrict__ act_tail, int w,
                                                    const long long* __restrict__ tail_ptr,
                                                    const int* __restrict__ nneg_of_edge, const int* __restrict__ ep,
                                                    u64 seed, int n, float a, float b, float c_att, float c_rep) {
+    constexpr int TEAMS = VTX_WARPS * 32 / VTX_WIDE;  // wide vertices per block
     __shared__ int queue_all[VTX_WARPS * 32 / VTX_TILE][2 * 32];
+    __shared__ int wide_queue[TEAMS][2 * VTX_WIDE];
+    __shared__ float wide_red[TEAMS][VTX_WIDE][DIM];
+    __shared__ int wide_count[TEAMS][VTX_WIDE / 32];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     Curve cv = make_curve(a, b, c_att, c_rep, n);
     PlainRows rows = {S};
     int t = epoch_t(ep);
     float alpha = epoch_alpha(ep);
-    if ((int)blockIdx.x < heavy_blocks) {
-        int v = blockIdx.x * VTX_WARPS + warp;
+    int block = blockIdx.x;
+    if (block < wide_blocks) {
+        int team = threadIdx.x / VTX_WIDE;
+        int v = block * TEAMS + team;
+        if (v >= n_wide) return;  // the whole team leaves together
+        vertex_walk_wide(order[v], team, threadIdx.x % VTX_WIDE, wide_queue[team], wide_red[team], wide_count[team],
+                         Y, rows, tail, head_ptr, tail_head, act_tail, w, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
+        return;
+    }
+    block -= wide_blocks;
+    if (block < heavy_blocks) {
+        int v = n_wide + block * VTX_WARPS + warp;
         if (v >= n_heavy) return;  // the whole warp leaves together
         vertex_walk<32>(order[v], lane, FULL_MASK, queue_all[warp * (32 / VTX_TILE)], Y, rows, tail, head_ptr,
                         tail_head, act_tail, w, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
     } else {
         int tile = warp * (32 / VTX_TILE) + lane / VTX_TILE;  // the tile's place in the block
-        int v = n_heavy + (blockIdx.x - heavy_blocks) * (VTX_WARPS * 32 / VTX_TILE) + tile;
+        int v = n_heavy + (block - heavy_blocks) * (VTX_WARPS * 32 / VTX_TILE) + tile;
         if (v >= n) return;  // the whole tile leaves together
         unsigned tmask = VTX_TILE == 32 ? FULL_MASK : ((1u << VTX_TILE) - 1u) << (lane & ~(VTX_TILE - 1));
         vertex_walk<VTX_TILE>(order[v], lane & (VTX_TILE - 1), tmask, queue_all[tile], Y, rows, tail, head_ptr,
