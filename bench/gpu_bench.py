@@ -172,7 +172,9 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("vertex", 1, {"vertex_tile": 4, "vertex_heavy": 32}),
             ("vertex", 1, {"vertex_min_blocks": 4}), ("vertex", 1, {"vertex_min_blocks": 5}),
             ("hogwild", 1, {"sched_min_blocks": 0}), ("chunked", "auto", {"sched_min_blocks": 0}),
-            ("buffered", 1, {"sched_min_blocks": 0}), ("vertex", 1, {"sched_min_blocks": 0})]
+            ("buffered", 1, {"sched_min_blocks": 0}), ("vertex", 1, {"sched_min_blocks": 0}),
+            ("vertex", 1, {"vertex_neg_batch": 8, "vertex_min_blocks": 0}), ("vertex", 1, {"vertex_heavy": 1024}),
+            ("vertex", 1, {"vertex_min_blocks": 0}), ("vertex", 1, {"vertex_neg_batch": 8})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),

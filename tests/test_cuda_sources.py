@@ -78,7 +78,10 @@ def test_compile_time_knobs_become_macros_of_the_kernel_source():
     from umapviz.optimize import _gpu
 
     source = _gpu.KERNELS.read_text()
-    defines = dict(_gpu._tuning_defines({**_gpu.TUNING, "neg_batch": 4}))
+    defines = dict(_gpu._tuning_defines({**_gpu.TUNING, "neg_batch": 4, "vertex_neg_batch": 2,
+                                         "vertex_min_blocks": 3}))
     for name in defines:  # each has a default in the source; a misspelt one would be a knob that does nothing
         assert f"#ifndef {name}\n#define {name} " in source, name
     assert defines["NEG_BATCH"] == 4 and defines["VTX_TILE"] == _gpu.TUNING["vertex_tile"]
+    assert defines["VTX_NEG_BATCH"] == 2 and defines["VTX_MINB"] == 3
+    assert "VTX_MINB" not in dict(_gpu._tuning_defines(_gpu.TUNING))  # None: the source's default

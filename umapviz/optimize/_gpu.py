@@ -46,13 +46,15 @@ TUNING = {
     "sched_window": 8,  # epochs per schedule pass (1 .. 8; fewer when GPU memory is short)
     "sched_min_blocks": 2,  # > 0: schedule passes' registers capped to fit this many blocks (2: ~5% off hogwild)
     "neg_batch": None,  # negative samples whose rows are loaded together (None: 8, or 4 above 4 dims)
+    "vertex_neg_batch": None,  # the same in the vertex kernel (None: 4)
     "persist_blocks_per_sm": None,  # None: as many as a typical chunk fills, at most what fits
     "persist_threads": 256,  # threads per block of the persistent kernels (128, 256, 512 or 1024)
     "persist_min_blocks": 0,  # > 0: registers capped so that this many of those blocks fit per multiprocessor
     "hog_min_blocks": 0,  # the same for the hogwild kernel's 256-thread blocks
     "vertex_tile": 8,  # lanes per ordinary vertex in the vertex kernel (1, 2, 4, 8, 16, 32)
     "vertex_heavy": 64,  # vertices with more edges (as head and tail) than this get a whole warp
-    "vertex_min_blocks": 0,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
+    "vertex_min_blocks": None,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
+    # (None: 4 for 2-D layouts, else 0)
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -84,10 +86,11 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
         raise ValueError(f"persist_threads={tuning['persist_threads']!r}: use 128, 256, 512 or 1024.")
     defines = [("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))), ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
-               ("HOG_MINB", tuning["hog_min_blocks"]), ("VTX_MINB", tuning["vertex_min_blocks"]),
-               ("SCHED_MINB", tuning["sched_min_blocks"])]
-    if tuning["neg_batch"] is not None:
-        defines.append(("NEG_BATCH", tuning["neg_batch"]))
+               ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"])]
+    for knob, macro in (("neg_batch", "NEG_BATCH"), ("vertex_neg_batch", "VTX_NEG_BATCH"),
+                        ("vertex_min_blocks", "VTX_MINB")):
+        if tuning[knob] is not None:  # else kernels.cu's default
+            defines.append((macro, tuning[knob]))
     return tuple((name, int(value)) for name, value in defines)
 
 

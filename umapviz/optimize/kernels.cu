@@ -12,7 +12,7 @@
 // Compile-time parameters (set by _gpu.py, defaults for the CI compile check):
 //   UMV_DIM  embedding dimension (1..8), UMV_PH  private_head (1: negatives see the head after its
 //   attraction, the shipped behaviour; 0: they see it as it was before the edge), UMV_PORTABLE_POW,
-//   NEG_BATCH  negative samples whose rows are loaded together.
+//   NEG_BATCH  negative samples whose rows are loaded together (the vertex kernel's: VTX_NEG_BATCH).
 //
 // Per-edge schedule state is stored in *processing order*: position p holds edge order[p] (order = the
 // seed's permutation, or the identity for the vertex strategy), so the schedule pass reads it coalesced.
@@ -269,18 +269,19 @@ __device__ __forceinline__ void attract(float* yi, const float* yj, const Curve&
     }
 }
 
-// A batch of up to NEG_BATCH negative samples, starting at sample s0: drawn vertices and their rows.
+// A batch of up to B negative samples, starting at sample s0: drawn vertices and their rows.
 // A slot holds k == i when it is to be skipped (the head itself, or past n_neg).
+template <int B>
 struct NegBatch {
-    int k[NEG_BATCH];
-    float y[NEG_BATCH][DIM];
+    int k[B];
+    float y[B][DIM];
 };
 
-template <class Rows>
-__device__ __forceinline__ void load_negatives(NegBatch& nb, const Rows& rows, int i, u64 base, int s0, int nneg,
+template <int B, class Rows>
+__device__ __forceinline__ void load_negatives(NegBatch<B>& nb, const Rows& rows, int i, u64 base, int s0, int nneg,
                                                const Curve& cv) {
 #pragma unroll
-    for (int q = 0; q < NEG_BATCH; ++q) {
+    for (int q = 0; q < B; ++q) {
         int s = s0 + q;
         nb.k[q] = s < nneg ? negative_vertex(base, (u64)s, cv.n, cv.inv_n) : i;
         if (nb.k[q] != i) rows.row(nb.k[q], nb.y[q]);
@@ -289,10 +290,11 @@ __device__ __forceinline__ void load_negatives(NegBatch& nb, const Rows& rows, i
 
 // One batch of negative samples (as _cpu._repel): each moves yi, computed from yfrom (yi itself when
 // private_head, else the head's row before the edge).
-__device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const NegBatch& nb, int i,
+template <int B>
+__device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const NegBatch<B>& nb, int i,
                                             const Curve& cv, float alpha) {
 #pragma unroll
-    for (int q = 0; q < NEG_BATCH; ++q) {
+    for (int q = 0; q < B; ++q) {
         if (nb.k[q] == i) continue;
         float d2 = 0.0f;
 #pragma unroll
@@ -314,12 +316,12 @@ __device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const
 }
 
 // Attraction then all negatives of one head row yi (moved in place) against an edge whose tail row is yj;
-// the first batch of negative rows is loaded before the attraction is computed.
-template <class Rows>
+// the first batch of B negative rows is loaded before the attraction is computed.
+template <int B = NEG_BATCH, class Rows>
 __device__ __forceinline__ void head_moves(float* yi, const float* yj, const Rows& rows, int i, int e, int nneg,
                                            u64 seed, int t, const Curve& cv, float alpha, float* tm) {
     u64 base = edge_hash_base(seed, (u64)t, (u64)e);
-    NegBatch nb;
+    NegBatch<B> nb;
     load_negatives(nb, rows, i, base, 0, nneg, cv);
 #if !UMV_PH
     float yfrom[DIM];
@@ -333,7 +335,7 @@ __device__ __forceinline__ void head_moves(float* yi, const float* yj, const Row
 #else
         repel_batch(yi, yfrom, nb, i, cv, alpha);
 #endif
-        s0 += NEG_BATCH;
+        s0 += B;
         if (s0 >= nneg) break;
         load_negatives(nb, rows, i, base, s0, nneg, cv);
     }
@@ -881,10 +883,14 @@ static_assert(VTX_WIDE == 128, "vertex_walk_wide folds the tree's levels 64 and 
 #define VTX_TILE 8  // lanes per ordinary vertex (1, 2, 4, 8, 16 or 32)
 #endif
 #define FULL_MASK 0xffffffffu
-// VTX_MINB > 0: fit that many blocks per multiprocessor (registers capped to match): a vertex's work is a chain
-// of dependent loads, so more vertices in flight may hide more of it.
+// The vertex kernel is bound by latency at low occupancy (bench/RESULTS.md): a 2-D layout fits 4 blocks per
+// multiprocessor (64 registers, no spills) when 4 negative rows are loaded together instead of 8; with 8, or
+// in more dimensions, the cap would spill. VTX_MINB > 0: fit that many blocks (registers capped to match).
+#ifndef VTX_NEG_BATCH
+#define VTX_NEG_BATCH 4
+#endif
 #ifndef VTX_MINB
-#define VTX_MINB 0
+#define VTX_MINB (DIM <= 2 ? 4 : 0)
 #endif
 #if VTX_MINB > 0
 #define VTX_BOUNDS __launch_bounds__(VTX_WARPS * 32, VTX_MINB)
@@ -905,7 +911,7 @@ __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i
         rows.row(tail[e], yo);
 #pragma unroll
         for (int d = 0; d < DIM; ++d) y[d] = yi[d];
-        head_moves(y, yo, rows, i, (int)e, nneg_of_edge[e], seed, t, cv, alpha, tm);
+        head_moves<VTX_NEG_BATCH>(y, yo, rows, i, (int)e, nneg_of_edge[e], seed, t, cv, alpha, tm);
 #pragma unroll
         for (int d = 0; d < DIM; ++d) mv[d] = __fsub_rn(y[d], yi[d]);
     } else {
