@@ -443,13 +443,19 @@ __device__ __forceinline__ void window_ballots(const int* nn, int W, unsigned* b
 // the emit pass too. due[p] = ceil(next) lets emit skip the state of positions not due before the next
 // window ends.
 
+// Position p's activity bits over epochs t0 .. t0 + W - 1 from its state as it stands (0 when not due by then).
+__device__ __forceinline__ unsigned char window_bits(const int* __restrict__ due, const double* __restrict__ next_s,
+                                                     const double* __restrict__ eps, int p, int t0, int W) {
+    return due[p] <= t0 + W - 1 ? (unsigned char)activity(next_s[p], eps[p], t0, W) : (unsigned char)0;
+}
+
 // Pass 0 (after a reset, or when the window does not follow the last one): act for epochs t0 .. t0 + W - 1.
 extern "C" __global__ void win_mask(const int* __restrict__ due, const double* __restrict__ next_s,
                                     const double* __restrict__ eps, int nnz, int t0, int W,
                                     unsigned char* __restrict__ act) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= nnz) return;
-    act[p] = due[p] <= t0 + W - 1 ? (unsigned char)activity(next_s[p], eps[p], t0, W) : (unsigned char)0;
+    act[p] = window_bits(due, next_s, eps, p, t0, W);
 }
 
 // Pass 1: per epoch of the window, the number of active positions in each block.
@@ -550,8 +556,9 @@ extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* 
         next_neg[p] = nxn;
         due[p] = (int)ceil(nx);
         act[p] = (unsigned char)activity(nx, e, t0 + W, W);
-    } else if (due[p] <= t0 + 2 * W - 1) {  // idle in this window, due in the next
-        act[p] = (unsigned char)activity(next_s[p], eps[p], t0 + W, W);
+    } else {  // idle in this window (act[p] is 0): its bits for the next one, stored only where it is due there
+        unsigned char next_bits = window_bits(due, next_s, eps, p, t0 + W, W);
+        if (next_bits) act[p] = next_bits;
     }
 }
 
@@ -922,6 +929,14 @@ __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i
     }
 }
 
+// Whether item r of a vertex's `total` items (r < hd: head edge h0 + r; else tail record t0 + r - hd) is active
+// in epoch w of the window.
+__device__ __forceinline__ bool item_active(i64 r, i64 total, i64 h0, i64 hd, i64 t0,
+                                            const int* __restrict__ nneg_of_edge,
+                                            const unsigned char* __restrict__ act_tail, int w) {
+    return r < total && (r < hd ? nneg_of_edge[h0 + r] >= 0 : (act_tail[t0 + (r - hd)] >> w) & 1u);
+}
+
 // All groups of vertex i, walked by a tile of TILE lanes (tl: this lane's place in it, tmask: its lanes;
 // queue: the tile's 64 slots of shared memory). Lane 0 of the tile writes the new row.
 template <int TILE>
@@ -944,10 +959,8 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
         if (base < total) {  // queue this window's active items, in order (all flags loaded first)
             bool act[R];
 #pragma unroll
-            for (int k = 0; k < R; ++k) {
-                i64 r = base + k * TILE + tl;
-                act[k] = r < total && (r < hd ? nneg_of_edge[h0 + r] >= 0 : (act_tail[t0 + (r - hd)] >> w) & 1u);
-            }
+            for (int k = 0; k < R; ++k)
+                act[k] = item_active(base + k * TILE + tl, total, h0, hd, t0, nneg_of_edge, act_tail, w);
 #pragma unroll
             for (int k = 0; k < R; ++k) {
                 unsigned bits = __ballot_sync(tmask, act[k]) >> shift;
@@ -1023,7 +1036,7 @@ __device__ __forceinline__ void vertex_walk_wide(int i, int team, int tl, int* q
     for (i64 base = 0; base < total || queued > 0; base += VTX_WIDE) {
         if (base < total) {  // queue this window's active items, in order
             i64 r = base + tl;
-            bool act = r < total && (r < hd ? nneg_of_edge[h0 + r] >= 0 : (act_tail[t0 + (r - hd)] >> w) & 1u);
+            bool act = item_active(r, total, h0, hd, t0, nneg_of_edge, act_tail, w);
             unsigned bits = __ballot_sync(FULL_MASK, act);
             if (lane == 0) wcount[warp] = __popc(bits);
             team_sync(team);
