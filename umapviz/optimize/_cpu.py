@@ -246,11 +246,10 @@ VERTEX_WIDE_ITEMS = 4096
 VERTEX_WIDE_GROUP = 128
 
 
-def vertex_group_sizes(head_ptr: np.ndarray, tail_ptr: np.ndarray, wide_items: int | None = None) -> np.ndarray:
-    """Each vertex's group width (VERTEX_GROUP, or VERTEX_WIDE_GROUP above `wide_items` edges as head and tail)."""
+def vertex_group_sizes(head_ptr: np.ndarray, tail_ptr: np.ndarray) -> np.ndarray:
+    """Each vertex's group width: VERTEX_GROUP, or VERTEX_WIDE_GROUP above VERTEX_WIDE_ITEMS edges (head and tail)."""
     items = np.diff(head_ptr) + np.diff(tail_ptr)
-    wide = VERTEX_WIDE_ITEMS if wide_items is None else wide_items
-    return np.where(items > wide, VERTEX_WIDE_GROUP, VERTEX_GROUP).astype(np.int32)
+    return np.where(items > VERTEX_WIDE_ITEMS, VERTEX_WIDE_GROUP, VERTEX_GROUP).astype(np.int32)
 
 
 @njit(cache=True, inline="always")
