@@ -457,3 +457,67 @@ def test_vertex_moves_a_wide_hub_once_per_128_of_its_edges():
     assert np.abs(opt.embedding - wide).max() / extent < 1e-5
     assert np.array_equal(wide[1:], narrow[1:])  # the leaves have 2 items: one group either way
     assert np.abs(opt.embedding[0] - narrow[0]).max() / extent > 1e-4  # the hub: the width is not a detail
+
+
+def _vertex_index(graph):
+    """(head_ptr, tail_ptr, by_tail) of a graph, as the vertex strategy indexes it."""
+    n = graph.n_vertices
+    head_ptr = np.concatenate([[0], np.cumsum(np.bincount(graph.head, minlength=n))])
+    tail_ptr = np.concatenate([[0], np.cumsum(np.bincount(graph.tail, minlength=n))])
+    return head_ptr, tail_ptr, np.argsort(graph.tail, kind="stable")
+
+
+def _is_mirrored(graph) -> bool:
+    from umapviz.optimize._cpu import mirrored_edges
+
+    head_ptr, tail_ptr, by_tail = _vertex_index(graph)
+    return mirrored_edges(head_ptr, tail_ptr, graph.tail, graph.head[by_tail], graph.epochs_per_sample, by_tail)
+
+
+def test_an_edge_and_its_reverse_share_their_schedule_in_built_graphs(small_graph):
+    """What lets the vertex strategy read a tail item's activity at its reverse's place: build_graph's edges come
+    in mirrored pairs with equal epochs_per_sample, and then their n_neg agree in every epoch."""
+    import dataclasses
+
+    from umapviz.optimize._cpu import scatter_n_neg, schedule
+
+    assert _is_mirrored(small_graph)
+    head_ptr, tail_ptr, by_tail = _vertex_index(small_graph)
+    reverse = np.empty(small_graph.nnz, np.int64)  # graph-order place of each edge's reverse
+    reverse[by_tail] = np.arange(small_graph.nnz)
+    eps = small_graph.epochs_per_sample.astype(np.float64)
+    state = (eps.copy(), eps / 5, eps, eps / 5)
+    active, n_neg = np.empty(small_graph.nnz, np.int32), np.empty(small_graph.nnz, np.int32)
+    n_neg_edge = np.empty(small_graph.nnz, np.int32)
+    identity = np.arange(small_graph.nnz, dtype=np.int32)
+    seen_active = 0
+    for t in range(small_graph.n_epochs):
+        m = schedule(*state, t, active, n_neg)
+        scatter_n_neg(identity, active, n_neg, m, n_neg_edge)
+        assert np.array_equal(n_neg_edge[reverse], n_neg_edge)
+        seen_active += m
+    assert seen_active > 0
+
+    eps2 = eps.copy()
+    eps2[0] *= 2  # one edge's weight differs from its reverse's
+    assert not _is_mirrored(dataclasses.replace(small_graph, epochs_per_sample=eps2))
+
+
+def test_vertex_on_a_graph_without_mirrored_weights_follows_the_contract():
+    """The hub's edges to its leaves due every epoch, the leaves' edges to the hub every other one: a tail
+    item's activity is its own edge's, not its reverse's."""
+    import dataclasses
+
+    graph = _hub_graph(100, 20)
+    eps = np.where(graph.head == 0, 1.0, 2.0)
+    eps[graph.head > 100] = 1.0  # the ring
+    graph = dataclasses.replace(graph, epochs_per_sample=eps, weight=(1.0 / eps).astype(np.float32))
+    assert not _is_mirrored(graph)
+    init = np.random.default_rng(2).uniform(-5, 5, (graph.n_vertices, 2)).astype(np.float32)
+    opt = LayoutOptimizer(graph, strategy="vertex", random_state=3, init=init)
+    opt.step(2)
+
+    n_neg_edge = _first_active_epoch(graph)
+    assert (n_neg_edge[graph.tail == 0] < 0).all() and (n_neg_edge[graph.head == 0] >= 0).all()
+    expected = _vertex_epoch_reference(init, graph, n_neg_edge, opt.seed, 1, opt.alpha(1), group=32)
+    assert np.abs(opt.embedding - expected).max() / np.ptp(init) < 1e-5

@@ -252,6 +252,17 @@ def vertex_group_sizes(head_ptr: np.ndarray, tail_ptr: np.ndarray) -> np.ndarray
     return np.where(items > VERTEX_WIDE_ITEMS, VERTEX_WIDE_GROUP, VERTEX_GROUP).astype(np.int32)
 
 
+def mirrored_edges(head_ptr: np.ndarray, tail_ptr: np.ndarray, tail: np.ndarray, tail_head: np.ndarray,
+                   eps: np.ndarray, by_tail: np.ndarray) -> bool:
+    """Whether each vertex's edges as tail (tail order) are the reverses of its edges as head (graph order), place
+    for place, with the same epochs_per_sample. The schedule of an edge depends on its epochs_per_sample alone,
+    so an edge and its reverse are then active in the same epochs, and a tail item's activity can be read at its
+    reverse's place, next to the head items', instead of through by_tail. build_graph's graphs are mirrored
+    (the fuzzy union is symmetric to the bit)."""
+    return bool(np.array_equal(head_ptr, tail_ptr) and np.array_equal(tail_head, tail)
+                and np.array_equal(eps[by_tail], eps))
+
+
 @njit(cache=True, inline="always")
 def _fold_group(moves, width, yi):
     """Add the group's moves to yi, summed as the GPU's butterfly does: pairs width/2 apart, then width/4, ... 1.
@@ -271,13 +282,14 @@ def _fold_group(moves, width, yi):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_size, n_neg_edge, seed, t, a, b,
-                 c_att, c_rep, alpha, private_head):
+def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_size, mirrored, n_neg_edge, seed, t,
+                 a, b, c_att, c_rep, alpha, private_head):
     """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot.
 
     A vertex's active items (its edges as head in graph order, then as tail in tail order) are taken
     group_size[i] at a time: every move of a group is computed from the row as it stood at the group's start,
-    then the group's moves are summed in a fixed tree order and added to the row.
+    then the group's moves are summed in a fixed tree order and added to the row. `mirrored`: see
+    mirrored_edges (the same result, read in order).
     """
     n, dim = Y.shape
     Ysnap[:] = Y
@@ -312,7 +324,7 @@ def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_s
                     _fold_group(moves, width, yi)
                     q = 0
             for r in range(tail_ptr[i], tail_ptr[i + 1]):
-                if n_neg_edge[by_tail[r]] < 0:
+                if n_neg_edge[head_ptr[i] + (r - tail_ptr[i]) if mirrored else by_tail[r]] < 0:
                     continue
                 h = tail_head[r]
                 d2 = _F0
@@ -385,10 +397,10 @@ class CpuEngine:
             bounds = chunk_bounds(n_active, self.n_chunks)
             epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch())
         elif s == "vertex":
-            Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr, groups = self._vertex_arrays()
+            Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr, mirrored, groups = self._vertex_arrays()
             scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
-            epoch_vertex(self.Y, Ysnap, self.graph.tail, head_ptr, by_tail, tail_head, tail_ptr, groups, n_neg_edge,
-                         *args)
+            epoch_vertex(self.Y, Ysnap, self.graph.tail, head_ptr, by_tail, tail_head, tail_ptr, groups, mirrored,
+                         n_neg_edge, *args)
         else:  # validated by LayoutOptimizer; kept for direct users of the engine
             raise ValueError(f"unknown strategy {s!r}")
         return int(n_active)
@@ -411,6 +423,7 @@ class CpuEngine:
             tail_ptr = np.zeros(n + 1, np.int64)
             np.cumsum(np.bincount(g.tail, minlength=n), out=tail_ptr[1:])
             tail_head = np.ascontiguousarray(g.head[by_tail])  # the head of each edge, in tail order
+            mirrored = mirrored_edges(head_ptr, tail_ptr, g.tail, tail_head, g.epochs_per_sample, by_tail)
             self._vertex_index = (np.empty_like(self.Y), np.empty(g.nnz, np.int32), head_ptr, by_tail, tail_head,
-                                  tail_ptr, vertex_group_sizes(head_ptr, tail_ptr))
+                                  tail_ptr, mirrored, vertex_group_sizes(head_ptr, tail_ptr))
         return self._vertex_index
