@@ -297,6 +297,24 @@ def test_vertex_wide_hubs_take_the_cpus_steps(mixture_graph, monkeypatch):
     assert again.embedding.tobytes() == gpu.embedding.tobytes()
 
 
+def test_vertex_reads_tail_flags_only_where_the_graph_is_not_mirrored(mixture_graph, monkeypatch):
+    """A built graph is mirrored (tail items' activity read at their reverses' places, no tail-order flags); with
+    the edges of its first 300 heads made twice as rare as their reverses it is not, and the kernel must read each
+    tail item's own flags. Both lay out bit for bit as on the CPU."""
+    import dataclasses
+
+    _, graph = mixture_graph
+    eps = graph.epochs_per_sample.astype(np.float64)
+    eps[graph.head < 300] *= 2
+    lopsided = dataclasses.replace(graph, epochs_per_sample=eps, weight=(eps.min() / eps).astype(np.float32))
+    for g, mirrored in ((graph, True), (lopsided, False)):
+        cpu, gpu = _portable_pow_pair(g, "vertex", monkeypatch)
+        cpu.step(30)
+        gpu.step(30)
+        assert gpu._engine._mirrored is mirrored
+        assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
+
+
 def test_hogwild_on_the_gpu_lays_out_like_the_cpu(mixture_graph):
     X, graph = mixture_graph
     gpu = _opt(graph, "hogwild", "gpu").run()

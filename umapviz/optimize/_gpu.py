@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .._backend import cupy
-from ._cpu import vertex_group_sizes
+from ._cpu import mirrored_edges, vertex_group_sizes
 
 KERNELS = Path(__file__).with_name("kernels.cu")
 MAX_DIM = 8
@@ -188,7 +188,7 @@ class GpuEngine:
         # Schedule state in processing order (see kernels.cu); the vertex strategy needs it by edge id.
         # The permutation's gathers run on the GPU: on the host each costs ~0.2 s at 26M edges.
         self._order = None if strategy == "vertex" else cp.asarray(np.asarray(perm, dtype=np.int32))
-        self._head_host, self._tail_host = head, tail
+        self._head_host, self._tail_host, self._eps_host = head, tail, eps
         self._eps = cp.asarray(eps) if self._order is None else cp.asarray(eps)[self._order]
         self._n_sched_blocks = -(-self.nnz // _SCHED_BLOCK)
         self._counts = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
@@ -323,10 +323,13 @@ class GpuEngine:
             self._n_heavy = max(self._n_wide, int(np.count_nonzero(work > int(self.tuning["vertex_heavy"]))))
             self._tail = cp.asarray(tail)
             self._tail_head = cp.asarray(head[by_tail])
+            # A mirrored graph's tail items read their activity at their reverses' places: no tail-order flags.
+            self._mirrored = mirrored_edges(head_ptr, tail_ptr, tail, head[by_tail], self._eps_host, by_tail)
+            flagged = 1 if self._mirrored else nnz
             pos_tail = np.empty(nnz, np.int32)  # where each edge lies in tail order
             pos_tail[by_tail] = np.arange(nnz, dtype=np.int32)
-            self._pos_tail = cp.asarray(pos_tail)
-            self._act_tail = cp.empty(nnz, dtype=np.uint8)  # activity bits over the window, in tail order
+            self._pos_tail = cp.asarray(pos_tail[:flagged])
+            self._act_tail = cp.empty(flagged, dtype=np.uint8)  # activity bits over the window, in tail order
             self._head_ptr = cp.asarray(head_ptr)
             self._tail_ptr = cp.asarray(tail_ptr)
             self._nneg_edge = cp.empty((W, nnz), dtype=np.int32)
@@ -373,7 +376,7 @@ class GpuEngine:
         with self._stream:
             if self.strategy == "vertex":
                 self._k_flags((nb,), (_SCHED_BLOCK,), (*state, nnz, np.int32(t0), W, self._nneg_edge, self._counts,
-                                                       self._pos_tail, self._act_tail))
+                                                       self._pos_tail, self._act_tail, np.int32(self._mirrored)))
             else:
                 if self._act_t0 != t0:  # the activity bits of a window that follows the last one come with it
                     self._k_mask((nb,), (_SCHED_BLOCK,), (self._due, self._next, self._eps, nnz, np.int32(t0), W,
@@ -401,9 +404,8 @@ class GpuEngine:
             blocks = wide_blocks + heavy_blocks + -(-(n - heavy) // per_block)
             self._k_vertex((blocks,), (32 * _VERTEX_WARPS,), (
                 self.Y, self._snap, self._vorder, np.int32(wide), np.int32(wide_blocks), np.int32(heavy),
-                np.int32(heavy_blocks), self._tail,
-                self._head_ptr, self._tail_head, self._act_tail, np.int32(w), self._tail_ptr, self._nneg_edge[w], ep,
-                *curve))
+                np.int32(heavy_blocks), self._tail, self._head_ptr, self._tail_head, self._act_tail, np.int32(w),
+                np.int32(self._mirrored), self._tail_ptr, self._nneg_edge[w], ep, *curve))
             return
         active = self._lists[w]
         if self.strategy == "sequential":

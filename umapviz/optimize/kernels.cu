@@ -565,12 +565,13 @@ extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* 
 // Vertex strategy's schedule (state in graph order): nneg[w * nnz + e] = n_neg of edge e in epoch t0 + w,
 // -1 when inactive; per-epoch block counts for the active totals; and act_tail[pos_tail[e]] = edge e's activity
 // bits over the window (bit w: epoch t0 + w), in tail order, so that the vertex kernel reads a vertex's
-// tail-side flags contiguously instead of gathering them from nneg (its tail items need no n_neg).
+// tail-side flags contiguously instead of gathering them from nneg (its tail items need no n_neg). A mirrored
+// graph (every edge's reverse at the same place in tail order, with the same schedule) skips that scatter.
 extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double* __restrict__ next_s,
                                                   double* __restrict__ next_neg, const double* __restrict__ eps,
                                                   double nsr, int nnz, int t0, int W, int* __restrict__ nneg,
                                                   int* __restrict__ counts, const int* __restrict__ pos_tail,
-                                                  unsigned char* __restrict__ act_tail) {
+                                                  unsigned char* __restrict__ act_tail, int mirrored) {
     __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     int nn[SCHED_WMAX];
@@ -585,7 +586,7 @@ extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double*
         if (w < W) nneg[(i64)w * nnz + p] = nn[w];
         if (nn[w] >= 0) bits |= 1u << w;
     }
-    act_tail[pos_tail[p]] = (unsigned char)bits;
+    if (!mirrored) act_tail[pos_tail[p]] = (unsigned char)bits;  // a mirrored graph's kernel reads nneg instead
     if (moved) {
         next_s[p] = nx;
         next_neg[p] = nxn;
@@ -930,11 +931,15 @@ __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i
 }
 
 // Whether item r of a vertex's `total` items (r < hd: head edge h0 + r; else tail record t0 + r - hd) is active
-// in epoch w of the window.
+// in epoch w of the window. On a mirrored graph (_cpu.mirrored_edges) tail record k is the reverse of head edge
+// h0 + k, active in the same epochs, so its activity is read there (no tail-order flags are written then).
 __device__ __forceinline__ bool item_active(i64 r, i64 total, i64 h0, i64 hd, i64 t0,
                                             const int* __restrict__ nneg_of_edge,
-                                            const unsigned char* __restrict__ act_tail, int w) {
-    return r < total && (r < hd ? nneg_of_edge[h0 + r] >= 0 : (act_tail[t0 + (r - hd)] >> w) & 1u);
+                                            const unsigned char* __restrict__ act_tail, int w,
+                                            int mirrored) {
+    if (r >= total) return false;
+    if (r < hd || mirrored) return nneg_of_edge[h0 + (r < hd ? r : r - hd)] >= 0;
+    return (act_tail[t0 + (r - hd)] >> w) & 1u;
 }
 
 // All groups of vertex i, walked by a tile of TILE lanes (tl: this lane's place in it, tmask: its lanes;
@@ -944,7 +949,7 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
                                             const PlainRows& rows, const int* __restrict__ tail,
                                             const long long* __restrict__ head_ptr,
                                             const int* __restrict__ tail_head,
-                                            const unsigned char* __restrict__ act_tail, int w,
+                                            const unsigned char* __restrict__ act_tail, int w, int mirrored,
                                             const long long* __restrict__ tail_ptr,
                                             const int* __restrict__ nneg_of_edge, u64 seed, int t, const Curve& cv,
                                             float alpha) {
@@ -960,7 +965,7 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
             bool act[R];
 #pragma unroll
             for (int k = 0; k < R; ++k)
-                act[k] = item_active(base + k * TILE + tl, total, h0, hd, t0, nneg_of_edge, act_tail, w);
+                act[k] = item_active(base + k * TILE + tl, total, h0, hd, t0, nneg_of_edge, act_tail, w, mirrored);
 #pragma unroll
             for (int k = 0; k < R; ++k) {
                 unsigned bits = __ballot_sync(tmask, act[k]) >> shift;
@@ -1023,7 +1028,7 @@ __device__ __forceinline__ void vertex_walk_wide(int i, int team, int tl, int* q
                                                  int* wcount, float* __restrict__ Y, const PlainRows& rows,
                                                  const int* __restrict__ tail, const long long* __restrict__ head_ptr,
                                                  const int* __restrict__ tail_head,
-                                                 const unsigned char* __restrict__ act_tail, int w,
+                                                 const unsigned char* __restrict__ act_tail, int w, int mirrored,
                                                  const long long* __restrict__ tail_ptr,
                                                  const int* __restrict__ nneg_of_edge, u64 seed, int t,
                                                  const Curve& cv, float alpha) {
@@ -1036,7 +1041,7 @@ __device__ __forceinline__ void vertex_walk_wide(int i, int team, int tl, int* q
     for (i64 base = 0; base < total || queued > 0; base += VTX_WIDE) {
         if (base < total) {  // queue this window's active items, in order
             i64 r = base + tl;
-            bool act = item_active(r, total, h0, hd, t0, nneg_of_edge, act_tail, w);
+            bool act = item_active(r, total, h0, hd, t0, nneg_of_edge, act_tail, w, mirrored);
             unsigned bits = __ballot_sync(FULL_MASK, act);
             if (lane == 0) wcount[warp] = __popc(bits);
             team_sync(team);
@@ -1091,7 +1096,7 @@ extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const 
                                                    int n_heavy, int heavy_blocks, const int* __restrict__ tail,
                                                    const long long* __restrict__ head_ptr,
                                                    const int* __restrict__ tail_head,
-                                                   const unsigned char* __restrict__ act_tail, int w,
+                                                   const unsigned char* __restrict__ act_tail, int w, int mirrored,
                                                    const long long* __restrict__ tail_ptr,
                                                    const int* __restrict__ nneg_of_edge, const int* __restrict__ ep,
                                                    u64 seed, int n, float a, float b, float c_att, float c_rep) {
@@ -1111,7 +1116,8 @@ extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const 
         int v = block * TEAMS + team;
         if (v >= n_wide) return;  // the whole team leaves together
         vertex_walk_wide(order[v], team, threadIdx.x % VTX_WIDE, wide_queue[team], wide_red[team], wide_count[team],
-                         Y, rows, tail, head_ptr, tail_head, act_tail, w, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
+                         Y, rows, tail, head_ptr, tail_head, act_tail, w, mirrored, tail_ptr, nneg_of_edge, seed, t, cv,
+                         alpha);
         return;
     }
     block -= wide_blocks;
@@ -1119,13 +1125,13 @@ extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const 
         int v = n_wide + block * VTX_WARPS + warp;
         if (v >= n_heavy) return;  // the whole warp leaves together
         vertex_walk<32>(order[v], lane, FULL_MASK, queue_all[warp * (32 / VTX_TILE)], Y, rows, tail, head_ptr,
-                        tail_head, act_tail, w, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
+                        tail_head, act_tail, w, mirrored, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
     } else {
         int tile = warp * (32 / VTX_TILE) + lane / VTX_TILE;  // the tile's place in the block
         int v = n_heavy + (block - heavy_blocks) * (VTX_WARPS * 32 / VTX_TILE) + tile;
         if (v >= n) return;  // the whole tile leaves together
         unsigned tmask = VTX_TILE == 32 ? FULL_MASK : ((1u << VTX_TILE) - 1u) << (lane & ~(VTX_TILE - 1));
         vertex_walk<VTX_TILE>(order[v], lane & (VTX_TILE - 1), tmask, queue_all[tile], Y, rows, tail, head_ptr,
-                              tail_head, act_tail, w, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
+                              tail_head, act_tail, w, mirrored, tail_ptr, nneg_of_edge, seed, t, cv, alpha);
     }
 }
