@@ -235,19 +235,20 @@ def _cpu_engine_with_portable_pow():
     return mod
 
 
-def _portable_pow_pair(graph, strategy, monkeypatch):
+def _portable_pow_pair(graph, strategy, monkeypatch, negative_sample_rate=5):
     """(cpu, gpu): optimizers of `graph` from the same init, both with the portable power function."""
     from umapviz.optimize import _gpu
     from umapviz.optimize.rng import edge_order
 
     cpu_mod = _cpu_engine_with_portable_pow()
-    cpu = _opt(graph, strategy, "cpu", n_chunks=16)
+    nsr = negative_sample_rate
+    cpu = _opt(graph, strategy, "cpu", n_chunks=16, negative_sample_rate=nsr)
     cpu._engine = cpu_mod.CpuEngine(graph, edge_order(cpu.seed, graph.nnz), strategy=strategy,
                                     n_chunks=cpu.n_chunks, seed=cpu.seed, a=graph.a, b=graph.b, gamma=1.0,
-                                    negative_sample_rate=5, private_head=True)
+                                    negative_sample_rate=nsr, private_head=True)
     cpu.reset()
     monkeypatch.setitem(_gpu.TUNING, "portable_pow", True)
-    return cpu, _opt(graph, strategy, "gpu", n_chunks=16, init=cpu._init)
+    return cpu, _opt(graph, strategy, "gpu", n_chunks=16, init=cpu._init, negative_sample_rate=nsr)
 
 
 @pytest.mark.parametrize("strategy", DETERMINISTIC)
@@ -313,6 +314,20 @@ def test_vertex_reads_tail_flags_only_where_the_graph_is_not_mirrored(mixture_gr
         gpu.step(30)
         assert gpu._engine._mirrored is mirrored
         assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
+
+
+@pytest.mark.parametrize("negative_sample_rate, nneg_bytes", [(5, 1), (70, 4)])
+def test_vertex_nneg_fits_one_byte_unless_negatives_are_many(mixture_graph, monkeypatch, negative_sample_rate,
+                                                            nneg_bytes):
+    """n_neg stays below (1 + 1/min eps) * negative_sample_rate + 1: one byte per edge and epoch holds it for the
+    default rate; 70 negatives per positive sample need four. Both lay out bit for bit as on the CPU."""
+    _, graph = mixture_graph
+    cpu, gpu = _portable_pow_pair(graph, "vertex", monkeypatch, negative_sample_rate)
+    cpu.step(20)
+    gpu.step(20)
+    assert gpu._engine._nneg_bytes() == nneg_bytes
+    assert gpu._engine._nneg_edge.dtype.itemsize == nneg_bytes
+    assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
 
 
 def test_hogwild_on_the_gpu_lays_out_like_the_cpu(mixture_graph):

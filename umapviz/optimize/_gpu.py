@@ -296,7 +296,10 @@ class GpuEngine:
         self._next_neg = cp.empty_like(self._eps)
         self._due = cp.empty(nnz, dtype=np.int32)
         self._acc = None
-        self._mod = _module(dim, self.private_head, _tuning_defines(self.tuning))
+        defines = _tuning_defines(self.tuning)
+        if self.strategy == "vertex":
+            defines += (("VTX_NNEG_BYTES", self._nneg_bytes()),)
+        self._mod = _module(dim, self.private_head, defines)
         self._sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
         def k(name):
@@ -332,7 +335,7 @@ class GpuEngine:
             self._act_tail = cp.empty(flagged, dtype=np.uint8)  # activity bits over the window, in tail order
             self._head_ptr = cp.asarray(head_ptr)
             self._tail_ptr = cp.asarray(tail_ptr)
-            self._nneg_edge = cp.empty((W, nnz), dtype=np.int32)
+            self._nneg_edge = cp.empty((W, nnz), dtype=np.int8 if self._nneg_bytes() == 1 else np.int32)
             self._snap = cp.empty_like(self.Y)
             return
         self._k_emit = k("win_emit")
@@ -365,6 +368,14 @@ class GpuEngine:
                 typical = 0.3 * nnz / self.n_chunks
                 want = math.ceil(typical / (self._sms * threads))
             self._persist_blocks = self._sms * int(min(max(int(want), 1), fit))
+
+    def _nneg_bytes(self) -> int:
+        """Bytes per n_neg in the vertex strategy's per-epoch array: 1 where n_neg stays below 127 (it is less than
+        (1 + 1/min eps) * negative_sample_rate + 1: at most eps + 1 epochs pass between two samples of an edge)."""
+        eps_min = float(self._eps_host.min()) if self.nnz else 1.0
+        if not (eps_min > 0 and np.isfinite(self._nsr)):
+            return 4
+        return 1 if (1.0 + 1.0 / eps_min) * float(self._nsr) + 2 <= 127 else 4
 
     def _curve_args(self):
         return (self.seed, np.int32(self.n_vertices), self.a, self.b, self.c_att, self.c_rep)

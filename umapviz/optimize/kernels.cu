@@ -562,6 +562,18 @@ extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* 
     }
 }
 
+// The vertex strategy's n_neg per edge and epoch (-1: inactive), written for a window and read every epoch: one
+// byte where the host has bounded n_neg by 127 (VTX_NNEG_BYTES 1: n_neg < (1 + 1/min eps) negative_sample_rate + 1),
+// else four.
+#ifndef VTX_NNEG_BYTES
+#define VTX_NNEG_BYTES 1
+#endif
+#if VTX_NNEG_BYTES == 1
+typedef signed char nneg_t;
+#else
+typedef int nneg_t;
+#endif
+
 // Vertex strategy's schedule (state in graph order): nneg[w * nnz + e] = n_neg of edge e in epoch t0 + w,
 // -1 when inactive; per-epoch block counts for the active totals; and act_tail[pos_tail[e]] = edge e's activity
 // bits over the window (bit w: epoch t0 + w), in tail order, so that the vertex kernel reads a vertex's
@@ -569,7 +581,7 @@ extern "C" __global__ void SCHED_BOUNDS win_emit(int* __restrict__ due, double* 
 // graph (every edge's reverse at the same place in tail order, with the same schedule) skips that scatter.
 extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double* __restrict__ next_s,
                                                   double* __restrict__ next_neg, const double* __restrict__ eps,
-                                                  double nsr, int nnz, int t0, int W, int* __restrict__ nneg,
+                                                  double nsr, int nnz, int t0, int W, nneg_t* __restrict__ nneg,
                                                   int* __restrict__ counts, const int* __restrict__ pos_tail,
                                                   unsigned char* __restrict__ act_tail, int mirrored) {
     __shared__ int warp_off[SCHED_WMAX][SCHED_BLOCK / 32];
@@ -583,7 +595,7 @@ extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double*
     unsigned bits = 0u;
 #pragma unroll
     for (int w = 0; w < SCHED_WMAX; ++w) {
-        if (w < W) nneg[(i64)w * nnz + p] = nn[w];
+        if (w < W) nneg[(i64)w * nnz + p] = (nneg_t)nn[w];
         if (nn[w] >= 0) bits |= 1u << w;
     }
     if (!mirrored) act_tail[pos_tail[p]] = (unsigned char)bits;  // a mirrored graph's kernel reads nneg instead
@@ -910,7 +922,7 @@ static_assert(VTX_WIDE == 128, "vertex_walk_wide folds the tree's levels 64 and 
 __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i64 t0, const float* yi,
                                                  const PlainRows& rows, const int* __restrict__ tail,
                                                  const int* __restrict__ tail_head,
-                                                 const int* __restrict__ nneg_of_edge, u64 seed, int t,
+                                                 const nneg_t* __restrict__ nneg_of_edge, u64 seed, int t,
                                                  const Curve& cv, float alpha, float* mv) {
     float yo[DIM], tm[DIM];
     if (r < hd) {
@@ -934,7 +946,7 @@ __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i
 // in epoch w of the window. On a mirrored graph (_cpu.mirrored_edges) tail record k is the reverse of head edge
 // h0 + k, active in the same epochs, so its activity is read there (no tail-order flags are written then).
 __device__ __forceinline__ bool item_active(i64 r, i64 total, i64 h0, i64 hd, i64 t0,
-                                            const int* __restrict__ nneg_of_edge,
+                                            const nneg_t* __restrict__ nneg_of_edge,
                                             const unsigned char* __restrict__ act_tail, int w,
                                             int mirrored) {
     if (r >= total) return false;
@@ -951,7 +963,7 @@ __device__ __forceinline__ void vertex_walk(int i, int tl, unsigned tmask, int* 
                                             const int* __restrict__ tail_head,
                                             const unsigned char* __restrict__ act_tail, int w, int mirrored,
                                             const long long* __restrict__ tail_ptr,
-                                            const int* __restrict__ nneg_of_edge, u64 seed, int t, const Curve& cv,
+                                            const nneg_t* __restrict__ nneg_of_edge, u64 seed, int t, const Curve& cv,
                                             float alpha) {
     constexpr int R = 32 / TILE;  // items per lane and group
     int shift = (threadIdx.x & 31) & ~(TILE - 1);  // the tile's first lane in the warp
@@ -1030,7 +1042,7 @@ __device__ __forceinline__ void vertex_walk_wide(int i, int team, int tl, int* q
                                                  const int* __restrict__ tail_head,
                                                  const unsigned char* __restrict__ act_tail, int w, int mirrored,
                                                  const long long* __restrict__ tail_ptr,
-                                                 const int* __restrict__ nneg_of_edge, u64 seed, int t,
+                                                 const nneg_t* __restrict__ nneg_of_edge, u64 seed, int t,
                                                  const Curve& cv, float alpha) {
     int lane = tl & 31, warp = tl >> 5;
     float yi[DIM];
@@ -1098,7 +1110,7 @@ extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const 
                                                    const int* __restrict__ tail_head,
                                                    const unsigned char* __restrict__ act_tail, int w, int mirrored,
                                                    const long long* __restrict__ tail_ptr,
-                                                   const int* __restrict__ nneg_of_edge, const int* __restrict__ ep,
+                                                   const nneg_t* __restrict__ nneg_of_edge, const int* __restrict__ ep,
                                                    u64 seed, int n, float a, float b, float c_att, float c_rep) {
     constexpr int TEAMS = VTX_WARPS * 32 / VTX_WIDE;  // wide vertices per block
     __shared__ int queue_all[VTX_WARPS * 32 / VTX_TILE][2 * 32];
