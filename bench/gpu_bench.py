@@ -177,7 +177,14 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("vertex", 1, {"vertex_min_blocks": 0}), ("vertex", 1, {"vertex_neg_batch": 8}),
             # 64 registers (ptxas): 4 persistent blocks per SM fit, so at 5M (122k edges a chunk) each thread
             # walks one edge per chunk instead of up to two
-            ("chunked", "auto", {"neg_batch": 4})]
+            ("chunked", "auto", {"neg_batch": 4}),
+            # L2 eviction hints (25-30): the active lists streamed; then Y kept; then the accumulators evicted first
+            ("hogwild", 1, {"l2_hints": 1}), ("chunked", "auto", {"neg_batch": 4, "l2_hints": 1}),
+            ("chunked", "auto", {"neg_batch": 4, "l2_hints": 2}), ("chunked", "auto", {"neg_batch": 4, "l2_hints": 3}),
+            ("buffered", 1, {"l2_hints": 2}), ("buffered", 1, {"l2_hints": 3}),
+            # 31-33: the code before chunk_neg_batch 4 and l2_hints 2 became the defaults
+            ("hogwild", 1, {"l2_hints": 0}), ("chunked", "auto", {"l2_hints": 0, "chunk_neg_batch": 8}),
+            ("buffered", 1, {"l2_hints": 0, "chunk_neg_batch": 8})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),

@@ -46,6 +46,7 @@ TUNING = {
     "sched_window": 8,  # epochs per schedule pass (1 .. 8; fewer when GPU memory is short)
     "sched_min_blocks": 2,  # > 0: schedule passes' registers capped to fit this many blocks (2: ~5% off hogwild)
     "neg_batch": None,  # negative samples whose rows are loaded together (None: 8, or 4 above 4 dims)
+    "chunk_neg_batch": None,  # the same in the chunked and buffered kernels (None: 4)
     "vertex_neg_batch": None,  # the same in the vertex kernel (None: 4)
     "persist_blocks_per_sm": None,  # None: as many as a typical chunk fills, at most what fits
     "persist_threads": 256,  # threads per block of the persistent kernels (128, 256, 512 or 1024)
@@ -55,6 +56,7 @@ TUNING = {
     "vertex_heavy": 64,  # vertices with more edges (as head and tail) than this get a whole warp
     "vertex_min_blocks": None,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
     # (None: 4 for 2-D layouts, else 0)
+    "l2_hints": 2,  # L2 eviction hints (kernels.cu's L2_HINTS: 0 none .. 3 all)
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -84,10 +86,14 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
         raise ValueError(f"vertex_tile={tuning['vertex_tile']!r}: use 1, 2, 4, 8, 16 or 32 lanes.")
     if tuning["persist_threads"] not in (128, 256, 512, 1024):
         raise ValueError(f"persist_threads={tuning['persist_threads']!r}: use 128, 256, 512 or 1024.")
-    defines = [("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))), ("VTX_TILE", tuning["vertex_tile"]),
+    if tuning["l2_hints"] not in (0, 1, 2, 3):
+        raise ValueError(f"l2_hints={tuning['l2_hints']!r}: use 0, 1, 2 or 3.")
+    defines = [("L2_HINTS", tuning["l2_hints"]), ("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))),
+               ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
                ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"])]
-    for knob, macro in (("neg_batch", "NEG_BATCH"), ("vertex_neg_batch", "VTX_NEG_BATCH"),
+    for knob, macro in (("neg_batch", "NEG_BATCH"), ("chunk_neg_batch", "CHUNK_NEG_BATCH"),
+                        ("vertex_neg_batch", "VTX_NEG_BATCH"),
                         ("vertex_min_blocks", "VTX_MINB")):
         if tuning[knob] is not None:  # else kernels.cu's default
             defines.append((macro, tuning[knob]))
