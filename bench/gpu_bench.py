@@ -373,7 +373,8 @@ def bench_size(n: int, args, modes, results: dict) -> None:
     del idx, dist
     cp.get_default_memory_pool().free_all_blocks()
     label = f"{n / 1e6:g}M"
-    for code, engine in [("current", None)] + ([("baseline", args.baseline_engine)] if args.baseline_engine else []):
+    codes = [("current", None)] + ([("baseline", args.baseline_engine)] if args.baseline_engine else [])
+    for code, engine in codes if not args.skip_kernels else []:
         for strategy, rule in (("hogwild", 1), ("chunked", "auto"), ("vertex", 1)):
             times = time_kernels(graph, strategy, rule, engine=engine)
             key = f"kernels of {strategy} {label}, windows of {times.pop('window')} epochs, {code} code"
@@ -419,6 +420,7 @@ def main() -> None:
                     help="what to time above 1M")
     ap.add_argument("--probe", type=int, default=0, help="also time a hub-free 2-D blobs graph of this size")
     ap.add_argument("--skip-fit", action="store_true")
+    ap.add_argument("--skip-kernels", action="store_true", help="no per-kernel timing pass (time_kernels)")
     ap.add_argument("--variants", default="", help='tuning knobs to time up to 1M: "all" or indices into VARIANTS')
     ap.add_argument("--variants-large", default="", help="the same above 1M")
     ap.add_argument("--baseline", default="", help="a folder with another version's _gpu.py and kernels.cu, "
