@@ -57,6 +57,35 @@ def test_one_chunk_is_buffered(small_graph):
     assert a.tobytes() == b.tobytes()
 
 
+def test_chunk_apply_takes_the_definitions_bytes():
+    """The apply step of a chunk gives every touched row float32(float64(y) + sum * 2**-32) for the integer sum
+    of its moves and leaves the sums clear; a coordinate whose sum is 0 keeps its bits (-0.0 stays -0.0, as on
+    the GPU)."""
+    from umapviz.optimize import _cpu
+
+    rng = np.random.default_rng(0)
+    n, nnz, dim, lo, hi = 1000, 20000, 2, 1000, 7000
+    head_p = rng.integers(0, n, nnz)
+    tail_p = (head_p + rng.integers(1, n, nnz)) % n
+    active = np.sort(rng.choice(nnz, 8000, replace=False))
+    head_fix = np.zeros((nnz, dim), np.int64)
+    tail_fix = np.zeros((nnz, dim), np.int64)
+    head_fix[:, 0] = rng.integers(-(2**34), 2**34, nnz)  # moves up to 4 in fixed point; axis 1 does not move
+    tail_fix[:, 0] = rng.integers(-(2**34), 2**34, nnz)
+    y = np.stack([rng.normal(size=n), np.full(n, -0.0)], axis=1).astype(np.float32)
+    edges = active[lo:hi]
+    sums = np.zeros((n, dim), np.int64)
+    np.add.at(sums, head_p[edges], head_fix[: hi - lo])
+    np.add.at(sums, tail_p[edges], tail_fix[: hi - lo])
+    expected = np.where(sums != 0, (y.astype(np.float64) + sums * 2.0**-32).astype(np.float32), y)
+    assert (sums[:, 0] != 0).sum() > 900  # nearly every row is touched
+    acc = np.zeros((n, dim), np.int64)
+    flag, touched = np.zeros(n, np.bool_), np.empty(n, np.int64)
+    _cpu._apply_chunk(y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, flag, touched)
+    assert y.tobytes() == expected.tobytes()
+    assert not acc.any() and not flag.any()
+
+
 def test_one_edge_per_chunk_is_sequential_up_to_rounding(small_graph):
     seq = LayoutOptimizer(small_graph, strategy="sequential", random_state=3)
     one = LayoutOptimizer(small_graph, strategy="chunked", n_chunks=small_graph.nnz, random_state=3)

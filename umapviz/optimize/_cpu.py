@@ -192,7 +192,8 @@ def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b
 
 @njit(cache=True, nogil=True)
 def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched):
-    """Sum the chunk's fixed-point moves per row, then move each touched row once and clear it."""
+    """Sum the chunk's fixed-point moves per row, then move each touched row once and clear it; a coordinate
+    whose sum is 0 keeps its bits (adding 0.0 would turn -0.0 into +0.0; the GPU skips it too)."""
     dim = Y.shape[1]
     n_touched = 0
     for r in range(hi - lo):
@@ -213,8 +214,9 @@ def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, tou
     for r in range(n_touched):
         v = touched[r]
         for d in range(dim):
-            Y[v, d] = np.float32(np.float64(Y[v, d]) + np.float64(acc[v, d]) * _UNFIX)
-            acc[v, d] = 0
+            if acc[v, d] != 0:
+                Y[v, d] = np.float32(np.float64(Y[v, d]) + np.float64(acc[v, d]) * _UNFIX)
+                acc[v, d] = 0
         touched_flag[v] = False
 
 
