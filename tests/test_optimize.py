@@ -497,10 +497,12 @@ def _vertex_index(graph):
 
 
 def _is_mirrored(graph) -> bool:
-    from umapviz.optimize._cpu import mirrored_edges
+    from umapviz.optimize._cpu import vertex_index
 
-    head_ptr, tail_ptr, by_tail = _vertex_index(graph)
-    return mirrored_edges(head_ptr, tail_ptr, graph.tail, graph.head[by_tail], graph.epochs_per_sample, by_tail)
+    ix = vertex_index(graph.head, graph.tail, graph.epochs_per_sample, graph.n_vertices)
+    assert all(np.array_equal(a, b) for a, b in zip((ix.head_ptr, ix.tail_ptr, ix.by_tail), _vertex_index(graph)))
+    assert np.array_equal(ix.tail_head, graph.head[ix.by_tail])
+    return ix.mirrored
 
 
 def test_an_edge_and_its_reverse_share_their_schedule_in_built_graphs(small_graph):

@@ -7,6 +7,8 @@ writes results whose bytes do not depend on how blocks are spread over threads.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -265,6 +267,28 @@ def mirrored_edges(head_ptr: np.ndarray, tail_ptr: np.ndarray, tail: np.ndarray,
                 and np.array_equal(eps[by_tail], eps))
 
 
+class VertexIndex(NamedTuple):
+    """The vertex strategy's view of a graph: each vertex's edges as head (graph order) and as tail (tail order)."""
+
+    head_ptr: np.ndarray  # int64 (n + 1,): vertex i's head items are edges head_ptr[i] .. head_ptr[i + 1] - 1
+    tail_ptr: np.ndarray  # int64 (n + 1,): its tail items are places tail_ptr[i] .. tail_ptr[i + 1] - 1 of by_tail
+    by_tail: np.ndarray  # int32 (nnz,): the edges in tail order (stable)
+    tail_head: np.ndarray  # int32 (nnz,): the head of each edge, in tail order
+    mirrored: bool  # see mirrored_edges
+
+
+def vertex_index(head: np.ndarray, tail: np.ndarray, eps: np.ndarray, n: int) -> VertexIndex:
+    """Index a graph (edges sorted by head) for the vertex strategy; both backends build it here."""
+    head_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(head, minlength=n), out=head_ptr[1:])
+    tail_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(tail, minlength=n), out=tail_ptr[1:])
+    by_tail = np.argsort(tail, kind="stable").astype(np.int32)
+    tail_head = np.ascontiguousarray(head[by_tail], dtype=np.int32)
+    return VertexIndex(head_ptr, tail_ptr, by_tail, tail_head,
+                       mirrored_edges(head_ptr, tail_ptr, tail, tail_head, eps, by_tail))
+
+
 @njit(cache=True, inline="always")
 def _fold_group(moves, width, yi):
     """Add the group's moves to yi, summed as the GPU's butterfly does: pairs width/2 apart, then width/4, ... 1.
@@ -418,14 +442,7 @@ class CpuEngine:
     def _vertex_arrays(self):
         if self._vertex_index is None:
             g = self.graph
-            n = g.n_vertices
-            head_ptr = np.zeros(n + 1, np.int64)
-            np.cumsum(np.bincount(g.head, minlength=n), out=head_ptr[1:])
-            by_tail = np.argsort(g.tail, kind="stable").astype(np.int32)
-            tail_ptr = np.zeros(n + 1, np.int64)
-            np.cumsum(np.bincount(g.tail, minlength=n), out=tail_ptr[1:])
-            tail_head = np.ascontiguousarray(g.head[by_tail])  # the head of each edge, in tail order
-            mirrored = mirrored_edges(head_ptr, tail_ptr, g.tail, tail_head, g.epochs_per_sample, by_tail)
-            self._vertex_index = (np.empty_like(self.Y), np.empty(g.nnz, np.int32), head_ptr, by_tail, tail_head,
-                                  tail_ptr, mirrored, vertex_group_sizes(head_ptr, tail_ptr))
+            ix = vertex_index(g.head, g.tail, g.epochs_per_sample, g.n_vertices)
+            self._vertex_index = (np.empty_like(self.Y), np.empty(g.nnz, np.int32), ix.head_ptr, ix.by_tail,
+                                  ix.tail_head, ix.tail_ptr, ix.mirrored, vertex_group_sizes(ix.head_ptr, ix.tail_ptr))
         return self._vertex_index

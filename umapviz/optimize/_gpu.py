@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .._backend import cupy
-from ._cpu import mirrored_edges, vertex_group_sizes
+from ._cpu import vertex_group_sizes, vertex_index
 
 KERNELS = Path(__file__).with_name("kernels.cu")
 MAX_DIM = 8
@@ -304,7 +304,8 @@ class GpuEngine:
         self._acc = None
         defines = _tuning_defines(self.tuning)
         if self.strategy == "vertex":
-            defines += (("VTX_NNEG_BYTES", self._nneg_bytes()),)
+            nneg_bytes = self._nneg_bytes()
+            defines += (("VTX_NNEG_BYTES", nneg_bytes),)
         self._mod = _module(dim, self.private_head, defines)
         self._sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
@@ -318,30 +319,28 @@ class GpuEngine:
         if self.strategy == "vertex":
             self._k_flags = k("win_flags")
             self._k_vertex = k("epoch_vertex")
-            head, tail = self._head_host, self._tail_host
-            head_ptr = np.zeros(n + 1, np.int64)
-            np.cumsum(np.bincount(head, minlength=n), out=head_ptr[1:])
-            tail_ptr = np.zeros(n + 1, np.int64)
-            np.cumsum(np.bincount(tail, minlength=n), out=tail_ptr[1:])
-            by_tail = np.argsort(tail, kind="stable").astype(np.int32)
+            ix = vertex_index(self._head_host, self._tail_host, self._eps_host, n)
             # Busiest vertices first: the longest chains of groups start early; those with wide groups get four
             # warps each, the others above the heavy threshold a warp each, the rest share warps (kernels.cu).
-            work = np.diff(head_ptr) + np.diff(tail_ptr)
+            work = np.diff(ix.head_ptr) + np.diff(ix.tail_ptr)
             self._vorder = cp.asarray(np.argsort(-work, kind="stable").astype(np.int32))
-            self._n_wide = int(np.count_nonzero(vertex_group_sizes(head_ptr, tail_ptr) == _VERTEX_WIDE))
+            self._n_wide = int(np.count_nonzero(vertex_group_sizes(ix.head_ptr, ix.tail_ptr) == _VERTEX_WIDE))
             self._n_heavy = max(self._n_wide, int(np.count_nonzero(work > int(self.tuning["vertex_heavy"]))))
-            self._tail = cp.asarray(tail)
-            self._tail_head = cp.asarray(head[by_tail])
+            self._tail = cp.asarray(self._tail_host)
+            self._tail_head = cp.asarray(ix.tail_head)
             # A mirrored graph's tail items read their activity at their reverses' places: no tail-order flags.
-            self._mirrored = mirrored_edges(head_ptr, tail_ptr, tail, head[by_tail], self._eps_host, by_tail)
-            flagged = 1 if self._mirrored else nnz
-            pos_tail = np.empty(nnz, np.int32)  # where each edge lies in tail order
-            pos_tail[by_tail] = np.arange(nnz, dtype=np.int32)
-            self._pos_tail = cp.asarray(pos_tail[:flagged])
-            self._act_tail = cp.empty(flagged, dtype=np.uint8)  # activity bits over the window, in tail order
-            self._head_ptr = cp.asarray(head_ptr)
-            self._tail_ptr = cp.asarray(tail_ptr)
-            self._nneg_edge = cp.empty((W, nnz), dtype=np.int8 if self._nneg_bytes() == 1 else np.int32)
+            self._mirrored = ix.mirrored
+            if self._mirrored:
+                self._pos_tail = cp.zeros(1, dtype=np.int32)  # unread: the kernel takes an array all the same
+                self._act_tail = cp.empty(1, dtype=np.uint8)
+            else:
+                pos_tail = np.empty(nnz, np.int32)  # where each edge lies in tail order
+                pos_tail[ix.by_tail] = np.arange(nnz, dtype=np.int32)
+                self._pos_tail = cp.asarray(pos_tail)
+                self._act_tail = cp.empty(nnz, dtype=np.uint8)  # activity bits over the window, in tail order
+            self._head_ptr = cp.asarray(ix.head_ptr)
+            self._tail_ptr = cp.asarray(ix.tail_ptr)
+            self._nneg_edge = cp.empty((W, nnz), dtype=np.int8 if nneg_bytes == 1 else np.int32)
             self._snap = cp.empty_like(self.Y)
             return
         self._k_emit = k("win_emit")
