@@ -500,7 +500,9 @@ def _is_mirrored(graph) -> bool:
     from umapviz.optimize._cpu import vertex_index
 
     ix = vertex_index(graph.head, graph.tail, graph.epochs_per_sample, graph.n_vertices)
-    assert all(np.array_equal(a, b) for a, b in zip((ix.head_ptr, ix.tail_ptr, ix.by_tail), _vertex_index(graph)))
+    head_ptr, tail_ptr, by_tail = _vertex_index(graph)
+    assert np.array_equal(ix.head_ptr, head_ptr) and np.array_equal(ix.tail_ptr, tail_ptr)
+    assert np.array_equal(ix.by_tail, by_tail)
     assert np.array_equal(ix.tail_head, graph.head[ix.by_tail])
     return ix.mirrored
 
