@@ -192,14 +192,7 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("chunked", "auto", {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
             ("chunked", "auto", {"chunk_neg_batch": 6, "persist_min_blocks": 4}),
             ("vertex", 1, {"vertex_neg_batch": 5}), ("vertex", 1, {"vertex_neg_batch": 6}),
-            ("buffered", 1, {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
-            # 39-44: the accumulator rows prefetched into L2 (acc_prefetch 1: at each edge's start, 2: the next
-            # chunk's first edge during the barrier and apply, 3: both); ncu at 5M: chunked's warps spend 51% of
-            # their stalls at the grid barrier, whose fence waits for adds that miss L2 (hit rate 64%)
-            ("chunked", "auto", {"acc_prefetch": 1}), ("chunked", "auto", {"acc_prefetch": 2}),
-            ("chunked", "auto", {"acc_prefetch": 3}), ("buffered", 1, {"acc_prefetch": 1}),
-            ("chunked", "auto", {"acc_prefetch": 3, "chunk_neg_batch": 5, "persist_min_blocks": 4}),
-            ("buffered", 1, {"acc_prefetch": 1, "chunk_neg_batch": 5, "persist_min_blocks": 4})]
+            ("buffered", 1, {"chunk_neg_batch": 5, "persist_min_blocks": 4})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),

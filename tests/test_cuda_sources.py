@@ -40,11 +40,11 @@ def test_cuda_source_compiles_to_ptx_without_warnings(source, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
-def test_inline_ptx_of_the_l2_hints_and_prefetch_assembles(tmp_path):
-    """PTX output passes inline asm through unchecked; ptxas (a cubin) checks the L2 hints and prefetches."""
+def test_inline_ptx_of_the_l2_hints_assembles(tmp_path):
+    """PTX output passes inline asm through unchecked; ptxas (a cubin) checks the L2 hints' instructions."""
     source = ROOT / "optimize" / "kernels.cu"
     cmd = ["nvcc", "-cubin", "-arch=sm_90", "-fmad=false", "-std=c++17", "--Werror", "all-warnings",
-           "-DL2_HINTS=3", "-DACC_PREFETCH=3", str(source), "-o", str(tmp_path / "out.cubin")]
+           "-DL2_HINTS=3", str(source), "-o", str(tmp_path / "out.cubin")]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stdout}\n{run.stderr}"
 
@@ -77,7 +77,7 @@ def test_vertex_groups_are_as_wide_as_the_gpus():
 
 
 @pytest.mark.parametrize("knob, value", [("vertex_tile", 3), ("vertex_tile", 64), ("persist_threads", 300),
-                                         ("l2_hints", 4), ("acc_prefetch", -1)])
+                                         ("l2_hints", 4)])
 def test_bad_compile_time_knobs_are_refused_before_compiling(knob, value):
     from umapviz.optimize import _gpu
 
@@ -90,11 +90,10 @@ def test_compile_time_knobs_become_macros_of_the_kernel_source():
 
     source = _gpu.KERNELS.read_text()
     defines = dict(_gpu._tuning_defines({**_gpu.TUNING, "neg_batch": 4, "vertex_neg_batch": 2,
-                                         "vertex_min_blocks": 3, "chunk_neg_batch": 6, "l2_hints": 1,
-                                         "acc_prefetch": 3}))
+                                         "vertex_min_blocks": 3, "chunk_neg_batch": 6, "l2_hints": 1}))
     for name in defines:  # each has a default in the source; a misspelt one would be a knob that does nothing
         assert f"#ifndef {name}\n#define {name} " in source, name
     assert defines["NEG_BATCH"] == 4 and defines["VTX_TILE"] == _gpu.TUNING["vertex_tile"]
     assert defines["VTX_NEG_BATCH"] == 2 and defines["VTX_MINB"] == 3
-    assert defines["CHUNK_NEG_BATCH"] == 6 and defines["L2_HINTS"] == 1 and defines["ACC_PREFETCH"] == 3
+    assert defines["CHUNK_NEG_BATCH"] == 6 and defines["L2_HINTS"] == 1
     assert "VTX_MINB" not in dict(_gpu._tuning_defines(_gpu.TUNING))  # None: the source's default

@@ -71,7 +71,7 @@ _VERTEX_KNOBS = [("vertex_heavy", 0), ("vertex_heavy", 10**9), ("vertex_heavy", 
                  ("vertex_tile", 16), ("vertex_tile", 32), ("vertex_min_blocks", 0), ("vertex_neg_batch", 8),
                  ("vertex_neg_batch", 1)]
 _CHUNK_KNOBS = [("persist_blocks_per_sm", 2), ("persist_threads", 512), ("persist_min_blocks", 4), ("l2_hints", 0),
-                ("l2_hints", 3), ("chunk_neg_batch", 8), ("acc_prefetch", 3)]
+                ("l2_hints", 3), ("chunk_neg_batch", 8)]
 
 
 @pytest.mark.parametrize("strategy, knob", [("chunked", k) for k in _KNOBS + _CHUNK_KNOBS]

@@ -57,7 +57,6 @@ TUNING = {
     "vertex_min_blocks": None,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
     # (None: 4 for 2-D layouts, else 0)
     "l2_hints": 2,  # L2 eviction hints (kernels.cu's L2_HINTS: 0 none .. 3 all)
-    "acc_prefetch": 0,  # chunked/buffered: accumulator rows prefetched into L2 (kernels.cu's ACC_PREFETCH, 0 .. 3)
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -87,11 +86,9 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
         raise ValueError(f"vertex_tile={tuning['vertex_tile']!r}: use 1, 2, 4, 8, 16 or 32 lanes.")
     if tuning["persist_threads"] not in (128, 256, 512, 1024):
         raise ValueError(f"persist_threads={tuning['persist_threads']!r}: use 128, 256, 512 or 1024.")
-    for knob in ("l2_hints", "acc_prefetch"):
-        if tuning[knob] not in (0, 1, 2, 3):
-            raise ValueError(f"{knob}={tuning[knob]!r}: use 0, 1, 2 or 3.")
-    defines = [("L2_HINTS", tuning["l2_hints"]), ("ACC_PREFETCH", tuning["acc_prefetch"]),
-               ("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))),
+    if tuning["l2_hints"] not in (0, 1, 2, 3):
+        raise ValueError(f"l2_hints={tuning['l2_hints']!r}: use 0, 1, 2 or 3.")
+    defines = [("L2_HINTS", tuning["l2_hints"]), ("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))),
                ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
                ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"])]

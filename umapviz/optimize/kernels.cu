@@ -13,7 +13,7 @@
 //   UMV_DIM  embedding dimension (1..8), UMV_PH  private_head (1: negatives see the head after its
 //   attraction, the shipped behaviour; 0: they see it as it was before the edge), UMV_PORTABLE_POW,
 //   NEG_BATCH  negative samples whose rows are loaded together (the vertex kernel's: VTX_NEG_BATCH; the
-//   chunked kernels': CHUNK_NEG_BATCH), L2_HINTS, ACC_PREFETCH.
+//   chunked kernels': CHUNK_NEG_BATCH), L2_HINTS.
 //
 // Per-edge schedule state is stored in *processing order*: position p holds edge order[p] (order = the
 // seed's permutation, or the identity for the vertex strategy), so the schedule pass reads it coalesced.
@@ -713,24 +713,9 @@ extern "C" __global__ void HOG_BOUNDS epoch_hogwild(float* Y, const int4* __rest
 #ifndef CHUNK_NEG_BATCH
 #define CHUNK_NEG_BATCH 4
 #endif
-// ACC_PREFETCH (the acc_prefetch knob): bring an edge's two accumulator rows into L2 before its adds, so that
-// at 5M points (80 MB of accumulators, more than L2) their fetch from DRAM overlaps the edge's loads instead of
-// holding the grid barrier's fence. 1: at the start of each edge; 2: the next chunk's first edge of each
-// thread, after this chunk's moves (during the barrier and the apply); 3: both. No effect on the bytes.
-#ifndef ACC_PREFETCH
-#define ACC_PREFETCH 0
-#endif
-__device__ __forceinline__ void prefetch_acc_rows(const u64* acc, int h, int t) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(acc + (i64)h * DIM));
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(acc + (i64)t * DIM));
-}
-
 template <class Rows>
 __device__ __forceinline__ void chunk_edge(const Rows& rows, u64* acc, int4 r, u64 seed, int t, const Curve& cv,
                                            float alpha) {
-#if ACC_PREFETCH & 1
-    prefetch_acc_rows(acc, r.y, r.z);
-#endif
     float y0[DIM], yi[DIM], tm[DIM];
     edge_moves<CHUNK_NEG_BATCH>(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
 #pragma unroll
@@ -862,9 +847,6 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
             bool mine = lo + first < hi;
             if (mine) chunk_edge(rows, acc, rec, seed, t, cv, alpha);
             for (int q = lo + first + stride; q < hi; q += stride) chunk_edge(rows, acc, active[q], seed, t, cv, alpha);
-#if ACC_PREFETCH & 2
-            if (lo_next + first < hi_next) prefetch_acc_rows(acc, rec_next.y, rec_next.z);
-#endif
             grid_barrier(bar);
             if (mine) apply_edge(Y, acc, rec.y, rec.z);
             for (int q = lo + first + stride; q < hi; q += stride) {
