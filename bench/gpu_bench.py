@@ -188,7 +188,8 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             # 34-38: negative batches of 5 or 6. Of the active edges of a 20k mixture graph's 200 epochs, 16% have
             # n_neg <= 4, 87% <= 5, 96.5% <= 6 (mean 4.99), so a batch of 4 takes two round trips for most edges.
             # ptxas (sm_90, 2-D): chunked 5 with 4 blocks per SM 63 registers and no spills, 6: 16 bytes of
-            # spills; vertex 5: 4 bytes, 6: 12 bytes
+            # spills; vertex 5: 4 bytes, 6: 12 bytes. Measured (RESULTS.md, 2026-12-02 04:54): only chunked 5 at 5M
+            # gained (-2.6%, but +3.9% at 1M), so 4 stays
             ("chunked", "auto", {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
             ("chunked", "auto", {"chunk_neg_batch": 6, "persist_min_blocks": 4}),
             ("vertex", 1, {"vertex_neg_batch": 5}), ("vertex", 1, {"vertex_neg_batch": 6}),
