@@ -176,7 +176,9 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("vertex", 1, {"vertex_neg_batch": 8, "vertex_min_blocks": 0}), ("vertex", 1, {"vertex_heavy": 1024}),
             ("vertex", 1, {"vertex_min_blocks": 0}), ("vertex", 1, {"vertex_neg_batch": 8}),
             # 64 registers (ptxas): 4 persistent blocks per SM fit, so at 5M (122k edges a chunk) each thread
-            # walks one edge per chunk instead of up to two
+            # walks one edge per chunk instead of up to two. Since ddd7227 the chunked kernels take their batch
+            # from chunk_neg_batch (default 4), so "neg_batch" no longer reaches them in 24-28: those now time
+            # the defaults (with the hint levels of 25-28)
             ("chunked", "auto", {"neg_batch": 4}),
             # L2 eviction hints (25-30): the active lists streamed; then Y kept; then the accumulators evicted first
             ("hogwild", 1, {"l2_hints": 1}), ("chunked", "auto", {"neg_batch": 4, "l2_hints": 1}),
