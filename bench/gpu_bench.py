@@ -360,17 +360,25 @@ def bench_size(n: int, args, modes, results: dict) -> None:
 
     summary = results["summary"]
     X, labels = mixture_gpu(n)
-    cp.cuda.Device().synchronize()
-    t = time.perf_counter()
     if n <= 1_000_000:
         from umapviz.graph.knn_gpu import exact_knn_gpu
 
+        # A first call compiles the kernels and loads cuBLAS (CuPy then keeps the binaries on disk, so only a
+        # machine's first-ever call pays it): time it apart, as the pipeline's warm-up fit does.
+        cp.cuda.Device().synchronize()
+        t = time.perf_counter()
+        exact_knn_gpu(X[:2000], 15, "euclidean", return_device=True)
+        cp.cuda.Device().synchronize()
+        warm_s = time.perf_counter() - t
+        t = time.perf_counter()
         idx, dist = exact_knn_gpu(X, 15, "euclidean", return_device=True)
         cp.cuda.Device().synchronize()
         knn_s = time.perf_counter() - t
         summary[f"exact kNN {n:,} x 384, k=15 (all pairs, TF32 GEMM + exact refine)"] = (
-            f"{knn_s:.2f} s (target {TARGETS['knn_1m']})")
+            f"{knn_s:.2f} s (target {TARGETS['knn_1m']}; a first call on 2,000 points before it: {warm_s:.2f} s)")
     else:
+        cp.cuda.Device().synchronize()
+        t = time.perf_counter()
         idx, dist = knn_within_groups(X, labels, 15)
         cp.cuda.Device().synchronize()
         knn_s = time.perf_counter() - t
