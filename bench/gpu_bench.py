@@ -195,7 +195,15 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("chunked", "auto", {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
             ("chunked", "auto", {"chunk_neg_batch": 6, "persist_min_blocks": 4}),
             ("vertex", 1, {"vertex_neg_batch": 5}), ("vertex", 1, {"vertex_neg_batch": 6}),
-            ("buffered", 1, {"chunk_neg_batch": 5, "persist_min_blocks": 4})]
+            ("buffered", 1, {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
+            # 39-46: a chunk's apply by sweeping every row (sweep_percent 0) or by its edges (10**6) around where
+            # the default (100: sweep when 2 x edges >= rows) switches: 2 x edges / rows is about 15 / n_chunks at
+            # 1M and 5M (7.4M and 37M active edges an epoch), so 8 chunks sweep, 16 and 32 walk. 45-46: buffered
+            # both ways (46: as before)
+            ("chunked", 8, {"sweep_percent": 0}), ("chunked", 8, {"sweep_percent": 10**6}),
+            ("chunked", 16, {"sweep_percent": 0}), ("chunked", 16, {"sweep_percent": 10**6}),
+            ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
+            ("buffered", 1, {"sweep_percent": 0}), ("buffered", 1, {"sweep_percent": 10**6})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),

@@ -71,7 +71,7 @@ _VERTEX_KNOBS = [("vertex_heavy", 0), ("vertex_heavy", 10**9), ("vertex_heavy", 
                  ("vertex_tile", 16), ("vertex_tile", 32), ("vertex_min_blocks", 0), ("vertex_neg_batch", 8),
                  ("vertex_neg_batch", 1)]
 _CHUNK_KNOBS = [("persist_blocks_per_sm", 2), ("persist_threads", 512), ("persist_min_blocks", 4), ("l2_hints", 0),
-                ("l2_hints", 3), ("chunk_neg_batch", 8)]
+                ("l2_hints", 3), ("chunk_neg_batch", 8), ("sweep_percent", 0), ("sweep_percent", 10**6)]
 
 
 @pytest.mark.parametrize("strategy, knob", [("chunked", k) for k in _KNOBS + _CHUNK_KNOBS]
@@ -236,20 +236,20 @@ def _cpu_engine_with_portable_pow():
     return mod
 
 
-def _portable_pow_pair(graph, strategy, monkeypatch, negative_sample_rate=5):
+def _portable_pow_pair(graph, strategy, monkeypatch, negative_sample_rate=5, n_chunks=16):
     """(cpu, gpu): optimizers of `graph` from the same init, both with the portable power function."""
     from umapviz.optimize import _gpu
     from umapviz.optimize.rng import edge_order
 
     cpu_mod = _cpu_engine_with_portable_pow()
     nsr = negative_sample_rate
-    cpu = _opt(graph, strategy, "cpu", n_chunks=16, negative_sample_rate=nsr)
+    cpu = _opt(graph, strategy, "cpu", n_chunks=n_chunks, negative_sample_rate=nsr)
     cpu._engine = cpu_mod.CpuEngine(graph, edge_order(cpu.seed, graph.nnz), strategy=strategy,
                                     n_chunks=cpu.n_chunks, seed=cpu.seed, a=graph.a, b=graph.b, gamma=1.0,
                                     negative_sample_rate=nsr, private_head=True)
     cpu.reset()
     monkeypatch.setitem(_gpu.TUNING, "portable_pow", True)
-    return cpu, _opt(graph, strategy, "gpu", n_chunks=16, init=cpu._init, negative_sample_rate=nsr)
+    return cpu, _opt(graph, strategy, "gpu", n_chunks=n_chunks, init=cpu._init, negative_sample_rate=nsr)
 
 
 @pytest.mark.parametrize("strategy", DETERMINISTIC)
@@ -263,6 +263,20 @@ def test_same_power_function_makes_cpu_and_gpu_bitwise_equal(mixture_graph, monk
     with capsys.disabled():
         print(f"\ncross-backend (portable pow) {strategy}: max|diff|/extent {rel:.3e}, "
               f"bitwise {cpu.embedding.tobytes() == gpu.embedding.tobytes()}")
+    assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
+
+
+@pytest.mark.parametrize(("n_chunks", "by_rows"), [(2, True), (16, False)])
+def test_chunk_apply_by_rows_or_by_edges_is_bitwise_the_cpus(mixture_graph, monkeypatch, n_chunks, by_rows):
+    """kernels.cu applies a chunk by sweeping every row when its edges touch at least as many row places as there
+    are rows (2 * edges >= n), else edge by edge; each way gives the CPU's bytes. The assertion on the active
+    counts makes sure each case takes the way it is named for in every epoch."""
+    _, graph = mixture_graph
+    cpu, gpu = _portable_pow_pair(graph, "chunked", monkeypatch, n_chunks=n_chunks)
+    active = np.array([record.active_edges for record in gpu.epochs()])
+    smallest, largest = active // n_chunks, -(-active // n_chunks)
+    assert (2 * smallest >= graph.n_vertices).all() if by_rows else (2 * largest < graph.n_vertices).all()
+    cpu.run()
     assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
 
 
@@ -491,6 +505,26 @@ def test_too_big_for_gpu_memory_says_how_much():
         _check_fits(10**10, 2 * 10**11, 2, "chunked")
     with pytest.raises(MemoryError, match=r"needs about \d+\.\d+ GiB"):
         _plan_tile(10**9, 384, 15, "tf32")
+
+
+@pytest.mark.parametrize("strategy", ["hogwild", "chunked", "vertex"])
+def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, strategy):
+    """device_bytes_needed sizes the schedule window and the out-of-memory error, so it must neither
+    overstate (a smaller window or a false error) nor understate (an allocation failure) what is allocated."""
+    import cupy as cp
+
+    from umapviz.optimize import _gpu
+    from umapviz.optimize.rng import edge_order
+
+    _, graph = mixture_graph
+    pool = cp.get_default_memory_pool()
+    before = pool.used_bytes()
+    eng = _gpu.GpuEngine(graph, edge_order(0, graph.nnz), strategy=strategy, n_chunks=4, seed=0, a=graph.a,
+                         b=graph.b, gamma=1.0, negative_sample_rate=5, private_head=True)
+    eng.reset(np.zeros((graph.n_vertices, 2), np.float32))
+    used = pool.used_bytes() - before
+    need = _gpu.device_bytes_needed(graph.n_vertices, graph.nnz, 2, strategy, eng.window, **eng._layout)
+    assert abs(used - need) <= 0.05 * need, f"allocated {used:,} bytes, estimated {need:,}"
 
 
 def test_too_many_components_for_the_gpu(small_graph):

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .._backend import cupy
+from ._cpu import VERTEX_WIDE_GROUP as _VERTEX_WIDE  # VTX_WIDE in kernels.cu: a wide group's items
 from ._cpu import vertex_group_sizes, vertex_index
 
 KERNELS = Path(__file__).with_name("kernels.cu")
@@ -57,6 +58,7 @@ TUNING = {
     "vertex_min_blocks": None,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
     # (None: 4 for 2-D layouts, else 0)
     "l2_hints": 2,  # L2 eviction hints (kernels.cu's L2_HINTS: 0 none .. 3 all)
+    "sweep_percent": 100,  # a chunk is applied by sweeping all rows when 2 x its edges reach this % of the rows
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -66,7 +68,6 @@ _SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in kernels.cu
 _SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels.cu
 _THREADS = 256
 _VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels.cu: warps per block of the vertex kernel
-_VERTEX_WIDE = 128  # must equal VTX_WIDE in kernels.cu (and _cpu.VERTEX_WIDE_GROUP): a wide group's items
 
 
 @functools.cache
@@ -88,10 +89,13 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
         raise ValueError(f"persist_threads={tuning['persist_threads']!r}: use 128, 256, 512 or 1024.")
     if tuning["l2_hints"] not in (0, 1, 2, 3):
         raise ValueError(f"l2_hints={tuning['l2_hints']!r}: use 0, 1, 2 or 3.")
+    if not (isinstance(tuning["sweep_percent"], int) and 0 <= tuning["sweep_percent"] <= 2**31 - 1):
+        raise ValueError(f"sweep_percent={tuning['sweep_percent']!r}: use a whole number of percent >= 0.")
     defines = [("L2_HINTS", tuning["l2_hints"]), ("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))),
                ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
-               ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"])]
+               ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"]),
+               ("SWEEP_PCT", tuning["sweep_percent"])]
     for knob, macro in (("neg_batch", "NEG_BATCH"), ("chunk_neg_batch", "CHUNK_NEG_BATCH"),
                         ("vertex_neg_batch", "VTX_NEG_BATCH"),
                         ("vertex_min_blocks", "VTX_MINB")):
@@ -112,16 +116,19 @@ def _blocks_per_sm(kernel, threads: int) -> int:
     return int(per_sm)
 
 
-def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, window: int = 1) -> int:
+def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, window: int = 1, *,
+                        mirrored: bool = False, nneg_bytes: int = 4) -> int:
     """Bytes of GPU memory the engine allocates for a graph (schedule, active lists, embedding, scratch),
-    with `window` epochs scheduled per pass."""
-    per_edge = 4 * 4 + 8 * 3  # order, head, tail, due; eps, next, next_neg
+    with `window` epochs scheduled per pass. The vertex strategy's also depend on whether the graph is
+    mirrored (no tail-order places and bits) and on the bytes of its per-epoch n_neg (1 or 4)."""
+    per_edge = 4 + 8 * 3  # due; eps, next, next_neg
     per_vertex = 4 * dim
     if strategy == "vertex":
-        per_edge += 4 * 3 + 4 * window + 1  # tails, heads in tail order, tail-order places; n_neg per epoch; bits
+        per_edge += 4 * 2 + nneg_bytes * window  # tails, heads in tail order; n_neg per epoch
+        per_edge += 0 if mirrored else 4 + 1  # tail-order places, activity bits
         per_vertex += 4 * dim + 8 * 2 + 4  # snapshot, two CSR pointers, vertex order
     else:
-        per_edge += 16 * window + 1  # active lists (int4), one per epoch of the window; activity bits
+        per_edge += 4 * 3 + 16 * window + 1  # order, head, tail; active lists (int4) per epoch; activity bits
         if strategy in ("chunked", "buffered"):
             per_vertex += 8 * dim * 4 + 4 * dim  # fixed-point accumulators (1 + 3 rotating), second copy of Y
     n_blocks = -(-nnz // _SCHED_BLOCK)
@@ -134,14 +141,14 @@ def _free_bytes() -> tuple[int, int]:
     return free + cp.get_default_memory_pool().free_bytes(), total
 
 
-def _choose_window(n_vertices: int, nnz: int, dim: int, strategy: str, wanted: int) -> int:
+def _choose_window(n_vertices: int, nnz: int, dim: int, strategy: str, wanted: int, **layout) -> int:
     """The largest schedule window up to `wanted` whose buffers fit in free GPU memory (MemoryError if even
-    one epoch's do not, saying how much is needed)."""
+    one epoch's do not, saying how much is needed). `layout`: device_bytes_needed's keywords."""
     free, total = _free_bytes()
     for window in range(max(1, min(int(wanted), _SCHED_WMAX)), 0, -1):
-        if device_bytes_needed(n_vertices, nnz, dim, strategy, window) <= 0.9 * free:
+        if device_bytes_needed(n_vertices, nnz, dim, strategy, window, **layout) <= 0.9 * free:
             return window
-    need = device_bytes_needed(n_vertices, nnz, dim, strategy, 1)
+    need = device_bytes_needed(n_vertices, nnz, dim, strategy, 1, **layout)
     raise MemoryError(
         f"The layout of this graph ({n_vertices:,} vertices, {nnz:,} edges, strategy={strategy!r}) needs "
         f"{need / 2**30:.2f} GiB of GPU memory, but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB "
@@ -195,6 +202,9 @@ class GpuEngine:
         # The permutation's gathers run on the GPU: on the host each costs ~0.2 s at 26M edges.
         self._order = None if strategy == "vertex" else cp.asarray(np.asarray(perm, dtype=np.int32))
         self._head_host, self._tail_host, self._eps_host = head, tail, eps
+        # The vertex strategy's index (host work, done once) and what it means for the memory needed.
+        self._vix = vertex_index(head, tail, eps, self.n_vertices) if strategy == "vertex" else None
+        self._layout = {"mirrored": self._vix.mirrored, "nneg_bytes": self._nneg_bytes()} if self._vix else {}
         self._eps = cp.asarray(eps) if self._order is None else cp.asarray(eps)[self._order]
         self._n_sched_blocks = -(-self.nnz // _SCHED_BLOCK)
         self._counts = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
@@ -225,7 +235,7 @@ class GpuEngine:
         if self.Y is None or self.Y.shape != init.shape:
             self.Y = None  # let a previous allocation go before sizing the new one
             self._window = _choose_window(self.n_vertices, self.nnz, dim, self.strategy,
-                                          self.tuning["sched_window"])
+                                          self.tuning["sched_window"], **self._layout)
             self.dim = dim
             self._allocate()
         with self._stream:
@@ -304,8 +314,7 @@ class GpuEngine:
         self._acc = None
         defines = _tuning_defines(self.tuning)
         if self.strategy == "vertex":
-            nneg_bytes = self._nneg_bytes()
-            defines += (("VTX_NNEG_BYTES", nneg_bytes),)
+            defines += (("VTX_NNEG_BYTES", self._layout["nneg_bytes"]),)
         self._mod = _module(dim, self.private_head, defines)
         self._sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
@@ -319,7 +328,7 @@ class GpuEngine:
         if self.strategy == "vertex":
             self._k_flags = k("win_flags")
             self._k_vertex = k("epoch_vertex")
-            ix = vertex_index(self._head_host, self._tail_host, self._eps_host, n)
+            ix = self._vix
             # Busiest vertices first: the longest chains of groups start early; those with wide groups get four
             # warps each, the others above the heavy threshold a warp each, the rest share warps (kernels.cu).
             work = np.diff(ix.head_ptr) + np.diff(ix.tail_ptr)
@@ -340,7 +349,7 @@ class GpuEngine:
                 self._act_tail = cp.empty(nnz, dtype=np.uint8)  # activity bits over the window, in tail order
             self._head_ptr = cp.asarray(ix.head_ptr)
             self._tail_ptr = cp.asarray(ix.tail_ptr)
-            self._nneg_edge = cp.empty((W, nnz), dtype=np.int8 if nneg_bytes == 1 else np.int32)
+            self._nneg_edge = cp.empty((W, nnz), dtype=np.int8 if self._layout["nneg_bytes"] == 1 else np.int32)
             self._snap = cp.empty_like(self.Y)
             return
         self._k_emit = k("win_emit")
@@ -442,4 +451,5 @@ class GpuEngine:
             for c in range(self.n_chunks):
                 self._k_moves((blocks,), (_THREADS,), (self.Y, self._acc, active, n_act, c_total, np.int32(c), ep,
                                                        *curve))
-                self._k_apply((blocks,), (_THREADS,), (self.Y, self._acc, active, n_act, c_total, np.int32(c)))
+                self._k_apply((blocks,), (_THREADS,), (self.Y, self._acc, active, n_act, c_total, np.int32(c),
+                                                       np.int32(self.n_vertices)))

@@ -13,7 +13,7 @@
 //   UMV_DIM  embedding dimension (1..8), UMV_PH  private_head (1: negatives see the head after its
 //   attraction, the shipped behaviour; 0: they see it as it was before the edge), UMV_PORTABLE_POW,
 //   NEG_BATCH  negative samples whose rows are loaded together (the vertex kernel's: VTX_NEG_BATCH; the
-//   chunked kernels': CHUNK_NEG_BATCH), L2_HINTS.
+//   chunked kernels': CHUNK_NEG_BATCH), L2_HINTS, SWEEP_PCT.
 //
 // Per-edge schedule state is stored in *processing order*: position p holds edge order[p] (order = the
 // seed's permutation, or the identity for the vertex strategy), so the schedule pass reads it coalesced.
@@ -725,24 +725,27 @@ __device__ __forceinline__ void chunk_edge(const Rows& rows, u64* acc, int4 r, u
     }
 }
 
-// Chunked, apply half: the two rows of an edge of the chunk (its head h and tail t, never the same row) each take
-// their accumulator exactly once (atomicExch hands the sum to one thread, 0 to the others) and clear it. A row
-// whose sum is 0 is left as it is, which equals applying 0. Both rows' exchanges are issued before either row
-// is written, so their round trips overlap (an exchange may not pass an earlier store, so row after row would
-// chain them). A 2-D row on Hopper takes both sums in one 128-bit exchange and is read and written as one 8-byte
-// access (a coordinate whose sum is 0 keeps its bits).
+// Chunked, apply half. A row takes its chunk sum per coordinate: a coordinate whose sum is 0 keeps its bits,
+// which equals applying 0 (and keeps -0.0 as the CPU engine does).
+#if UMV_VECTOR_ATOMICS && DIM == 2
+__device__ __forceinline__ float2 apply_sums(float2 y, ulonglong2 s) {
+    return make_float2(s.x != 0ULL ? apply_fixed(y.x, s.x) : y.x, s.y != 0ULL ? apply_fixed(y.y, s.y) : y.y);
+}
+#endif
+
+// By edges: the two rows of an edge of the chunk (its head h and tail t, never the same row) each take their
+// accumulator exactly once (atomicExch hands the sum to one thread, 0 to the others) and clear it. Both rows'
+// exchanges are issued before either row is written, so their round trips overlap (an exchange may not pass an
+// earlier store, so row after row would chain them). A 2-D row on Hopper takes both sums in one 128-bit
+// exchange and is read and written as one 8-byte access.
 __device__ __forceinline__ void apply_edge(float* Y, u64* acc, int h, int t) {
 #if UMV_VECTOR_ATOMICS && DIM == 2
     float2 yh = __ldcg(reinterpret_cast<const float2*>(Y + (i64)h * 2));  // in flight with the exchanges
     float2 yt = __ldcg(reinterpret_cast<const float2*>(Y + (i64)t * 2));
     ulonglong2 sh = atomicExch(reinterpret_cast<ulonglong2*>(acc + (i64)h * 2), make_ulonglong2(0ULL, 0ULL));
     ulonglong2 st = atomicExch(reinterpret_cast<ulonglong2*>(acc + (i64)t * 2), make_ulonglong2(0ULL, 0ULL));
-    if ((sh.x | sh.y) != 0ULL)
-        __stcg(reinterpret_cast<float2*>(Y + (i64)h * 2), make_float2(sh.x != 0ULL ? apply_fixed(yh.x, sh.x) : yh.x,
-                                                                       sh.y != 0ULL ? apply_fixed(yh.y, sh.y) : yh.y));
-    if ((st.x | st.y) != 0ULL)
-        __stcg(reinterpret_cast<float2*>(Y + (i64)t * 2), make_float2(st.x != 0ULL ? apply_fixed(yt.x, st.x) : yt.x,
-                                                                       st.y != 0ULL ? apply_fixed(yt.y, st.y) : yt.y));
+    if ((sh.x | sh.y) != 0ULL) __stcg(reinterpret_cast<float2*>(Y + (i64)h * 2), apply_sums(yh, sh));
+    if ((st.x | st.y) != 0ULL) __stcg(reinterpret_cast<float2*>(Y + (i64)t * 2), apply_sums(yt, st));
 #else
     const int v[2] = {h, t};
     float y[2][DIM];
@@ -764,6 +767,51 @@ __device__ __forceinline__ void apply_edge(float* Y, u64* acc, int h, int t) {
 #endif
 }
 
+// By rows: row v takes its own sum. One thread per row, so plain loads and stores replace the exchanges, and the
+// rows are walked in order (coalesced). When a chunk touches about as many row places as the graph has rows
+// (buffered's single chunk touches each row ~15 times an epoch), this sweep costs less than two random
+// exchanges per edge, most of which find a sum that another edge of the row already took.
+__device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
+#if UMV_VECTOR_ATOMICS && DIM == 2
+    ulonglong2 s = __ldcg(reinterpret_cast<const ulonglong2*>(acc + (i64)v * 2));
+    if ((s.x | s.y) == 0ULL) return;
+    float2 y = __ldcg(reinterpret_cast<const float2*>(Y + (i64)v * 2));
+    __stcg(reinterpret_cast<ulonglong2*>(acc + (i64)v * 2), make_ulonglong2(0ULL, 0ULL));
+    __stcg(reinterpret_cast<float2*>(Y + (i64)v * 2), apply_sums(y, s));
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        u64 s = __ldcg(acc + (i64)v * DIM + d);
+        if (s != 0ULL) {
+            __stcg(Y + (i64)v * DIM + d, apply_fixed(__ldcg(Y + (i64)v * DIM + d), s));
+            __stcg(acc + (i64)v * DIM + d, 0ULL);
+        }
+    }
+#endif
+}
+
+// Whether the apply of a chunk of `edges` edges sweeps all n rows (apply_rows) rather than walking its edges
+// (apply_edges): when its 2 * edges row places reach SWEEP_PCT percent of the row count (the sweep_percent knob;
+// 0 always sweeps). The same for every thread of a launch.
+#ifndef SWEEP_PCT
+#define SWEEP_PCT 100
+#endif
+__device__ __forceinline__ bool sweep_rows(int edges, int n) { return 200LL * edges >= (i64)SWEEP_PCT * n; }
+
+// The two ways to apply a chunk, thread by thread (stride: the grid's threads). Rows are walked by the linear
+// thread index, so a warp's rows are contiguous; edges from position `from` (the caller's spread_index).
+__device__ __forceinline__ void apply_rows(float* Y, u64* acc, int n, int stride) {
+    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) apply_row(Y, acc, v);
+}
+
+__device__ __forceinline__ void apply_edges(float* Y, u64* acc, const int4* __restrict__ active, int from, int hi,
+                                            int stride) {
+    for (int q = from; q < hi; q += stride) {
+        int4 r = load_last(active + q);
+        apply_edge(Y, acc, r.y, r.z);
+    }
+}
+
 extern "C" __global__ void chunk_moves(const float* __restrict__ Y, u64* acc, const int4* __restrict__ active,
                                        const int* __restrict__ n_act, int n_chunks, int c,
                                        const int* __restrict__ ep, u64 seed, int n, float a, float b, float c_att,
@@ -779,13 +827,14 @@ extern "C" __global__ void chunk_moves(const float* __restrict__ Y, u64* acc, co
 }
 
 extern "C" __global__ void chunk_apply(float* Y, u64* acc, const int4* __restrict__ active,
-                                       const int* __restrict__ n_act, int n_chunks, int c) {
+                                       const int* __restrict__ n_act, int n_chunks, int c, int n) {
     int lo, hi;
     chunk_range(*n_act, n_chunks, c, &lo, &hi);
-    for (int q = lo + spread_index(); q < hi; q += gridDim.x * blockDim.x) {
-        int4 r = active[q];
-        apply_edge(Y, acc, r.y, r.z);
-    }
+    int stride = gridDim.x * blockDim.x;
+    if (sweep_rows(hi - lo, n))
+        apply_rows(Y, acc, n, stride);
+    else
+        apply_edges(Y, acc, active, lo + spread_index(), hi, stride);
 }
 
 // Grid-wide barrier for the persistent kernels (all their blocks are resident: the grid is sized from the
@@ -848,10 +897,11 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
             if (mine) chunk_edge(rows, acc, rec, seed, t, cv, alpha);
             for (int q = lo + first + stride; q < hi; q += stride) chunk_edge(rows, acc, active[q], seed, t, cv, alpha);
             grid_barrier(bar);
-            if (mine) apply_edge(Y, acc, rec.y, rec.z);
-            for (int q = lo + first + stride; q < hi; q += stride) {
-                int4 r = load_last(active + q);
-                apply_edge(Y, acc, r.y, r.z);
+            if (sweep_rows(hi - lo, n)) {
+                apply_rows(Y, acc, n, stride);
+            } else {  // the thread's first edge is in registers already
+                if (mine) apply_edge(Y, acc, rec.y, rec.z);
+                apply_edges(Y, acc, active, lo + first + stride, hi, stride);
             }
             grid_barrier(bar);
         }
