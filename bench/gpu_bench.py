@@ -203,7 +203,12 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("chunked", 8, {"sweep_percent": 0}), ("chunked", 8, {"sweep_percent": 10**6}),
             ("chunked", 16, {"sweep_percent": 0}), ("chunked", 16, {"sweep_percent": 10**6}),
             ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
-            ("buffered", 1, {"sweep_percent": 0}), ("buffered", 1, {"sweep_percent": 10**6})]
+            ("buffered", 1, {"sweep_percent": 0}), ("buffered", 1, {"sweep_percent": 10**6}),
+            # 47-52: where the sweep stops paying (at 5M the times of 39-44 cross near 140 chunks, at 1M near 90);
+            # then the rows of a chunk applied by their first claimants instead of exchanges (apply_owners)
+            ("chunked", 64, {"sweep_percent": 0}), ("chunked", 64, {"sweep_percent": 10**6}),
+            ("chunked", 128, {"sweep_percent": 0}), ("chunked", "auto", {"sweep_percent": 0}),
+            ("chunked", "auto", {"apply_owners": True}), ("chunked", 64, {"apply_owners": True})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),

@@ -59,6 +59,7 @@ TUNING = {
     # (None: 4 for 2-D layouts, else 0)
     "l2_hints": 2,  # L2 eviction hints (kernels.cu's L2_HINTS: 0 none .. 3 all)
     "sweep_percent": 100,  # a chunk is applied by sweeping all rows when 2 x its edges reach this % of the rows
+    "apply_owners": False,  # other chunks: True applies each row by the edge that claimed it first (kernels.cu)
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -95,7 +96,7 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
                ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
                ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"]),
-               ("SWEEP_PCT", tuning["sweep_percent"])]
+               ("SWEEP_PCT", tuning["sweep_percent"]), ("APPLY_OWNERS", int(bool(tuning["apply_owners"])))]
     for knob, macro in (("neg_batch", "NEG_BATCH"), ("chunk_neg_batch", "CHUNK_NEG_BATCH"),
                         ("vertex_neg_batch", "VTX_NEG_BATCH"),
                         ("vertex_min_blocks", "VTX_MINB")):
@@ -130,7 +131,7 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
     else:
         per_edge += 4 * 3 + 16 * window + 1  # order, head, tail; active lists (int4) per epoch; activity bits
         if strategy in ("chunked", "buffered"):
-            per_vertex += 8 * dim * 4 + 4 * dim  # fixed-point accumulators (1 + 3 rotating), second copy of Y
+            per_vertex += 8 * dim * 4 + 4 * dim + 4  # fixed-point accumulators (1 + 3 rotating), copy of Y, stamps
     n_blocks = -(-nnz // _SCHED_BLOCK)
     return per_edge * nnz + per_vertex * (n_vertices + 1) + 8 * n_blocks * _SCHED_WMAX + 4096
 
@@ -247,6 +248,7 @@ class GpuEngine:
             if self._acc is not None:
                 self._barrier.fill(0)  # a fresh count, whatever an interrupted epoch left
                 self._acc.fill(0)
+                self._stamp.fill(0)
                 self._acc3.fill(0)
                 self._Y1[...] = init
         self._stream.synchronize()
@@ -365,6 +367,7 @@ class GpuEngine:
             self._k_hog = k("epoch_hogwild")
         else:
             self._acc = cp.zeros((n, dim), dtype=np.uint64)
+            self._stamp = cp.zeros(n, dtype=np.uint32)  # rows claimed in a chunk (apply_owners)
             self._acc3 = cp.zeros((3, n, dim), dtype=np.uint64)
             self._Y1 = cp.empty_like(self.Y)  # the pipelined kernel's second copy (equal to Y between epochs)
             self._k_moves = k("chunk_moves")
@@ -440,7 +443,7 @@ class GpuEngine:
             self._k_hog((blocks,), (_THREADS,), (self.Y, active, n_act, ep, *curve))
         elif self.chunk_mode == "persistent":
             self._k_persist((self._persist_blocks,), (self._persist_threads,), (
-                self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
+                self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier, self._stamp))
         elif self.chunk_mode == "pipelined":
             self._k_pipe((self._persist_blocks,), (self._persist_threads,), (
                 self.Y, self._Y1, self._acc3, np.int64(self.n_vertices * self.dim), active, n_act,
