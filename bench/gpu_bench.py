@@ -196,19 +196,16 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("chunked", "auto", {"chunk_neg_batch": 6, "persist_min_blocks": 4}),
             ("vertex", 1, {"vertex_neg_batch": 5}), ("vertex", 1, {"vertex_neg_batch": 6}),
             ("buffered", 1, {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
-            # 39-46: a chunk's apply by sweeping every row (sweep_percent 0) or by its edges (10**6) around where
-            # the default (100: sweep when 2 x edges >= rows) switches: 2 x edges / rows is about 15 / n_chunks at
-            # 1M and 5M (7.4M and 37M active edges an epoch), so 8 chunks sweep, 16 and 32 walk. 45-46: buffered
-            # both ways (46: as before)
+            # 39-50: a chunk's apply by sweeping every row (sweep_percent 0) or by its edges (10**6). 2 x edges / rows
+            # is about 15 / n_chunks at 1M and 5M (7.4M and 37M active edges an epoch). 45-46: buffered both ways
+            # (46: as before). The sweep won up to 64 chunks and lost from 124, so the default became 20%
+            # (RESULTS.md, 2026-12-02 05:55 and 06:11; rows applied by their first claimant lost too)
             ("chunked", 8, {"sweep_percent": 0}), ("chunked", 8, {"sweep_percent": 10**6}),
             ("chunked", 16, {"sweep_percent": 0}), ("chunked", 16, {"sweep_percent": 10**6}),
             ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
             ("buffered", 1, {"sweep_percent": 0}), ("buffered", 1, {"sweep_percent": 10**6}),
-            # 47-52: where the sweep stops paying (at 5M the times of 39-44 cross near 140 chunks, at 1M near 90);
-            # then the rows of a chunk applied by their first claimants instead of exchanges (apply_owners)
             ("chunked", 64, {"sweep_percent": 0}), ("chunked", 64, {"sweep_percent": 10**6}),
-            ("chunked", 128, {"sweep_percent": 0}), ("chunked", "auto", {"sweep_percent": 0}),
-            ("chunked", "auto", {"apply_owners": True}), ("chunked", 64, {"apply_owners": True})]
+            ("chunked", 128, {"sweep_percent": 0}), ("chunked", "auto", {"sweep_percent": 0})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),

@@ -10,13 +10,13 @@ module holds the device state and launches one epoch:
    read and written once per window instead of once per epoch; no host round trip;
 2. the strategy: ``hogwild`` one launch; ``sequential`` one launch of a single thread (small graphs and tests
    only); ``chunked``/``buffered`` either one persistent launch that walks all chunks with grid-wide barriers
-   (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; ``"pipelined"``: one barrier
-   per chunk, the apply folded into the next chunk's phase, the same bytes but about three times as slow on an H200,
-   kept for comparison), two launches per chunk (``"launch"``), or those launches captured once in a CUDA
-   graph and replayed each epoch (``"graph"``); ``vertex`` one launch, 32 of a vertex's edges at a time (128
-   for the widest), busiest vertices first, four warps for each of the widest, a warp for each other hub and a
-   few lanes for each other vertex. Timings:
-   bench/RESULTS.md.
+   (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; the apply sweeps every row's sum
+   in order unless the chunk touches few rows (buffered's one chunk always sweeps), else it walks its edges;
+   ``"pipelined"``: one barrier per chunk, the apply folded into the next chunk's phase, the same bytes but
+   about three times as slow on an H200, kept for comparison), two launches per chunk (``"launch"``), or those
+   launches captured once in a CUDA graph and replayed each epoch (``"graph"``); ``vertex`` one launch, 32 of
+   a vertex's edges at a time (128 for the widest), busiest vertices first, four warps for each of the widest,
+   a warp for each other hub and a few lanes for each other vertex. Timings: bench/RESULTS.md.
 
 Chunk bounds are computed on the device from the active count, so no mode reads anything back until
 ``run_epoch`` returns the epoch's active count.
@@ -58,8 +58,7 @@ TUNING = {
     "vertex_min_blocks": None,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
     # (None: 4 for 2-D layouts, else 0)
     "l2_hints": 2,  # L2 eviction hints (kernels.cu's L2_HINTS: 0 none .. 3 all)
-    "sweep_percent": 100,  # a chunk is applied by sweeping all rows when 2 x its edges reach this % of the rows
-    "apply_owners": False,  # other chunks: True applies each row by the edge that claimed it first (kernels.cu)
+    "sweep_percent": 20,  # a chunk is applied by sweeping all rows when 2 x its edges reach this % of the rows
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -96,7 +95,7 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
                ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
                ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"]),
-               ("SWEEP_PCT", tuning["sweep_percent"]), ("APPLY_OWNERS", int(bool(tuning["apply_owners"])))]
+               ("SWEEP_PCT", tuning["sweep_percent"])]
     for knob, macro in (("neg_batch", "NEG_BATCH"), ("chunk_neg_batch", "CHUNK_NEG_BATCH"),
                         ("vertex_neg_batch", "VTX_NEG_BATCH"),
                         ("vertex_min_blocks", "VTX_MINB")):
@@ -131,7 +130,7 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
     else:
         per_edge += 4 * 3 + 16 * window + 1  # order, head, tail; active lists (int4) per epoch; activity bits
         if strategy in ("chunked", "buffered"):
-            per_vertex += 8 * dim * 4 + 4 * dim + 4  # fixed-point accumulators (1 + 3 rotating), copy of Y, stamps
+            per_vertex += 8 * dim * 4 + 4 * dim  # fixed-point accumulators (1 + 3 rotating), second copy of Y
     n_blocks = -(-nnz // _SCHED_BLOCK)
     return per_edge * nnz + per_vertex * (n_vertices + 1) + 8 * n_blocks * _SCHED_WMAX + 4096
 
@@ -248,7 +247,6 @@ class GpuEngine:
             if self._acc is not None:
                 self._barrier.fill(0)  # a fresh count, whatever an interrupted epoch left
                 self._acc.fill(0)
-                self._stamp.fill(0)
                 self._acc3.fill(0)
                 self._Y1[...] = init
         self._stream.synchronize()
@@ -367,7 +365,6 @@ class GpuEngine:
             self._k_hog = k("epoch_hogwild")
         else:
             self._acc = cp.zeros((n, dim), dtype=np.uint64)
-            self._stamp = cp.zeros(n, dtype=np.uint32)  # rows claimed in a chunk (apply_owners)
             self._acc3 = cp.zeros((3, n, dim), dtype=np.uint64)
             self._Y1 = cp.empty_like(self.Y)  # the pipelined kernel's second copy (equal to Y between epochs)
             self._k_moves = k("chunk_moves")
@@ -443,7 +440,7 @@ class GpuEngine:
             self._k_hog((blocks,), (_THREADS,), (self.Y, active, n_act, ep, *curve))
         elif self.chunk_mode == "persistent":
             self._k_persist((self._persist_blocks,), (self._persist_threads,), (
-                self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier, self._stamp))
+                self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
         elif self.chunk_mode == "pipelined":
             self._k_pipe((self._persist_blocks,), (self._persist_threads,), (
                 self.Y, self._Y1, self._acc3, np.int64(self.n_vertices * self.dim), active, n_act,

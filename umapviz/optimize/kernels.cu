@@ -768,9 +768,9 @@ __device__ __forceinline__ void apply_edge(float* Y, u64* acc, int h, int t) {
 }
 
 // By rows: row v takes its own sum. One thread per row, so plain loads and stores replace the exchanges, and the
-// rows are walked in order (coalesced). When a chunk touches about as many row places as the graph has rows
-// (buffered's single chunk touches each row ~15 times an epoch), this sweep costs less than two random
-// exchanges per edge, most of which find a sum that another edge of the row already took.
+// rows are walked in order (coalesced). Unless a chunk touches few of the rows, this sweep costs less than two
+// random exchanges per edge (buffered's single chunk touches each row ~15 times an epoch, so most of its
+// exchanges would find a sum that another edge of the row already took).
 __device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
 #if UMV_VECTOR_ATOMICS && DIM == 2
     ulonglong2 s = __ldcg(reinterpret_cast<const ulonglong2*>(acc + (i64)v * 2));
@@ -792,9 +792,10 @@ __device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
 
 // Whether the apply of a chunk of `edges` edges sweeps all n rows (apply_rows) rather than walking its edges
 // (apply_edges): when its 2 * edges row places reach SWEEP_PCT percent of the row count (the sweep_percent knob;
-// 0 always sweeps). The same for every thread of a launch.
+// 0 always sweeps). The same for every thread of a launch. On an H200 the sweep wins at 23% (64 chunks of the
+// 1M and 5M graphs: -4% and -16% an epoch) and loses at 12% (124-128 chunks: +32% and +12%); bench/RESULTS.md.
 #ifndef SWEEP_PCT
-#define SWEEP_PCT 100
+#define SWEEP_PCT 20
 #endif
 __device__ __forceinline__ bool sweep_rows(int edges, int n) { return 200LL * edges >= (i64)SWEEP_PCT * n; }
 
@@ -874,26 +875,10 @@ __device__ __forceinline__ void grid_barrier(u64* bar) {
 #define PERSIST_BOUNDS __launch_bounds__(PERSIST_THREADS)
 #endif
 
-// APPLY_OWNERS 1 (the apply_owners knob): a chunk that is not swept is applied by its rows' owners instead of
-// exchanges. In the gradient half each edge claims its two rows (an atomic exchange of a stamp, its result used
-// only after the edge's moves, so its round trip overlaps them); the first claimant of a row owns it and, after
-// the barrier, applies its sum and clears the stamp with plain loads and stores. A thread keeps the claims of
-// up to 16 edges of a chunk in a register; larger chunks are swept.
-#ifndef APPLY_OWNERS
-#define APPLY_OWNERS 0
-#endif
-#define OWNED_EDGES 16
-
-// Row v's sum applied by its owner, which then releases the row's stamp.
-__device__ __forceinline__ void apply_owned(float* Y, u64* acc, unsigned* stamp, int v) {
-    apply_row(Y, acc, v);
-    __stcg(stamp + v, 0u);
-}
-
 extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc, const int4* __restrict__ active,
                                               const int* __restrict__ n_act, int n_chunks,
                                               const int* __restrict__ ep, u64 seed, int n, float a, float b,
-                                              float c_att, float c_rep, u64* bar, unsigned* stamp) {
+                                              float c_att, float c_rep, u64* bar) {
     Curve cv = make_curve(a, b, c_att, c_rep, n);
     L2Rows rows = {Y};
     int t = epoch_t(ep);
@@ -910,32 +895,11 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
         int4 rec_next = lo_next + first < hi_next ? active[lo_next + first] : make_int4(0, 0, 0, 0);
         if (lo < hi) {  // every block skips the same empty chunks
             bool mine = lo + first < hi;
-            bool sweep = sweep_rows(hi - lo, n) || (APPLY_OWNERS && hi - lo > OWNED_EDGES * stride);
-            bool owners = APPLY_OWNERS && !sweep;
-            unsigned own = 0u;  // bit 2k: this thread owns the head of its k-th edge of the chunk; 2k + 1: the tail
-            int k = 0;
-            for (int q = lo + first; q < hi; q += stride, ++k) {
-                int4 r = q == lo + first ? rec : active[q];
-                unsigned ch = 1u, ct = 1u;
-                if (owners) {
-                    ch = atomicExch(stamp + r.y, 1u);
-                    ct = atomicExch(stamp + r.z, 1u);
-                }
-                chunk_edge(rows, acc, r, seed, t, cv, alpha);
-                if (owners) own |= ((ch == 0u ? 1u : 0u) | (ct == 0u ? 2u : 0u)) << (2 * k);
-            }
+            if (mine) chunk_edge(rows, acc, rec, seed, t, cv, alpha);
+            for (int q = lo + first + stride; q < hi; q += stride) chunk_edge(rows, acc, active[q], seed, t, cv, alpha);
             grid_barrier(bar);
-            if (sweep) {
+            if (sweep_rows(hi - lo, n)) {
                 apply_rows(Y, acc, n, stride);
-            } else if (owners) {
-                k = 0;
-                for (int q = lo + first; q < hi; q += stride, ++k) {
-                    unsigned mine2 = (own >> (2 * k)) & 3u;
-                    if (!mine2) continue;
-                    int4 r = q == lo + first ? rec : load_last(active + q);
-                    if (mine2 & 1u) apply_owned(Y, acc, stamp, r.y);
-                    if (mine2 & 2u) apply_owned(Y, acc, stamp, r.z);
-                }
             } else {  // the thread's first edge is in registers already
                 if (mine) apply_edge(Y, acc, rec.y, rec.z);
                 apply_edges(Y, acc, active, lo + first + stride, hi, stride);
