@@ -793,7 +793,8 @@ __device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
 // Whether the apply of a chunk of `edges` edges sweeps all n rows (apply_rows) rather than walking its edges
 // (apply_edges): when its 2 * edges row places reach SWEEP_PCT percent of the row count (the sweep_percent knob;
 // 0 always sweeps). The same for every thread of a launch. On an H200 the sweep wins at 23% (64 chunks of the
-// 1M and 5M graphs: -4% and -16% an epoch) and loses at 12% (124-128 chunks: +32% and +12%); bench/RESULTS.md.
+// 1M and 5M graphs: -4% and -16% an epoch) and loses at 12% (1M: 128 chunks swept 2.45 ms an epoch, 124 walked
+// 1.82; 5M: 128 swept 14.7, 64 walked 13.2); bench/RESULTS.md.
 #ifndef SWEEP_PCT
 #define SWEEP_PCT 20
 #endif
