@@ -205,11 +205,7 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
             ("buffered", 1, {"sweep_percent": 0}), ("buffered", 1, {"sweep_percent": 10**6}),
             ("chunked", 64, {"sweep_percent": 0}), ("chunked", 64, {"sweep_percent": 10**6}),
-            ("chunked", 128, {"sweep_percent": 0}), ("chunked", "auto", {"sweep_percent": 0}),
-            # 51-52: chunks of at most one edge per thread applied with no atomics (read, grid barrier, write);
-            # 4 blocks per SM as the default kernel has (76 registers otherwise)
-            ("chunked", "auto", {"apply_read_first": True, "persist_min_blocks": 4}),
-            ("chunked", "auto", {"persist_min_blocks": 4})]
+            ("chunked", 128, {"sweep_percent": 0}), ("chunked", "auto", {"sweep_percent": 0})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),

@@ -71,8 +71,7 @@ _VERTEX_KNOBS = [("vertex_heavy", 0), ("vertex_heavy", 10**9), ("vertex_heavy", 
                  ("vertex_tile", 16), ("vertex_tile", 32), ("vertex_min_blocks", 0), ("vertex_neg_batch", 8),
                  ("vertex_neg_batch", 1)]
 _CHUNK_KNOBS = [("persist_blocks_per_sm", 2), ("persist_threads", 512), ("persist_min_blocks", 4), ("l2_hints", 0),
-                ("l2_hints", 3), ("chunk_neg_batch", 8), ("sweep_percent", 0), ("sweep_percent", 10**6),
-                ("apply_read_first", True)]
+                ("l2_hints", 3), ("chunk_neg_batch", 8), ("sweep_percent", 0), ("sweep_percent", 10**6)]
 
 
 @pytest.mark.parametrize("strategy, knob", [("chunked", k) for k in _KNOBS + _CHUNK_KNOBS]
@@ -267,24 +266,21 @@ def test_same_power_function_makes_cpu_and_gpu_bitwise_equal(mixture_graph, monk
     assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
 
 
-@pytest.mark.parametrize(("n_chunks", "way"), [(4, "rows"), (100, "edges"), (100, "read_first")])
-def test_each_way_to_apply_a_chunk_is_bitwise_the_cpus(mixture_graph, monkeypatch, n_chunks, way):
+@pytest.mark.parametrize(("n_chunks", "by_rows"), [(4, True), (100, False)])
+def test_chunk_apply_by_rows_or_by_edges_is_bitwise_the_cpus(mixture_graph, monkeypatch, n_chunks, by_rows):
     """kernels.cu applies a chunk by sweeping every row when its edges touch enough row places (2 * edges >=
-    sweep_percent % of the rows), else edge by edge with exchanges, or (apply_read_first, at most one edge per
-    thread) by reading every row before a grid barrier and writing after it; each way gives the CPU's bytes. The
-    assertions on the active counts make sure each case takes its way in every epoch."""
+    sweep_percent % of the rows), else edge by edge; each way gives the CPU's bytes. The assertion on the active
+    counts makes sure each case takes the way it is named for in every epoch."""
     from umapviz.optimize import _gpu
 
     _, graph = mixture_graph
-    monkeypatch.setitem(_gpu.TUNING, "apply_read_first", way == "read_first")
     cpu, gpu = _portable_pow_pair(graph, "chunked", monkeypatch, n_chunks=n_chunks)
     active = np.array([record.active_edges for record in gpu.epochs()])
     active = active[active > 0]  # epoch 0 has none (every epochs_per_sample is at least 1): nothing to apply
     assert len(active) >= graph.n_epochs - 2
     smallest, largest = active // n_chunks, -(-active // n_chunks)
     rows = _gpu.TUNING["sweep_percent"] * graph.n_vertices
-    assert (200 * smallest >= rows).all() if way == "rows" else (200 * largest < rows).all()
-    assert largest.max() <= gpu._engine._persist_blocks * gpu._engine._persist_threads
+    assert (200 * smallest >= rows).all() if by_rows else (200 * largest < rows).all()
     cpu.run()
     assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
 

@@ -59,7 +59,6 @@ TUNING = {
     # (None: 4 for 2-D layouts, else 0)
     "l2_hints": 2,  # L2 eviction hints (kernels.cu's L2_HINTS: 0 none .. 3 all)
     "sweep_percent": 20,  # a chunk is applied by sweeping all rows when 2 x its edges reach this % of the rows
-    "apply_read_first": False,  # other chunks of at most one edge per thread: read, grid barrier, write (no atomics)
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
@@ -96,7 +95,7 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
                ("VTX_TILE", tuning["vertex_tile"]),
                ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
                ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"]),
-               ("SWEEP_PCT", tuning["sweep_percent"]), ("APPLY_READ_FIRST", int(bool(tuning["apply_read_first"])))]
+               ("SWEEP_PCT", tuning["sweep_percent"])]
     for knob, macro in (("neg_batch", "NEG_BATCH"), ("chunk_neg_batch", "CHUNK_NEG_BATCH"),
                         ("vertex_neg_batch", "VTX_NEG_BATCH"),
                         ("vertex_min_blocks", "VTX_MINB")):

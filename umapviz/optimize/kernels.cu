@@ -800,53 +800,6 @@ __device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
 #endif
 __device__ __forceinline__ bool sweep_rows(int edges, int n) { return 200LL * edges >= (i64)SWEEP_PCT * n; }
 
-// APPLY_READ_FIRST 1 (the apply_read_first knob): a chunk with at most one edge per thread is applied without
-// atomics. Every thread reads its edge's two rows and their sums and computes the moved rows, a grid barrier
-// follows, then each writes its moved rows and clears their sums. A row of several edges of the chunk is read
-// alike by each of them (nothing is written before the barrier), so they all write the same bits.
-#ifndef APPLY_READ_FIRST
-#define APPLY_READ_FIRST 0
-#endif
-struct MovedRow {
-    float y[DIM];    // the row moved by its sum (coordinates whose sum is 0 keep their bits)
-    unsigned moved;  // bit d: coordinate d's sum is not 0
-};
-
-__device__ __forceinline__ MovedRow read_moved_row(const float* Y, const u64* acc, int v) {
-    MovedRow r;
-    u64 s[DIM];
-#if DIM == 2
-    float2 y = __ldcg(reinterpret_cast<const float2*>(Y + (i64)v * 2));
-    ulonglong2 s2 = __ldcg(reinterpret_cast<const ulonglong2*>(acc + (i64)v * 2));
-    r.y[0] = y.x, r.y[1] = y.y, s[0] = s2.x, s[1] = s2.y;
-#else
-#pragma unroll
-    for (int d = 0; d < DIM; ++d) {
-        r.y[d] = __ldcg(Y + (i64)v * DIM + d);
-        s[d] = __ldcg(acc + (i64)v * DIM + d);
-    }
-#endif
-    r.moved = 0u;
-#pragma unroll
-    for (int d = 0; d < DIM; ++d) {
-        if (s[d] != 0ULL) {
-            r.y[d] = apply_fixed(r.y[d], s[d]);
-            r.moved |= 1u << d;
-        }
-    }
-    return r;
-}
-
-__device__ __forceinline__ void write_moved_row(float* Y, u64* acc, int v, const MovedRow& r) {
-#pragma unroll
-    for (int d = 0; d < DIM; ++d) {
-        if ((r.moved >> d) & 1u) {
-            __stcg(Y + (i64)v * DIM + d, r.y[d]);
-            __stcg(acc + (i64)v * DIM + d, 0ULL);
-        }
-    }
-}
-
 // The two ways to apply a chunk, thread by thread (stride: the grid's threads). Rows are walked by the linear
 // thread index, so a warp's rows are contiguous; edges from position `from` (the caller's spread_index).
 __device__ __forceinline__ void apply_rows(float* Y, u64* acc, int n, int stride) {
@@ -948,17 +901,6 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
             grid_barrier(bar);
             if (sweep_rows(hi - lo, n)) {
                 apply_rows(Y, acc, n, stride);
-            } else if (APPLY_READ_FIRST && hi - lo <= stride) {  // at most one edge per thread: read, barrier, write
-                MovedRow rh, rt;
-                if (mine) {
-                    rh = read_moved_row(Y, acc, rec.y);
-                    rt = read_moved_row(Y, acc, rec.z);
-                }
-                grid_barrier(bar);
-                if (mine) {
-                    write_moved_row(Y, acc, rec.y, rh);
-                    write_moved_row(Y, acc, rec.z, rt);
-                }
             } else {  // the thread's first edge is in registers already
                 if (mine) apply_edge(Y, acc, rec.y, rec.z);
                 apply_edges(Y, acc, active, lo + first + stride, hi, stride);
