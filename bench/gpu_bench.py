@@ -199,7 +199,8 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             # 39-50: a chunk's apply by sweeping every row (sweep_percent 0) or by its edges (10**6). 2 x edges / rows
             # is about 15 / n_chunks at 1M and 5M (7.4M and 37M active edges an epoch). 45-46: buffered both ways
             # (46: as before). The sweep won up to 64 chunks and lost from 124, so the default became 20%
-            # (RESULTS.md, 2026-12-02 05:55 and 06:11; rows applied by their first claimant lost too)
+            # (RESULTS.md, 2026-12-02 05:55; applying rows by their first claimant, or reading every row before a
+            # third grid barrier instead of exchanging, lost too)
             ("chunked", 8, {"sweep_percent": 0}), ("chunked", 8, {"sweep_percent": 10**6}),
             ("chunked", 16, {"sweep_percent": 0}), ("chunked", 16, {"sweep_percent": 10**6}),
             ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
