@@ -71,6 +71,7 @@ NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 _SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in kernels.cu
 _SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels.cu
 _THREADS = 256
+_HIGH_PRIORITY = -5  # a stream priority (lower is higher; CUDA clamps it to the device's range, [-5, 0] on an H200)
 _VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels.cu: warps per block of the vertex kernel
 
 
@@ -220,11 +221,10 @@ class GpuEngine:
         self._n_act = cp.zeros((2, _SCHED_WMAX), dtype=np.int32)  # active count per list slot and epoch of the window
         self._ep = cp.zeros((_SCHED_WMAX, 2), dtype=np.int32)  # (t, bits of alpha) per epoch of the window
         # The layout's kernels run on self._stream (blocking: the default stream waits for it); with sched_ahead
-        # the schedule of the next window runs on a second stream meanwhile (least priority: 0).
-        least, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
-        self._stream = cp.cuda.Stream(priority=greatest if ahead == 2 else least)
+        # the schedule of the next window runs on a second stream meanwhile, at the default (least) priority.
+        self._stream = cp.cuda.Stream(priority=_HIGH_PRIORITY) if ahead == 2 else cp.cuda.Stream()
         self._sched_ahead = bool(ahead) and strategy != "vertex"
-        self._sched_stream = cp.cuda.Stream(priority=least) if self._sched_ahead else self._stream
+        self._sched_stream = cp.cuda.Stream() if self._sched_ahead else self._stream
         self._ahead = None  # (first epoch, list slot, ready event) of the window scheduled ahead
         self._window = 1
         self._win_t0 = None  # first epoch of the current window
