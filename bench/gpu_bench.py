@@ -206,12 +206,7 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
             ("buffered", 1, {"sweep_percent": 0}), ("buffered", 1, {"sweep_percent": 10**6}),
             ("chunked", 64, {"sweep_percent": 0}), ("chunked", 64, {"sweep_percent": 10**6}),
-            ("chunked", 128, {"sweep_percent": 0}), ("chunked", "auto", {"sweep_percent": 0}),
-            # 51-56: the next window's schedule on a second stream while this window runs (1), with the layout's
-            # stream at the higher priority (2), so that its blocks go first and the schedule's fill the gaps
-            ("hogwild", 1, {"sched_ahead": 1}), ("hogwild", 1, {"sched_ahead": 2}),
-            ("chunked", "auto", {"sched_ahead": 1}), ("chunked", "auto", {"sched_ahead": 2}),
-            ("buffered", 1, {"sched_ahead": 1}), ("buffered", 1, {"sched_ahead": 2})]
+            ("chunked", 128, {"sweep_percent": 0}), ("chunked", "auto", {"sweep_percent": 0})]
 
 
 def layout_suite(graph, label: str, modes, variants: list | tuple = (),

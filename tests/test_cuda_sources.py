@@ -85,17 +85,6 @@ def test_bad_compile_time_knobs_are_refused_before_compiling(knob, value):
         _gpu._tuning_defines({**_gpu.TUNING, knob: value})
 
 
-@pytest.mark.parametrize("value", [3, -1, 1.5, "on"])
-def test_bad_sched_ahead_is_refused_before_any_gpu_work(small_graph, monkeypatch, value):
-    from umapviz.optimize import _gpu
-    from umapviz.optimize.rng import edge_order
-
-    monkeypatch.setitem(_gpu.TUNING, "sched_ahead", value)
-    with pytest.raises(ValueError, match="sched_ahead"):
-        _gpu.GpuEngine(small_graph, edge_order(0, small_graph.nnz), strategy="hogwild", n_chunks=1, seed=0, a=1.0,
-                       b=1.0, gamma=1.0, negative_sample_rate=5, private_head=True)
-
-
 def test_compile_time_knobs_become_macros_of_the_kernel_source():
     from umapviz.optimize import _gpu
 

@@ -64,8 +64,7 @@ def test_chunk_launch_modes_give_the_persistent_kernels_bytes(small_graph, monke
     assert ref.tobytes() == other.tobytes()
 
 
-_KNOBS = [("sched_window", 1), ("sched_window", 3), ("neg_batch", 1), ("sched_min_blocks", 0), ("sched_ahead", 1),
-          ("sched_ahead", 2)]
+_KNOBS = [("sched_window", 1), ("sched_window", 3), ("neg_batch", 1), ("sched_min_blocks", 0)]
 # The vertex kernel's tiles: a warp for every vertex (heavy 0), lanes shared by all (heavy above any degree),
 # a split in the middle of this graph's degrees, and every tile width.
 _VERTEX_KNOBS = [("vertex_heavy", 0), ("vertex_heavy", 10**9), ("vertex_heavy", 24), ("vertex_tile", 4),
@@ -118,13 +117,10 @@ def test_gpu_epochs_must_run_in_order(small_graph):
     opt.step(3)  # after a reset, from the start again
 
 
-@pytest.mark.parametrize("strategy, ahead", [("chunked", 0), ("chunked", 1), ("vertex", 0)])
-def test_gpu_reset_mid_window_starts_the_schedule_over(small_graph, monkeypatch, strategy, ahead):
+@pytest.mark.parametrize("strategy", ["chunked", "vertex"])
+def test_gpu_reset_mid_window_starts_the_schedule_over(small_graph, strategy):
     """After a reset the schedule (state and the activity bits the next window reads) starts from epoch 0 again,
-    wherever in a window the reset came (and a window scheduled ahead is thrown away)."""
-    from umapviz.optimize import _gpu
-
-    monkeypatch.setitem(_gpu.TUNING, "sched_ahead", ahead)
+    wherever in a window the reset came."""
     fresh = _opt(small_graph, strategy, "gpu").run().embedding
     opt = _opt(small_graph, strategy, "gpu")
     opt.step(11)  # past the first window of 8 epochs, into the second
@@ -138,30 +134,22 @@ def test_gpu_one_chunk_is_buffered(small_graph):
     assert a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize("ahead", [0, 1])
-def test_gpu_schedule_and_active_list_equal_the_cpus(small_graph, monkeypatch, ahead):
-    """Every epoch's active list, in order, with each edge's n_neg; scheduled ahead, the windows take turns in
-    the two list slots (the 12 epochs span two windows of 8)."""
-    from umapviz.optimize import _gpu
-
-    monkeypatch.setitem(_gpu.TUNING, "sched_ahead", ahead)
+def test_gpu_schedule_and_active_list_equal_the_cpus(small_graph):
     cpu = _opt(small_graph, "chunked", "cpu")
     gpu = _opt(small_graph, "chunked", "gpu")
-    total, slots = 0, set()
+    total = 0
     for _ in range(12):
         t = cpu.epoch
         n_cpu, n_gpu = cpu.step().active_edges, gpu.step().active_edges
         assert n_cpu == n_gpu, f"epoch {t}"
         total += n_gpu
         eng = gpu._engine
-        slots.add(eng._win_slot)
-        act = eng._lists[eng._win_slot, t - eng._win_t0, :n_gpu].get()
+        act = eng._lists[t - eng._win_t0, :n_gpu].get()
         np.testing.assert_array_equal(act[:, 0], cpu._engine.edge_p[cpu._engine.active[:n_cpu]])
         np.testing.assert_array_equal(act[:, 3], cpu._engine.n_neg_active[:n_cpu])
         np.testing.assert_array_equal(act[:, 1], small_graph.head[act[:, 0]])
         np.testing.assert_array_equal(act[:, 2], small_graph.tail[act[:, 0]])
     assert total > 0
-    assert eng.window == 8 and slots == ({0, 1} if ahead else {0})
 
 
 # After one active epoch with powf on both sides: a move that reads earlier moves of the same epoch carries
@@ -524,8 +512,8 @@ def test_too_big_for_gpu_memory_says_how_much():
         _plan_tile(10**9, 384, 15, "tf32")
 
 
-@pytest.mark.parametrize("strategy, ahead", [("hogwild", 0), ("hogwild", 1), ("chunked", 0), ("vertex", 0)])
-def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, monkeypatch, strategy, ahead):
+@pytest.mark.parametrize("strategy", ["hogwild", "chunked", "vertex"])
+def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, strategy):
     """device_bytes_needed sizes the schedule window and the out-of-memory error, so it must neither
     overstate (a smaller window or a false error) nor understate (an allocation failure) what is allocated."""
     import cupy as cp
@@ -533,7 +521,6 @@ def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, monkeypatch
     from umapviz.optimize import _gpu
     from umapviz.optimize.rng import edge_order
 
-    monkeypatch.setitem(_gpu.TUNING, "sched_ahead", ahead)
     _, graph = mixture_graph
     pool = cp.get_default_memory_pool()
     before = pool.used_bytes()
@@ -543,7 +530,6 @@ def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, monkeypatch
     used = pool.used_bytes() - before
     need = _gpu.device_bytes_needed(graph.n_vertices, graph.nnz, 2, strategy, eng.window, **eng._layout)
     assert abs(used - need) <= 0.05 * need, f"allocated {used:,} bytes, estimated {need:,}"
-    assert eng._layout["lists"] == 1 + ahead
 
 
 def test_too_many_components_for_the_gpu(small_graph):

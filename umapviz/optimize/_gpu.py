@@ -46,10 +46,6 @@ TUNING = {
     "chunk_mode": os.environ.get("UMAPVIZ_GPU_CHUNK_MODE", "persistent"),
     "sched_window": 8,  # epochs per schedule pass (1 .. 8; fewer when GPU memory is short)
     "sched_min_blocks": 2,  # > 0: schedule passes' registers capped to fit this many blocks (2: ~5% off hogwild)
-    # Schedule the next window on a second stream while this window's epochs run (not the vertex strategy):
-    # 0 off; 1 on; 2 on, with the engine's stream at a higher priority than the schedule's. Two windows of
-    # active lists are then kept (16 bytes per edge and epoch of the window more).
-    "sched_ahead": 0,
     "neg_batch": None,  # negative samples whose rows are loaded together (None: 8, or 4 above 4 dims)
     "chunk_neg_batch": None,  # the same in the chunked and buffered kernels (None: 4)
     "vertex_neg_batch": None,  # the same in the vertex kernel (None: 4)
@@ -71,7 +67,6 @@ NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 _SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in kernels.cu
 _SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels.cu
 _THREADS = 256
-_HIGH_PRIORITY = -5  # a stream priority (lower is higher; CUDA clamps it to the device's range, [-5, 0] on an H200)
 _VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels.cu: warps per block of the vertex kernel
 
 
@@ -122,11 +117,10 @@ def _blocks_per_sm(kernel, threads: int) -> int:
 
 
 def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, window: int = 1, *,
-                        mirrored: bool = False, nneg_bytes: int = 4, lists: int = 1) -> int:
+                        mirrored: bool = False, nneg_bytes: int = 4) -> int:
     """Bytes of GPU memory the engine allocates for a graph (schedule, active lists, embedding, scratch),
     with `window` epochs scheduled per pass. The vertex strategy's also depend on whether the graph is
-    mirrored (no tail-order places and bits) and on the bytes of its per-epoch n_neg (1 or 4); the others'
-    on how many windows of active lists are kept (`lists`: 2 when the next is scheduled ahead)."""
+    mirrored (no tail-order places and bits) and on the bytes of its per-epoch n_neg (1 or 4)."""
     per_edge = 4 + 8 * 3  # due; eps, next, next_neg
     per_vertex = 4 * dim
     if strategy == "vertex":
@@ -134,7 +128,7 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
         per_edge += 0 if mirrored else 4 + 1  # tail-order places, activity bits
         per_vertex += 4 * dim + 8 * 2 + 4  # snapshot, two CSR pointers, vertex order
     else:
-        per_edge += 4 * 3 + 16 * window * lists + 1  # order, head, tail; active lists (int4) per epoch; activity bits
+        per_edge += 4 * 3 + 16 * window + 1  # order, head, tail; active lists (int4) per epoch; activity bits
         if strategy in ("chunked", "buffered"):
             per_vertex += 8 * dim * 4 + 4 * dim  # fixed-point accumulators (1 + 3 rotating), second copy of Y
     n_blocks = -(-nnz // _SCHED_BLOCK)
@@ -180,16 +174,13 @@ class GpuEngine:
     def __init__(self, graph, perm: np.ndarray, *, strategy: str, n_chunks: int, seed: int, a: float, b: float,
                  gamma: float, negative_sample_rate: float, private_head: bool,
                  chunk_mode: str | None = None) -> None:
+        cp = cupy()
         self.tuning = dict(TUNING)
         if chunk_mode is not None:
             self.tuning["chunk_mode"] = chunk_mode
         self.chunk_mode = self.tuning["chunk_mode"]
         if self.chunk_mode not in CHUNK_MODES:
             raise ValueError(f"chunk_mode={self.chunk_mode!r} is not one of {CHUNK_MODES}.")
-        ahead = self.tuning["sched_ahead"]
-        if ahead not in (0, 1, 2):
-            raise ValueError(f"sched_ahead={ahead!r}: use 0 (off), 1 (on) or 2 (on, the layout's stream first).")
-        cp = cupy()
         self.strategy = strategy
         self.n_chunks = 1 if strategy == "buffered" else int(n_chunks)
         self.seed = np.uint64(seed)
@@ -218,17 +209,11 @@ class GpuEngine:
         self._n_sched_blocks = -(-self.nnz // _SCHED_BLOCK)
         self._counts = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
         self._offsets = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
-        self._n_act = cp.zeros((2, _SCHED_WMAX), dtype=np.int32)  # active count per list slot and epoch of the window
+        self._n_act = cp.zeros(_SCHED_WMAX, dtype=np.int32)  # active count per epoch of the window
         self._ep = cp.zeros((_SCHED_WMAX, 2), dtype=np.int32)  # (t, bits of alpha) per epoch of the window
-        # The layout's kernels run on self._stream (blocking: the default stream waits for it); with sched_ahead
-        # the schedule of the next window runs on a second stream meanwhile, at the default (least) priority.
-        self._stream = cp.cuda.Stream(priority=_HIGH_PRIORITY) if ahead == 2 else cp.cuda.Stream()
-        self._sched_ahead = bool(ahead) and strategy != "vertex"
-        self._sched_stream = cp.cuda.Stream() if self._sched_ahead else self._stream
-        self._ahead = None  # (first epoch, list slot, ready event) of the window scheduled ahead
+        self._stream = cp.cuda.Stream()  # blocking: the default stream waits for it
         self._window = 1
-        self._win_t0 = None  # first epoch of the current window
-        self._win_slot = 0  # which of the two list slots holds the current window's active lists
+        self._win_t0 = None  # first epoch of the scheduled window
         self._act_t0 = None  # first epoch of the window whose activity bits _act holds
         self._next_epoch = None  # the epoch that must come next (None right after reset)
         self._graphs = {}
@@ -247,10 +232,10 @@ class GpuEngine:
         if not 1 <= dim <= MAX_DIM:
             raise ValueError(f"The GPU engine supports 1 to {MAX_DIM} components, got {dim}; use device='cpu'.")
         self._stream.synchronize()
-        self._sched_stream.synchronize()  # a window scheduled ahead is thrown away
         if self.Y is None or self.Y.shape != init.shape:
             self.Y = None  # let a previous allocation go before sizing the new one
-            self._window = self._fit_window(dim)
+            self._window = _choose_window(self.n_vertices, self.nnz, dim, self.strategy,
+                                          self.tuning["sched_window"], **self._layout)
             self.dim = dim
             self._allocate()
         with self._stream:
@@ -267,7 +252,6 @@ class GpuEngine:
         self._stream.synchronize()
         self._win_t0 = None
         self._act_t0 = None
-        self._ahead = None
         self._next_epoch = None
 
     def embedding(self):
@@ -279,7 +263,7 @@ class GpuEngine:
         """Run epoch t with learning rate alpha; returns the number of active edges."""
         w = self.launch_epoch(t, alpha)
         with self._stream:
-            n_active = int(self._n_act[self._win_slot, w : w + 1].get()[0])
+            n_active = int(self._n_act[w : w + 1].get()[0])
         return n_active
 
     # -- GPU specifics -------------------------------------------------------------------------------------
@@ -289,7 +273,7 @@ class GpuEngine:
             raise RuntimeError(f"GPU epochs run in order after reset: expected epoch {self._next_epoch}, got {t}.")
         t0, W = self._win_t0, self._window
         if t0 is None or t >= t0 + W:  # first epoch after reset, or the window is used up
-            self._start_window(t)
+            self._schedule_window(t)
             t0 = t
         w = t - t0
         self._next_epoch = t + 1
@@ -298,14 +282,13 @@ class GpuEngine:
             ep[1:] = np.array([alpha], dtype=np.float32).view(np.int32)
             self._ep[w].set(ep, stream=self._stream)
             if self.chunk_mode == "graph" and self.strategy in ("chunked", "buffered"):
-                key = (self._win_slot, w)
-                if key not in self._graphs:
+                if w not in self._graphs:
                     self._stream.begin_capture()
                     try:
                         self._launch_strategy(w)
                     finally:
-                        self._graphs[key] = self._stream.end_capture()
-                self._graphs[key].launch(self._stream)
+                        self._graphs[w] = self._stream.end_capture()
+                self._graphs[w].launch(self._stream)
             else:
                 self._launch_strategy(w)
         return w
@@ -374,7 +357,7 @@ class GpuEngine:
         self._edge_of = self._order
         self._head_of = cp.asarray(self._head_host)[self._order]
         self._tail_of = cp.asarray(self._tail_host)[self._order]
-        self._lists = cp.empty((self._layout["lists"], W, nnz, 4), dtype=np.int32)
+        self._lists = cp.empty((W, nnz, 4), dtype=np.int32)
         if self.strategy == "sequential":
             self._k_seq = k("epoch_sequential")
         elif self.strategy == "hogwild":
@@ -410,48 +393,11 @@ class GpuEngine:
     def _curve_args(self):
         return (self.seed, np.int32(self.n_vertices), self.a, self.b, self.c_att, self.c_rep)
 
-    def _fit_window(self, dim: int) -> int:
-        """The schedule window for `dim` components that fits in GPU memory, with two slots of active lists when
-        the next window is scheduled ahead (one, and no scheduling ahead, when two do not fit)."""
-        args = (self.n_vertices, self.nnz, dim, self.strategy, self.tuning["sched_window"])
-        if self._sched_ahead:
-            try:
-                self._layout["lists"] = 2
-                return _choose_window(*args, **self._layout)
-            except MemoryError:
-                self._sched_ahead, self._sched_stream = False, self._stream
-        self._layout["lists"] = 1
-        return _choose_window(*args, **self._layout)
-
-    def _start_window(self, t0: int) -> None:
-        """Make the active lists of epochs t0 .. t0 + window - 1 current. Scheduling ahead, they were computed on
-        the schedule stream while the last window ran (but for the first window after a reset), and the next
-        window's are queued there now, into the other slot, once the epochs that read that slot are done."""
-        self._win_t0 = t0
-        if not self._sched_ahead:
-            self._schedule_window(t0, 0)
-            return
-        if self._ahead is None or self._ahead[0] != t0:
-            self._ahead = (t0, 0, self._schedule_ahead(t0, 0))
-        _, slot, ready = self._ahead
-        self._stream.wait_event(ready)
-        self._win_slot = slot
-        self._ahead = (t0 + self._window, 1 - slot, self._schedule_ahead(t0 + self._window, 1 - slot))
-
-    def _schedule_ahead(self, t0: int, slot: int):
-        """Queue the schedule of the window from t0 into list slot `slot` on the schedule stream, after all
-        that is queued on the engine's stream; returns the event that marks it done."""
-        self._sched_stream.wait_event(self._stream.record())
-        self._schedule_window(t0, slot)
-        return self._sched_stream.record()
-
-    def _schedule_window(self, t0: int, slot: int) -> None:
-        """Queue the schedule of epochs t0 .. t0 + window - 1 on the schedule stream (the engine's own unless
-        scheduling ahead), its active lists into list slot `slot`."""
+    def _schedule_window(self, t0: int) -> None:
+        """Queue the schedule of epochs t0 .. t0 + window - 1 on the engine's stream."""
         nnz, nb, W = np.int32(self.nnz), self._n_sched_blocks, np.int32(self._window)
         state = (self._due, self._next, self._next_neg, self._eps, self._nsr)
-        n_act = self._n_act[slot]
-        with self._sched_stream:
+        with self._stream:
             if self.strategy == "vertex":
                 mirrored = np.int32(self._layout["mirrored"])
                 self._k_flags((nb,), (_SCHED_BLOCK,), (*state, nnz, np.int32(t0), W, self._nneg_edge, self._counts,
@@ -461,17 +407,18 @@ class GpuEngine:
                     self._k_mask((nb,), (_SCHED_BLOCK,), (self._due, self._next, self._eps, nnz, np.int32(t0), W,
                                                           self._act))
                 self._k_count((nb,), (_SCHED_BLOCK,), (self._act, nnz, W, self._counts))
-            self._k_scan((int(W),), (_SCHED_BLOCK,), (self._counts, np.int32(nb), self._offsets, n_act))
+            self._k_scan((int(W),), (_SCHED_BLOCK,), (self._counts, np.int32(nb), self._offsets, self._n_act))
             if self.strategy != "vertex":
                 self._k_emit((nb,), (_SCHED_BLOCK,), (*state, self._edge_of, self._head_of, self._tail_of, nnz,
-                                                       np.int32(t0), W, self._offsets, self._lists[slot],
+                                                       np.int32(t0), W, self._offsets, self._lists,
                                                        np.int64(self.nnz), self._act))
                 self._act_t0 = t0 + int(W)
+        self._win_t0 = t0
 
     def _launch_strategy(self, w: int) -> None:
         """The strategy's launches for epoch slot `w` of the window, on the current stream."""
         cp = cupy()
-        sms, ep, n_act = self._sms, self._ep[w], self._n_act[self._win_slot, w:]
+        sms, ep, n_act = self._sms, self._ep[w], self._n_act[w:]
         curve = self._curve_args()
         if self.strategy == "vertex":
             cp.copyto(self._snap, self.Y)
@@ -485,7 +432,7 @@ class GpuEngine:
                 np.int32(heavy_blocks), self._tail, self._head_ptr, self._tail_head, self._act_tail, np.int32(w),
                 np.int32(self._layout["mirrored"]), self._tail_ptr, self._nneg_edge[w], ep, *curve))
             return
-        active = self._lists[self._win_slot, w]
+        active = self._lists[w]
         if self.strategy == "sequential":
             self._k_seq((1,), (1,), (self.Y, active, n_act, ep, *curve))
         elif self.strategy == "hogwild":
