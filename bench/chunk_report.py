@@ -159,7 +159,7 @@ def knn_method(stats: list[dict]) -> str:
     sampled rows that matched brute force where the study checked it (kNN within clusters)."""
     methods = "/".join(sorted({x.get("knn", "-") for x in stats}))
     checks = [x["knn_check"] for x in stats if x.get("knn_check") is not None]
-    return f"{methods} (check {min(checks):.0%})" if checks else methods
+    return f"{methods} (check {min(checks):.1%})" if checks else methods  # 255 of 256 is not 100%
 
 
 def span(values: list) -> str:

@@ -474,7 +474,7 @@ class Study:
         graph = cell.graph
         cell.stats = graph_stats(graph)
         fingerprint = graph.fingerprint
-        check = f", kNN check {knn_info['knn_check']:.0%}" if "knn_check" in knn_info else ""
+        check = f", kNN check {knn_info['knn_check']:.1%}" if "knn_check" in knn_info else ""
         log(f"{cell}: graph in {graph_seconds:.1f} s ({knn_info['knn']}{check}), nnz={cell.stats['nnz']:,}, "
             f"max degree {cell.stats['max_degree']}, rules: auto {cell.stats['rule_auto']}, "
             f"shipped {cell.stats['rule_shipped']}, degree {cell.stats['rule_degree']}")
