@@ -1,7 +1,8 @@
 """umapviz: see how UMAP's layout optimizer behaves.
 
-The core (graph, optimize, metrics, datasets, estimator) needs only NumPy, SciPy and Numba (CuPy for GPUs);
-the widgets and renderers are imported on first use.
+The core (graph, optimize, metrics, datasets, estimator) imports only NumPy, SciPy and Numba (CuPy for GPUs,
+on first use). What else it uses loads when needed: tqdm for progress bars, pynndescent for approximate kNN,
+scikit-learn for some datasets. The widgets and renderers are imported on first use.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every function takes NumPy arrays, and CuPy arrays on the GPU: the array module is picked from the
 embedding (``umapviz._backend.xp_of``) and the work stays on that device; only scalars (counts,
-medians) and, for ``fingerprint``, the bytes being hashed come back to the host.
+medians, and the 8-byte sum that ``fingerprint`` hashes) come back to the host.
 """
 
 from __future__ import annotations

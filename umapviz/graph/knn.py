@@ -14,7 +14,6 @@ import math
 
 import numba
 import numpy as np
-from tqdm import tqdm
 
 METRICS = ("euclidean", "cosine")
 KNN_METHODS = ("auto", "exact", "approx")
@@ -219,7 +218,11 @@ def _exact_rows(
     out_dist = np.empty((len(rows), k), dtype=np.float64)
     show = progress and float(len(rows)) * n * X.shape[1] > _PROGRESS_MIN_WORK
     starts = range(0, len(rows), tile)
-    for start in tqdm(starts, desc="exact kNN (tiles)", unit="tile", disable=not show, leave=False):
+    if show:  # only long runs draw a bar, so the core imports tqdm only then
+        from tqdm import tqdm  # noqa: PLC0415
+
+        starts = tqdm(starts, desc="exact kNN (tiles)", unit="tile", leave=False)
+    for start in starts:
         row_ids = rows[start : start + tile]
         gram = Z[row_ids] @ Z.T
         cand = np.empty((len(row_ids), n_cand), dtype=np.int64)
