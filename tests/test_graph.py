@@ -3,6 +3,7 @@
 import os
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -443,6 +444,9 @@ def test_cache_file_for_other_parameters_is_detected(tmp_path):
 
 
 def test_cache_locations(tmp_path, monkeypatch):
+    monkeypatch.delenv("UMAPVIZ_CACHE_DIR", raising=False)
+    repo = Path(__file__).resolve().parents[1]
+    assert default_cache_dir() == repo / "data" / "cache"  # a checkout keeps its cache in data/
     monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path / "env"))
     assert default_cache_dir() == tmp_path / "env"
     build_graph(_blobs(), n_neighbors=10, cache=False)
