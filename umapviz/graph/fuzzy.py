@@ -1,6 +1,6 @@
 """UMAP's fuzzy simplicial set from kNN, and the low-dimensional curve parameters a, b.
 
-Facts (from UMAP, see DESIGN.md "The graph"): per point, ``rho`` is the distance to the nearest neighbour at
+Facts (from UMAP and umap-learn): per point, ``rho`` is the distance to the nearest neighbour at
 non-zero distance; ``sigma`` is found by bisection so that ``sum_j exp(-max(0, d_j - rho) / sigma) = log2(k)``
 over the k - 1 neighbours other than the point itself, floored at 1e-3 times the mean neighbour distance;
 directed weights ``exp(-max(0, d - rho) / sigma)`` (no self-edges) are symmetrised by the fuzzy union
