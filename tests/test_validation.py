@@ -121,3 +121,35 @@ def test_check_n_epochs():
         check_n_epochs(0)
     with pytest.raises(TypeError, match="positive integer"):
         check_n_epochs(1.5)
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (-1, ValueError, "out of range"), (2**32, ValueError, "out of range"), (2**63, ValueError, "out of range"),
+    (1.5, TypeError, "integer"), ("7", TypeError, "integer"), (True, TypeError, "integer"),
+    (np.random.default_rng(0), TypeError, "Generator"),
+])
+def test_every_entry_point_checks_random_state_alike(bad, error, message):
+    """One range everywhere ([0, 2**32)): a seed the graph stage takes, the layout takes too, and two seeds
+    never collide (a 63-bit mask made 2**63 the seed 0)."""
+    import umapviz
+    from umapviz import datasets
+
+    X = np.random.default_rng(0).normal(size=(60, 4)).astype(np.float32)
+    graph = umapviz.build_graph(X, n_neighbors=5, cache=False)
+    calls = [lambda: datasets.load("mixture", n_samples=100, random_state=bad),
+             lambda: umapviz.build_graph(X, n_neighbors=5, cache=False, random_state=bad),
+             lambda: umapviz.LayoutOptimizer(graph, random_state=bad),
+             lambda: umapviz.UMAP(n_neighbors=5, random_state=bad).fit_transform(X)]
+    for call in calls:
+        with pytest.raises(error, match=message):
+            call()
+
+
+def test_the_largest_seed_is_taken_and_differs_from_zero():
+    import umapviz
+
+    X = np.random.default_rng(0).normal(size=(60, 4)).astype(np.float32)
+    graph = umapviz.build_graph(X, n_neighbors=5, cache=False)
+    top = umapviz.LayoutOptimizer(graph, random_state=2**32 - 1, init="random").run().embedding
+    zero = umapviz.LayoutOptimizer(graph, random_state=0, init="random").run().embedding
+    assert not np.array_equal(top, zero)

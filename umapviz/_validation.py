@@ -43,6 +43,25 @@ def check_n_epochs(n_epochs: Any) -> int | None:
     return int(n_epochs)
 
 
+SEED_LIMIT = 2**32  # seeds are < 2**32, as NumPy's legacy seeding, scikit-learn and pynndescent require
+
+
+def check_random_state(random_state: Any) -> int | None:
+    """``random_state`` as a Python int in [0, 2**32), or None (a fresh seed each run). One range everywhere, so a
+    seed that builds the graph also lays it out, and two different seeds never collide."""
+    if random_state is None:
+        return None
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(
+            f"random_state must be an int or None, got {random_state!r} ({type(random_state).__name__}). "
+            "Pass an integer such as random_state=0 for a reproducible run (from a NumPy Generator `rng`: "
+            "random_state=int(rng.integers(2**32)))."
+        )
+    if not 0 <= random_state < SEED_LIMIT:
+        raise ValueError(f"random_state={int(random_state)} is out of range: use an integer from 0 to 2**32 - 1.")
+    return int(random_state)
+
+
 def _describe_rows(rows: np.ndarray, limit: int = 5) -> str:
     shown = ", ".join(str(int(r)) for r in rows[:limit])
     return f"[{shown}{', ...' if rows.size > limit else ''}]"

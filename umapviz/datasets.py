@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._validation import check_random_state
+
 # The dataset the demo and the notebooks open with, at its default size (50,000 points) and seed 0.
 # Evidence in bench/OUTLIER_DATASETS.md: buffered left 11 points flung to ~900 units of a layout of
 # radius 2.6, whatever the layout seed (11-13 over four seeds), and chunked with 4 or 16 chunks none;
@@ -233,6 +235,7 @@ def load(
     Returns ``(X, labels)``: X float32 (n, d) C-contiguous; labels int64 (n,) or None.
     """
     n_samples = _check_n_samples(n_samples)
+    random_state = check_random_state(random_state)
     rng = np.random.default_rng(random_state)
     if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
         builtin = _BUILTINS[name_or_path]

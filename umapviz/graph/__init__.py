@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
 import os
 import warnings
 
 import numpy as np
 
 from .._backend import resolve_device
-from .._validation import check_data, check_n_epochs, check_n_neighbors
+from .._validation import check_data, check_n_epochs, check_n_neighbors, check_random_state
 from ._types import FuzzyGraph
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .fuzzy import find_ab_params, fuzzy_simplicial_set
@@ -33,14 +32,6 @@ _SMALL_DATA = 10_000
 def default_n_epochs(n_vertices: int) -> int:
     """500 up to 10,000 points, 200 above (UMAP's rule)."""
     return 500 if n_vertices <= _SMALL_DATA else 200
-
-
-def _check_random_state(random_state) -> int | None:
-    if random_state is None:
-        return None
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) or random_state < 0:
-        raise TypeError(f"random_state must be None or a non-negative integer, got {random_state!r}.")
-    return int(random_state)
 
 
 def _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params) -> FuzzyGraph:
@@ -101,7 +92,7 @@ def build_graph(
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)
     n_epochs = check_n_epochs(n_epochs)
-    random_state = _check_random_state(random_state)
+    random_state = check_random_state(random_state)
     a, b = find_ab_params(spread, min_dist)  # also validates min_dist and spread
     X = check_data(X, n_neighbors=n_neighbors)
     method = "exact-gpu" if resolve_device(device) == "gpu" else resolve_knn_method(knn, *X.shape)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._validation import SEED_LIMIT, check_random_state
+
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _C_EPOCH = np.uint64(0x9E3779B97F4A7C15)
@@ -20,17 +22,9 @@ _S31 = np.uint64(31)
 
 
 def resolve_seed(random_state: int | np.integer | None) -> int:
-    """A non-negative 63-bit seed: the given int, or fresh OS entropy for None."""
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy) & (2**63 - 1)
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise TypeError(
-            f"random_state must be an int or None, got {type(random_state).__name__}. "
-            "Pass an integer such as random_state=0 for a reproducible run."
-        )
-    if random_state < 0:
-        raise ValueError(f"random_state must be >= 0, got {random_state}.")
-    return int(random_state) & (2**63 - 1)
+    """The seed of a run: the given int (checked: 0 <= seed < 2**32), or a fresh one from OS entropy for None."""
+    seed = check_random_state(random_state)
+    return int(np.random.SeedSequence().entropy) % SEED_LIMIT if seed is None else seed
 
 
 def edge_order(seed: int, nnz: int) -> np.ndarray:
