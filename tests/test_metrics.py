@@ -188,6 +188,29 @@ def test_trustworthiness_errors(high_dim):
         metrics.trustworthiness(high_dim, Y, metric="manhattan")
 
 
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_trustworthiness_refuses_rows_that_are_not_finite(high_dim, value):
+    """A diverged layout (or bad data) must not get a plausible score: it used to give 0.36 for all-inf and
+    0.81 for ten NaN rows, with at most a RuntimeWarning."""
+    Y = high_dim[:, :2].copy()
+    Y[[3, 7, 30]] = value
+    with pytest.raises(ValueError, match=r"embedding has 3 row\(s\) with NaN or inf \(rows 3, 7, 30\)"):
+        metrics.trustworthiness(high_dim, Y)
+    X = high_dim.copy()
+    X[11, 0] = value
+    with pytest.raises(ValueError, match=r"X has 1 row\(s\).*rows 11"):
+        metrics.trustworthiness(X, high_dim[:, :2])
+    keep = np.isfinite(Y).all(axis=1)  # the way out the message gives
+    assert 0 < metrics.trustworthiness(high_dim[keep], Y[keep]) <= 1
+
+
+def test_fingerprint_refuses_what_is_not_a_numeric_array():
+    with pytest.raises(TypeError, match="None"):
+        metrics.fingerprint(None)
+    with pytest.raises(TypeError, match="numeric"):
+        metrics.fingerprint(np.array(["a", "b"]))
+
+
 # --- fingerprint ------------------------------------------------------------------------------------
 
 

@@ -216,6 +216,8 @@ def trustworthiness(
         )
     if X.dtype.kind not in "fc":
         X = X.astype(xp.float64)
+    _require_finite(Y, "embedding", "the layout diverged there (metrics.outliers counts such rows as outliers)")
+    _require_finite(X, "X", "clean the data first (build_graph refuses such rows too)")
     if metric not in ("euclidean", "cosine"):
         raise ValueError(f"Unknown metric {metric!r}; trustworthiness supports 'euclidean' and 'cosine'.")
     n = X.shape[0]
@@ -270,8 +272,12 @@ def fingerprint(embedding: Any) -> str:
     value and a CuPy array is hashed where it lives (only 8 bytes come back). Shape, dtype and that sum then
     go through blake2b.
     """
+    if embedding is None:
+        raise TypeError("fingerprint needs an array (NumPy or CuPy), got None.")
     xp = xp_of(embedding)
     arr = xp.ascontiguousarray(xp.asarray(embedding))
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(f"fingerprint hashes numeric arrays; got dtype {arr.dtype}.")
     data = arr.reshape(-1).view(xp.uint8)
     if data.size % 8:
         data = xp.concatenate([data, xp.zeros(8 - data.size % 8, dtype=xp.uint8)])
@@ -310,6 +316,20 @@ def _check_embedding(embedding: Any, what: str = "embedding") -> Any:
 
 def _finite_rows(Y: Any) -> Any:
     return xp_of(Y).isfinite(Y).all(axis=1)
+
+
+def _require_finite(A: Any, what: str, why: str) -> None:
+    """ValueError naming the rows of A that hold NaN or inf: a distance to such a row means nothing, and a
+    measure computed through them would look plausible."""
+    if A.dtype.kind not in "fc":
+        return
+    bad = xp_of(A).flatnonzero(~_finite_rows(A))
+    if bad.size:
+        rows = ", ".join(str(int(r)) for r in bad[:5].tolist()) + (", ..." if bad.size > 5 else "")
+        raise ValueError(
+            f"{what} has {int(bad.size)} row(s) with NaN or inf (rows {rows}); {why}. Measure the finite rows "
+            "alone: keep = numpy.isfinite(embedding).all(axis=1), then trustworthiness(X[keep], embedding[keep])."
+        )
 
 
 def _neighbor_indices(graph: Any, n: int, xp: Any) -> Any:
