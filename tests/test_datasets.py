@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -146,6 +148,31 @@ def test_npz_with_unnamed_arrays_is_an_error(tmp_path, data):
     np.savez(tmp_path / "c.npz", data=X, target=y)
     with pytest.raises(ValueError, match="'X'.*|data.*target"):
         datasets.load(tmp_path / "c.npz")
+
+
+@pytest.mark.parametrize("suffix, header", [(".npy", ".npy"), (".npz", ".npz"), (".parquet", "Parquet")])
+def test_a_file_that_is_not_its_format_says_so(tmp_path, suffix, header):
+    """Garbage under a data file's name: NumPy used to blame "pickled (object) data" and suggest
+    allow_pickle, pyarrow raised its own ArrowInvalid."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    path = tmp_path / f"junk{suffix}"
+    path.write_bytes(b"not numpy at all, just some text")
+    with pytest.raises(ValueError, match=f"{path.name} is not a .*{header}") as info:
+        datasets.load(path)
+    assert "pickle" not in str(info.value)
+
+
+def test_a_truncated_npz_is_an_error_that_leaves_no_file_open(tmp_path, data):
+    X, y = data
+    np.savez(tmp_path / "t.npz", X=X, labels=y)
+    raw = (tmp_path / "t.npz").read_bytes()
+    (tmp_path / "t.npz").write_bytes(raw[: len(raw) // 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        with pytest.raises(ValueError, match="not a readable .npz archive"):
+            datasets.load(tmp_path / "t.npz")
+        gc.collect()  # an unclosed file would warn when collected
 
 
 def test_csv_with_header_and_label_column(tmp_path, data):

@@ -417,14 +417,19 @@ def _corrupt_by_flipping_bytes(path):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("corrupt", [_corrupt_by_truncation, _corrupt_by_flipping_bytes])
+def _corrupt_by_overwriting(path):
+    path.write_text("something else entirely")
+
+
+@pytest.mark.parametrize("corrupt", [_corrupt_by_truncation, _corrupt_by_flipping_bytes, _corrupt_by_overwriting])
 def test_corrupt_cache_file_warns_and_rebuilds(tmp_path, corrupt):
     X = _blobs()
     fresh = build_graph(X, n_neighbors=10, cache=tmp_path)
     (name,) = _cache_files(tmp_path)
     corrupt(tmp_path / name)
-    with pytest.warns(UserWarning, match=f"Ignoring the cached graph .*{name}.*rebuilt"):
+    with pytest.warns(UserWarning, match=f"Ignoring the cached graph .*{name}.*rebuilt") as caught:
         rebuilt = build_graph(X, n_neighbors=10, cache=tmp_path)
+    assert not any("pickle" in str(w.message) for w in caught)  # NumPy's guess for a file that is not an .npz
     assert rebuilt.fingerprint == fresh.fingerprint
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the rewritten file loads cleanly

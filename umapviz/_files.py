@@ -1,4 +1,5 @@
-"""Atomic file writing for caches, recordings and exports: a temporary file beside the target, then os.replace."""
+"""Files: atomic writing for caches, recordings and exports (a temporary file beside the target, then
+os.replace), and NumPy files read without pickle, with a clear error for what is not one."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
+
+NPY_MAGIC = b"\x93NUMPY"
+NPZ_MAGIC = b"PK\x03\x04"  # an .npz archive is a zip file
 
 
 def _default_mode() -> int:
@@ -35,3 +41,21 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def check_magic(path: str | os.PathLike, magic: bytes, kind: str, fix: str) -> None:
+    """ValueError unless the file starts with `magic` (NumPy blames "pickled data" for any other file)."""
+    with open(path, "rb") as fh:
+        head = fh.read(len(magic))
+    if head != magic:
+        raise ValueError(
+            f"{path} is not a {kind} file (it does not start with a {kind} header): it is damaged, or another "
+            f"format under a {kind} name. {fix}".rstrip()
+        )
+
+
+def load_npz(path: str | os.PathLike, fix: str = "Save it with numpy.savez(path, X=X).") -> dict[str, np.ndarray]:
+    """Every array of an .npz archive, read without pickle; the file is closed even when it is damaged."""
+    check_magic(path, NPZ_MAGIC, ".npz", fix)
+    with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}

@@ -16,12 +16,14 @@ import csv
 import gzip
 import importlib.util
 import os
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ._files import NPY_MAGIC, check_magic, load_npz
 from ._validation import check_random_state
 
 # The dataset the demo and the notebooks open with, at its default size (50,000 points) and seed 0.
@@ -278,8 +280,10 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _read_npy(path: Path):
+    check_magic(path, NPY_MAGIC, ".npy", "Save the data with numpy.save(path, X).")
     try:
-        X = np.load(path, allow_pickle=False)
+        with open(path, "rb") as fh:
+            X = np.load(fh, allow_pickle=False)
     except ValueError as exc:  # object arrays need pickle, which we refuse
         raise ValueError(f"{path} does not hold a plain numeric array ({exc}). Save a float array instead.") from exc
     return X, None
@@ -287,23 +291,19 @@ def _read_npy(path: Path):
 
 def _read_npz(path: Path):
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise ValueError(f"{path} is not a readable .npz archive ({exc}).") from exc
-    with archive:
-        keys = list(archive.files)
-        if "X" in keys:
-            X = archive["X"]
-            label_key = next((k for k in ("labels", "label", "y") if k in keys), None)
-            labels = archive[label_key] if label_key else None
-        elif len(keys) == 1:
-            X, labels = archive[keys[0]], None
-        else:
-            raise ValueError(
-                f"{path} holds arrays {keys}; name the data 'X' (and optionally the classes 'labels'), "
-                "e.g. np.savez(path, X=X, labels=labels), or save a single array."
-            )
-    return X, labels
+        arrays = load_npz(path, fix="Save the data with numpy.savez(path, X=X, labels=labels).")
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path} is not a readable .npz archive: {exc}") from exc
+    keys = list(arrays)
+    if "X" in keys:
+        label_key = next((k for k in ("labels", "label", "y") if k in keys), None)
+        return arrays["X"], arrays[label_key] if label_key else None
+    if len(keys) == 1:
+        return arrays[keys[0]], None
+    raise ValueError(
+        f"{path} holds arrays {keys}; name the data 'X' (and optionally the classes 'labels'), "
+        "e.g. np.savez(path, X=X, labels=labels), or save a single array."
+    )
 
 
 def _is_number(text: str) -> bool:
@@ -387,7 +387,11 @@ def _read_parquet(path: Path):
             f"Reading {path} needs pyarrow, which is not installed. Install it with `pip install pyarrow` "
             "(or `pip install umapviz[files]`), or save the data as .npy/.npz/.csv."
         ) from exc
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{path} is not a readable Parquet file ({exc}). Check the file, or save the data "
+                         "as .npy/.npz/.csv.") from exc
     label_name = next((c for c in table.column_names if c.lower() in LABEL_COLUMNS), None)
     features = [c for c in table.column_names if c != label_name]
     bad = [

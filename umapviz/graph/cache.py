@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._files import atomic_write
+from .._files import atomic_write, load_npz
 from ._types import FuzzyGraph
 
 FORMAT_VERSION = 1
@@ -106,8 +106,7 @@ def load_graph(path: Path, key: str) -> FuzzyGraph | None:
     if not path.exists():
         return None
     try:
-        with np.load(path, allow_pickle=False) as z:
-            contents = {name: z[name] for name in z.files}
+        contents = load_npz(path, fix="")
         problem = None
         if int(contents["format_version"]) != FORMAT_VERSION:
             problem = f"format version {int(contents['format_version'])}, expected {FORMAT_VERSION}"
