@@ -357,6 +357,15 @@ def test_bad_parameters_say_what_to_do(small_graph, kwargs, error, match):
         LayoutOptimizer(small_graph, **kwargs)
 
 
+@pytest.mark.parametrize("strategy", ["buffered", "sequential", "hogwild", "vertex"])
+@pytest.mark.parametrize("n_chunks, error", [(0, ValueError), (-1, ValueError), ("bogus", ValueError),
+                                             (2.5, TypeError)])
+def test_a_bad_n_chunks_is_refused_whatever_the_strategy(small_graph, strategy, n_chunks, error):
+    """n_chunks only shapes chunked, but a bad value is a mistake everywhere (buffered took any silently)."""
+    with pytest.raises(error, match="n_chunks"):
+        LayoutOptimizer(small_graph, strategy=strategy, n_chunks=n_chunks)
+
+
 def test_nan_init_is_refused(small_graph):
     init = np.zeros((small_graph.n_vertices, 2), np.float32)
     init[3, 1] = np.nan

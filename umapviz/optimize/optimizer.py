@@ -66,7 +66,8 @@ class LayoutOptimizer:
             raise ValueError("The graph has no edges, so there is nothing to optimize; check the input data.")
         self.graph = graph
         self.strategy = strategy
-        self.n_chunks = resolve_n_chunks(n_chunks, graph) if strategy != "buffered" else 1
+        resolved = resolve_n_chunks(n_chunks, graph)  # checked for every strategy: a bad value is never ignored
+        self.n_chunks = 1 if strategy == "buffered" else resolved
         self.n_chunks_param = n_chunks
         self.n_epochs = _check_int("n_epochs", graph.n_epochs if n_epochs is None else n_epochs, 1)
         self.learning_rate = _check_positive("learning_rate", learning_rate)
