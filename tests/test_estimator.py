@@ -52,6 +52,25 @@ def test_demo_cli_reports_bad_input(capsys):
     assert "error" in capsys.readouterr().err
 
 
+def test_demo_cli_refuses_a_bad_n_chunks_before_any_work(capsys, monkeypatch):
+    import umapviz.cli as cli
+
+    monkeypatch.setattr(cli, "run_demo", lambda *a, **k: pytest.fail("the demo ran with a bad --n-chunks"))
+    for bad in ("4,bogus", "0", "-2", "2.5"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["demo", "--n-chunks", bad])
+        assert exit_info.value.code == 2
+        assert "not an n_chunks value" in capsys.readouterr().err
+
+
+def test_demo_cli_takes_n_neighbors_as_its_advice_says(capsys):
+    """Too few points for the default 15 neighbours: the error says to lower n_neighbors, which the demo takes."""
+    assert main(["demo", "--dataset", "moons", "--n-samples", "10", "--n-epochs", "5"]) == 2
+    assert "n_neighbors" in capsys.readouterr().err
+    assert main(["demo", "--dataset", "moons", "--n-samples", "10", "--n-neighbors", "5", "--n-epochs", "5",
+                 "--n-chunks", "2"]) == 0
+
+
 def test_demo_cli_writes_figures(tmp_path, capsys):
     code = main(["demo", "--dataset", "moons", "--n-samples", "400", "--n-chunks", "4", "--n-epochs", "20",
                  "--out", str(tmp_path)])

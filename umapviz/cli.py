@@ -9,14 +9,25 @@ from pathlib import Path
 
 import numpy as np
 
+from .optimize.chunks import RULES
+
 DEFAULT_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto", "degree")
 
 
 def _parse_chunks(text: str) -> list[int | str]:
+    """--n-chunks: whole numbers >= 1 and rule names, comma-separated; a typo fails before any work."""
     out: list[int | str] = []
     for part in text.split(","):
         part = part.strip()
-        out.append(int(part) if part.isdigit() else part)
+        if part.isdigit() and int(part) >= 1:
+            out.append(int(part))
+        elif part in RULES:
+            out.append(part)
+        else:
+            raise argparse.ArgumentTypeError(
+                f"{part!r} is not an n_chunks value: use whole numbers >= 1 or {', '.join(RULES)}, "
+                "comma-separated (e.g. 4,16,auto)."
+            )
     return out
 
 
@@ -30,6 +41,7 @@ def run_demo(
     init: str = "spectral",
     out: str | Path | None = None,
     progress: bool = True,
+    n_neighbors: int = 15,
 ) -> list[dict]:
     """Run sequential, buffered and chunked (each n_chunks) on one dataset; return one row per run.
 
@@ -44,7 +56,8 @@ def run_demo(
 
     name = dataset or datasets.DEFAULT
     X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state)
-    graph = build_graph(X, n_epochs=n_epochs, random_state=random_state, progress=progress)
+    graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state, progress=progress)
+    trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)
     runs: list[tuple[str, int | str]] = [("sequential", 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
     rows: list[dict] = []
@@ -67,7 +80,7 @@ def run_demo(
             "rule": chunks if isinstance(chunks, str) else "",
             "outliers_bounds": int(masks[-1].sum()),
             "outliers_neighbors": int(metrics.outliers(emb, graph, method="neighbors").sum()),
-            "trustworthiness": float(metrics.trustworthiness(X, emb)),
+            "trustworthiness": float(metrics.trustworthiness(X, emb, n_neighbors=trust_k)),
             "s_per_epoch": seconds / opt.n_epochs,
             "fingerprint": metrics.fingerprint(emb),
         })
@@ -108,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="compare strategies on a dataset and print a table")
     demo.add_argument("--dataset", default=None, help="dataset name or file path (default: the kit's default)")
     demo.add_argument("--n-samples", type=int, default=None)
-    demo.add_argument("--n-chunks", default=",".join(map(str, DEFAULT_CHUNKS)),
-                      help="comma-separated n_chunks values for the chunked runs (ints, auto, degree)")
+    demo.add_argument("--n-chunks", type=_parse_chunks, default=list(DEFAULT_CHUNKS),
+                      help="comma-separated n_chunks values for the chunked runs (ints, auto, shipped, degree)")
+    demo.add_argument("--n-neighbors", type=int, default=15)
     demo.add_argument("--random-state", type=int, default=0)
     demo.add_argument("--n-epochs", type=int, default=None)
     demo.add_argument("--init", default="spectral", choices=["spectral", "random"])
@@ -118,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         try:
-            rows = run_demo(args.dataset, args.n_samples, _parse_chunks(args.n_chunks), args.random_state,
-                            args.device, args.n_epochs, args.init, args.out)
+            rows = run_demo(args.dataset, args.n_samples, args.n_chunks, args.random_state, args.device,
+                            args.n_epochs, args.init, args.out, n_neighbors=args.n_neighbors)
         except (ValueError, TypeError, RuntimeError, FileNotFoundError) as exc:
             print(f"umapviz demo: error: {exc}", file=sys.stderr)
             return 2
