@@ -321,9 +321,10 @@ def _finite_rows(Y: Any) -> Any:
 def _require_finite(A: Any, what: str, why: str) -> None:
     """ValueError naming the rows of A that hold NaN or inf: a distance to such a row means nothing, and a
     measure computed through them would look plausible."""
-    if A.dtype.kind not in "fc":
+    xp = xp_of(A)
+    if A.dtype.kind != "f" or bool(xp.isfinite(A.sum(dtype=xp.float64))):  # one pass, no n x d mask
         return
-    bad = xp_of(A).flatnonzero(~_finite_rows(A))
+    bad = xp.flatnonzero(~_finite_rows(A))
     if bad.size:
         rows = ", ".join(str(int(r)) for r in bad[:5].tolist()) + (", ..." if bad.size > 5 else "")
         raise ValueError(
