@@ -328,3 +328,111 @@ def test_initial_layouts_are_cached_on_disk_and_checked_on_read(small_graph, tmp
     path.write_bytes(path.read_bytes()[:-40])  # a damaged file is recomputed, not trusted
     session._INIT_MEMORY.clear()
     assert np.array_equal(session.initial_layout(small_graph, "spectral", 3), first) and len(calls) == 2
+
+
+# -- found by a robustness review (2026-12-02): each failed before its fix ---------------------------------------
+
+
+def test_a_passing_error_is_shown_once_and_does_not_make_later_calls_raise(explorer):
+    explorer._w_export_path.value = "run.bmp"  # not a format the panel exports
+    explorer._w_export.click()
+    explorer.wait()
+    assert "run.bmp" in explorer.state.error
+    assert explorer.step(2).epoch == 2  # used to raise the export's error, and every call after it
+    assert explorer.state.error == "" and explorer._w_error.layout.display == "none"
+
+
+def test_a_failed_change_raises_once_and_the_last_good_layout_stays_usable(explorer):
+    with pytest.raises(ExplorerError, match="n_chunks"):
+        explorer.set(n_chunks=0)
+    state = explorer.step(2)  # works on the layout still on screen, without raising the old error
+    assert state.epoch == 2 and "n_chunks" in state.error  # the bad setting is still shown until mended
+    assert explorer.set(n_chunks=4).error == ""
+
+
+def test_the_dataset_menu_gives_a_built_in_set_its_own_labels_and_the_array_its_own_back(blobs_small):
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, n_samples=300, size=64, n_neighbors=10, n_epochs=20)
+    try:
+        ex.wait()
+        ex._w_dataset.value = "moons"  # used to fail: the array's 600 labels went with the 300 moons
+        ex.wait()
+        assert (ex.state.dataset, ex.state.n_points, ex.state.error) == ("moons", 300, "")
+        ex._w_dataset.value = session.ARRAY_SOURCE
+        ex.wait()
+        assert ex.state.n_points == 600 and ex.state.error == "" and not ex._w_classes.disabled  # labels back
+        ex.set(data=X[:300])  # new data without labels: none (the old 600 would not fit)
+        assert ex.state.n_points == 300 and ex._w_classes.disabled
+    finally:
+        ex.close()
+
+
+def test_data_that_fails_to_load_is_not_adopted(explorer, tmp_path):
+    with pytest.raises(ExplorerError, match="does not exist"):
+        explorer.set(data=str(tmp_path / "nope.npy"))
+    assert explorer._w_dataset.value == session.ARRAY_SOURCE  # the menu shows what is on screen
+    assert explorer.set(n_neighbors=8).error == ""  # a rebuild reloads the array, not the bad path
+    assert explorer.state.n_points == 600
+
+
+def test_a_change_while_playing_returns_once_the_new_layout_runs(explorer):
+    explorer.set(n_epochs=3000)
+    explorer.play(block=False)
+    time.sleep(0.2)
+    began = time.perf_counter()
+    state = explorer.set(n_chunks=2)  # used to wait for all 3,000 epochs
+    try:
+        assert state.n_chunks == 2 and state.running and time.perf_counter() - began < 30
+    finally:
+        explorer.pause()
+
+
+@pytest.mark.parametrize("action", ["reset", "step"])
+def test_reset_or_step_during_play_leave_play_enabled(explorer, action):
+    explorer.set(n_epochs=3000)
+    explorer._w_play.click()
+    time.sleep(0.1)
+    getattr(explorer, action)()
+    assert not explorer.state.running
+    assert not explorer._w_play.disabled and explorer._w_pause.disabled
+
+
+def test_play_n_epochs_then_a_restart_plays_n_on_the_new_layout(explorer):
+    explorer.set(n_epochs=3000)
+    explorer.step(100)
+    explorer.play(epochs=20, block=False)
+    explorer.set(block=False, n_chunks=2)
+    assert explorer.wait().epoch == 20  # used to run on to the old target, epoch 120
+
+
+def test_step_at_the_end_says_the_layout_has_finished(explorer):
+    explorer.play()
+    assert explorer.step(1).epoch == 40
+    assert "finished" in explorer._w_note.value
+
+
+def test_bad_settings_of_the_panel_itself_change_nothing(explorer, tmp_path):
+    with pytest.raises(ValueError, match="epochs_per_frame"):
+        explorer.set(epochs_per_frame="x", strategy="buffered")
+    assert explorer.state.strategy == "chunked"
+    explorer.set(outlier_method="radius")
+    assert explorer._w_outliers.value == "radius"  # the menu follows set()
+    explorer.play(epochs=2)
+    with pytest.raises(ValueError, match="fps"):
+        explorer.export(tmp_path / "run.gif", fps=0)
+    assert explorer.export(tmp_path / "run.NPZ").is_file()  # the suffix in any case
+    assert len(Recording.load(tmp_path / "run.NPZ")) > 0
+
+
+def test_compare_reset_after_a_failed_build_keeps_the_real_error(blobs_small):
+    X, _ = blobs_small
+    grid = compare(X, strategy=["chunked", "bogus"], n_epochs=12, autoplay=False, panel_size=64, n_neighbors=10)
+    try:
+        with pytest.raises(RuntimeError, match="bogus"):
+            grid.run()
+        grid.reset()  # used to replace the error with "union() needs at least one view"
+        assert "bogus" in grid.error
+        with pytest.raises(ValueError, match="epochs"):
+            grid.run(0)
+    finally:
+        grid.close()

@@ -10,6 +10,7 @@ import base64
 import html
 import importlib.util
 import json
+import math
 import os
 import struct
 import zlib
@@ -132,12 +133,19 @@ def _images(frames: Frames, frame_options: dict[str, Any]) -> list[np.ndarray]:
 
 
 # -- animations -----------------------------------------------------------------------------------------
+def _check_fps(fps: Any) -> float:
+    """Frames per second of an animation: a positive, finite number."""
+    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)) or not 0 < fps < math.inf:
+        raise ValueError(f"fps={fps!r} must be a positive number of frames per second (5 is the default).")
+    return float(fps)
+
+
 def save_gif(frames: Frames, path: str | os.PathLike, fps: float = 5, **frame_options: Any) -> Path:
     """An animated GIF (looping) of a Recording or of RGBA images; options go to ``recording_frames``."""
     from PIL import Image  # noqa: PLC0415
 
+    duration = max(20, round(1000 / _check_fps(fps)))
     images = [Image.fromarray(im[..., :3]) for im in _images(frames, frame_options)]
-    duration = max(20, round(1000 / fps))
 
     def write(tmp: Path) -> None:
         images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:], duration=duration, loop=0)
@@ -154,6 +162,7 @@ def save_mp4(frames: Frames, path: str | os.PathLike, fps: float = 10, **frame_o
         )
     import imageio.v2 as imageio  # noqa: PLC0415
 
+    fps = _check_fps(fps)
     images = _images(frames, frame_options)
     h, w = images[0].shape[:2]
     ph, pw = h % 2, w % 2  # yuv420p halves the colour planes: sizes must be even, so pad with edge pixels
@@ -179,6 +188,7 @@ def save_html(
 
     Frames are embedded as base64 PNGs; the player is a few lines of plain JavaScript.
     """
+    fps = _check_fps(fps)
     if isinstance(frames, Recording):
         if captions is None:
             captions = [frame_caption(f.epoch, f.outliers) for f in frames]
@@ -194,7 +204,7 @@ def save_html(
         width=images[0].shape[1],
         height=images[0].shape[0],
         last=len(images) - 1,
-        fps=float(fps),
+        fps=fps,
         frames=_script_json(pngs),
         captions=_script_json(list(captions)),
     )

@@ -139,7 +139,7 @@ class Recording:
     def save(self, path: str | os.PathLike) -> Path:
         """Write a compressed, checksummed .npz atomically; returns the path."""
         path = Path(path)
-        if path.suffix != ".npz":
+        if path.suffix.lower() != ".npz":
             raise ValueError(f"a recording is saved as .npz; got {path.name!r}.")
         arrays = self._arrays()
         arrays["checksum"] = np.frombuffer(_checksum(arrays).encode(), dtype=np.uint8)

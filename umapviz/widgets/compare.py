@@ -106,6 +106,8 @@ class Comparison:
     def run(self, epochs: int | None = None, block: bool = True) -> Comparison:
         """Advance every layout together by ``epochs`` (None: to the end); block=True waits and then fills
         the table (raising RuntimeError if an error stopped the run)."""
+        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+            raise ValueError(f"epochs={epochs!r} must be a positive integer or None (run to the end).")
         self._worker.submit(lambda: self._start(epochs))
         if block:
             try:
@@ -205,6 +207,8 @@ class Comparison:
         return still
 
     def _reset(self) -> None:
+        if not self.runs:  # the grid failed to build: its error stays shown
+            return
         for run in self.runs:
             run.reset()
         self._show_all()

@@ -87,7 +87,9 @@ class Explorer:
 
     Programmatic use (scripts, tests, nbval): ``play(epochs, block=True)``, ``pause()``, ``step(n)``,
     ``reset()``, ``set(**params)``, ``state``, ``frame()``, ``export(path)``. The panel never raises for
-    bad data or parameters: it shows the message and stays usable; blocking calls raise ExplorerError.
+    bad data or parameters: it shows the message and stays usable on the last good layout (data that fails
+    to load is not adopted). A blocking call raises ExplorerError for an error it caused, or when there is no
+    layout to act on; the message stays shown until a change mends it (a failed export's until the next call).
     """
 
     def __init__(
@@ -108,7 +110,9 @@ class Explorer:
         self._graph_params = graph_params
         self._graph_n_epochs = optimizer_params.get("n_epochs")  # pruning threshold of a graph built here
         self._data, self._labels, self._n_samples = data, labels, n_samples
-        self._custom_data = None if _is_builtin(data) else data  # the dataset menu can switch back to it
+        # The user's own data and labels, once loaded: the dataset menu can switch back to them.
+        self._custom: tuple[Any, Any] | None = None
+        self._loaded: tuple[Any, Any, Any] | None = None  # (data, labels, n_samples) of the graph on screen
         self._source: Source | None = None
         self._graph = None
         self._run: LayoutRun | None = None
@@ -118,11 +122,14 @@ class Explorer:
         self._lock = threading.RLock()  # guards the fields below, read by state/frame from any thread
         self._dirty = 0
         self._target_epoch: int | None = None
+        self._target_span: int | None = None  # play(epochs): how many, so a restart plays as many again
         self._frame_rgba: np.ndarray | None = None
         self._extras_shown_at = 0.0
         self._play_requests = 0  # play() and pause() count up; a queued play runs only if still the latest
         self._fps_stamps: deque[float] = deque(maxlen=12)
         self._error = ""
+        self._errors = 0  # errors shown so far: a blocking call raises only for one shown during it
+        self._setup_failed = False  # the last (re)build failed: its error stays until one succeeds
         self._busy = ""
         self._fixed_view: Any = None
         self._fingerprint = ""
@@ -149,11 +156,12 @@ class Explorer:
         """
         if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
             raise ValueError(f"epochs={epochs!r} must be a positive integer or None (run to the end).")
+        since = self._begin()
         with self._lock:
             self._play_requests += 1
             token = self._play_requests
         self._worker.submit(lambda: self._start_playing(epochs, token))
-        return self._finish(block)
+        return self._finish(block, since, whole_play=True)
 
     def pause(self) -> ExplorerState:
         """Stop after the frame being computed (if any); returns the state once it stopped."""
@@ -167,25 +175,35 @@ class Explorer:
         """Pause, then run exactly ``n`` epochs (fewer at the end) and show the result."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n={n!r} must be a positive integer.")
+        since = self._begin()
         self._cancel_play()
+        self._update_buttons(playing=False)
         self._worker.submit(lambda: self._advance_and_show(n))
-        return self._finish(block)
+        return self._finish(block, since)
 
     def reset(self, block: bool = True) -> ExplorerState:
         """Pause and go back to epoch 0 (same graph, same parameters, same initial layout)."""
+        since = self._begin()
         self._cancel_play()
+        self._update_buttons(playing=False)
         self._worker.submit(self._reset_run)
-        return self._finish(block)
+        return self._finish(block, since)
 
     def set(self, block: bool = True, **params: Any) -> ExplorerState:
         """Change parameters as the controls would: ``data``, ``labels``, ``n_samples`` and graph parameters
         rebuild the graph; layout parameters (strategy, n_chunks, random_state, ...), ``outlier_method``
-        restart from the same graph; ``epochs_per_frame`` applies from the next frame."""
+        restart from the same graph; ``epochs_per_frame`` applies from the next frame. New data comes
+        without labels unless ``labels`` is given too (a built-in dataset brings its own)."""
+        since = self._begin()
         level = 0
+        if "epochs_per_frame" in params:  # checked first: a bad value changes nothing
+            epf = params.pop("epochs_per_frame")
+            if isinstance(epf, bool) or not isinstance(epf, int) or epf < 1:
+                raise ValueError(f"epochs_per_frame={epf!r} must be a positive integer.")
+            self._epochs_per_frame = epf
+            self._mirror(self._w_epf, epf)
         if "data" in params:
-            self._data = params.pop("data")
-            if not _is_builtin(self._data):
-                self._custom_data = self._data
+            self._data, self._labels = params.pop("data"), None
             level = REBUILD
         for name in ("labels", "n_samples"):
             if name in params:
@@ -193,9 +211,6 @@ class Explorer:
                 level = REBUILD
         if "colour_by_class" in params:
             self._w_classes.value = bool(params.pop("colour_by_class"))  # redraws through its callback
-        if "epochs_per_frame" in params:
-            self._epochs_per_frame = max(1, int(params.pop("epochs_per_frame")))
-            self._mirror(self._w_epf, self._epochs_per_frame)
         if "outlier_method" in params:
             self._outlier_method = params.pop("outlier_method")
             level = max(level, RESTART)
@@ -209,7 +224,7 @@ class Explorer:
         self._sync_controls()
         if level:
             self._request(level)
-        return self._finish(block)
+        return self._finish(block, since)
 
     def wait(self, timeout: float | None = None) -> ExplorerState:
         """Block until nothing is queued, running or playing."""
@@ -298,18 +313,31 @@ class Explorer:
         return (f"Explorer(dataset={s.dataset!r}, strategy={s.strategy!r}, n_chunks={s.n_chunks!r}, "
                 f"epoch={s.epoch}/{s.n_epochs}, outliers={s.outliers})")  # fmt: skip
 
-    def _finish(self, block: bool) -> ExplorerState:
+    def _begin(self) -> int:
+        """Start of a user action: a passing error (a failed export, a frame that failed) is cleared; a failed
+        build's stays until a build succeeds. Returns the error count, for _finish."""
+        if self._error and not self._setup_failed:
+            self._clear_error()
+        return self._errors
+
+    def _finish(self, block: bool, since: int, whole_play: bool = False) -> ExplorerState:
+        """Wait for the call's work (a play started by it to its end only with ``whole_play``: a change made
+        while playing returns once the new layout runs) and raise ExplorerError for an error it caused, or
+        for the error that left the panel without a layout to act on."""
         if not block:
             return self.state
         if self._worker.in_worker:
             raise RuntimeError("a blocking Explorer call from its own worker thread would wait for itself.")
         try:
-            self._worker.wait_idle()
+            if self._worker.playing and not whole_play:
+                self._worker.submit(lambda: None).result()  # jobs run in order: the call's own are done
+            else:
+                self._worker.wait_idle()
         except KeyboardInterrupt:  # an interrupted kernel: stop the layout too, not only the waiting
             self._cancel_play()
             raise
         state = self.state
-        if state.error:
+        if state.error and (self._errors != since or self._run is None):
             raise ExplorerError(state.error)
         return state
 
@@ -329,32 +357,49 @@ class Explorer:
             return
         clock = _StageClock()
         try:
-            graph, source = self._graph, self._source
-            if level >= REBUILD or graph is None:
-                self._set_busy("loading data...", 0)
-                source = load_source(self._data, self._labels, self._n_samples)
-                clock.lap("data")
-                self._set_busy(f"building graph ({source.n_points:,} points)...", 1)
-                graph = build(source, self._graph_params, n_epochs=self._graph_n_epochs,
-                              device=self._params.get("device"))
-                clock.lap("graph")
-            self._set_busy("initial layout...", 2)
-            params = {k: v for k, v in self._params.items() if v is not None or k == "random_state"}
-            run = LayoutRun(graph, make_optimizer(graph, params), source.labels, self._outlier_method)
-            clock.lap("initial layout")
-            self._w_classes.disabled = source.labels is None
-            with self._lock:
-                self._source, self._graph, self._run = source, graph, run
-                self._fixed_view = None
-                self._fps_stamps.clear()
-            self._after_graph_change(graph, source)
-            self._set_busy("first frame...", 3)
-            self._clear_error()
-            self._show_current()
-            clock.lap("first frame")
+            self._setup_level(level, clock)
+        except BaseException:
+            self._setup_failed = True
+            if level >= REBUILD and self._loaded is not None:  # failed data is not adopted: back to what is shown
+                self._data, self._labels, self._n_samples = self._loaded
+                self._sync_controls()
+            raise
         finally:
             self._set_busy("", None)
             self.timings = clock.laps
+
+    def _setup_level(self, level: int, clock: _StageClock) -> None:
+        """The (re)build itself; on success the new layout is shown and its data adopted."""
+        graph, source = self._graph, self._source
+        if level >= REBUILD or graph is None:
+            self._set_busy("loading data...", 0)
+            source = load_source(self._data, self._labels, self._n_samples)
+            clock.lap("data")
+            self._set_busy(f"building graph ({source.n_points:,} points)...", 1)
+            graph = build(source, self._graph_params, n_epochs=self._graph_n_epochs,
+                          device=self._params.get("device"))
+            clock.lap("graph")
+        self._set_busy("initial layout...", 2)
+        params = {k: v for k, v in self._params.items() if v is not None or k == "random_state"}
+        run = LayoutRun(graph, make_optimizer(graph, params), source.labels, self._outlier_method)
+        clock.lap("initial layout")
+        self._w_classes.disabled = source.labels is None
+        with self._lock:
+            self._source, self._graph, self._run = source, graph, run
+            self._fixed_view = None
+            self._fps_stamps.clear()
+            if self._target_span is not None:  # a play(epochs) under way plays as many on the new layout
+                self._target_epoch = run.epoch + self._target_span
+        self._loaded = (self._data, self._labels, self._n_samples)
+        if not _is_builtin(self._data):
+            self._custom = (self._data, self._labels)
+        self._after_graph_change(graph, source)
+        self._set_busy("first frame...", 3)
+        self._setup_failed = False
+        self._clear_error()
+        self._sync_controls()
+        self._show_current()
+        clock.lap("first frame")
 
     def _cancel_play(self, refresh: bool = True) -> None:
         """Stop playing, and drop a play that is still queued (pressed during a rebuild, say)."""
@@ -370,10 +415,11 @@ class Explorer:
         if run is None or token != self._play_requests:
             return  # no layout (bad data: the error stays shown), or paused before this play began
         with self._lock:
+            self._target_span = epochs
             self._target_epoch = None if epochs is None else run.epoch + epochs
             self._fps_stamps.clear()
         if run.done:
-            self._w_note.value = f"the layout has finished (epoch {run.epoch}); press Reset to run it again"
+            self._note_finished(run)
         else:
             self._worker.play()
         self._update_buttons()
@@ -402,8 +448,14 @@ class Explorer:
     def _advance_and_show(self, n: int) -> None:
         if self._run is None:
             return
+        if self._run.done:
+            self._note_finished(self._run)
+            return
         self._run.advance(n)
         self._show_current()
+
+    def _note_finished(self, run: LayoutRun) -> None:
+        self._w_note.value = f"the layout has finished (epoch {run.epoch}); press Reset to run it again"
 
     def _reset_run(self) -> None:
         if self._run is None:
@@ -590,8 +642,9 @@ class Explorer:
     def _graph_control_changed(self, change) -> None:
         if self._is_mirroring():
             return
-        if change["owner"] is self._w_dataset:
-            self._data = change["new"] if _is_builtin(change["new"]) else self._custom_data
+        if change["owner"] is self._w_dataset:  # a built-in set brings its own labels; the user's data, theirs
+            custom = self._custom or (self._data, self._labels)
+            self._data, self._labels = (change["new"], None) if _is_builtin(change["new"]) else custom
         else:
             self._graph_params["n_neighbors"] = int(change["new"])
         self._request(REBUILD)
@@ -658,8 +711,10 @@ class Explorer:
         p = self._params
         name = self._data_name()
         options = list(datasets.names())
-        if self._custom_data is not None:
-            options.append(self._data_name(self._custom_data))
+        if self._custom is not None:
+            options.append(self._data_name(self._custom[0]))
+        if name not in options:  # data asked for but not loaded yet (a failed load puts the menu back)
+            options.append(name)
         with self._mirrored():
             if list(self._w_dataset.options) != options:
                 self._w_dataset.options = options
@@ -683,6 +738,7 @@ class Explorer:
         if p.get("device") in ("cpu", "gpu"):
             self._mirror(self._w_device, p["device"])
         self._mirror(self._w_neighbors, self._graph_params.get("n_neighbors", 15))
+        self._mirror(self._w_outliers, self._outlier_method)
         chunked = self._w_strategy.value == "chunked"
         self._w_chunks_mode.disabled = not chunked
         self._w_chunks.disabled = not (chunked and self._w_chunks_mode.value == "fixed")
@@ -750,6 +806,7 @@ class Explorer:
         message = _describe(exc)
         with self._lock:
             self._error = message
+            self._errors += 1
         self._update_buttons(playing=False)
         self._w_error.value = (
             "<div style='background:#fdecea;color:#611a15;border-left:4px solid #d32f2f;padding:6px 10px'>"
