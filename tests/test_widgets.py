@@ -436,3 +436,11 @@ def test_compare_reset_after_a_failed_build_keeps_the_real_error(blobs_small):
             grid.run(0)
     finally:
         grid.close()
+
+
+def test_controls_show_the_value_in_use_beyond_their_usual_range(explorer):
+    """Sliders clamp silently: n_neighbors=150 used to show 100 while the graph used 150."""
+    explorer.set(n_neighbors=150, n_epochs=2_000_000, epochs_per_frame=500, n_chunks=5000)
+    assert explorer.graph.params["n_neighbors"] == 150 and explorer.state.n_chunks_used == 5000
+    assert (explorer._w_neighbors.value, explorer._w_epochs.value, explorer._w_epf.value) == (150, 2_000_000, 500)
+    assert explorer._w_chunks.value == 5000

@@ -691,9 +691,14 @@ class Explorer:
 
     def _mirror(self, widget, value) -> None:
         """Show ``value`` in ``widget`` without triggering its callbacks; a value it cannot show is an error
-        in the panel (the widget keeps its old value)."""
+        in the panel (the widget keeps its old value). A number above a linear slider's range widens the range
+        (the slider would clamp it silently and show a value that is not the one in use; the log slider of
+        n_chunks is widened by _sync_controls)."""
         with self._mirrored():
             try:
+                linear = hasattr(widget, "max") and not hasattr(widget, "base")
+                if linear and isinstance(value, (int, float)) and not isinstance(value, bool) and value > widget.max:
+                    widget.max = value
                 widget.value = value
             except Exception as exc:
                 self._show_error(ValueError(f"{widget.description}={value!r} cannot be used: {exc}"))
