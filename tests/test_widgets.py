@@ -444,3 +444,9 @@ def test_controls_show_the_value_in_use_beyond_their_usual_range(explorer):
     assert explorer.graph.params["n_neighbors"] == 150 and explorer.state.n_chunks_used == 5000
     assert (explorer._w_neighbors.value, explorer._w_epochs.value, explorer._w_epf.value) == (150, 2_000_000, 500)
     assert explorer._w_chunks.value == 5000
+
+
+def test_a_layout_the_panel_cannot_draw_is_refused_before_it_replaces_the_shown_one(explorer):
+    with pytest.raises(ExplorerError, match="n_components"):
+        explorer.set(n_components=3)
+    assert explorer.optimizer.n_components == 2 and explorer.step(1).epoch == 1

@@ -207,6 +207,9 @@ def make_optimizer(graph: FuzzyGraph, params: dict[str, Any]) -> LayoutOptimizer
     seed = resolve_seed(params.pop("random_state", None))
     init = params.pop("init", "spectral")
     dim = params.get("n_components", 2)
+    if dim != 2:  # checked before anything is built: the panels would fail only when drawing the first frame
+        raise ValueError(f"n_components={dim!r}: the panels draw 2-D layouts, so n_components must be 2. "
+                         "Use umapviz.LayoutOptimizer directly for other dimensions.")
     if isinstance(init, str) and init in ("spectral", "random") and isinstance(dim, int):
         layout = initial_layout(graph, init, seed, dim, device=params.get("device", "cpu"))
         optimizer = LayoutOptimizer(graph, random_state=seed, init=layout, **params)
