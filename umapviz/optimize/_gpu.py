@@ -33,7 +33,7 @@ import numpy as np
 
 from .._backend import cupy
 from ._cpu import VERTEX_WIDE_GROUP as _VERTEX_WIDE  # VTX_WIDE in kernels.cu: a wide group's items
-from ._cpu import VERTEX_WIDE_ITEMS, vertex_index
+from ._cpu import vertex_group_sizes, vertex_index
 
 KERNELS = Path(__file__).with_name("kernels.cu")
 MAX_DIM = 8
@@ -333,7 +333,7 @@ class GpuEngine:
             # warps each, the others above the heavy threshold a warp each, the rest share warps (kernels.cu).
             work = np.diff(ix.head_ptr) + np.diff(ix.tail_ptr)
             self._vorder = cp.asarray(np.argsort(-work, kind="stable").astype(np.int32))
-            self._n_wide = int(np.count_nonzero(work > VERTEX_WIDE_ITEMS))  # _cpu.vertex_group_sizes' wide groups
+            self._n_wide = int(np.count_nonzero(vertex_group_sizes(ix.head_ptr, ix.tail_ptr) == _VERTEX_WIDE))
             self._n_heavy = max(self._n_wide, int(np.count_nonzero(work > int(self.tuning["vertex_heavy"]))))
             self._tail = cp.asarray(self._tail_host)
             self._tail_head = cp.asarray(ix.tail_head)
