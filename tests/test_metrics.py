@@ -194,11 +194,11 @@ def test_trustworthiness_refuses_rows_that_are_not_finite(high_dim, value):
     0.81 for ten NaN rows, with at most a RuntimeWarning."""
     Y = high_dim[:, :2].copy()
     Y[[3, 7, 30]] = value
-    with pytest.raises(ValueError, match=r"embedding has 3 row\(s\) with NaN or inf \(rows 3, 7, 30\)"):
+    with pytest.raises(ValueError, match=r"embedding has 3 row\(s\) with NaN or inf \(rows \[3, 7, 30\]\)"):
         metrics.trustworthiness(high_dim, Y)
     X = high_dim.copy()
     X[11, 0] = value
-    with pytest.raises(ValueError, match=r"X has 1 row\(s\).*rows 11"):
+    with pytest.raises(ValueError, match=r"X has 1 row\(s\).*rows \[11\]"):
         metrics.trustworthiness(X, high_dim[:, :2])
     keep = np.isfinite(Y).all(axis=1)  # the way out the message gives
     assert 0 < metrics.trustworthiness(high_dim[keep], Y[keep]) <= 1

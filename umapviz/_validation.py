@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import is_cupy
+from ._backend import is_cupy, xp_of
 
 # Row blocks for the NaN/inf scan, so a huge X never needs a full-size boolean mask.
 _FINITE_SCAN_ROWS = 65536
@@ -62,22 +62,24 @@ def check_random_state(random_state: Any) -> int | None:
     return int(random_state)
 
 
-def _describe_rows(rows: np.ndarray, limit: int = 5) -> str:
+def describe_rows(rows: Any, limit: int = 5) -> str:
+    """The first few row indices of ``rows`` as "[3, 7, ...]", for error messages."""
     shown = ", ".join(str(int(r)) for r in rows[:limit])
     return f"[{shown}{', ...' if rows.size > limit else ''}]"
 
 
-def _non_finite_rows(X: np.ndarray) -> np.ndarray:
-    """Indices of rows holding NaN or +-inf (X is float32, 2-D)."""
-    # Fast path: a float64 sum is finite exactly when every float32 entry is finite
-    # (float32's largest value times any realistic size stays far below float64's).
-    if np.isfinite(np.sum(X, dtype=np.float64)):
-        return np.empty(0, dtype=np.int64)
+def non_finite_rows(X: Any) -> Any:
+    """Indices of rows holding NaN or +-inf (X is a 2-D float array, NumPy or CuPy; the result lives beside it)."""
+    xp = xp_of(X)
+    # Fast path: a float64 sum is finite exactly when every entry is finite (float32's largest value times
+    # any realistic size stays far below float64's); only then is X scanned by row blocks, never as a whole mask.
+    if bool(xp.isfinite(xp.sum(X, dtype=xp.float64))):
+        return xp.empty(0, dtype=xp.int64)
     bad = []
     for start in range(0, X.shape[0], _FINITE_SCAN_ROWS):
         block = X[start : start + _FINITE_SCAN_ROWS]
-        bad.append(np.flatnonzero(~np.isfinite(block).all(axis=1)) + start)
-    return np.concatenate(bad)
+        bad.append(xp.flatnonzero(~xp.isfinite(block).all(axis=1)) + start)
+    return xp.concatenate(bad)
 
 
 def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np.ndarray:
@@ -161,12 +163,12 @@ def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np
     with np.errstate(over="ignore"):  # overflow to inf is reported just below, by row
         out = np.ascontiguousarray(arr, dtype=np.float32)
 
-    bad = _non_finite_rows(out)
+    bad = non_finite_rows(out)
     if bad.size:
         overflow = np.isfinite(np.asarray(arr[bad[:1]], dtype=np.float64)).all()
         why = " (values too large for float32)" if overflow else ""
         raise ValueError(
-            f"{name} has {bad.size} row(s) with NaN or infinite values{why}, e.g. rows {_describe_rows(bad)}. "
+            f"{name} has {bad.size} row(s) with NaN or infinite values{why}, e.g. rows {describe_rows(bad)}. "
             f"Drop them (e.g. {name}[np.isfinite({name}).all(axis=1)]) or impute them "
             "(e.g. sklearn.impute.SimpleImputer) before building the graph."
         )

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import to_host, xp_of
+from ._validation import describe_rows, non_finite_rows
 
 METHODS = ("neighbors", "bounds", "radius")
 
@@ -321,14 +322,10 @@ def _finite_rows(Y: Any) -> Any:
 def _require_finite(A: Any, what: str, why: str) -> None:
     """ValueError naming the rows of A that hold NaN or inf: a distance to such a row means nothing, and a
     measure computed through them would look plausible."""
-    xp = xp_of(A)
-    if A.dtype.kind != "f" or bool(xp.isfinite(A.sum(dtype=xp.float64))):  # one pass, no n x d mask
-        return
-    bad = xp.flatnonzero(~_finite_rows(A))
-    if bad.size:
-        rows = ", ".join(str(int(r)) for r in bad[:5].tolist()) + (", ..." if bad.size > 5 else "")
+    bad = non_finite_rows(A) if A.dtype.kind == "f" else ()
+    if len(bad):
         raise ValueError(
-            f"{what} has {int(bad.size)} row(s) with NaN or inf (rows {rows}); {why}. Measure the finite rows "
+            f"{what} has {len(bad)} row(s) with NaN or inf (rows {describe_rows(bad)}); {why}. Measure the finite rows "
             "alone: keep = numpy.isfinite(embedding).all(axis=1), then trustworthiness(X[keep], embedding[keep])."
         )
 
