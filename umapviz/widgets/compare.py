@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets, metrics
-from .session import OUTLIER_METHODS, LayoutRun, build, load_source, make_optimizer, split_params
+from .session import OUTLIER_METHODS, LayoutRun, build, check_count, load_source, make_optimizer, split_params
 from .worker import Worker
 
 TABLE_COLUMNS = ("strategy", "n_chunks", "n_chunks_used", "random_state", "epoch", "n_epochs", "outliers",
@@ -106,8 +106,7 @@ class Comparison:
     def run(self, epochs: int | None = None, block: bool = True) -> Comparison:
         """Advance every layout together by ``epochs`` (None: to the end); block=True waits and then fills
         the table (raising RuntimeError if an error stopped the run)."""
-        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-            raise ValueError(f"epochs={epochs!r} must be a positive integer or None (run to the end).")
+        check_count("epochs", epochs, none_means="run to the end")
         self._worker.submit(lambda: self._start(epochs))
         if block:
             try:

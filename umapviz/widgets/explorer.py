@@ -32,6 +32,7 @@ from .session import (
     LayoutRun,
     Source,
     build,
+    check_count,
     load_source,
     make_optimizer,
     split_params,
@@ -154,8 +155,7 @@ class Explorer:
         block=True waits until they ran (or ``pause()`` or an error stopped them) and raises ExplorerError
         if the panel shows an error; block=False returns at once, the layout running in the background.
         """
-        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-            raise ValueError(f"epochs={epochs!r} must be a positive integer or None (run to the end).")
+        check_count("epochs", epochs, none_means="run to the end")
         since = self._begin()
         with self._lock:
             self._play_requests += 1
@@ -173,8 +173,7 @@ class Explorer:
 
     def step(self, n: int = 1, block: bool = True) -> ExplorerState:
         """Pause, then run exactly ``n`` epochs (fewer at the end) and show the result."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n={n!r} must be a positive integer.")
+        check_count("n", n)
         since = self._begin()
         self._cancel_play()
         self._update_buttons(playing=False)
@@ -197,9 +196,7 @@ class Explorer:
         since = self._begin()
         level = 0
         if "epochs_per_frame" in params:  # checked first: a bad value changes nothing
-            epf = params.pop("epochs_per_frame")
-            if isinstance(epf, bool) or not isinstance(epf, int) or epf < 1:
-                raise ValueError(f"epochs_per_frame={epf!r} must be a positive integer.")
+            epf = check_count("epochs_per_frame", params.pop("epochs_per_frame"))
             self._epochs_per_frame = epf
             self._mirror(self._w_epf, epf)
         if "data" in params:

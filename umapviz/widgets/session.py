@@ -47,6 +47,17 @@ RECORD_BUDGET_BYTES = 512 * 2**20
 # ---------------------------------------------------------------------------------------------------
 
 
+def check_count(name: str, value: Any, none_means: str | None = None) -> int | None:
+    """A positive int argument of the panels (epochs to play, steps, epochs per frame); None too where
+    ``none_means`` says what it means."""
+    if value is None and none_means is not None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        alternative = f" or None ({none_means})" if none_means is not None else ""
+        raise ValueError(f"{name}={value!r} must be a positive integer{alternative}.")
+    return value
+
+
 def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(graph parameters, optimizer parameters) from keyword arguments; unknown names raise TypeError."""
     unknown = sorted(set(params) - set(GRAPH_PARAMS) - set(OPTIMIZER_PARAMS))
