@@ -21,6 +21,7 @@ from umapviz.graph import (
     random_init,
     spectral_init,
 )
+from umapviz.graph import fuzzy as fuzzy_mod
 from umapviz.graph import init as init_mod
 from umapviz.graph import knn as knn_mod
 from umapviz.graph.cache import default_cache_dir
@@ -103,6 +104,17 @@ def test_approx_knn_repairs_missing_self_and_short_rows(monkeypatch):
     assert np.array_equal(idx[1:], exact_idx[1:]) and np.allclose(dist[1:], exact_dist[1:])
     assert np.array_equal(idx[0, :5], exact_idx[0, :5])  # the missing 6th one stays unknown to NN-descent
     assert np.all(np.diff(dist, axis=1) >= 0)
+
+
+@pytest.mark.slow  # pynndescent's JIT compile (~20 s)
+def test_approx_knn_on_tiny_data_keeps_pynndescents_false_alarm_quiet(recwarn):
+    """NN-descent leaves rows short on 15 points with k=15 and warns "Failed to correctly find n_neighbors";
+    approx_knn redoes those rows exactly (the result equals exact kNN), so that warning must not reach the user."""
+    X = np.random.default_rng(0).normal(size=(15, 4)).astype(np.float32)
+    approx = build_graph(X, n_neighbors=15, knn="approx", random_state=0, cache=False)
+    exact = build_graph(X, n_neighbors=15, knn="exact", cache=False)
+    assert not [w for w in recwarn if "Failed to correctly find" in str(w.message)]
+    assert np.array_equal(approx.knn_indices, exact.knn_indices) and approx.fingerprint == exact.fingerprint
 
 
 def test_auto_knn_choice_and_record():
@@ -221,6 +233,30 @@ def test_ab_params_near_known_values():
     umap_ = pytest.importorskip("umap.umap_")
     for spread, min_dist in [(1.0, 0.0), (1.0, 0.5), (2.0, 0.25)]:
         np.testing.assert_allclose(find_ab_params(spread, min_dist), umap_.find_ab_params(spread, min_dist), rtol=1e-4)
+
+
+def test_ab_params_for_the_defaults_are_bitwise_unchanged():
+    """The spread-1 rescaling must not move the default curve: graph fingerprints depend on these bits."""
+    assert find_ab_params(1.0, 0.1) == (1.5769434602697652, 0.8950608778515733)
+    assert find_ab_params(1.0, 0.0) == (1.93280839734315, 0.7904949732233831)
+
+
+@pytest.mark.parametrize("spread", [0.01, 0.1, 0.2, 1.0, 3.0, 1e3])
+@pytest.mark.parametrize("ratio", [0.0, 0.1, 0.5])
+def test_ab_params_fit_the_curve_at_any_spread(spread, ratio):
+    """At spread <= ~0.2 the direct fit diverged to negative a, b (a=-37.1, b=-18.6 for spread 0.1)."""
+    min_dist = ratio * spread
+    a, b = find_ab_params(spread, min_dist)
+    assert a > 0 and b > 0
+    x = np.linspace(0, 3 * spread, 300)
+    target = np.where(x < min_dist, 1.0, np.exp(-(x - min_dist) / spread))
+    assert np.abs(1.0 / (1.0 + a * x ** (2 * b)) - target).max() < 0.1
+
+
+def test_ab_params_refuse_a_fit_that_went_wrong(monkeypatch):
+    monkeypatch.setattr(fuzzy_mod, "curve_fit", lambda *args, **kwargs: ((-37.1, -18.6), None))
+    with pytest.raises(ValueError, match=r"a=.*b=.*finite and positive"):
+        find_ab_params(0.1, 0.0)
 
 
 # ------------------------------------------------------------------------------------------------ init
@@ -479,6 +515,23 @@ def test_bad_parameters_give_clear_errors():
         build_graph(X, spread=0, cache=False)
     with pytest.raises(TypeError, match="random_state"):
         build_graph(X, random_state="seven", cache=False)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"min_dist": None}, TypeError, "min_dist must be a number, got None"),
+        ({"spread": None}, TypeError, "spread must be a number, got None"),
+        ({"spread": "1"}, TypeError, "spread must be a number, got '1'"),
+        ({"min_dist": True}, TypeError, "min_dist must be a number, got True"),
+        ({"spread": np.inf}, ValueError, "spread=inf is out of range"),
+        ({"min_dist": np.nan}, ValueError, "min_dist=nan is out of range"),
+    ],
+)
+def test_min_dist_and_spread_errors_name_the_parameter(kwargs, error, match):
+    """None gave "'<=' not supported", inf gave scipy's "array must not contain infs or NaNs"."""
+    with pytest.raises(error, match=match):
+        build_graph(_blobs(), cache=False, **kwargs)
 
 
 def test_bad_data_through_build_graph():

@@ -43,6 +43,21 @@ def check_n_epochs(n_epochs: Any) -> int | None:
     return int(n_epochs)
 
 
+def check_positive_float(name: str, value: Any, usual: str = "", allow_zero: bool = False) -> float:
+    """``value`` as a finite Python float > 0 (>= 0 with ``allow_zero``). Strings, bools and None are refused
+    rather than converted, as for the integer parameters: ``"1"`` or ``True`` is a mistake, not a number."""
+    hint = f" ({usual})" if usual else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be a number, got {value!r} ({type(value).__name__}). Pass a finite number{hint}."
+        )
+    v = float(value)
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name}={value!r} is out of range: it must be a finite number {bound}{hint}.")
+    return v
+
+
 SEED_LIMIT = 2**32  # seeds are < 2**32, as NumPy's legacy seeding, scikit-learn and pynndescent require
 
 

@@ -14,6 +14,8 @@ import numpy as np
 import scipy.sparse
 from scipy.optimize import curve_fit
 
+from .._validation import check_positive_float
+
 _BISECTION_STEPS = 64
 _BISECTION_TOLERANCE = 1e-5
 _MIN_SIGMA_FRACTION = 1e-3  # sigma >= this times the mean neighbour distance
@@ -116,9 +118,9 @@ def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, f
     """Fit ``1 / (1 + a x^(2b))`` to UMAP's target curve: 1 up to ``min_dist``, then
     ``exp(-(x - min_dist) / spread)``, sampled on [0, 3 spread]. Gives a ~ 1.577, b ~ 0.895 for (1.0, 0.1).
     """
-    if not spread > 0:
-        raise ValueError(f"spread={spread!r} must be positive (1.0 is the usual value).")
-    if not 0 <= min_dist <= spread:
+    spread = check_positive_float("spread", spread, "1.0 is the usual value")
+    min_dist = check_positive_float("min_dist", min_dist, "0.1 is the usual value", allow_zero=True)
+    if not min_dist <= spread:
         raise ValueError(
             f"min_dist={min_dist!r} must lie in [0, spread={spread!r}]; the usual value is 0.1 with spread 1.0."
         )
@@ -126,7 +128,18 @@ def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, f
     def curve(x, a, b):
         return 1.0 / (1.0 + a * x ** (2 * b))
 
-    x = np.linspace(0, 3 * spread, 300)
-    y = np.where(x < min_dist, 1.0, np.exp(-(x - min_dist) / spread))
-    (a, b), _ = curve_fit(curve, x, y)
-    return float(a), float(b)
+    # The target curve at spread s is the spread-1 curve of x / s (with min_dist / s), so fit at spread 1,
+    # where the default start (a, b) = (1, 1) converges; at small spread (<= ~0.2) a direct fit diverged to
+    # negative a, b. Rescaling back is exact: 1 / (1 + a1 (x / s)^(2 b1)) = 1 / (1 + a1 s^(-2 b1) x^(2 b1)).
+    # At spread 1.0 the arithmetic is the same as a direct fit, so default a, b (and graph fingerprints) are unchanged.
+    relative_min_dist = min_dist / spread
+    x = np.linspace(0, 3.0, 300)
+    y = np.where(x < relative_min_dist, 1.0, np.exp(-(x - relative_min_dist)))
+    (a1, b1), _ = curve_fit(curve, x, y)
+    a, b = float(a1 * spread ** (-2 * b1)), float(b1)
+    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
+        raise ValueError(
+            f"Fitting the curve for spread={spread!r}, min_dist={min_dist!r} gave a={a!r}, b={b!r}, but both must be "
+            "finite and positive. Use values nearer the usual spread=1.0, min_dist=0.1."
+        )
+    return a, b

@@ -11,6 +11,7 @@ change the answer when more than that many points tie with the k-th neighbour wi
 from __future__ import annotations
 
 import math
+import warnings
 
 import numba
 import numpy as np
@@ -263,20 +264,24 @@ def approx_knn(
     # Forest and iteration sizes as UMAP chooses them for NN-descent.
     n_trees = min(64, 5 + int(round(n**0.5 / 20.0)))
     n_iters = max(5, int(round(np.log2(n))))
-    index = NNDescent(
-        X,
-        n_neighbors=k,
-        metric=metric,
-        random_state=random_state,
-        n_trees=n_trees,
-        n_iters=n_iters,
-        max_candidates=60,
-        low_memory=True,
-        compressed=True,
-        n_jobs=1 if random_state is not None else None,
-        verbose=False,
-    )
-    found, _ = index.neighbor_graph
+    with warnings.catch_warnings():
+        # pynndescent warns when some rows lack neighbours (-1); below, such a row gets self in the gap or, if
+        # still short, is redone exactly, so every row ends with k neighbours and the warning would mislead.
+        warnings.filterwarnings("ignore", message="Failed to correctly find n_neighbors", category=UserWarning)
+        index = NNDescent(
+            X,
+            n_neighbors=k,
+            metric=metric,
+            random_state=random_state,
+            n_trees=n_trees,
+            n_iters=n_iters,
+            max_candidates=60,
+            low_memory=True,
+            compressed=True,
+            n_jobs=1 if random_state is not None else None,
+            verbose=False,
+        )
+        found, _ = index.neighbor_graph
     cand = np.asarray(found, dtype=np.int64)
     rows = np.arange(n, dtype=np.int64)
     # Self must be a candidate (duplicates can crowd it out): put it in place of the last candidate.
