@@ -6,6 +6,7 @@ import numpy as np
 
 from .graph import build_graph
 from .optimize import LayoutOptimizer
+from .optimize.optimizer import check_layout_params
 
 
 class UMAP:
@@ -66,8 +67,24 @@ class UMAP:
         return self
 
     def fit(self, X, y=None) -> UMAP:
-        """Build the graph of X and run the layout optimizer to the end."""
-        self.graph_ = build_graph(
+        """Build the graph of X and run the layout optimizer to the end.
+
+        Sets ``graph_``, ``optimizer_``, ``embedding_``, ``n_features_in_`` and, for a DataFrame whose column
+        names are all strings, ``feature_names_in_``. They are assigned only once everything succeeded, so a
+        failed refit leaves the previous fit intact.
+        """
+        # The optimizer's parameters are checked first: a typo should not wait for (or write to the cache) a kNN
+        # graph that can take minutes to build.
+        check_layout_params(
+            strategy=self.strategy,
+            n_chunks=self.n_chunks,
+            init=self.init,
+            learning_rate=self.learning_rate,
+            negative_sample_rate=self.negative_sample_rate,
+            repulsion_strength=self.repulsion_strength,
+            n_components=self.n_components,
+        )
+        graph = build_graph(
             X,
             n_neighbors=self.n_neighbors,
             metric=self.metric,
@@ -80,8 +97,8 @@ class UMAP:
             progress=self.verbose,
             device=self.device,
         )
-        self.optimizer_ = LayoutOptimizer(
-            self.graph_,
+        optimizer = LayoutOptimizer(
+            graph,
             strategy=self.strategy,
             n_chunks=self.n_chunks,
             random_state=self.random_state,
@@ -93,17 +110,54 @@ class UMAP:
             device=self.device,
             n_components=self.n_components,
         ).run(progress=self.verbose)
-        self.embedding_ = self.optimizer_.embedding
+        feature_names = _feature_names(X)
+        self.graph_ = graph
+        self.optimizer_ = optimizer
+        self.embedding_ = optimizer.embedding
+        self.n_features_in_ = int(np.shape(X)[1])  # X passed build_graph's checks, so it is 2-D
+        if feature_names is not None:
+            self.feature_names_in_ = feature_names
+        elif hasattr(self, "feature_names_in_"):  # names from an earlier fit no longer describe the data
+            del self.feature_names_in_
         return self
 
     def fit_transform(self, X, y=None) -> np.ndarray:
         """Fit and return the embedding (n_samples, n_components)."""
         return self.fit(X, y).embedding_
 
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether ``fit`` has completed, for sklearn.utils.validation.check_is_fitted."""
+        return hasattr(self, "embedding_")
+
+    def __sklearn_tags__(self):
+        """scikit-learn's default tags for an estimator that is neither classifier nor regressor and needs no y,
+        built as sklearn.base.BaseEstimator builds them (UMAP does not inherit it, so sklearn stays optional)."""
+        from sklearn.utils import Tags, TargetTags  # noqa: PLC0415 - sklearn is optional: only when sklearn asks
+
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=False),
+            transformer_tags=None,
+            regressor_tags=None,
+            classifier_tags=None,
+        )
+
     def __repr__(self) -> str:
         defaults = UMAP().get_params()
         changed = {k: v for k, v in self.get_params().items() if not _same(v, defaults[k])}
         return "UMAP(" + ", ".join(f"{k}={v!r}" for k, v in changed.items()) + ")"
+
+
+def _feature_names(X) -> np.ndarray | None:
+    """X's column names as an object array when all are strings (scikit-learn's rule), else None. Read through
+    ``columns`` so that pandas is never imported here."""
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return None
+    names = np.asarray(columns, dtype=object)
+    if names.size == 0 or not all(isinstance(name, str) for name in names):
+        return None
+    return names
 
 
 def _same(a, b) -> bool:

@@ -62,20 +62,30 @@ def chunks_for(rule: str, n_vertices: int, nnz: int, max_degree: int) -> int:
     return int(min(max(value, 1), max(nnz, 1)))
 
 
-def resolve_n_chunks(n_chunks: int | str, graph: FuzzyGraph) -> int:
-    """An int in [1, nnz] from an int or a rule name, with a clear error otherwise."""
+def check_n_chunks(n_chunks: int | str) -> int | str:
+    """``n_chunks`` as an int >= 1 or a known rule name; the checks that need no graph (see resolve_n_chunks)."""
     if isinstance(n_chunks, str):
-        return chunks_for(n_chunks, graph.n_vertices, graph.nnz, graph.max_degree)
+        if n_chunks not in RULES:
+            raise ValueError(f"n_chunks={n_chunks!r} is not a known rule; use an int >= 1 or one of {RULES}.")
+        return n_chunks
     if isinstance(n_chunks, bool) or not isinstance(n_chunks, (int, np.integer)):
         raise TypeError(f"n_chunks must be an int or one of {RULES}, got {type(n_chunks).__name__}.")
     if n_chunks < 1:
         raise ValueError(f"n_chunks={n_chunks} is out of range: it must be at least 1 (1 means 'buffered').")
+    return int(n_chunks)
+
+
+def resolve_n_chunks(n_chunks: int | str, graph: FuzzyGraph) -> int:
+    """An int in [1, nnz] from an int or a rule name, with a clear error otherwise."""
+    n_chunks = check_n_chunks(n_chunks)
+    if isinstance(n_chunks, str):
+        return chunks_for(n_chunks, graph.n_vertices, graph.nnz, graph.max_degree)
     if n_chunks > graph.nnz:
         raise ValueError(
             f"n_chunks={n_chunks} is out of range: the graph has only {graph.nnz} edges, "
             f"so at most n_chunks={graph.nnz} (one edge per chunk)."
         )
-    return int(n_chunks)
+    return n_chunks
 
 
 def chunk_bounds(n_active: int, n_chunks: int) -> np.ndarray:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._backend import resolve_device, to_host
+from .._validation import check_positive_float
 from ..graph._types import FuzzyGraph
-from .chunks import resolve_n_chunks
+from .chunks import check_n_chunks, resolve_n_chunks
 from .rng import edge_order, resolve_seed
 
 STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
@@ -31,6 +32,36 @@ class EpochRecord:
     alpha: float
     active_edges: int
     seconds: float
+
+
+def check_layout_params(
+    strategy: str = "chunked",
+    n_chunks: int | str = "auto",
+    init: str | np.ndarray = "spectral",
+    learning_rate: float = 1.0,
+    negative_sample_rate: int = 5,
+    repulsion_strength: float = 1.0,
+    n_components: int = 2,
+) -> dict:
+    """Check the LayoutOptimizer parameters that need no graph, so a caller (umapviz.UMAP) can refuse a bad one
+    before the slow graph stage; returns the numeric ones converted (learning_rate, negative_sample_rate,
+    repulsion_strength, n_components). The graph-dependent checks (n_chunks <= nnz, init array shape) stay in
+    LayoutOptimizer."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy={strategy!r} is not known; choose one of {STRATEGIES}.")
+    check_n_chunks(n_chunks)
+    if isinstance(init, str) and init not in INITS:
+        raise ValueError(
+            f"init={init!r} is not known; use one of {INITS} or an array of shape (n_samples, n_components)."
+        )
+    return {
+        "learning_rate": check_positive_float("learning_rate", learning_rate, "1.0 is the usual value"),
+        "negative_sample_rate": _check_int("negative_sample_rate", negative_sample_rate, 0),
+        "repulsion_strength": check_positive_float(
+            "repulsion_strength", repulsion_strength, "1.0 is the usual value", allow_zero=True
+        ),
+        "n_components": _check_int("n_components", n_components, 1),
+    }
 
 
 class LayoutOptimizer:
@@ -60,8 +91,15 @@ class LayoutOptimizer:
     ) -> None:
         if not isinstance(graph, FuzzyGraph):
             raise TypeError(f"graph must be a FuzzyGraph (from umapviz.build_graph), got {type(graph).__name__}.")
-        if strategy not in STRATEGIES:
-            raise ValueError(f"strategy={strategy!r} is not known; choose one of {STRATEGIES}.")
+        checked = check_layout_params(
+            strategy=strategy,
+            n_chunks=n_chunks,
+            init=init,
+            learning_rate=learning_rate,
+            negative_sample_rate=negative_sample_rate,
+            repulsion_strength=repulsion_strength,
+            n_components=n_components,
+        )
         if graph.nnz == 0:
             raise ValueError("The graph has no edges, so there is nothing to optimize; check the input data.")
         self.graph = graph
@@ -70,10 +108,10 @@ class LayoutOptimizer:
         self.n_chunks = 1 if strategy == "buffered" else resolved
         self.n_chunks_param = n_chunks
         self.n_epochs = _check_int("n_epochs", graph.n_epochs if n_epochs is None else n_epochs, 1)
-        self.learning_rate = _check_positive("learning_rate", learning_rate)
-        self.negative_sample_rate = _check_int("negative_sample_rate", negative_sample_rate, 0)
-        self.repulsion_strength = _check_positive("repulsion_strength", repulsion_strength, allow_zero=True)
-        self.n_components = _check_int("n_components", n_components, 1)
+        self.learning_rate = checked["learning_rate"]
+        self.negative_sample_rate = checked["negative_sample_rate"]
+        self.repulsion_strength = checked["repulsion_strength"]
+        self.n_components = checked["n_components"]
         self.device = resolve_device(device)
         self.private_head = bool(private_head)
         self.seed = resolve_seed(random_state)
@@ -187,9 +225,7 @@ class LayoutOptimizer:
 
             if init == "spectral":
                 return spectral_init(self.graph, dim, self.seed, device=self.device)
-            if init == "random":
-                return random_init(n, dim, self.seed)
-            raise ValueError(f"init={init!r} is not known; use one of {INITS} or an array of shape ({n}, {dim}).")
+            return random_init(n, dim, self.seed)  # the only other name check_layout_params lets through
         arr = np.asarray(to_host(init), dtype=np.float32)
         if arr.shape != (n, dim):
             raise ValueError(f"init array has shape {arr.shape}, but the graph needs ({n}, {dim}).")
@@ -214,13 +250,3 @@ def _check_int(name: str, value, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"{name}={value} is out of range: it must be >= {minimum}.")
     return int(value)
-
-
-def _check_positive(name: str, value, allow_zero: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {value!r}.") from None
-    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise ValueError(f"{name}={value} is out of range: it must be a finite number > 0.")
-    return v
