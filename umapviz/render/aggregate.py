@@ -15,10 +15,13 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import is_cupy, to_host
-from umapviz.render.view import View
+from umapviz.render.view import View, check_pixels
 
 N_EDGE_BINS = 32  # out-of-view points are counted in this many bins along each side of the image
 SIDES = ("left", "right", "bottom", "top")  # row order of Aggregate.edge_counts
+# Largest H x W x K uint32 count grid aggregate() allocates: sparse label codes (0 and 5000) would otherwise
+# ask datashader for gigabytes, or get the process killed for memory.
+MAX_GRID_BYTES = 2 * 2**30
 
 
 @dataclass(frozen=True)
@@ -77,8 +80,10 @@ def check_embedding(embedding: Any) -> Any:
             f"embedding must have shape (N, 2); got {tuple(embedding.shape)}. "
             "Rendering draws 2-D layouts only: pass the first two columns, e.g. embedding[:, :2]."
         )
-    if embedding.dtype not in (np.float32, np.float64):  # integers, float16: datashader and the kernel want these
-        embedding = embedding.astype(np.float32)
+    if embedding.dtype not in (np.float32, np.float64):
+        # datashader and the kernel take only these; float64 holds integers up to 2**53 and longdouble values
+        # beyond float32's range (float32 would merge int64 coordinates near 1e9, or turn 1e300 into inf).
+        embedding = embedding.astype(np.float64)
     return embedding
 
 
@@ -107,25 +112,53 @@ def check_labels(labels: Any, n: int, n_labels: int | None) -> tuple[Any, int]:
 
 
 def check_outliers(outliers: Any, n: int) -> Any:
-    """A boolean mask of length n from a mask or an array of point indices."""
+    """A boolean mask of length n from a mask or an array of point indices (empty: no outliers)."""
     if not is_cupy(outliers):
         outliers = np.asarray(outliers)
+    xp = np
+    if is_cupy(outliers):
+        import cupy as xp  # noqa: PLC0415 - GPU only
+    if outliers.ndim == 1 and outliers.size == 0:  # [] arrives as float64: no outliers, whatever the dtype
+        return xp.zeros(n, dtype=bool)
     if outliers.dtype == bool:
         if outliers.shape != (n,):
             raise ValueError(f"an outlier mask must have shape ({n},); got {tuple(outliers.shape)}.")
         return outliers
     if outliers.dtype.kind in "iu" and outliers.ndim == 1:
-        if outliers.size and (int(outliers.min()) < 0 or int(outliers.max()) >= n):
-            raise ValueError(f"outlier indices must lie in [0, {n}).")
-        xp = np
-        if is_cupy(outliers):
-            import cupy as xp  # noqa: PLC0415 - GPU only
+        lo, hi = int(outliers.min()), int(outliers.max())
+        if outliers.shape == (n,) and lo >= 0 and hi <= 1:
+            # Read as indices, a 0/1 mask would mark points 0 and 1 instead of the points it flags.
+            raise ValueError(
+                f"outliers is an integer array of length {n} holding only 0 and 1: it looks like a 0/1 mask, "
+                "not point indices. Pass mask.astype(bool) for a mask, or np.flatnonzero(mask) for indices."
+            )
+        if lo < 0 or hi >= n:
+            raise ValueError(
+                f"outlier indices must lie in [0, {n}); got values from {lo} to {hi}. For a mask pass booleans; "
+                "for -1/1 predictions (IsolationForest, LocalOutlierFactor: -1 = outlier) pass pred == -1."
+            )
         mask = xp.zeros(n, dtype=bool)
         mask[outliers] = True
         return mask
     raise ValueError(
         f"outliers must be a boolean mask of shape ({n},) or a 1-D array of point indices; "
         f"got dtype {outliers.dtype} and shape {tuple(outliers.shape)}."
+    )
+
+
+def check_grid_size(width: int, height: int, n_labels: int, labels: Any = None) -> None:
+    """ValueError when the (height, width, n_labels) uint32 count grid would exceed MAX_GRID_BYTES."""
+    nbytes = width * height * n_labels * 4  # Python ints: no overflow for codes near 2**63
+    if nbytes <= MAX_GRID_BYTES:
+        return
+    codes = ""
+    if labels is not None and labels.size:  # two reductions, on this error path only
+        codes = f" (codes present: {int(labels.min())} to {int(labels.max())})"
+    raise ValueError(
+        f"labels with K={n_labels} values{codes} need a {width} x {height} x {n_labels} grid of counts: "
+        f"{nbytes / 2**30:.1f} GiB, over the {MAX_GRID_BYTES / 2**30:g} GiB limit. Number the labels 0..K-1 "
+        "without gaps, e.g. codes, names = pandas.factorize(labels) (or np.unique(labels, return_inverse=True)), "
+        "and leave n_labels at its default; or draw a smaller image."
     )
 
 
@@ -147,12 +180,12 @@ def aggregate(
     keep_on_device: for a CuPy embedding, leave the grids on the GPU as CuPy arrays (``shade`` shades them
         there); by default they come back to the host.
     """
-    if width < 1 or height < 1:
-        raise ValueError(f"width and height must be at least 1 pixel; got {width} x {height}.")
+    width, height = check_pixels(width, "width"), check_pixels(height, "height")
     embedding = check_embedding(embedding)
     n = int(embedding.shape[0])
     if labels is not None:
         labels, n_labels = check_labels(labels, n, n_labels)
+        check_grid_size(width, height, n_labels, labels)
     if outliers is not None:
         outliers = check_outliers(outliers, n)
 

@@ -26,7 +26,7 @@ from umapviz.render.figures import draw_caption
 from umapviz.render.frame import image
 from umapviz.render.record import Recording
 from umapviz.render.shade import DEFAULT_STYLE, Style
-from umapviz.render.view import View, ViewSpec, resolve_view, square_pixels, union
+from umapviz.render.view import View, ViewSpec, check_pixels, resolve_view, square_pixels, union
 
 Frames = Recording | Sequence[np.ndarray]
 
@@ -37,6 +37,15 @@ def _check_rgba(rgba: np.ndarray) -> np.ndarray:
     if rgba.ndim != 3 or rgba.shape[2] not in (3, 4) or rgba.dtype != np.uint8:
         raise ValueError(f"expected an (H, W, 4) uint8 RGBA image; got {rgba.dtype} {tuple(rgba.shape)}.")
     return rgba
+
+
+def _check_suffix(path: str | os.PathLike, suffix: str, instead: str) -> None:
+    """ValueError unless ``path`` ends in ``suffix``: the file's format is fixed, and its name should say so."""
+    if Path(path).suffix.lower() != suffix:
+        raise ValueError(
+            f"{Path(path).name!r} does not end in {suffix}, but this writes {suffix} data (it would be unreadable "
+            f"under another suffix): name the file *{suffix}. {instead}"
+        )
 
 
 def encode_png(rgba: np.ndarray, compress_level: int = 1) -> bytes:
@@ -71,6 +80,7 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 
 def save_png(rgba: np.ndarray, path: str | os.PathLike) -> Path:
     """Write an (H, W, 4) uint8 image as PNG, atomically; returns the path."""
+    _check_suffix(path, ".png", "For other formats use Pillow: PIL.Image.fromarray(rgba).save(path).")
     data = encode_png(rgba, compress_level=6)
     return atomic_write(path, lambda tmp: tmp.write_bytes(data))
 
@@ -91,6 +101,7 @@ def recording_frames(
         of the layout shows), "auto" or "robust" (each frame its own), or fixed (xmin, xmax, ymin, ymax).
     captions: write "epoch E · K outliers" in the top-left corner.
     """
+    width, height = check_pixels(width, "width"), check_pixels(height, "height")
     if len(recording) == 0:
         raise ValueError("the recording has no frames.")
     if isinstance(view, str) and view == "shared":
@@ -144,6 +155,7 @@ def save_gif(frames: Frames, path: str | os.PathLike, fps: float = 5, **frame_op
     """An animated GIF (looping) of a Recording or of RGBA images; options go to ``recording_frames``."""
     from PIL import Image  # noqa: PLC0415
 
+    _check_suffix(path, ".gif", "For a video use save_mp4(), for a web page save_html().")
     duration = max(20, round(1000 / _check_fps(fps)))
     images = [Image.fromarray(im[..., :3]) for im in _images(frames, frame_options)]
 
@@ -155,6 +167,7 @@ def save_gif(frames: Frames, path: str | os.PathLike, fps: float = 5, **frame_op
 
 def save_mp4(frames: Frames, path: str | os.PathLike, fps: float = 10, **frame_options: Any) -> Path:
     """An H.264 MP4 of a Recording or of RGBA images; needs the imageio-ffmpeg package."""
+    _check_suffix(path, ".mp4", "For an animated image use save_gif(), for a web page save_html().")
     if importlib.util.find_spec("imageio_ffmpeg") is None:
         raise RuntimeError(
             "MP4 export needs the imageio-ffmpeg package (it ships an ffmpeg binary): "

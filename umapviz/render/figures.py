@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from umapviz.render.aggregate import check_embedding, check_outliers
 from umapviz.render.frame import image
 from umapviz.render.shade import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb, pil_font
-from umapviz.render.view import ViewSpec, resolve_view, square_pixels, union
+from umapviz.render.view import ViewSpec, check_pixels, resolve_view, square_pixels, union
 
 INK = (230, 230, 230)  # text and axes on the dark figure background
 MUTED = (120, 120, 120)  # frame and secondary text
@@ -57,17 +58,25 @@ def side_by_side(
     """
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
+    panel_size = check_pixels(panel_size, "panel_size")
     n = len(embeddings)
     if n == 0:
         raise ValueError("side_by_side needs at least one embedding.")
+    embeddings = [check_embedding(e) for e in embeddings]
     titles = list(titles) if titles is not None else [f"#{i + 1}" for i in range(n)]
     outliers = list(outliers) if outliers is not None else [None] * n
-    if counts is None:
-        counts = [None if m is None else int(np.asarray(m, dtype=bool).sum()) for m in outliers]
-    counts = list(counts)
-    for name, seq in (("titles", titles), ("counts", counts), ("outliers", outliers)):
+    for name, seq in (("titles", titles), ("outliers", outliers)):
         if len(seq) != n:
             raise ValueError(f"{name} has {len(seq)} entries for {n} embeddings.")
+    if counts is None:
+        # Read as image() reads them, so the caption counts the discs drawn (indices too, not just masks).
+        counts = [
+            None if m is None else int(check_outliers(m, e.shape[0]).sum())
+            for e, m in zip(embeddings, outliers, strict=True)
+        ]
+    counts = list(counts)
+    if len(counts) != n:
+        raise ValueError(f"counts has {len(counts)} entries for {n} embeddings.")
     if isinstance(view, str) and view == "shared":
         shared = union([resolve_view(e, "robust", panel_size, panel_size) for e in embeddings])
         view = square_pixels(shared.bounds, panel_size, panel_size)
@@ -101,11 +110,14 @@ def outlier_chart(
 ) -> np.ndarray:
     """A line chart of outlier counts against epoch, one line per named run.
 
-    series: {name: (epochs, counts)}, e.g. {"buffered": (rec.epochs, rec.outlier_counts())}.
+    series: {name: (epochs, counts)}, e.g. {"buffered": (rec.epochs, rec.outlier_counts())}. Negative counts
+        (Recording's -1: a frame without an outlier mask), NaN and inf are gaps in the line.
     log: a log10(1 + count) axis, for runs whose counts differ by orders of magnitude.
     Returns an (H, W, 4) uint8 image.
     """
     from PIL import Image, ImageDraw  # noqa: PLC0415
+
+    width, height = check_pixels(width, "width"), check_pixels(height, "height")
 
     if not series:
         raise ValueError("outlier_chart needs at least one series: {name: (epochs, counts)}.")
@@ -114,10 +126,11 @@ def outlier_chart(
         e, c = np.asarray(epochs, dtype=np.float64), np.asarray(counts, dtype=np.float64)
         if e.shape != c.shape or e.ndim != 1 or e.size == 0:
             raise ValueError(f"series {name!r}: epochs and counts must be equal-length, non-empty 1-D.")
+        c[~(np.isfinite(c) & (c >= 0))] = np.nan  # no count there (-1: no mask recorded): a gap, not a value
         data[name] = (e, c)
     e_lo = min(e.min() for e, _ in data.values())
     e_hi = max(e.max() for e, _ in data.values())
-    c_hi = max(max(c.max(), 0) for _, c in data.values())
+    c_hi = max(np.nanmax(c, initial=0) for _, c in data.values())
     if e_hi == e_lo:
         e_hi = e_lo + 1
 
@@ -150,13 +163,20 @@ def outlier_chart(
         draw.text((x, top + ph + 7), f"{t:g}", fill=INK, font=small, anchor="mt")
     draw.text((left + pw / 2, height - 4), "epoch", fill=MUTED, font=small, anchor="mb")
     draw.rectangle((left, top, left + pw, top + ph), outline=MUTED)
-    legend = {name: f"{name}: {int(c[-1]):,}" for name, (_, c) in data.items()}
+    legend = {name: f"{name}: {_last_count(c)}" for name, (_, c) in data.items()}
     legend_width = 26 + max(small.getlength(text) for text in legend.values())
     for i, (name, (e, c)) in enumerate(data.items()):
         color = hex_to_rgb(colors[i % len(colors)])
-        points = [px(a, b) for a, b in zip(e, c, strict=True)]
-        if len(points) > 1:
-            draw.line(points, fill=color, width=2, joint="curve")
+        runs: list[list[tuple[float, float]]] = [[]]
+        for a, b in zip(e, c, strict=True):
+            if np.isnan(b):
+                runs.append([])  # a gap: the line stops, and the next count starts a new one
+            else:
+                runs[-1].append(px(a, b))
+        for run in runs:
+            if len(run) > 1:
+                draw.line(run, fill=color, width=2, joint="curve")
+        points = [p for run in runs for p in run]
         for x, y in points if len(points) <= 60 else points[-1:]:
             draw.ellipse((x - 2.5, y - 2.5, x + 2.5, y + 2.5), fill=color)
         # legend, top right, one line per series: a swatch, then "name: last count"
@@ -165,6 +185,12 @@ def outlier_chart(
         draw.line((lx, ly, lx + 20, ly), fill=color, width=3)
         draw.text((lx + 26, ly), legend[name], fill=INK, font=small, anchor="lm")
     return np.asarray(canvas).copy()
+
+
+def _last_count(counts: np.ndarray) -> str:
+    """The last count of a series (NaN marks gaps) for its legend; "none" when it has no count at all."""
+    valid = counts[~np.isnan(counts)]
+    return f"{int(valid[-1]):,}" if valid.size else "none"
 
 
 def _nice_ticks(lo: float, hi: float, target: int = 5) -> list[float]:

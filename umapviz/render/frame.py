@@ -11,7 +11,7 @@ import numpy as np
 
 from umapviz.render.aggregate import Aggregate, aggregate, check_embedding
 from umapviz.render.shade import DEFAULT_STYLE, Style, shade
-from umapviz.render.view import ViewSpec, resolve_view
+from umapviz.render.view import ViewSpec, check_pixels, resolve_view
 
 
 def render(
@@ -29,6 +29,7 @@ def render(
 
     The Aggregate's grids are CuPy arrays, still on the GPU, when the embedding is.
     """
+    width, height = check_pixels(width, "width"), check_pixels(height, "height")  # before any work on them
     embedding = check_embedding(embedding)
     resolved = resolve_view(embedding, view, width, height)
     agg = aggregate(embedding, resolved, width, height, labels=labels, n_labels=n_labels, outliers=outliers,

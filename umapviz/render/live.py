@@ -16,7 +16,7 @@ import numpy as np
 from umapviz.render.aggregate import check_embedding
 from umapviz.render.frame import render
 from umapviz.render.shade import DEFAULT_STYLE, Style
-from umapviz.render.view import View, ViewSpec
+from umapviz.render.view import View, ViewSpec, check_pixels
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class LiveView:
         import holoviews.plotting.bokeh  # noqa: F401, PLC0415 - registers the bokeh options used below
         from holoviews.streams import Pipe, PlotSize, RangeXY  # noqa: PLC0415
 
+        width, height = check_pixels(width, "width"), check_pixels(height, "height")
         self.width, self.height, self.view, self.style = width, height, view, style
         self.follow = follow
         self.title = title

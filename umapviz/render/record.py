@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import to_host
-from umapviz._files import atomic_write
+from umapviz._files import NPZ_MAGIC, atomic_write, check_magic, load_npz
 
 FORMAT = "umapviz-recording"
 FORMAT_VERSION = 1
@@ -156,9 +156,14 @@ class Recording:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"no recording at {path}.")
+        fix = "Recording.load reads the .npz recording that Recording.save() writes: check the path."
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in npz.files}
+            # First: given an .npy file, np.load returns an array (no archive); given other bytes, it blames pickles.
+            check_magic(path, NPZ_MAGIC, ".npz", fix)
+        except ValueError as exc:
+            raise RecordingError(str(exc)) from exc
+        try:
+            arrays = load_npz(path, fix)
         except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError) as exc:
             raise RecordingError(
                 f"{path} is not a readable umapviz recording ({exc.__class__.__name__}: {exc}); "

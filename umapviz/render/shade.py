@@ -290,7 +290,9 @@ def dilate(mask: Any, radius: int) -> Any:
         return mask.copy()
     xp = xp_of(mask)
     h, w = mask.shape
-    offsets = disc_offsets(radius)
+    # A disc reaching past the image's far corner already covers all of it: a larger radius only adds offsets
+    # that miss the image (and a huge one would allocate (2r + 1)^2 of them).
+    offsets = disc_offsets(min(radius, h + w))
     out = xp.zeros(mask.shape, dtype=bool)  # C-contiguous, so the flat view below writes into it
     ys, xs = xp.nonzero(mask)
     if ys.size * len(offsets) <= 4 * h * w:  # few marked pixels: stamp the disc on each
@@ -301,6 +303,8 @@ def dilate(mask: Any, radius: int) -> Any:
         out.reshape(-1)[yy[ok] * w + xx[ok]] = True
         return out
     for dy, dx in offsets.tolist():  # many: OR shifted copies of the whole mask
+        if abs(dy) >= h or abs(dx) >= w:  # shifted wholly off the image: the slices below would not match
+            continue
         src = mask[max(0, -dy) : h - max(0, dy), max(0, -dx) : w - max(0, dx)]
         out[max(0, dy) : h - max(0, -dy), max(0, dx) : w - max(0, -dx)] |= src
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -25,8 +26,21 @@ ROBUST_WIDEN = 1.0
 # same points on NumPy and CuPy, so both backends pick the same view.
 ROBUST_SAMPLE = 200_000
 PAD = 0.03  # fraction of the range added on each side of "auto" and "robust" views
+# Narrowest "auto"/"robust" view, relative to the coordinates' magnitude: a span of a few float64 rounding steps
+# (1e-16 relative) is widened to this, so padding and centring it cannot round the view shut or past the points.
+MIN_RELATIVE_SPAN = 1e-9
+MIN_SPAN = 1e-300  # the same floor near 0, where the relative one vanishes (denormal coordinates)
 
 ViewSpec = Union[str, "View", tuple]
+
+
+def check_pixels(value: Any, name: str) -> int:
+    """``value`` as a Python int >= 1: one side of an image, in pixels (``name`` is its argument's name)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}={value!r} must be a whole number of pixels, at least 1 (e.g. {name}=800).")
+    if value < 1:
+        raise ValueError(f"{name}={value!r} must be a whole number of pixels, at least 1 (e.g. {name}=800).")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,12 @@ class View:
                 raise ValueError(
                     f"View {name}=({lo}, {hi}) is not a finite interval with low < high; "
                     "give (xmin, xmax, ymin, ymax) with xmin < xmax and ymin < ymax."
+                )
+            if not math.isfinite(hi - lo):  # pixel positions divide by the width: it must be finite too
+                axis = name[0]
+                raise ValueError(
+                    f"View {name}=({lo}, {hi}) is too wide: {axis}max - {axis}min overflows float64 to inf. "
+                    "Give a narrower range, or scale the embedding down."
                 )
 
     @property
@@ -78,6 +98,7 @@ def as_view(spec: Any) -> View:
 
 def resolve_view(embedding: Any, view: ViewSpec, width: int, height: int) -> View:
     """The View for ``view`` ("auto", "robust", or fixed) over an (N, 2) NumPy or CuPy embedding."""
+    width, height = check_pixels(width, "width"), check_pixels(height, "height")
     if isinstance(view, str):
         if view == "auto":
             box = data_bounds(embedding)
@@ -85,7 +106,14 @@ def resolve_view(embedding: Any, view: ViewSpec, width: int, height: int) -> Vie
             box = robust_bounds(embedding)
         else:
             raise ValueError(f"view={view!r} is not one of 'auto', 'robust', or a fixed (xmin, xmax, ymin, ymax).")
-        return square_pixels(_pad(box), width, height)
+        xmin, xmax, ymin, ymax = _square_box(_pad(box), width, height)
+        if not (math.isfinite(xmax - xmin) and math.isfinite(ymax - ymin)):  # also NaN and infinite bounds
+            raise ValueError(
+                f"the points span x from {box[0]:g} to {box[1]:g} and y from {box[2]:g} to {box[3]:g}: a view "
+                "around them overflows float64 (its width becomes inf). Scale the embedding down (e.g. divide it "
+                "by 1e300), or pass a fixed view=(xmin, xmax, ymin, ymax) that leaves the farthest points out."
+            )
+        return View((xmin, xmax), (ymin, ymax))
     return as_view(view)
 
 
@@ -170,7 +198,8 @@ def robust_bounds(embedding: Any) -> tuple[float, float, float, float] | None:
 
 
 def _pad(box: tuple[float, float, float, float] | None) -> tuple[float, float, float, float]:
-    """Add PAD on each side; give a degenerate (single value) or empty box a unit size."""
+    """Add PAD on each side; give a single value or an empty box a unit size, and a span of a few rounding
+    steps at least MIN_RELATIVE_SPAN of its magnitude (a view is then still a valid interval that holds it)."""
     if box is None:
         return -1.0, 1.0, -1.0, 1.0
     out = []
@@ -179,15 +208,26 @@ def _pad(box: tuple[float, float, float, float] | None) -> tuple[float, float, f
         if span <= 0:
             half = max(0.5, abs(lo) * 1e-3)
             out += [lo - half, hi + half]
+            continue
+        min_span = max(max(abs(lo), abs(hi)) * MIN_RELATIVE_SPAN, MIN_SPAN)
+        if span < min_span:
+            mid = lo + span / 2
+            out += [mid - min_span / 2, mid + min_span / 2]
         else:
             out += [lo - PAD * span, hi + PAD * span]
     return out[0], out[1], out[2], out[3]
 
 
-def square_pixels(box: tuple[float, float, float, float], width: int, height: int) -> View:
-    """Widen the shorter side of ``box`` (about its centre) so one pixel spans equal x and y."""
+def _square_box(box: tuple[float, float, float, float], width: int, height: int) -> tuple[float, float, float, float]:
+    """``box`` with its shorter side widened (about its centre) so one pixel spans equal x and y."""
     xmin, xmax, ymin, ymax = box
     per_pixel = max((xmax - xmin) / width, (ymax - ymin) / height)
     cx, cy = (xmin + xmax) / 2, (ymin + ymax) / 2
     hx, hy = per_pixel * width / 2, per_pixel * height / 2
-    return View((cx - hx, cx + hx), (cy - hy, cy + hy))
+    return cx - hx, cx + hx, cy - hy, cy + hy
+
+
+def square_pixels(box: tuple[float, float, float, float], width: int, height: int) -> View:
+    """Widen the shorter side of ``box`` (about its centre) so one pixel spans equal x and y."""
+    xmin, xmax, ymin, ymax = _square_box(box, width, height)
+    return View((xmin, xmax), (ymin, ymax))

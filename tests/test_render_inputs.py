@@ -1,0 +1,255 @@
+"""umapviz.render given awkward inputs: 0/1 integer masks, sparse label codes, wide-ranged or tiny-spanned
+coordinates, bad image sizes, sentinel counts, huge outlier discs, files of the wrong kind or suffix.
+
+Each test reproduces a reported failure and checks the clear error (or the correct picture) that replaced it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from umapviz.render import (
+    CLASS_PALETTE,
+    DEFAULT_STYLE,
+    Recording,
+    RecordingError,
+    Style,
+    View,
+    image,
+    outlier_chart,
+    recording_frames,
+    render,
+    resolve_view,
+    save_gif,
+    save_mp4,
+    save_png,
+    side_by_side,
+)
+from umapviz.render.shade import dilate, hex_to_rgb
+
+OUTLIER_RGB = np.array(hex_to_rgb(DEFAULT_STYLE.outlier_color), dtype=np.uint8)
+
+
+def cloud(n: int = 300, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, 2)).astype(np.float32)
+
+
+def pixels_of(rgba: np.ndarray, rgb) -> int:
+    return int((rgba[..., :3] == np.asarray(rgb, dtype=np.uint8)).all(axis=2).sum())
+
+
+# -- 1. outlier masks and indices -----------------------------------------------------------------------
+def test_integer_01_mask_is_an_error_not_indices():
+    X = cloud()
+    m = np.zeros(300, bool)
+    m[0] = True
+    with pytest.raises(ValueError, match=r"looks like a 0/1 mask.*mask\.astype\(bool\).*flatnonzero"):
+        render(X, outliers=m.astype(int), width=40, height=40)
+    # the same points as a boolean mask or as indices: one outlier, drawn
+    assert render(X, outliers=m, width=40, height=40)[1].outlier_counts.sum() == 1
+    assert render(X, outliers=np.flatnonzero(m), width=40, height=40)[1].outlier_counts.sum() == 1
+
+
+@pytest.mark.parametrize("empty", [[], np.array([]), np.array([], dtype=np.int64)])
+def test_empty_outliers_mean_none(empty):
+    agg = render(cloud(), outliers=empty, width=40, height=40)[1]
+    assert agg.outlier_counts is not None and agg.outlier_counts.sum() == 0
+
+
+def test_isolation_forest_predictions_error_mentions_masks():
+    pred = np.ones(300, dtype=np.int64)
+    pred[:3] = -1  # IsolationForest.predict: -1 outlier, 1 inlier
+    with pytest.raises(ValueError, match=r"-1.*mask.*pred == -1"):
+        image(cloud(), outliers=pred, width=40, height=40)
+
+
+def test_side_by_side_caption_counts_what_is_drawn():
+    X = cloud()
+    idx = np.array([0, 5, 7])  # indices: three outliers (as bools, 0 would be False: "2 outliers")
+    with_idx = side_by_side([X], outliers=[idx], panel_size=100)
+    with_three = side_by_side([X], counts=[3], outliers=[idx], panel_size=100)
+    np.testing.assert_array_equal(with_idx, with_three)
+    assert not np.array_equal(with_idx, side_by_side([X], counts=[2], outliers=[idx], panel_size=100))
+
+
+# -- 2. label grids too large to allocate ---------------------------------------------------------------
+def test_sparse_label_codes_are_refused_before_allocating():
+    labels = np.where(np.arange(300) % 2, 5000, 0)
+    with pytest.raises(ValueError, match=r"K=5001.*0 to 5000.*GiB.*pandas\.factorize"):
+        image(cloud(), labels=labels)  # 800 x 800 x 5001 x 4 bytes: 11.9 GiB
+    with pytest.raises(ValueError, match=r"K=1000000001"):
+        image(cloud(), labels=np.where(np.arange(300) % 2, 10**9, 0), width=40, height=40)
+    codes = np.unique(labels, return_inverse=True)[1]
+    assert render(cloud(), labels=codes, width=40, height=40)[1].counts.shape == (40, 40, 2)
+
+
+def test_large_explicit_n_labels_is_refused():
+    with pytest.raises(ValueError, match=r"K=10000000.*GiB"):
+        image(cloud(), labels=np.zeros(300, int), n_labels=10**7, width=100, height=100)
+
+
+# -- 3. coordinates that float32 cannot hold ------------------------------------------------------------
+def test_large_integer_coordinates_keep_their_spacing():
+    # a 10 x 10 grid of points one unit apart, near 1e9: float32 (spacing 64 there) merged it into 2 pixels
+    g = np.arange(10, dtype=np.int64)
+    X = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2) + 10**9
+    agg = render(X, width=40, height=40)[1]
+    assert agg.n_in_view == 100
+    assert int((agg.counts > 0).sum()) == 100
+
+
+def test_longdouble_coordinates_beyond_float32_are_drawn():
+    X = np.array([[1e300, 1e300], [2e300, 3e300], [3e300, 2e300]], dtype=np.longdouble)
+    agg = render(X, width=40, height=40)[1]
+    assert agg.n_in_view == 3
+
+
+def test_object_coordinates_are_read_as_float64():
+    X = np.array([[10**9, 10**9], [10**9 + 1, 10**9 + 1]], dtype=object)  # one float32 value
+    agg = render(X, width=20, height=20)[1]
+    assert agg.n_in_view == 2 and int((agg.counts > 0).sum()) == 2
+
+
+# -- 4. image sizes -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [0, -5, 10.0, True, "40", None])
+def test_bad_width_is_a_clear_error_everywhere(bad):
+    X = cloud()
+    error = (TypeError, ValueError)
+    with pytest.raises(error, match=r"width=.* whole number of pixels"):
+        image(X, width=bad)
+    with pytest.raises(error, match=r"height=.* whole number of pixels"):
+        render(X, height=bad)
+    with pytest.raises(error, match=r"panel_size=.* whole number of pixels"):
+        side_by_side([X], panel_size=bad)
+    rec = Recording()
+    rec.add(0, X)
+    with pytest.raises(error, match=r"width=.* whole number of pixels"):
+        recording_frames(rec, width=bad)
+    with pytest.raises(error, match=r"width=.* whole number of pixels"):
+        resolve_view(X, "auto", bad, 40)
+
+
+def test_bad_liveview_size_is_a_clear_error():
+    pytest.importorskip("holoviews")
+    from umapviz.render import LiveView
+
+    with pytest.raises(ValueError, match=r"height=0 .* whole number of pixels"):
+        LiveView(width=100, height=0)
+
+
+def test_numpy_integer_sizes_are_fine():
+    assert image(cloud(), width=np.int64(30), height=np.int32(20)).shape == (20, 30, 4)
+
+
+# -- 5. degenerate auto views ---------------------------------------------------------------------------
+@pytest.mark.parametrize("ulps", [1, 5])
+def test_auto_view_of_points_a_few_ulps_apart(ulps):
+    a = 3.0
+    b = a
+    for _ in range(ulps):
+        b = np.nextafter(b, np.inf)
+    X = np.array([[a, a], [b, b]], dtype=np.float64)
+    agg = render(X, width=40, height=40)[1]
+    assert agg.n_in_view == 2 and agg.n_out_of_view == 0
+    lo, hi = agg.view.x_range
+    assert lo < a and b < hi
+
+
+def test_auto_view_of_points_a_denormal_apart():
+    X = np.array([[0.0, 0.0], [5e-324, 5e-324]])
+    agg = render(X, width=40, height=40)[1]
+    assert agg.n_in_view == 2
+
+
+def test_auto_view_too_wide_for_float64_is_a_clear_error():
+    X = np.array([[-1e308, 0.0], [1e308, 1.0]])
+    with pytest.raises(ValueError, match=r"points.*overflow.*[Ss]cale the embedding"):
+        image(X, width=40, height=40)
+
+
+def test_auto_view_of_huge_but_finite_span_is_finite():
+    X = np.array([[-4e307, 0.0], [4e307, 1.0]])
+    agg = render(X, width=40, height=40)[1]
+    assert agg.n_in_view == 2
+    assert all(np.isfinite(agg.view.bounds))
+
+
+def test_view_with_an_infinite_span_is_rejected():
+    with pytest.raises(ValueError, match=r"x_range.*xmax - xmin.*inf"):
+        View((-1e308, 1e308), (0.0, 1.0))
+
+
+# -- 6. outlier chart gaps ------------------------------------------------------------------------------
+def test_outlier_chart_skips_missing_counts():
+    epochs = [0, 10, 20, 30]
+    charts = [outlier_chart({"run": (epochs, [5, 7, 9, bad])}, width=300, height=200) for bad in (-1, np.nan, np.inf)]
+    # -1 (a frame without a mask), NaN and inf are all gaps: the same picture, legend "run: 9" for each
+    np.testing.assert_array_equal(charts[0], charts[1])
+    np.testing.assert_array_equal(charts[0], charts[2])
+    # nothing of the line's colour below the zero line (the -1 drawn as data dipped under it)
+    top, ph = max(30, 200 // 9), 200 - max(30, 200 // 9) - 40
+    line = (charts[0][..., :3] == np.array(hex_to_rgb(CLASS_PALETTE[0]), np.uint8)).all(axis=2)
+    assert line[: top + ph].any() and not line[top + ph + 2 :].any()
+    # a gap is not bridged: the line differs from one drawn through a real count there
+    assert not np.array_equal(charts[0], outlier_chart({"run": (epochs, [5, 7, 9, 9])}, width=300, height=200))
+
+
+def test_outlier_chart_of_a_recording_without_masks():
+    rec = Recording()
+    rec.add(0, cloud())
+    rec.add(5, cloud(seed=1))
+    assert (rec.outlier_counts() == -1).all()  # no masks recorded
+    chart = outlier_chart({"run": (rec.epochs, rec.outlier_counts())}, width=300, height=200)
+    # no count to draw: the same chart as one of missing (NaN) counts, legend "run: none" rather than "run: -1"
+    unknown = outlier_chart({"run": (rec.epochs, [np.nan, np.nan])}, width=300, height=200)
+    np.testing.assert_array_equal(chart, unknown)
+
+
+# -- 7. outlier discs larger than the image -------------------------------------------------------------
+@pytest.mark.parametrize("radius", [39, 40, 50, 10**6])
+def test_outlier_radius_larger_than_the_image(radius):
+    X = cloud()
+    m = np.zeros(300, bool)
+    m[0] = True
+    rgba = image(X, outliers=m, width=40, height=40, style=Style(outlier_radius=radius))
+    assert pixels_of(rgba, OUTLIER_RGB) > 0
+
+
+@pytest.mark.parametrize("radius", [1, 4, 8, 9, 20])
+def test_dilate_many_pixels_with_radii_up_to_beyond_the_image(radius):
+    mask = np.zeros((6, 9), bool)
+    mask[::2, ::2] = True  # many marked pixels: the shifted-copies path
+    # brute force: within the disc of disc_offsets (squared distance <= r^2 + r) of a marked pixel
+    yy, xx = np.mgrid[0:6, 0:9]
+    d2 = (yy[..., None] - np.nonzero(mask)[0]) ** 2 + (xx[..., None] - np.nonzero(mask)[1]) ** 2
+    np.testing.assert_array_equal(dilate(mask, radius), (d2 <= radius * radius + radius).any(axis=2))
+
+
+# -- 8. recordings: files that are not one --------------------------------------------------------------
+def test_load_npy_file_is_a_recording_error(tmp_path):
+    path = tmp_path / "frames.npy"
+    np.save(path, np.zeros((3, 2)))
+    with pytest.raises(RecordingError, match=r"not a .npz file.*Recording\.save"):
+        Recording.load(path)
+
+
+def test_load_random_bytes_is_a_recording_error(tmp_path):
+    path = tmp_path / "run.npz"
+    path.write_bytes(np.random.default_rng(0).bytes(500))
+    with pytest.raises(RecordingError, match=r"not a .npz file") as info:
+        Recording.load(path)
+    assert "pickled" not in str(info.value)
+
+
+# -- 9. export suffixes ---------------------------------------------------------------------------------
+def test_export_suffix_must_match_format(tmp_path):
+    rgba = image(cloud(), width=20, height=20)
+    with pytest.raises(ValueError, match=r"\.jpg.*\.png"):
+        save_png(rgba, tmp_path / "a.jpg")
+    with pytest.raises(ValueError, match=r"\.mp4.*\.gif"):
+        save_gif([rgba, rgba], tmp_path / "x.mp4")
+    with pytest.raises(ValueError, match=r"\.webm.*\.mp4"):
+        save_mp4([rgba, rgba], tmp_path / "x.webm")
+    assert not list(tmp_path.iterdir())  # nothing written under a wrong name
+    assert save_png(rgba, tmp_path / "a.PNG").read_bytes().startswith(b"\x89PNG")
