@@ -451,6 +451,21 @@ def test_live_view_re_aggregates_at_the_visible_range():
     assert live.last_aggregate.view.x_range[1] > 30
 
 
+def test_live_view_push_refuses_bad_labels_and_outliers_at_once():
+    """At draw time HoloViews only logs such errors, and the live plot silently stops updating."""
+    from umapviz.render.live import LiveView
+
+    live = LiveView(width=60, height=60)
+    emb = cloud(200)
+    with pytest.raises(ValueError, match=r"labels must have shape \(200,\)"):
+        live.push(emb, labels=np.arange(5))
+    with pytest.raises(ValueError, match="outlier mask must have shape"):
+        live.push(emb, outliers=np.zeros(5, bool))
+    live.push(emb, labels=np.arange(200) % 3, outliers=np.arange(3))  # good ones still draw
+    live.dmap[()]
+    assert live.last_aggregate.n_in_view == 200
+
+
 def test_live_view_updates_a_bokeh_plot_on_zoom_and_push():
     import holoviews as hv
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from umapviz.render.aggregate import check_embedding
+from umapviz.render.aggregate import check_embedding, check_labels, check_outliers
 from umapviz.render.frame import render
 from umapviz.render.shade import DEFAULT_STYLE, Style
 from umapviz.render.view import View, ViewSpec, check_pixels
@@ -82,6 +82,12 @@ class LiveView:
     ) -> None:
         """Show a new frame (NumPy or CuPy (N, 2)); the array is read when drawn, not copied."""
         embedding = check_embedding(embedding)
+        # Checked now: at draw time HoloViews only logs the error, and the plot silently stops updating.
+        n = int(embedding.shape[0])
+        if labels is not None:
+            labels, n_labels = check_labels(labels, n, n_labels)
+        if outliers is not None:
+            outliers = check_outliers(outliers, n)
         self._serial += 1
         self._refit = self.follow or self._last is None
         self.pipe.send(_Pushed(embedding, labels, outliers, n_labels, caption, self._serial))
