@@ -14,6 +14,9 @@ class UMAP:
 
     ``__init__`` only stores parameters; ``fit`` sets ``graph_`` (the FuzzyGraph), ``optimizer_`` (the
     LayoutOptimizer after its run) and ``embedding_`` (a NumPy array).
+
+    With a fixed ``random_state`` every strategy gives the same bytes run after run except ``"hogwild"``, whose
+    threads race on the embedding (on the GPU, and on the CPU with more than one thread).
     """
 
     def __init__(
