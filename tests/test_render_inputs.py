@@ -253,3 +253,31 @@ def test_export_suffix_must_match_format(tmp_path):
         save_mp4([rgba, rgba], tmp_path / "x.webm")
     assert not list(tmp_path.iterdir())  # nothing written under a wrong name
     assert save_png(rgba, tmp_path / "a.PNG").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"cmap": ()},  # was an IndexError when shading
+        {"palette": ()},  # was a ZeroDivisionError
+        {"cmap": "viridis"},  # was "colour 'v' is not of the form '#RRGGBB'"
+        {"cmap": ("#zzzzzz",)},  # was "invalid literal for int() with base 16"
+        {"background": (0, 0, 0)},  # was an AttributeError on tuple.lstrip
+        {"min_alpha": 300},  # wrapped in uint8: the sparsest pixels were drawn almost black
+        {"min_alpha": -1},
+        {"outlier_radius": -3},
+        {"spread_threshold": 2.0},
+        {"extra": {"how": "log"}},  # was "multiple values for keyword argument 'how'" when shading
+    ],
+)
+def test_bad_style_values_are_refused_when_the_style_is_made(kwargs):
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=rf"{name}|colour"):
+        Style(**kwargs)
+
+
+def test_good_styles_still_draw():
+    style = Style(cmap=["#ffffff", "#FF0000"], background="#2040a0", min_alpha=0, outlier_radius=0,
+                  extra={"rescale_discrete_levels": False})
+    emb = np.random.default_rng(0).normal(size=(500, 2))
+    assert image(emb, width=30, height=30, style=style).shape == (30, 30, 4)

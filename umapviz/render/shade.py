@@ -39,6 +39,14 @@ CLASS_PALETTE = (
 COUNT_CMAP = ("#16306b", "#2a5caa", "#4f9bd9", "#a9d8f5")
 
 
+def hex_to_rgb(color: str) -> tuple[int, int, int]:
+    """'#RRGGBB' -> (r, g, b)."""
+    text = color[1:] if isinstance(color, str) and color.startswith("#") else None
+    if text is None or len(text) != 6 or any(c not in "0123456789abcdefABCDEF" for c in text):
+        raise ValueError(f"colour {color!r} is not of the form '#RRGGBB' (e.g. '#ff2020').")
+    return int(text[0:2], 16), int(text[2:4], 16), int(text[4:6], 16)
+
+
 @dataclass(frozen=True)
 class Style:
     """How grids become colours. Colours are '#RRGGBB' strings."""
@@ -59,16 +67,31 @@ class Style:
     # are shaded by datashader itself, on the host (slower; CuPy grids are copied there first).
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Checked here, not when the first frame is shaded: a bad min_alpha wrapped silently in uint8 (300 drew
+        # the sparsest pixels almost black) and an empty palette failed as a ZeroDivisionError.
+        for name in ("cmap", "palette"):
+            colors = getattr(self, name)
+            if isinstance(colors, str) or not len(colors):
+                raise ValueError(f"Style {name} must be a non-empty sequence of '#RRGGBB' colours, e.g. "
+                                 f"{name}=('#16306b', '#a9d8f5'); got {colors!r}.")
+            for color in colors:
+                hex_to_rgb(color)
+        for name in ("background", "outlier_color", "halo_color"):
+            hex_to_rgb(getattr(self, name))
+        if isinstance(self.min_alpha, bool) or not isinstance(self.min_alpha, int) or not 0 <= self.min_alpha <= 255:
+            raise ValueError(f"Style min_alpha={self.min_alpha!r} must be an int in [0, 255].")
+        if self.outlier_radius is not None and (isinstance(self.outlier_radius, bool)
+                                                or not isinstance(self.outlier_radius, int) or self.outlier_radius < 0):
+            raise ValueError(f"Style outlier_radius={self.outlier_radius!r} must be None or an int >= 0 (pixels).")
+        if not 0 <= self.spread_threshold <= 1:
+            raise ValueError(f"Style spread_threshold={self.spread_threshold!r} must lie in [0, 1] (0 turns it off).")
+        clash = sorted({"how", "min_alpha", "cmap", "color_key", "color_baseline"} & set(self.extra))
+        if clash:
+            raise ValueError(f"Style extra must not repeat {clash}: set them as Style fields (e.g. Style(how=...)).")
+
 
 DEFAULT_STYLE = Style()
-
-
-def hex_to_rgb(color: str) -> tuple[int, int, int]:
-    """'#RRGGBB' -> (r, g, b)."""
-    text = color.lstrip("#")
-    if len(text) != 6:
-        raise ValueError(f"colour {color!r} is not of the form '#RRGGBB'.")
-    return int(text[0:2], 16), int(text[2:4], 16), int(text[4:6], 16)
 
 
 def class_colors(n_labels: int, palette: tuple[str, ...] = CLASS_PALETTE) -> list[str]:
