@@ -22,6 +22,7 @@ from umapviz.render import (
     render,
     resolve_view,
     save_gif,
+    save_html,
     save_mp4,
     save_png,
     side_by_side,
@@ -251,6 +252,8 @@ def test_export_suffix_must_match_format(tmp_path):
         save_gif([rgba, rgba], tmp_path / "x.mp4")
     with pytest.raises(ValueError, match=r"\.webm.*\.mp4"):
         save_mp4([rgba, rgba], tmp_path / "x.webm")
+    with pytest.raises(ValueError, match=r"\.gif.*\.html"):
+        save_html([rgba, rgba], tmp_path / "x.gif")
     assert not list(tmp_path.iterdir())  # nothing written under a wrong name
     assert save_png(rgba, tmp_path / "a.PNG").read_bytes().startswith(b"\x89PNG")
 

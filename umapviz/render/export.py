@@ -201,6 +201,7 @@ def save_html(
 
     Frames are embedded as base64 PNGs; the player is a few lines of plain JavaScript.
     """
+    _check_suffix(path, ".html", "For an animated image use save_gif(), for a video save_mp4().")
     fps = _check_fps(fps)
     if isinstance(frames, Recording):
         if captions is None:
