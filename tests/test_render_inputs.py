@@ -284,3 +284,18 @@ def test_good_styles_still_draw():
                   extra={"rescale_discrete_levels": False})
     emb = np.random.default_rng(0).normal(size=(500, 2))
     assert image(emb, width=30, height=30, style=style).shape == (30, 30, 4)
+
+
+def test_a_folder_that_takes_no_new_files_is_named_as_the_target(tmp_path, monkeypatch):
+    """The error named the temporary file (.a.tmp.995_fjei.png) that the user never asked for. Root ignores
+    read-only folders, so the refusal is simulated where the temporary file is made."""
+    import tempfile
+
+    def refuse(prefix="", suffix="", dir=None):
+        raise PermissionError(13, "Permission denied", f"{dir}/{prefix}x1y2{suffix}")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    target = tmp_path / "a.png"
+    with pytest.raises(PermissionError) as info:
+        save_png(image(cloud(), width=10, height=10), target)
+    assert info.value.filename == str(target) and ".tmp." not in str(info.value)

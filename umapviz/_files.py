@@ -29,7 +29,10 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # The real suffix stays last: some writers (ffmpeg) pick the format from it.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.tmp.", suffix=path.suffix, dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.tmp.", suffix=path.suffix, dir=path.parent)
+    except OSError as exc:  # name the file the caller asked for, not the temporary one (read-only folder, full disk)
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
     os.close(fd)
     try:
         write(Path(tmp))
