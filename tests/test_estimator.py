@@ -29,6 +29,13 @@ def test_params_roundtrip_and_bad_names():
         est.set_params(chunks=3)
 
 
+def test_repr_shows_only_changed_values_and_arrays_by_shape():
+    assert repr(umapviz.UMAP(learning_rate=1, n_neighbors=np.int64(15))) == "UMAP()"  # equal to the defaults
+    assert repr(umapviz.UMAP(verbose=0)) == "UMAP(verbose=0)"  # 0 is not False
+    text = repr(umapviz.UMAP(init=np.zeros((300, 2), np.float32)))
+    assert text == "UMAP(init=<array of shape (300, 2), float32>)"
+
+
 def _data(n=300, d=6, seed=0):
     return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
 

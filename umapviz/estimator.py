@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .graph import build_graph
@@ -148,7 +150,7 @@ class UMAP:
     def __repr__(self) -> str:
         defaults = UMAP().get_params()
         changed = {k: v for k, v in self.get_params().items() if not _same(v, defaults[k])}
-        return "UMAP(" + ", ".join(f"{k}={v!r}" for k, v in changed.items()) + ")"
+        return "UMAP(" + ", ".join(f"{k}={_short_repr(v)}" for k, v in changed.items()) + ")"
 
 
 def _feature_names(X) -> np.ndarray | None:
@@ -164,4 +166,18 @@ def _feature_names(X) -> np.ndarray | None:
 
 
 def _same(a, b) -> bool:
-    return a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b)
+    """Whether a parameter value equals its default: 1 and 1.0 or np.int64(15) and 15 do, True and 1 do not."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) or isinstance(a, bool) or isinstance(b, bool):
+        return False
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _short_repr(value) -> str:
+    """An array parameter (an init layout) by its shape and dtype: its numbers would fill the screen."""
+    if isinstance(value, np.ndarray):
+        return f"<array of shape {value.shape}, {value.dtype}>"
+    return repr(value)
