@@ -299,3 +299,29 @@ def test_a_folder_that_takes_no_new_files_is_named_as_the_target(tmp_path, monke
     with pytest.raises(PermissionError) as info:
         save_png(image(cloud(), width=10, height=10), target)
     assert info.value.filename == str(target) and ".tmp." not in str(info.value)
+
+
+def test_aggregate_takes_a_fixed_view_as_numbers():
+    """aggregate(X, (0, 1, 0, 1)) raised AttributeError: 'tuple' object has no attribute 'x_range'."""
+    from umapviz.render import aggregate
+
+    emb = np.array([[0.25, 0.25], [0.75, 0.75], [5.0, 5.0]])
+    agg = aggregate(emb, (0, 1, 0, 1), 10, 10)
+    assert agg.n_in_view == 2 and agg.view == View((0, 1), (0, 1))
+
+
+def test_a_huge_image_is_refused_before_allocating():
+    with pytest.raises(ValueError, match=r"100000 x 100000 image needs 37\.3 GiB"):
+        image(cloud(), width=100_000, height=100_000)
+
+
+def test_recording_add_checks_epochs_labels_and_takes_outlier_indices():
+    emb = cloud(50)
+    rec = Recording()
+    with pytest.raises(TypeError, match="epoch must be a whole number"):
+        rec.add(1.7, emb)  # was recorded as epoch 1
+    rec.add(np.int64(0), emb, outliers=np.array([3, 7]))  # indices, as image() takes them
+    assert np.flatnonzero(rec[0].outliers).tolist() == [3, 7]
+    bad = Recording(labels=np.full(50, -1))
+    with pytest.raises(ValueError, match="labels"):
+        bad.add(0, emb)  # failed only later, in recording_frames, asking for an n_labels it does not take

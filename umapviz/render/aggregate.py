@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import is_cupy, to_host
-from umapviz.render.view import View, check_pixels
+from umapviz.render.view import View, as_view, check_pixels
 
 N_EDGE_BINS = 32  # out-of-view points are counted in this many bins along each side of the image
 SIDES = ("left", "right", "bottom", "top")  # row order of Aggregate.edge_counts
@@ -151,8 +151,13 @@ def check_grid_size(width: int, height: int, n_labels: int, labels: Any = None) 
     nbytes = width * height * n_labels * 4  # Python ints: no overflow for codes near 2**63
     if nbytes <= MAX_GRID_BYTES:
         return
+    if labels is None:
+        raise ValueError(
+            f"a {width} x {height} image needs {nbytes / 2**30:.1f} GiB of counts, over the "
+            f"{MAX_GRID_BYTES / 2**30:g} GiB limit: draw a smaller image (e.g. width=800, height=800)."
+        )
     codes = ""
-    if labels is not None and labels.size:  # two reductions, on this error path only
+    if labels.size:  # two reductions, on this error path only
         codes = f" (codes present: {int(labels.min())} to {int(labels.max())})"
     raise ValueError(
         f"labels with K={n_labels} values{codes} need a {width} x {height} x {n_labels} grid of counts: "
@@ -181,11 +186,12 @@ def aggregate(
         there); by default they come back to the host.
     """
     width, height = check_pixels(width, "width"), check_pixels(height, "height")
+    view = as_view(view)  # a fixed view given as numbers, as render() takes it
     embedding = check_embedding(embedding)
     n = int(embedding.shape[0])
     if labels is not None:
         labels, n_labels = check_labels(labels, n, n_labels)
-        check_grid_size(width, height, n_labels, labels)
+    check_grid_size(width, height, n_labels if labels is not None else 1, labels)
     if outliers is not None:
         outliers = check_outliers(outliers, n)
 

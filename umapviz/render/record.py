@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
 import zipfile
 import zlib
@@ -22,6 +23,7 @@ import numpy as np
 
 from umapviz._backend import to_host
 from umapviz._files import NPZ_MAGIC, atomic_write, check_magic, load_npz
+from umapviz.render.aggregate import check_labels, check_outliers
 
 FORMAT = "umapviz-recording"
 FORMAT_VERSION = 1
@@ -70,13 +72,14 @@ class Recording:
             )
         if self.labels is not None and self.labels.shape != (emb.shape[0],):
             raise ValueError(f"labels have shape {self.labels.shape}, but the embedding has {emb.shape[0]} rows.")
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral):
+            raise TypeError(f"epoch must be a whole number, got {epoch!r}.")  # 1.7 was silently recorded as 1
         if self._epochs and int(epoch) <= self._epochs[-1]:
             raise ValueError(f"epochs must increase; got {epoch} after {self._epochs[-1]}.")
-        mask = None
-        if outliers is not None:
-            mask = np.array(to_host(outliers))
-            if mask.dtype != bool or mask.shape != (emb.shape[0],):
-                raise ValueError(f"outliers must be a boolean mask of shape ({emb.shape[0]},).")
+        if self.labels is not None and not self._embeddings:  # bad codes fail here, not when the frames are drawn
+            check_labels(self.labels, emb.shape[0], None)
+        # A mask, or point indices as image() takes them; stored as a mask.
+        mask = None if outliers is None else to_host(check_outliers(outliers, emb.shape[0]))
         self._epochs.append(int(epoch))
         self._embeddings.append(emb)
         self._outliers.append(mask)
