@@ -325,3 +325,15 @@ def test_recording_add_checks_epochs_labels_and_takes_outlier_indices():
     bad = Recording(labels=np.full(50, -1))
     with pytest.raises(ValueError, match="labels"):
         bad.add(0, emb)  # failed only later, in recording_frames, asking for an n_labels it does not take
+
+
+def test_a_home_relative_path_is_written_in_the_home_folder(tmp_path, monkeypatch):
+    """"~/x.png" made a folder named "~" in the working directory."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    written = save_png(image(cloud(), width=10, height=10), "~/x.png")
+    assert written == tmp_path / "home" / "x.png" and written.exists() and not (tmp_path / "~").exists()
+    rec = Recording()
+    rec.add(0, cloud(20))
+    rec.save("~/run.npz")
+    assert len(Recording.load("~/run.npz")) == 1

@@ -26,7 +26,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
 
     A reader sees either the old file or the complete new one, never half a file.
     """
-    path = Path(path)
+    path = Path(path).expanduser()  # "~/run.png" means the home folder, as in a shell
     path.parent.mkdir(parents=True, exist_ok=True)
     # The real suffix stays last: some writers (ffmpeg) pick the format from it.
     try:

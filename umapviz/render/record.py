@@ -141,7 +141,7 @@ class Recording:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write a compressed, checksummed .npz atomically; returns the path."""
-        path = Path(path)
+        path = Path(path).expanduser()
         if path.suffix.lower() != ".npz":
             raise ValueError(f"a recording is saved as .npz; got {path.name!r}.")
         arrays = self._arrays()
@@ -156,7 +156,7 @@ class Recording:
     @classmethod
     def load(cls, path: str | os.PathLike) -> Recording:
         """Read a recording saved by ``save``; raises RecordingError if the file is damaged."""
-        path = Path(path)
+        path = Path(path).expanduser()
         if not path.exists():
             raise FileNotFoundError(f"no recording at {path}.")
         fix = "Recording.load reads the .npz recording that Recording.save() writes: check the path."
