@@ -337,3 +337,9 @@ def test_a_home_relative_path_is_written_in_the_home_folder(tmp_path, monkeypatc
     rec.add(0, cloud(20))
     rec.save("~/run.npz")
     assert len(Recording.load("~/run.npz")) == 1
+
+
+def test_one_image_given_as_the_frames_says_to_pass_a_list(tmp_path):
+    rgba = image(cloud(), width=12, height=12)
+    with pytest.raises(ValueError, match=r"one \(12, 12, 4\) image; pass a list of images"):
+        save_gif(rgba, tmp_path / "x.gif")

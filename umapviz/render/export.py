@@ -135,6 +135,8 @@ def _images(frames: Frames, frame_options: dict[str, Any]) -> list[np.ndarray]:
         return recording_frames(frames, **frame_options)
     if frame_options:
         raise ValueError(f"{sorted(frame_options)} apply to a Recording, not to finished images.")
+    if isinstance(frames, np.ndarray) and frames.ndim == 3:  # iterating it would hand out its rows as frames
+        raise ValueError(f"frames is one {frames.shape} image; pass a list of images, e.g. [rgba], or a Recording.")
     images = [_check_rgba(f) for f in frames]
     if not images:
         raise ValueError("no frames to export.")
