@@ -260,3 +260,64 @@ def test_labels_of_wrong_length_are_refused(tmp_path, data):
     np.savez(tmp_path / "o.npz", X=X, labels=y[:-1])
     with pytest.raises(ValueError, match="labels have shape"):
         datasets.load(tmp_path / "o.npz")
+
+
+# -- CSV files as pandas and Excel write them (each case was read wrong, silently, before) --------------------
+def _csv(tmp_path, text: str, name: str = "f.csv", encoding: str = "utf-8"):
+    path = tmp_path / name
+    path.write_text(text, encoding=encoding)
+    return path
+
+
+def test_csv_pandas_row_index_is_not_a_feature(tmp_path):
+    path = _csv(tmp_path, ",a,b,label\n0,1.5,2.5,0\n1,3.5,4.5,1\n2,5.5,6.5,1\n")  # df.to_csv(path)
+    X, labels = datasets.load(path)
+    assert X.tolist() == [[1.5, 2.5], [3.5, 4.5], [5.5, 6.5]] and labels.tolist() == [0, 1, 1]
+
+
+def test_csv_pandas_default_column_names_are_a_header(tmp_path):
+    X, _ = datasets.load(_csv(tmp_path, "0,1,2\n7,8,9\n4,5,6\n"))  # pd.DataFrame(arr).to_csv(path, index=False)
+    assert X.tolist() == [[7, 8, 9], [4, 5, 6]]
+
+
+def test_csv_with_a_byte_order_mark(tmp_path):
+    X, _ = datasets.load(_csv(tmp_path, "\ufeff1,2\n3,4\n5,6\n", "plain.csv"))
+    assert X.tolist() == [[1, 2], [3, 4], [5, 6]]  # the first row was lost
+    X, labels = datasets.load(_csv(tmp_path, "\ufefflabel,a,b\n0,1,2\n1,3,4\n", "labelled.csv"))
+    assert X.tolist() == [[1, 2], [3, 4]] and labels.tolist() == [0, 1]  # the label column was a feature
+
+
+def test_csv_missing_labels_are_an_error_and_integer_ids_are_kept(tmp_path):
+    with pytest.raises(ValueError, match=r"1 label\(s\) missing \(data rows 2"):
+        datasets.load(_csv(tmp_path, "a,label\n1,0\n2,1\n3,\n", "missing.csv"))
+    with pytest.raises(ValueError, match="label"):
+        datasets.load(_csv(tmp_path, "a,label\n1,0\n2,2\n3,NA\n", "na.csv"))
+    _, labels = datasets.load(_csv(tmp_path, "a,label\n1,0\n2,2\n3,10\n4,2\n", "ids.csv"))
+    assert labels.tolist() == [0, 2, 10, 2]  # 10 became 1 when ids were sorted as text
+
+
+def test_csv_quoted_labels_and_hash_signs(tmp_path):
+    text = 'a,label\n1,"Smith, J"\n2,"Smith, K"\n3,C#\n4,C\n5,"1"\n'
+    _, labels = datasets.load(_csv(tmp_path, text))
+    assert len(set(labels.tolist())) == 5  # "Smith, J" and "Smith, K" merged; so did C# and C
+
+
+def test_csv_other_separators_and_ragged_rows_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="separates its columns with ';'"):
+        datasets.load(_csv(tmp_path, "a;b\n1,5;2,5\n3,5;4,5\n", "semi.csv"))  # read as X=[[1],[3]] before
+    with pytest.raises(ValueError, match="line 3: 3 cells where the header has 2"):
+        datasets.load(_csv(tmp_path, "a,b\n1,2\n4,5,6\n7,8\n", "ragged.csv"))  # the 6 was dropped
+
+
+def test_csv_that_is_not_utf8_says_so(tmp_path):
+    with pytest.raises(ValueError, match="not UTF-8 text.*Save it as UTF-8"):
+        datasets.load(_csv(tmp_path, "caf\u00e9,b\n1,2\n", "latin.csv", encoding="latin-1"))
+
+
+def test_parquet_pandas_index_is_not_a_feature(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]}, index=[10, 11, 12])
+    frame.to_parquet(tmp_path / "f.parquet", index=True)
+    X, _ = datasets.load(tmp_path / "f.parquet")
+    assert X.tolist() == [[1, 4], [2, 5], [3, 6]]

@@ -315,18 +315,43 @@ def _is_number(text: str) -> bool:
 
 
 def _open_text(path: Path):
+    # utf-8-sig: Excel's "CSV UTF-8" starts with a byte-order mark, which would otherwise stick to the first cell.
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", newline="")
-    return open(path, newline="")  # noqa: SIM115 - returned to a with-block
+        return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
+    return open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - returned to a with-block
+
+
+MISSING_LABELS = ("", "na", "nan", "none", "null")
 
 
 def _read_csv(path: Path):
+    """Features and labels of a comma-separated file (quotes as in the csv module; no comment character)."""
+    try:
+        return _read_csv_text(path)
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}). Save it as UTF-8 "
+            "(e.g. pandas: df.to_csv(path, index=False, encoding='utf-8'))."
+        ) from exc
+
+
+def _read_csv_text(path: Path):
     with _open_text(path) as fh:
-        header = next(csv.reader(fh), None)
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        first = next(reader, None)
     if header is None:
         raise ValueError(f"{path} is empty: expected a header row of column names and rows of numbers.")
     header = [h.strip() for h in header]
-    has_header = not all(_is_number(h) for h in header)
+    if len(header) == 1 and (";" in header[0] or "\t" in header[0]):
+        sep = "';'" if ";" in header[0] else "a tab"
+        raise ValueError(
+            f"{path} separates its columns with {sep}; umapviz reads comma-separated files. Save it with commas "
+            "(e.g. pandas: df.to_csv(path, index=False)), with '.' as the decimal point."
+        )
+    # pandas writes its default column names 0, 1, ..., d-1 as a header row: names, not a row of data.
+    pandas_names = header == [str(i) for i in range(len(header))] and len(header) > 1
+    has_header = pandas_names or not all(_is_number(h) for h in header)
     names = header if has_header else [f"column {i}" for i in range(len(header))]
     label_idx = next((i for i, h in enumerate(names) if h.lower() in LABEL_COLUMNS), None) if has_header else None
     feature_idx = [i for i in range(len(names)) if i != label_idx]
@@ -335,7 +360,8 @@ def _read_csv(path: Path):
 
     skip = 1 if has_header else 0
     try:
-        X = np.loadtxt(path, delimiter=",", skiprows=skip, usecols=feature_idx, dtype=np.float64, ndmin=2)
+        X = np.loadtxt(path, delimiter=",", skiprows=skip, usecols=feature_idx, dtype=np.float64, ndmin=2,
+                       quotechar='"', comments=None, encoding="utf-8-sig")
     except ValueError as exc:
         bad = _non_numeric_columns(path, skip, feature_idx, names)
         if bad:
@@ -344,12 +370,35 @@ def _read_csv(path: Path):
                 f"class column 'label' so that it is read as labels."
             ) from exc
         raise ValueError(f"{path} could not be read as CSV numbers: {exc}") from exc
-
-    labels = None
-    if label_idx is not None:
-        raw = np.loadtxt(path, delimiter=",", skiprows=skip, usecols=[label_idx], dtype=str, ndmin=1)
-        labels = _labels_from_strings(np.char.strip(raw))
+    cells = _column_cells(path, skip, len(names), label_idx)  # also refuses rows longer or shorter than the header
+    # pandas' df.to_csv(path) writes the row index first, under an empty name: not a feature.
+    if has_header and names[0] in ("", "Unnamed: 0") and first is not None and label_idx != 0 \
+            and np.array_equal(X[:, 0], np.arange(len(X))):
+        X = X[:, 1:]
+        if X.shape[1] == 0:
+            raise ValueError(f"{path} holds only a row index; it has no data columns.")
+    labels = None if label_idx is None else _labels_from_strings(np.array([c.strip() for c in cells]), path)
     return X, labels
+
+
+def _column_cells(path: Path, skip: int, width: int, column: int | None) -> list[str]:
+    """The cells of one column (none when column is None), checking that every row has `width` cells."""
+    cells = []
+    with _open_text(path) as fh:
+        reader = csv.reader(fh)
+        for _ in range(skip):
+            next(reader, None)
+        for row in reader:
+            if not row:  # blank line
+                continue
+            if len(row) != width:
+                raise ValueError(
+                    f"{path}, line {reader.line_num}: {len(row)} cells where the header has {width}. Every row "
+                    "needs one value per column."
+                )
+            if column is not None:
+                cells.append(row[column])
+    return cells
 
 
 def _non_numeric_columns(path: Path, skip: int, columns: list[int], names: list[str]) -> list[str]:
@@ -368,8 +417,20 @@ def _non_numeric_columns(path: Path, skip: int, columns: list[int], names: list[
     return [names[i] for i in sorted(bad)]
 
 
-def _labels_from_strings(values: np.ndarray) -> np.ndarray:
-    """Integer labels from text cells: integers stay as they are; any other text becomes sorted codes."""
+def _labels_from_strings(values: np.ndarray, source: object = "labels") -> np.ndarray:
+    """Integer labels from text cells: whole numbers keep their values; any other text becomes codes in sorted
+    order. Missing cells (empty, NA, NaN, None, null) are an error, not a class of their own."""
+    missing = np.flatnonzero(np.isin(np.char.lower(values.astype(str)), MISSING_LABELS))
+    if missing.size:
+        rows = ", ".join(str(r) for r in missing[:10]) + (" ..." if missing.size > 10 else "")
+        raise ValueError(
+            f"{source}: {missing.size} label(s) missing (data rows {rows}, counting from 0). Give every row a "
+            "class, or drop those rows."
+        )
+    try:
+        return np.array([int(v) for v in values], dtype=np.int64)  # exact, beyond float's 2**53
+    except (ValueError, OverflowError):
+        pass
     try:
         as_float = values.astype(np.float64)
     except ValueError:
@@ -393,7 +454,8 @@ def _read_parquet(path: Path):
         raise ValueError(f"{path} is not a readable Parquet file ({exc}). Check the file, or save the data "
                          "as .npy/.npz/.csv.") from exc
     label_name = next((c for c in table.column_names if c.lower() in LABEL_COLUMNS), None)
-    features = [c for c in table.column_names if c != label_name]
+    # pandas' df.to_parquet(path) stores a non-default row index as __index_level_0__: not a feature.
+    features = [c for c in table.column_names if c != label_name and not c.startswith("__index_level_")]
     bad = [
         c
         for c in features
@@ -420,7 +482,8 @@ def _read_parquet(path: Path):
         if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
             labels = col.to_numpy(zero_copy_only=False)
         else:
-            labels = _labels_from_strings(np.asarray(col.to_pylist(), dtype=str))
+            labels = _labels_from_strings(np.asarray(['' if v is None else str(v) for v in col.to_pylist()]),
+                                          path)
     return X, labels
 
 
