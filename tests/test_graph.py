@@ -441,6 +441,17 @@ def test_cache_hit_returns_an_equal_graph_without_rebuilding(tmp_path, monkeypat
         build_graph(X + 1, n_neighbors=10, cache=tmp_path)
 
 
+def test_cache_files_of_other_graph_code_are_not_reused(tmp_path, monkeypatch):
+    """A change to the kNN or fuzzy-set code made another graph, yet the old file was loaded."""
+    from umapviz.graph import cache as cache_mod
+
+    X = _blobs()
+    build_graph(X, n_neighbors=10, cache=tmp_path)
+    monkeypatch.setattr(cache_mod, "code_digest", lambda: "other code")
+    build_graph(X, n_neighbors=10, cache=tmp_path)
+    assert len(_cache_files(tmp_path)) == 2  # a second key, built afresh
+
+
 def _corrupt_by_truncation(path):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])

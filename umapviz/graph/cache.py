@@ -12,6 +12,7 @@ checkout (a ``data/`` folder beside the ``umapviz/`` package folder); else ``~/.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -59,9 +60,19 @@ def data_fingerprint(X: np.ndarray) -> str:
     return h.hexdigest()
 
 
+@functools.cache
+def code_digest() -> str:
+    """Hex blake2b of the graph package's source files (kNN, fuzzy set, their GPU kernels): a graph built by other
+    code is another graph, so a change to that code must not reuse files cached before it."""
+    h = hashlib.blake2b(digest_size=8)
+    for path in sorted(Path(__file__).parent.glob("*.[pc][yu]")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def cache_key(data_fp: str, params: dict[str, Any]) -> str:
-    """Hex key from the data fingerprint and the build parameters (JSON, sorted keys)."""
-    blob = json.dumps({"data": data_fp, "params": params}, sort_keys=True, default=str)
+    """Hex key from the data fingerprint, the build parameters (JSON, sorted keys) and the graph code."""
+    blob = json.dumps({"data": data_fp, "params": params, "code": code_digest()}, sort_keys=True, default=str)
     return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
