@@ -157,6 +157,18 @@ def test_demo_cli_refuses_a_bad_n_chunks_before_any_work(capsys, monkeypatch):
         assert "not an n_chunks value" in capsys.readouterr().err
 
 
+def test_demo_cli_refuses_an_out_that_is_a_file_before_any_work(capsys, monkeypatch, tmp_path):
+    """It failed with a FileExistsError traceback after every run had finished."""
+    from umapviz import datasets
+
+    monkeypatch.setattr(datasets, "load", lambda *a, **k: pytest.fail("the demo started with a bad --out"))
+    existing = tmp_path / "outfile"
+    existing.write_text("mine")
+    assert main(["demo", "--out", str(existing)]) == 2
+    assert "is a file; give a folder" in capsys.readouterr().err
+    assert existing.read_text() == "mine"
+
+
 def test_demo_cli_takes_n_neighbors_as_its_advice_says(capsys):
     """Too few points for the default 15 neighbours: the error says to lower n_neighbors, which the demo takes."""
     assert main(["demo", "--dataset", "moons", "--n-samples", "10", "--n-epochs", "5"]) == 2

@@ -54,6 +54,9 @@ def run_demo(
     from .graph import build_graph  # noqa: PLC0415
     from .optimize import LayoutOptimizer  # noqa: PLC0415
 
+    if out is not None and Path(out).expanduser().exists() and not Path(out).expanduser().is_dir():
+        # Checked before the runs: found at the end, it cost every run's work.
+        raise ValueError(f"--out {out} is a file; give a folder for the figures (it is made if missing).")
     name = dataset or datasets.DEFAULT
     X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state)
     graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state, progress=progress)
@@ -94,6 +97,7 @@ def _write_figures(out: Path, rows: list[dict], embeddings: list[np.ndarray], ma
                    labels) -> None:
     from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
 
+    out = out.expanduser()
     out.mkdir(parents=True, exist_ok=True)
     titles = [r["strategy"] + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
               + (f" ({r['rule']})" if r["rule"] else "") for r in rows]
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rows = run_demo(args.dataset, args.n_samples, args.n_chunks, args.random_state, args.device,
                             args.n_epochs, args.init, args.out, n_neighbors=args.n_neighbors)
-        except (ValueError, TypeError, RuntimeError, FileNotFoundError) as exc:
+        except (ValueError, TypeError, RuntimeError, OSError) as exc:  # OSError: a folder it cannot write
             print(f"umapviz demo: error: {exc}", file=sys.stderr)
             return 2
         print(format_table(rows))
