@@ -321,3 +321,11 @@ def test_parquet_pandas_index_is_not_a_feature(tmp_path):
     frame.to_parquet(tmp_path / "f.parquet", index=True)
     X, _ = datasets.load(tmp_path / "f.parquet")
     assert X.tolist() == [[1, 4], [2, 5], [3, 6]]
+
+
+def test_synthetic_data_too_large_for_memory_is_refused_before_generating(monkeypatch):
+    """n_samples=10**9 failed deep in NumPy ('Unable to allocate 954. GiB')."""
+    monkeypatch.setattr(datasets, "_available_bytes", lambda: 2**30)
+    with pytest.raises(ValueError, match=r"n_samples=1,000,000 needs about 1\.9 GiB \(256 features a point\)"):
+        datasets.load("gaussian", n_samples=1_000_000)
+    assert datasets.load("gaussian", n_samples=300)[0].shape == (300, 256)  # small sizes still load

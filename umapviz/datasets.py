@@ -243,6 +243,7 @@ def load(
         builtin = _BUILTINS[name_or_path]
         if builtin.make is not None:
             n = builtin.info.default_n_samples if n_samples is None else n_samples
+            _check_memory(name_or_path, builtin.make, n)
             X, labels = builtin.make(n, rng, random_state)
         else:
             X, labels = builtin.read()
@@ -490,6 +491,34 @@ def _read_parquet(path: Path):
 # ---------------------------------------------------------------------------------------------------
 # Shared checks.
 # ---------------------------------------------------------------------------------------------------
+
+
+def _available_bytes() -> int | None:
+    """Memory a new allocation can get now: Linux's MemAvailable (free plus reclaimable caches), else the
+    machine's physical memory, or None where the system does not say."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _check_memory(name: str, make: Loader, n: int) -> None:
+    """ValueError before generating n points that would not fit in memory (it failed deep in NumPy with a
+    MemoryError, or swapped for minutes). Counts the points as float64, the widest any generator makes."""
+    width = make(2, np.random.default_rng(0), 0)[0].shape[1]  # the generator's dimension, from two points
+    need, free = n * width * 8, _available_bytes()
+    if free is not None and need > free:
+        raise ValueError(
+            f"dataset {name!r} with n_samples={n:,d} needs about {need / 2**30:.1f} GiB ({width} features a "
+            f"point), but {free / 2**30:.1f} GiB of memory is available. Use a smaller n_samples."
+        )
 
 
 def _check_n_samples(n_samples: int | None) -> int | None:
