@@ -452,6 +452,19 @@ def test_cache_files_of_other_graph_code_are_not_reused(tmp_path, monkeypatch):
     assert len(_cache_files(tmp_path)) == 2  # a second key, built afresh
 
 
+def test_unseeded_approximate_graphs_are_not_cached(tmp_path, monkeypatch):
+    """random_state=None promises a fresh draw, yet every later call returned the first cached graph."""
+    calls = []
+    real = graph_mod.nearest_neighbors
+    monkeypatch.setattr(graph_mod, "nearest_neighbors", lambda *a, **k: calls.append(1) or real(*a, **k))
+    X = _blobs()
+    for _ in range(2):
+        build_graph(X, n_neighbors=10, knn="approx", random_state=None, cache=tmp_path)
+    assert len(calls) == 2 and not _cache_files(tmp_path)
+    build_graph(X, n_neighbors=10, knn="approx", random_state=3, cache=tmp_path)  # a seeded one still is
+    assert len(_cache_files(tmp_path)) == 1
+
+
 def _corrupt_by_truncation(path):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])

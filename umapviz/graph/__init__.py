@@ -84,7 +84,8 @@ def build_graph(
         ``n_samples**2 * (n_features + 150) <= 1.1e12`` (up to ~30 s on 2 cores: 50k x 256 is exact,
         100k x 50 approximate), else approx.
     random_state : seeds the approximate kNN (exact kNN does not depend on it).
-    cache : True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path.
+    cache : True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path. An unseeded
+        approximate kNN (random_state=None) is never cached: each call is a fresh draw.
     progress : show a progress bar for long exact kNN runs.
     device : "cpu", "gpu" or "auto". On the GPU the kNN is always exact (tiled GEMM + top-k selection,
         ``knn`` is then ignored and recorded as "exact-gpu") and so is the fuzzy set.
@@ -108,6 +109,8 @@ def build_graph(
         "random_state": random_state,
     }
     directory = resolve_cache_dir(cache)
+    if method == "approx" and random_state is None:
+        directory = None  # a fresh draw each call, as asked: a cached graph would repeat the first one
     path = key = None
     if directory is not None:
         # Exact kNN ignores the seed, so it is left out of the key: any seed reuses the same graph.
