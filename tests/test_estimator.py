@@ -169,6 +169,24 @@ def test_demo_cli_refuses_an_out_that_is_a_file_before_any_work(capsys, monkeypa
     assert existing.read_text() == "mine"
 
 
+def test_demo_cli_says_there_is_no_gpu_before_loading_data(capsys, monkeypatch):
+    import umapviz._backend as backend
+    from umapviz import datasets
+
+    def no_gpu():
+        raise RuntimeError("device='gpu' was asked for, but no GPU is usable here")  # as on a machine without one
+
+    monkeypatch.setattr(backend, "cupy", no_gpu)
+    monkeypatch.setattr(datasets, "load", lambda *a, **k: pytest.fail("data loaded before the device was checked"))
+    assert main(["demo", "--device", "gpu"]) == 2
+    assert "GPU" in capsys.readouterr().err
+
+
+def test_demo_cli_refuses_an_empty_dataset_name(capsys):
+    assert main(["demo", "--dataset", ""]) == 2  # ran the 50,000-point default instead
+    assert "neither a built-in dataset nor a supported file" in capsys.readouterr().err
+
+
 def test_demo_cli_takes_n_neighbors_as_its_advice_says(capsys):
     """Too few points for the default 15 neighbours: the error says to lower n_neighbors, which the demo takes."""
     assert main(["demo", "--dataset", "moons", "--n-samples", "10", "--n-epochs", "5"]) == 2

@@ -57,7 +57,10 @@ def run_demo(
     if out is not None and Path(out).expanduser().exists() and not Path(out).expanduser().is_dir():
         # Checked before the runs: found at the end, it cost every run's work.
         raise ValueError(f"--out {out} is a file; give a folder for the figures (it is made if missing).")
-    name = dataset or datasets.DEFAULT
+    from ._backend import resolve_device  # noqa: PLC0415
+
+    resolve_device(device)  # no usable GPU is said before the data and graph, not after them
+    name = datasets.DEFAULT if dataset is None else dataset  # "" is a typo, not a wish for the default
     X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state)
     graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state, progress=progress)
     trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)
