@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .optimize.chunks import RULES
+from .optimize.chunks import RULES, check_n_chunks
 
 DEFAULT_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto", "degree")
 
@@ -19,15 +19,13 @@ def _parse_chunks(text: str) -> list[int | str]:
     out: list[int | str] = []
     for part in text.split(","):
         part = part.strip()
-        if part.isdigit() and int(part) >= 1:
-            out.append(int(part))
-        elif part in RULES:
-            out.append(part)
-        else:
+        try:
+            out.append(check_n_chunks(int(part) if part.isdigit() else part))
+        except (TypeError, ValueError):
             raise argparse.ArgumentTypeError(
                 f"{part!r} is not an n_chunks value: use whole numbers >= 1 or {', '.join(RULES)}, "
                 "comma-separated (e.g. 4,16,auto)."
-            )
+            ) from None
     return out
 
 
@@ -54,7 +52,8 @@ def run_demo(
     from .graph import build_graph  # noqa: PLC0415
     from .optimize import LayoutOptimizer  # noqa: PLC0415
 
-    if out is not None and Path(out).expanduser().exists() and not Path(out).expanduser().is_dir():
+    out = None if out is None else Path(out).expanduser()
+    if out is not None and out.exists() and not out.is_dir():
         # Checked before the runs: found at the end, it cost every run's work.
         raise ValueError(f"--out {out} is a file; give a folder for the figures (it is made if missing).")
     from ._backend import resolve_device  # noqa: PLC0415
@@ -92,7 +91,7 @@ def run_demo(
         })
         embeddings.append(emb)
     if out is not None:
-        _write_figures(Path(out), rows, embeddings, masks, labels)
+        _write_figures(out, rows, embeddings, masks, labels)
     return rows
 
 
@@ -100,7 +99,6 @@ def _write_figures(out: Path, rows: list[dict], embeddings: list[np.ndarray], ma
                    labels) -> None:
     from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
 
-    out = out.expanduser()
     out.mkdir(parents=True, exist_ok=True)
     titles = [r["strategy"] + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
               + (f" ({r['rule']})" if r["rule"] else "") for r in rows]
