@@ -338,9 +338,7 @@ def _read_csv(path: Path):
 
 def _read_csv_text(path: Path):
     with _open_text(path) as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        first = next(reader, None)
+        header = next(csv.reader(fh), None)
     if header is None:
         raise ValueError(f"{path} is empty: expected a header row of column names and rows of numbers.")
     header = [h.strip() for h in header]
@@ -361,9 +359,12 @@ def _read_csv_text(path: Path):
 
     skip = 1 if has_header else 0
     try:
-        X = np.loadtxt(path, delimiter=",", skiprows=skip, usecols=feature_idx, dtype=np.float64, ndmin=2,
-                       quotechar='"', comments=None, encoding="utf-8-sig")
+        # Without usecols, loadtxt itself refuses rows longer or shorter than the first (with it, it would drop
+        # extra cells); a file with a label column has its rows checked by the pass that reads the labels.
+        X = np.loadtxt(path, delimiter=",", skiprows=skip, usecols=None if label_idx is None else feature_idx,
+                       dtype=np.float64, ndmin=2, quotechar='"', comments=None, encoding="utf-8-sig")
     except ValueError as exc:
+        _column_cells(path, skip, len(names), None)  # a row of the wrong length: say which
         bad = _non_numeric_columns(path, skip, feature_idx, names)
         if bad:
             raise ValueError(
@@ -371,14 +372,18 @@ def _read_csv_text(path: Path):
                 f"class column 'label' so that it is read as labels."
             ) from exc
         raise ValueError(f"{path} could not be read as CSV numbers: {exc}") from exc
-    cells = _column_cells(path, skip, len(names), label_idx)  # also refuses rows longer or shorter than the header
+    if X.size == 0:  # no data rows: loadtxt cannot tell the width without usecols
+        X = X.reshape(0, len(feature_idx))
+    labels = None
+    if label_idx is not None:
+        cells = _column_cells(path, skip, len(names), label_idx)  # also refuses rows of the wrong length
+        labels = _labels_from_strings(np.array([c.strip() for c in cells]), path)
     # pandas' df.to_csv(path) writes the row index first, under an empty name: not a feature.
-    if has_header and names[0] in ("", "Unnamed: 0") and first is not None and label_idx != 0 \
+    if has_header and names[0] in ("", "Unnamed: 0") and len(X) and label_idx != 0 \
             and np.array_equal(X[:, 0], np.arange(len(X))):
         X = X[:, 1:]
         if X.shape[1] == 0:
             raise ValueError(f"{path} holds only a row index; it has no data columns.")
-    labels = None if label_idx is None else _labels_from_strings(np.array([c.strip() for c in cells]), path)
     return X, labels
 
 
