@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from umapviz.render.aggregate import check_embedding, check_outliers
-from umapviz.render.frame import image
-from umapviz.render.shade import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb, pil_font
+from umapviz.render.frame import render
+from umapviz.render.shade import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb, pil_font, shows_off_view_summary
 from umapviz.render.view import ViewSpec, check_pixels, resolve_view, square_pixels, union
 
 INK = (230, 230, 230)  # text and axes on the dark figure background
@@ -49,6 +49,9 @@ def side_by_side(
 ) -> np.ndarray:
     """Several embeddings of the same points in a row, each titled, with its outlier count underneath.
 
+    A panel too small to write its off-view count on the image (below about 176 pixels; see shade.TEXT_SHARE)
+    gets it underneath instead, on a line of its own.
+
     embeddings: (N, 2) arrays (NumPy or CuPy), e.g. sequential / buffered / chunked results.
     titles: one per panel. counts: outlier count per panel (None: taken from ``outliers`` if given).
     labels: integer codes shared by all panels. outliers: one boolean mask (or None) per panel.
@@ -81,20 +84,31 @@ def side_by_side(
         shared = union([resolve_view(e, "robust", panel_size, panel_size) for e in embeddings])
         view = square_pixels(shared.bounds, panel_size, panel_size)
 
-    gap, header, footer = 12, max(24, panel_size // 14), max(20, panel_size // 16)
+    panels, notes = [], []  # notes: the lines under each panel
+    for i, emb in enumerate(embeddings):
+        panel, agg = render(emb, labels, outliers[i], panel_size, panel_size, view, style=style)
+        lines = []
+        if counts[i] is not None:
+            lines.append(f"{int(counts[i]):,} outlier" + ("" if int(counts[i]) == 1 else "s"))
+        off = agg.n_out_of_view
+        if off and style.edge_markers and not shows_off_view_summary(panel_size, panel_size, off, style):
+            lines.append(f"{off:,} outside the view")  # the image has the triangles but no room for the count
+        panels.append(panel)
+        notes.append(lines)
+
+    gap, header, line = 12, max(24, panel_size // 14), max(20, panel_size // 16)
+    footer = line * max(1, *map(len, notes))
     width = n * panel_size + (n + 1) * gap
     height = header + panel_size + footer + gap
     canvas = Image.new("RGBA", (width, height), PAPER)
     draw = ImageDraw.Draw(canvas)
-    title_font, count_font = pil_font(max(12, header * 2 // 3)), pil_font(max(10, footer * 2 // 3))
-    for i, emb in enumerate(embeddings):
-        panel = image(emb, labels, outliers[i], panel_size, panel_size, view, style=style)
+    title_font, count_font = pil_font(max(12, header * 2 // 3)), pil_font(max(10, line * 2 // 3))
+    for i, panel in enumerate(panels):
         x0 = gap + i * (panel_size + gap)
         canvas.paste(Image.fromarray(panel), (x0, header))
         draw.text((x0 + panel_size / 2, header / 2), str(titles[i]), fill=INK, font=title_font, anchor="mm")
-        if counts[i] is not None:
-            text = f"{int(counts[i]):,} outlier" + ("" if int(counts[i]) == 1 else "s")
-            draw.text((x0 + panel_size / 2, header + panel_size + footer / 2 + 2), text,
+        for j, text in enumerate(notes[i]):
+            draw.text((x0 + panel_size / 2, header + panel_size + line * (j + 0.5) + 2), text,
                       fill=INK, font=count_font, anchor="mm")  # fmt: skip
     return np.asarray(canvas).copy()
 

@@ -5,7 +5,8 @@ a sparse halo are both visible), by our own code that runs on NumPy or CuPy grid
 a CuPy embedding is shaded on the GPU and only the finished image comes to the host. Outliers are drawn on top
 as discs a few pixels wide with a ring in a contrasting colour, so a single flung point is visible at any
 image size. Points outside the view become triangles on the image border, pointing to where they are, with
-their count.
+their count written beside them and in total in the bottom-left corner when the image is large enough for
+text not to cover the data (see ``text_fits``; the count is also ``Aggregate.n_out_of_view``).
 """
 
 from __future__ import annotations
@@ -358,10 +359,53 @@ def pil_font(size: int):
 
 
 MAX_LABELS_PER_SIDE = 3
+# Text is drawn on an image only where it stays small beside the data: the off-view counts' font may be at most
+# 1/TEXT_SHARE of the image's smaller side (one line of text, at most ~6% of the height), which with the
+# smallest font (11 px) means images of at least 176 x 176 pixels; the total's line must also fit between the
+# corner margins (clear of the right side's markers) rather than run off the image. Smaller images (thumbnails,
+# comparison grids) keep the border triangles but get no text: on a 60 x 60 image one line of it covered a
+# fifth of the height and ran across the data. The count stays available as Aggregate.n_out_of_view (returned
+# by ``render``), in LiveView's caption and in side_by_side's footer.
+TEXT_SHARE = 16
 
 
 def marker_size(width: int, height: int) -> int:
+    """Size in pixels of the largest off-view triangle (its depth into the image)."""
     return max(7, min(width, height) // 50)
+
+
+def marker_font_size(width: int, height: int) -> int:
+    """Font size in pixels of the off-view counts written on a ``width`` x ``height`` image."""
+    return max(11, round(marker_size(width, height) * 1.6))
+
+
+def text_fits(width: int, height: int) -> bool:
+    """Whether the off-view counts may be written on a ``width`` x ``height`` image (see TEXT_SHARE)."""
+    return marker_font_size(width, height) * TEXT_SHARE <= min(width, height)
+
+
+def off_view_summary(total: int) -> str:
+    """The total written in the bottom-left corner, e.g. '1,234 points outside the view'."""
+    return f"{total:,} point{'s' if total != 1 else ''} outside the view"
+
+
+def summary_position(width: int, height: int, total: int) -> tuple[float, float] | None:
+    """Left-baseline ("lb") anchor of the off-view total on a ``width`` x ``height`` image, or None when the
+    image is too small for it (see TEXT_SHARE): then it is not drawn."""
+    if not text_fits(width, height):
+        return None
+    s = marker_size(width, height)
+    margin = 2 * s + 4  # clear of the left and right sides' triangles
+    xy = (margin, height - 2 * s - 6)
+    left, top, right, _ = pil_font(marker_font_size(width, height)).getbbox(off_view_summary(total), anchor="lb")
+    if xy[0] + right > width - margin or xy[1] + top < 0:
+        return None
+    return xy
+
+
+def shows_off_view_summary(width: int, height: int, total: int, style: Style = DEFAULT_STYLE) -> bool:
+    """Whether ``shade`` writes the off-view total (``total`` > 0 points) on a ``width`` x ``height`` image."""
+    return bool(style.edge_markers and total > 0 and summary_position(width, height, total) is not None)
 
 
 def edge_marker_positions(width: int, height: int, n_bins: int = N_EDGE_BINS) -> np.ndarray:
@@ -404,13 +448,15 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
     """Draw a triangle pointing out of the image for each non-empty edge bin, larger for more points.
 
     The largest bins of each side (at most MAX_LABELS_PER_SIDE) get their count written beside them, and the
-    total off-view count is written in the bottom-left corner, so a ring of markers stays readable.
+    total off-view count is written in the bottom-left corner, so a ring of markers stays readable. Images too
+    small for text beside the data (see TEXT_SHARE) get the triangles alone.
     """
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
     h, w = rgba.shape[:2]
     s = marker_size(w, h)
-    font = pil_font(max(11, round(s * 1.6)))
+    font = pil_font(marker_font_size(w, h))
+    write = text_fits(w, h)
     pil = Image.fromarray(rgba)
     draw = ImageDraw.Draw(pil)
     color = hex_to_rgb(style.outlier_color)
@@ -429,9 +475,11 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
             base = [(base_c[0] + ax * size * 0.7, base_c[1] + ay * size * 0.7),
                     (base_c[0] - ax * size * 0.7, base_c[1] - ay * size * 0.7)]  # fmt: skip
             draw.polygon([(x, y), *base], fill=color, outline=text_color)
-        for xy, text, anchor in edge_labels(draw, font, edge_counts[side], positions[side], side, s):
+        labels = edge_labels(draw, font, edge_counts[side], positions[side], side, s) if write else []
+        for xy, text, anchor in labels:
             draw.text(xy, text, fill=text_color, font=font, anchor=anchor)
     total = int(edge_counts.sum())
-    summary = f"{total:,} point{'s' if total != 1 else ''} outside the view"
-    draw.text((2 * s + 4, h - 2 * s - 6), summary, fill=text_color, font=font, anchor="lb")
+    at = summary_position(w, h, total)
+    if at is not None:
+        draw.text(at, off_view_summary(total), fill=text_color, font=font, anchor="lb")
     rgba[...] = np.asarray(pil)
