@@ -30,7 +30,9 @@ SCRIPT = textwrap.dedent(
     graph = umapviz.build_graph(X, n_neighbors=10, cache=False)
     opt = umapviz.LayoutOptimizer(graph, strategy="chunked", n_chunks="auto", random_state=0)  # spectral init
     opt.run()
-    emb = umapviz.UMAP(n_neighbors=10, n_epochs=20, random_state=0).fit_transform(X)
+    est = umapviz.UMAP(n_neighbors=10, n_epochs=20, random_state=0)
+    emb = est.fit_transform(X)
+    assert est.transform(X[:20]).shape == (20, 2)
     print(metrics.fingerprint(opt.embedding), metrics.trustworthiness(X, emb, n_neighbors=5))
     """
 )

@@ -499,6 +499,28 @@ def test_metrics_take_cupy_arrays(mixture_graph):
     assert math.isclose(t_dev, t_host, abs_tol=1e-9)
 
 
+# -- transform after a GPU fit ---------------------------------------------------------------------------
+
+
+def test_transform_after_a_gpu_fit_takes_cupy_input_and_repeats_its_bytes():
+    import cupy as cp
+    from sklearn.datasets import make_blobs
+
+    import umapviz
+
+    X, y = make_blobs(3000, n_features=16, centers=6, random_state=2)
+    X = X.astype(np.float32)
+    train, test = np.arange(2500), np.arange(2500, 3000)
+    est = umapviz.UMAP(random_state=0, device="gpu", n_epochs=120).fit(cp.asarray(X[train]))
+    assert est.optimizer_.device == "gpu"
+    Z = est.transform(cp.asarray(X[test]))  # computed on the host: a NumPy array comes back
+    assert isinstance(Z, np.ndarray) and Z.dtype == np.float32 and Z.shape == (500, 2)
+    assert est.transform(X[test]).tobytes() == Z.tobytes()  # CuPy or NumPy input, the same bytes
+    d = ((Z[:, None, :].astype(np.float64) - est.embedding_[None, :, :]) ** 2).sum(-1)
+    votes = y[train][np.argsort(d, axis=1)[:, :10]]
+    assert (np.array([np.bincount(v).argmax() for v in votes]) == y[test]).mean() > 0.97
+
+
 # -- clear errors ----------------------------------------------------------------------------------------
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from umapviz._validation import check_data, check_n_epochs, check_n_neighbors
+from umapviz._validation import SEED_LIMIT, check_data, check_n_epochs, check_n_neighbors, check_random_state
 
 
 def test_accepts_lists_and_arrays_as_float32_c_contiguous():
@@ -126,20 +126,21 @@ def test_check_n_epochs():
 @pytest.mark.parametrize("bad, error, message", [
     (-1, ValueError, "out of range"), (2**32, ValueError, "out of range"), (2**63, ValueError, "out of range"),
     (1.5, TypeError, "integer"), ("7", TypeError, "integer"), (True, TypeError, "integer"),
-    (np.random.default_rng(0), TypeError, "Generator"),
+    (np.random.SeedSequence(0), TypeError, "Generator / RandomState"),
 ])
 def test_every_entry_point_checks_random_state_alike(bad, error, message):
     """One range everywhere ([0, 2**32)): a seed the graph stage takes, the layout takes too, and two seeds
     never collide (a 63-bit mask made 2**63 the seed 0)."""
     import umapviz
-    from umapviz import datasets
+    from umapviz import datasets, metrics
 
     X = np.random.default_rng(0).normal(size=(60, 4)).astype(np.float32)
     graph = umapviz.build_graph(X, n_neighbors=5, cache=False)
     calls = [lambda: datasets.load("mixture", n_samples=100, random_state=bad),
              lambda: umapviz.build_graph(X, n_neighbors=5, cache=False, random_state=bad),
              lambda: umapviz.LayoutOptimizer(graph, random_state=bad),
-             lambda: umapviz.UMAP(n_neighbors=5, random_state=bad).fit_transform(X)]
+             lambda: umapviz.UMAP(n_neighbors=5, random_state=bad).fit_transform(X),
+             lambda: metrics.trustworthiness(X, X[:, :2], sample=10, random_state=bad)]
     for call in calls:
         with pytest.raises(error, match=message):
             call()
@@ -153,3 +154,79 @@ def test_the_largest_seed_is_taken_and_differs_from_zero():
     top = umapviz.LayoutOptimizer(graph, random_state=2**32 - 1, init="random").run().embedding
     zero = umapviz.LayoutOptimizer(graph, random_state=0, init="random").run().embedding
     assert not np.array_equal(top, zero)
+
+
+# --- NumPy generators as random_state (scikit-learn's convention) ----------------------------------------------
+
+
+def _drawn(rng) -> int:
+    """The seed check_random_state draws from a fresh copy of ``rng``'s kind (a documented rule, pinned here)."""
+    return int(rng.randint(0, SEED_LIMIT, dtype=np.uint32) if isinstance(rng, np.random.RandomState)
+               else rng.integers(0, SEED_LIMIT, dtype=np.uint32))
+
+
+@pytest.mark.parametrize("make", [np.random.RandomState, np.random.default_rng])
+def test_a_generator_gives_one_drawn_seed_per_call(make):
+    assert check_random_state(make(0)) == check_random_state(make(0)) == _drawn(make(0))  # fresh: same seed
+    shared = make(0)
+    first, second = check_random_state(shared), check_random_state(shared)
+    assert first != second  # a shared generator advances
+    assert all(type(s) is int and 0 <= s < SEED_LIMIT for s in (first, second))
+    assert check_random_state(np.int64(7)) == 7 and check_random_state(None) is None  # ints and None as before
+
+
+def _blobs(n=400, d=6, seed=0):
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(n, n_features=d, centers=3, random_state=seed)
+    return X.astype(np.float32)
+
+
+@pytest.mark.parametrize("make", [np.random.RandomState, np.random.default_rng])
+def test_umap_takes_a_generator_drawing_one_seed_per_fit_for_both_stages(make):
+    import umapviz
+
+    X = _blobs()
+
+    def fit(random_state):
+        return umapviz.UMAP(n_neighbors=10, n_epochs=30, init="random", random_state=random_state,
+                            device="cpu").fit(X)
+
+    first, again = fit(make(0)), fit(make(0))
+    assert first.embedding_.tobytes() == again.embedding_.tobytes()  # a fresh generator repeats its bytes
+    seed = _drawn(make(0))
+    assert first.optimizer_.seed == first.graph_.params["random_state"] == seed  # one draw, both stages
+    assert fit(seed).embedding_.tobytes() == first.embedding_.tobytes()  # the same as passing that int
+    shared = make(0)
+    est = umapviz.UMAP(n_neighbors=10, n_epochs=30, init="random", random_state=shared, device="cpu")
+    one = est.fit(X).embedding_
+    two = est.fit(X).embedding_
+    assert one.tobytes() != two.tobytes() and est.optimizer_.seed != seed  # a shared generator: a new draw per fit
+    assert est.get_params()["random_state"] is shared  # the parameter itself is left as given
+
+
+def test_layout_optimizer_takes_a_generator_and_keeps_its_seed_on_reset(small_graph):
+    import umapviz
+
+    opt = umapviz.LayoutOptimizer(small_graph, init="random", random_state=np.random.default_rng(3))
+    assert opt.seed == _drawn(np.random.default_rng(3))
+    first = opt.run().embedding
+    opt.reset()
+    assert opt.run().embedding.tobytes() == first.tobytes()
+    same = umapviz.LayoutOptimizer(small_graph, init="random", random_state=opt.seed).run().embedding
+    assert same.tobytes() == first.tobytes()
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"init": "random", "strategy": "sequential"}, "5feeae9398da6aba"),
+    ({"init": "random"}, "70d5c1b2112d41db"),
+])
+def test_int_seeds_give_the_bytes_they_gave_before_generators_were_accepted(kwargs, expected):
+    """Fingerprints computed on the code before random_state took generators (random init keeps the eigen-solver
+    out: these bytes depend on the layout code alone). A change here changes every seeded result."""
+    import umapviz
+    from umapviz import metrics
+
+    X = _blobs(500, 8, seed=1)
+    emb = umapviz.UMAP(n_neighbors=10, n_epochs=50, random_state=0, device="cpu", **kwargs).fit_transform(X)
+    assert metrics.fingerprint(emb) == expected

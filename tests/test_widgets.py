@@ -263,6 +263,24 @@ def test_configurations_vary_n_chunks_only_for_chunked():
     ]  # fmt: skip
 
 
+def test_a_numpy_generator_as_random_state_is_drawn_once_and_shown(blobs_small):
+    X, y = blobs_small
+    expected = int(np.random.RandomState(7).randint(0, 2**32, dtype=np.uint32))
+    ex = Explorer(X, labels=y, random_state=np.random.RandomState(7), **SMALL)
+    try:
+        ex.wait()
+        assert ex._w_seed.value == expected and ex._run.optimizer.seed == expected  # the box shows the seed in use
+        first = ex.step(3).fingerprint
+        ex.reset()
+        assert ex.step(3).fingerprint == first  # a restart repeats the drawn seed instead of drawing again
+        ex.set(random_state=np.random.default_rng(3))
+        assert ex._run.optimizer.seed == int(np.random.default_rng(3).integers(0, 2**32, dtype=np.uint32))
+    finally:
+        ex.close()
+    configs = configurations("chunked", 4, [np.random.default_rng(1), 5])
+    assert [c.random_state for c in configs] == [int(np.random.default_rng(1).integers(0, 2**32, dtype=np.uint32)), 5]
+
+
 def test_compare_table_has_one_row_per_configuration(blobs_small, build_calls):
     X, y = blobs_small
     grid = compare(X, n_chunks=[1, 4], random_state=[0, 1], strategy=["chunked", "buffered"], labels=y,

@@ -60,17 +60,28 @@ def check_positive_float(name: str, value: Any, usual: str = "", allow_zero: boo
 
 SEED_LIMIT = 2**32  # seeds are < 2**32, as NumPy's legacy seeding, scikit-learn and pynndescent require
 
+# What a ``random_state`` may be: a seed, None, or a NumPy generator to draw a seed from (scikit-learn's convention).
+RandomStateLike = int | np.integer | np.random.RandomState | np.random.Generator | None
+
 
 def check_random_state(random_state: Any) -> int | None:
     """``random_state`` as a Python int in [0, 2**32), or None (a fresh seed each run). One range everywhere, so a
-    seed that builds the graph also lays it out, and two different seeds never collide."""
+    seed that builds the graph also lays it out, and two different seeds never collide.
+
+    A ``numpy.random.RandomState`` or ``numpy.random.Generator`` gives one seed drawn from it (a uniform 32-bit
+    integer), so each call advances it: a freshly made ``RandomState(0)`` gives the same seed every time, a shared
+    generator a new one per call, as in scikit-learn. An int is returned as it is, so its results never change.
+    """
     if random_state is None:
         return None
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, SEED_LIMIT, dtype=np.uint32))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, SEED_LIMIT, dtype=np.uint32))
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
         raise TypeError(
-            f"random_state must be an int or None, got {random_state!r} ({type(random_state).__name__}). "
-            "Pass an integer such as random_state=0 for a reproducible run (from a NumPy Generator `rng`: "
-            "random_state=int(rng.integers(2**32)))."
+            f"random_state must be an int, None, or a numpy.random.Generator / RandomState, got {random_state!r} "
+            f"({type(random_state).__name__}). Pass an integer such as random_state=0 for a reproducible run."
         )
     if not 0 <= random_state < SEED_LIMIT:
         raise ValueError(f"random_state={int(random_state)} is out of range: use an integer from 0 to 2**32 - 1.")

@@ -6,19 +6,26 @@ import numbers
 
 import numpy as np
 
+from ._validation import RandomStateLike, check_data, check_n_epochs, check_random_state
 from .graph import build_graph
+from .graph.fuzzy import new_point_memberships
+from .graph.knn import query_knn
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
+from .optimize.transform import embed_new_points, transform_n_epochs
 
 
 class UMAP:
     """Uniform Manifold Approximation and Projection with a choice of layout update strategy.
 
     ``__init__`` only stores parameters; ``fit`` sets ``graph_`` (the FuzzyGraph), ``optimizer_`` (the
-    LayoutOptimizer after its run) and ``embedding_`` (a NumPy array).
+    LayoutOptimizer after its run) and ``embedding_`` (a NumPy array); ``transform`` embeds new points into it.
 
     With a fixed ``random_state`` every strategy gives the same bytes run after run except ``"hogwild"``, whose
-    threads race on the embedding (on the GPU, and on the CPU with more than one thread).
+    threads race on the embedding (on the GPU, and on the CPU with more than one thread). ``random_state`` may
+    also be a NumPy ``RandomState`` or ``Generator`` (scikit-learn's convention): each ``fit`` draws one seed from
+    it, used by the graph and the layout alike, so a fresh ``RandomState(0)`` repeats its bytes and a shared
+    generator gives a new layout per fit. The seed a fit used is ``optimizer_.seed``.
     """
 
     def __init__(
@@ -31,7 +38,7 @@ class UMAP:
         n_epochs: int | None = None,
         strategy: str = "chunked",
         n_chunks: int | str = "auto",
-        random_state: int | None = None,
+        random_state: RandomStateLike = None,
         init: str | np.ndarray = "spectral",
         device: str = "auto",
         learning_rate: float = 1.0,
@@ -76,7 +83,8 @@ class UMAP:
 
         Sets ``graph_``, ``optimizer_``, ``embedding_``, ``n_features_in_`` and, for a DataFrame whose column
         names are all strings, ``feature_names_in_``. They are assigned only once everything succeeded, so a
-        failed refit leaves the previous fit intact.
+        failed refit leaves the previous fit intact. The data is kept for ``transform``'s neighbour search (as a
+        float32 copy, or X itself when it already is a C-contiguous float32 NumPy array: don't modify it then).
         """
         # The optimizer's parameters are checked first: a typo should not wait for (or write to the cache) a kNN
         # graph that can take minutes to build.
@@ -89,15 +97,17 @@ class UMAP:
             repulsion_strength=self.repulsion_strength,
             n_components=self.n_components,
         )
+        seed = check_random_state(self.random_state)  # one draw from a RandomState / Generator, for both stages
+        data = check_data(X)  # kept (not copied when already float32 and C-contiguous) for transform
         graph = build_graph(
-            X,
+            data,
             n_neighbors=self.n_neighbors,
             metric=self.metric,
             min_dist=self.min_dist,
             spread=self.spread,
             n_epochs=self.n_epochs,
             knn=self.knn,
-            random_state=self.random_state,
+            random_state=seed,
             cache=self.cache,
             progress=self.verbose,
             device=self.device,
@@ -106,7 +116,7 @@ class UMAP:
             graph,
             strategy=self.strategy,
             n_chunks=self.n_chunks,
-            random_state=self.random_state,
+            random_state=seed,
             init=self.init,
             n_epochs=self.n_epochs,
             learning_rate=self.learning_rate,
@@ -119,7 +129,9 @@ class UMAP:
         self.graph_ = graph
         self.optimizer_ = optimizer
         self.embedding_ = optimizer.embedding
-        self.n_features_in_ = int(np.shape(X)[1])  # X passed build_graph's checks, so it is 2-D
+        self.n_features_in_ = int(data.shape[1])
+        self._fit_data = data
+        self._fit_n_epochs = check_n_epochs(self.n_epochs)
         if feature_names is not None:
             self.feature_names_in_ = feature_names
         elif hasattr(self, "feature_names_in_"):  # names from an earlier fit no longer describe the data
@@ -130,19 +142,64 @@ class UMAP:
         """Fit and return the embedding (n_samples, n_components)."""
         return self.fit(X, y).embedding_
 
+    def transform(self, X) -> np.ndarray:
+        """Embed new points X (n_new, n_features) into the fitted embedding; returns float32 (n_new, n_components).
+
+        UMAP's transform: each new point is joined to its ``n_neighbors`` nearest training points (exact search,
+        the fit's metric), starts at their weighted mean position and moves alone in a short run of the layout's
+        SGD (``n_epochs // 3`` epochs when ``n_epochs`` was given, else 100 up to 10,000 new points and 30 above)
+        while the training layout stays fixed (umapviz/optimize/transform.py). Deterministic: it uses the fit's
+        seed, so the same fitted model and X give the same bytes. It runs on the CPU and returns a NumPy array
+        even after a ``device="gpu"`` fit. Transforming the training data gives points near, not at, their
+        fitted positions; ``embedding_`` holds those.
+        """
+        if not self.__sklearn_is_fitted__():
+            raise _not_fitted_error("transform")
+        data = self._check_new_data(X)
+        graph, optimizer = self.graph_, self.optimizer_
+        indices, dists = query_knn(self._fit_data, data, graph.knn_indices.shape[1], graph.params["metric"])
+        return embed_new_points(
+            indices,
+            new_point_memberships(dists),
+            self.embedding_,
+            a=graph.a,
+            b=graph.b,
+            n_epochs=transform_n_epochs(self._fit_n_epochs, len(data)),
+            learning_rate=optimizer.learning_rate,
+            negative_sample_rate=optimizer.negative_sample_rate,
+            repulsion_strength=optimizer.repulsion_strength,
+            seed=optimizer.seed,
+        )
+
+    def _check_new_data(self, X) -> np.ndarray:
+        """X for transform: checked as fit checks its data, with the fit's columns."""
+        data = check_data(X)
+        if data.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {data.shape[1]} features, but this UMAP was fitted on {self.n_features_in_}. Pass new "
+                "data with the same columns, in the same order, as the data given to fit."
+            )
+        names, fitted = _feature_names(X), getattr(self, "feature_names_in_", None)
+        if names is not None and fitted is not None and not np.array_equal(names, fitted):
+            raise ValueError(
+                f"X's column names {list(names)} differ from those seen in fit {list(fitted)}. Pass the columns "
+                "fit saw, in the same order (e.g. X[est.feature_names_in_])."
+            )
+        return data
+
     def __sklearn_is_fitted__(self) -> bool:
         """Whether ``fit`` has completed, for sklearn.utils.validation.check_is_fitted."""
         return hasattr(self, "embedding_")
 
     def __sklearn_tags__(self):
-        """scikit-learn's default tags for an estimator that is neither classifier nor regressor and needs no y,
-        built as sklearn.base.BaseEstimator builds them (UMAP does not inherit it, so sklearn stays optional)."""
-        from sklearn.utils import Tags, TargetTags  # noqa: PLC0415 - sklearn is optional: only when sklearn asks
+        """scikit-learn's tags for a transformer that is neither classifier nor regressor and needs no y, built as
+        BaseEstimator and TransformerMixin build them (UMAP inherits neither, so sklearn stays optional)."""
+        from sklearn.utils import Tags, TargetTags, TransformerTags  # noqa: PLC0415 - sklearn is optional
 
         return Tags(
             estimator_type=None,
             target_tags=TargetTags(required=False),
-            transformer_tags=None,
+            transformer_tags=TransformerTags(preserves_dtype=["float32"]),  # transform always returns float32
             regressor_tags=None,
             classifier_tags=None,
         )
@@ -151,6 +208,20 @@ class UMAP:
         defaults = UMAP().get_params()
         changed = {k: v for k, v in self.get_params().items() if not _same(v, defaults[k])}
         return "UMAP(" + ", ".join(f"{k}={_short_repr(v)}" for k, v in changed.items()) + ")"
+
+
+class _NotFittedError(ValueError, AttributeError):
+    """Raised by transform before fit where scikit-learn (and its NotFittedError) is not installed."""
+
+
+def _not_fitted_error(method: str) -> Exception:
+    """scikit-learn's NotFittedError where it is installed (so ``except NotFittedError`` works), else a stand-in
+    with the same bases (ValueError, AttributeError)."""
+    try:
+        from sklearn.exceptions import NotFittedError  # noqa: PLC0415 - sklearn is optional
+    except ImportError:
+        NotFittedError = _NotFittedError  # noqa: N806
+    return NotFittedError(f"This UMAP instance is not fitted yet: call fit(X) before {method}(X).")
 
 
 def _feature_names(X) -> np.ndarray | None:

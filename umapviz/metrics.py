@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import to_host, xp_of
-from ._validation import describe_rows, non_finite_rows
+from ._validation import RandomStateLike, check_random_state, describe_rows, non_finite_rows
 
 METHODS = ("neighbors", "bounds", "radius")
 
@@ -189,7 +189,7 @@ def trustworthiness(
     embedding: Any,
     n_neighbors: int = 5,
     sample: int | None = None,
-    random_state: int | None = 0,
+    random_state: RandomStateLike = 0,
     metric: str = "euclidean",
 ) -> float:
     """How well the embedding's neighbourhoods are true neighbourhoods of X, in [0, 1] (1 = all are).
@@ -200,10 +200,11 @@ def trustworthiness(
 
     Subsampling: the cost is a sum over points i, each costing one pass over all n points, so the sum
     is estimated from ``sample`` query points drawn without replacement (``random_state`` fixes which,
-    so layouts of the same data are compared on the same points) and scaled by n / sample. Every
-    neighbour search still runs over all n points. ``sample=None`` uses every point up to
-    ``TRUST_AUTO_SAMPLE`` (2,000) and that many beyond; then the estimate's standard error is
-    typically a few thousandths. With every point used the value equals scikit-learn's (ties aside).
+    so layouts of the same data are compared on the same points; a NumPy RandomState / Generator gives one
+    seed drawn from it) and scaled by n / sample. Every neighbour search still runs over all n points.
+    ``sample=None`` uses every point up to ``TRUST_AUTO_SAMPLE`` (2,000) and that many beyond; then the
+    estimate's standard error is typically a few thousandths. With every point used the value equals
+    scikit-learn's (ties aside).
 
     ``metric`` ("euclidean" or "cosine") applies to X; the embedding is always euclidean.
     """
@@ -231,7 +232,8 @@ def trustworthiness(
     if n_queries == n:
         queries = np.arange(n)
     else:
-        queries = np.sort(np.random.default_rng(random_state).choice(n, size=n_queries, replace=False))
+        rng = np.random.default_rng(check_random_state(random_state))
+        queries = np.sort(rng.choice(n, size=n_queries, replace=False))
 
     Y64 = Y.astype(xp.float64)
     y_sq = (Y64 * Y64).sum(axis=1)

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from .._backend import resolve_device
-from .._validation import check_data, check_n_epochs, check_n_neighbors, check_random_state
+from .._validation import RandomStateLike, check_data, check_n_epochs, check_n_neighbors, check_random_state
 from ._types import FuzzyGraph
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .fuzzy import find_ab_params, fuzzy_simplicial_set
@@ -65,7 +65,7 @@ def build_graph(
     spread: float = 1.0,
     n_epochs: int | None = None,
     knn: str = "auto",
-    random_state: int | None = None,
+    random_state: RandomStateLike = None,
     cache: bool | str | os.PathLike = True,
     progress: bool = True,
     device: str = "cpu",
@@ -83,7 +83,8 @@ def build_graph(
     knn : "exact" (tiled brute force), "approx" (pynndescent), or "auto": exact while
         ``n_samples**2 * (n_features + 150) <= 1.1e12`` (up to ~30 s on 2 cores: 50k x 256 is exact,
         100k x 50 approximate), else approx.
-    random_state : seeds the approximate kNN (exact kNN does not depend on it).
+    random_state : seeds the approximate kNN (exact kNN does not depend on it): an int, None, or a NumPy
+        RandomState / Generator, from which one seed is drawn.
     cache : True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path. An unseeded
         approximate kNN (random_state=None) is never cached: each call is a fresh draw.
     progress : show a progress bar for long exact kNN runs.

@@ -22,14 +22,14 @@ _MIN_SIGMA_FRACTION = 1e-3  # sigma >= this times the mean neighbour distance
 
 
 @numba.njit(parallel=True, cache=True)
-def _smooth_knn_dist(dists, target, global_mean):
-    """(sigma, rho) per row of float32 kNN distances (self in column 0)."""
+def _smooth_knn_dist(dists, target, global_mean, use_rho):
+    """(sigma, rho) per row of float32 kNN distances (self in column 0); rho stays 0 unless ``use_rho``."""
     n, k = dists.shape
     sigma = np.zeros(n, dtype=np.float32)
     rho = np.zeros(n, dtype=np.float32)
     for i in numba.prange(n):
         # rho: first non-zero distance (rows are sorted, so the first one found is the smallest).
-        for j in range(k):
+        for j in range(k if use_rho else 0):
             if dists[i, j] > 0.0:
                 rho[i] = dists[i, j]
                 break
@@ -80,11 +80,32 @@ def _memberships(indices, dists, sigma, rho):
     return vals
 
 
-def smooth_knn_dist(knn_dists: np.ndarray, n_neighbors: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(sigma, rho)`` float32 per point from sorted kNN distances (self in column 0)."""
+def smooth_knn_dist(
+    knn_dists: np.ndarray, n_neighbors: int | None = None, local_connectivity: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(sigma, rho)`` float32 per point from sorted kNN distances (self in column 0).
+
+    ``local_connectivity`` 1: rho is the first non-zero distance (the graph's rule); 0: rho = 0 (UMAP's rule for
+    new points in ``transform``, which uses local_connectivity - 1). The bisection sums over columns 1 .. k - 1.
+    """
+    if local_connectivity not in (0, 1):
+        raise ValueError(f"local_connectivity={local_connectivity!r}: only 0 and 1 are implemented.")
     dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
     k = dists.shape[1] if n_neighbors is None else n_neighbors
-    return _smooth_knn_dist(dists, np.log2(k), float(np.mean(dists)))
+    return _smooth_knn_dist(dists, np.log2(k), float(np.mean(dists)), local_connectivity == 1)
+
+
+def new_point_memberships(knn_dists: np.ndarray) -> np.ndarray:
+    """Membership strengths float32 (n_new, k) of new points to their k nearest reference points, as UMAP's
+    ``transform`` computes them: sigma by the usual bisection but with rho = 0 (local_connectivity 1 - 1), then
+    ``w = exp(-d / sigma)`` (1 at distance 0). Every column counts, the first too: no column is the point itself.
+    """
+    dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
+    sigma, _ = smooth_knn_dist(dists, local_connectivity=0)
+    sigma = sigma[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weights = np.exp(-(dists / sigma))
+    return np.where((dists <= 0) | (sigma == 0), np.float32(1.0), weights).astype(np.float32)
 
 
 def fuzzy_simplicial_set(knn_indices: np.ndarray, knn_dists: np.ndarray) -> scipy.sparse.csr_matrix:

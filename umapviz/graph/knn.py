@@ -112,8 +112,9 @@ def _select_candidates(gram, col_add, scale, row_ids, cand):
 
 
 @numba.njit(parallel=True, cache=True)
-def _refine(X, row_ids, cand, k, cosine, out_idx, out_dist):
-    """Exact float64 distances to each row's candidates; keep the k best, self first, ties by index.
+def _refine(X, Q, row_ids, cand, k, cosine, match_self, out_idx, out_dist):
+    """Exact float64 distances from query rows ``Q[row_ids]`` to their candidates (rows of X); keep the k best,
+    ties by index. With ``match_self`` (Q is X) the query's own row sorts first.
 
     Candidates equal to -1 are skipped; a row left with fewer than k valid candidates gets -1 at the end
     (the caller redoes such rows exactly).
@@ -127,7 +128,7 @@ def _refine(X, row_ids, cand, k, cosine, out_idx, out_dist):
         xi_norm = 0.0
         if cosine:
             for f in range(d):
-                xi_norm += np.float64(X[i, f]) ** 2
+                xi_norm += np.float64(Q[i, f]) ** 2
             xi_norm = math.sqrt(xi_norm)
         n_valid = 0
         for c in range(m):
@@ -153,16 +154,16 @@ def _refine(X, row_ids, cand, k, cosine, out_idx, out_dist):
                     # 1 - cos = |u - v|^2 / 2 for unit u, v: no cancellation near 0, exactly 0 for duplicates.
                     acc = 0.0
                     for f in range(d):
-                        diff = np.float64(X[i, f]) / xi_norm - np.float64(X[j, f]) / xj_norm
+                        diff = np.float64(Q[i, f]) / xi_norm - np.float64(X[j, f]) / xj_norm
                         acc += diff * diff
                     val = 0.5 * acc
             else:
                 acc = 0.0
                 for f in range(d):
-                    diff = np.float64(X[i, f]) - np.float64(X[j, f])
+                    diff = np.float64(Q[i, f]) - np.float64(X[j, f])
                     acc += diff * diff
                 val = math.sqrt(acc)
-            if j == i:
+            if match_self and j == i:
                 val = -1.0  # sorts self first; reset to 0 below
             # insertion sort by (distance, index)
             q = n_valid
@@ -185,24 +186,40 @@ def _refine(X, row_ids, cand, k, cosine, out_idx, out_dist):
 # --------------------------------------------------------------------------------------------- exact
 
 
-def _selection_matrix(X: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray, float]:
-    """(Z, col_add, scale) such that ranking ``col_add[j] + scale * (Z_i . Z_j)`` ranks the neighbours of i.
+def _selection_matrix(
+    X: np.ndarray, metric: str, queries: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None]:
+    """(Z, col_add, scale, Zq) such that ranking ``col_add[j] + scale * (Zq_i . Z_j)`` ranks the neighbours in X
+    of query i. Zq is ``queries`` transformed as X is (None without queries; X's own rows are then Z's).
 
     Euclidean: |x_i - x_j|^2 = |x_i|^2 + |x_j|^2 - 2 x_i.x_j; centring and rescaling first keeps float32
     from cancelling or overflowing. Cosine: rows normalised to unit length, rank by -cos.
     """
     X64 = X.astype(np.float64)
+    Q64 = None if queries is None else queries.astype(np.float64)
     if metric == "cosine":
-        norms = np.linalg.norm(X64, axis=1, keepdims=True)
-        Z = np.divide(X64, norms, out=np.zeros_like(X64), where=norms > 0).astype(np.float32)
-        return Z, np.zeros(X.shape[0], dtype=np.float32), np.float32(-1.0)
-    X64 -= X64.mean(axis=0)
+        Z, Zq = (None if A is None else _unit_rows(A) for A in (X64, Q64))
+        return Z, np.zeros(X.shape[0], dtype=np.float32), np.float32(-1.0), Zq
+    mean = X64.mean(axis=0)
+    X64 -= mean
     peak = np.abs(X64).max()
     if peak > 0:
         X64 /= peak
     Z = X64.astype(np.float32)
     col_add = np.einsum("ij,ij->i", Z, Z, dtype=np.float32)
-    return Z, col_add, np.float32(-2.0)
+    Zq = None
+    if Q64 is not None:
+        Q64 -= mean
+        if peak > 0:
+            Q64 /= peak
+        Zq = Q64.astype(np.float32)
+    return Z, col_add, np.float32(-2.0), Zq
+
+
+def _unit_rows(A: np.ndarray) -> np.ndarray:
+    """Rows of float64 A scaled to unit length (zero rows stay zero), as float32."""
+    norms = np.linalg.norm(A, axis=1, keepdims=True)
+    return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0).astype(np.float32)
 
 
 def _exact_rows(
@@ -213,7 +230,7 @@ def _exact_rows(
     k = n_neighbors
     # A few spare candidates absorb float32 ranking errors; the exact recompute then re-sorts them.
     n_cand = min(n, k + max(8, k // 2))
-    Z, col_add, scale = _selection_matrix(X, metric)
+    Z, col_add, scale, _ = _selection_matrix(X, metric)
     tile = int(max(1, min(len(rows), _TILE_BYTES // (4 * n))))
     out_idx = np.empty((len(rows), k), dtype=np.int64)
     out_dist = np.empty((len(rows), k), dtype=np.float64)
@@ -228,7 +245,8 @@ def _exact_rows(
         gram = Z[row_ids] @ Z.T
         cand = np.empty((len(row_ids), n_cand), dtype=np.int64)
         _select_candidates(gram, col_add, scale, row_ids, cand)
-        _refine(X, row_ids, cand, k, metric == "cosine", out_idx[start : start + tile], out_dist[start : start + tile])
+        _refine(X, X, row_ids, cand, k, metric == "cosine", True, out_idx[start : start + tile],
+                out_dist[start : start + tile])
     return out_idx, out_dist
 
 
@@ -241,6 +259,39 @@ def exact_knn(
     rows = np.arange(X.shape[0], dtype=np.int64)
     idx, dist = _exact_rows(X, rows, n_neighbors, metric, progress)
     return idx.astype(np.int32), dist.astype(np.float32)
+
+
+def query_knn(
+    X: np.ndarray, queries: np.ndarray, n_neighbors: int, metric: str = "euclidean"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact kNN in the reference set ``X`` of each row of ``queries`` (both validated float32 arrays with the same
+    columns): ``(indices int32 (n_queries, k), distances float32 (n_queries, k))``, sorted by distance, ties by
+    index. Queries are not part of X, so no column is "self"; a query equal to a row of X finds it at distance 0.
+
+    The same ranking as :func:`exact_knn` (a float32 GEMM per tile, spare candidates, exact float64 re-scoring).
+    """
+    metric = check_metric(metric)
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    n, k = X.shape[0], n_neighbors
+    if not 1 <= k <= n:
+        raise ValueError(f"n_neighbors={k} must be between 1 and the reference set's {n} rows.")
+    if queries.ndim != 2 or queries.shape[1] != X.shape[1]:
+        raise ValueError(f"queries of shape {queries.shape} do not have the reference set's {X.shape[1]} columns.")
+    n_cand = min(n, k + max(8, k // 2))
+    Z, col_add, scale, Zq = _selection_matrix(X, metric, queries)
+    tile = int(max(1, min(len(queries), _TILE_BYTES // (4 * n))))
+    out_idx = np.empty((len(queries), k), dtype=np.int64)
+    out_dist = np.empty((len(queries), k), dtype=np.float64)
+    for start in range(0, len(queries), tile):
+        row_ids = np.arange(start, min(start + tile, len(queries)), dtype=np.int64)
+        gram = Zq[row_ids] @ Z.T
+        cand = np.empty((len(row_ids), n_cand), dtype=np.int64)
+        # No query is a row of X: ids of -1 keep the selection from reserving a slot for "self".
+        _select_candidates(gram, col_add, scale, np.full(len(row_ids), -1, dtype=np.int64), cand)
+        _refine(X, queries, row_ids, cand, k, metric == "cosine", False, out_idx[start : start + tile],
+                out_dist[start : start + tile])
+    return out_idx.astype(np.int32), out_dist.astype(np.float32)
 
 
 # --------------------------------------------------------------------------------------------- approximate
@@ -289,7 +340,7 @@ def approx_knn(
     cand[~has_self, -1] = rows[~has_self]
     out_idx = np.empty((n, k), dtype=np.int64)
     out_dist = np.empty((n, k), dtype=np.float64)
-    _refine(X, rows, cand, k, metric == "cosine", out_idx, out_dist)
+    _refine(X, X, rows, cand, k, metric == "cosine", True, out_idx, out_dist)
     short = np.flatnonzero((out_idx < 0).any(axis=1))
     if short.size:
         out_idx[short], out_dist[short] = _exact_rows(X, short, k, metric, progress=False)

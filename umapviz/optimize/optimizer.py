@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._backend import resolve_device, to_host
-from .._validation import check_positive_float
+from .._validation import RandomStateLike, check_positive_float
 from ..graph._types import FuzzyGraph
 from .chunks import check_n_chunks, resolve_n_chunks
 from .rng import edge_order, resolve_seed
@@ -71,7 +71,8 @@ class LayoutOptimizer:
     embedding (docs/optimizer.md); ``n_chunks`` (an int in [1, nnz], or a rule: ``"auto"``, ``"shipped"``,
     ``"degree"``, see umapviz/optimize/chunks.py) only matters for ``"chunked"``. ``private_head=False``
     computes an edge's negative samples from the head's position before its attraction (the pre-fix GPU
-    behaviour).
+    behaviour). ``random_state``: an int seed, None (a fresh seed), or a NumPy ``RandomState`` / ``Generator``,
+    from which one seed is drawn here; ``seed`` holds the int used (``reset`` keeps it).
     """
 
     def __init__(
@@ -79,7 +80,7 @@ class LayoutOptimizer:
         graph: FuzzyGraph,
         strategy: str = "chunked",
         n_chunks: int | str = "auto",
-        random_state: int | None = None,
+        random_state: RandomStateLike = None,
         init: str | np.ndarray = "spectral",
         n_epochs: int | None = None,
         learning_rate: float = 1.0,

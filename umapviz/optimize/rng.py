@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._validation import SEED_LIMIT, check_random_state
+from .._validation import SEED_LIMIT, RandomStateLike, check_random_state
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -21,8 +21,9 @@ _S27 = np.uint64(27)
 _S31 = np.uint64(31)
 
 
-def resolve_seed(random_state: int | np.integer | None) -> int:
-    """The seed of a run: the given int (checked: 0 <= seed < 2**32), or a fresh one from OS entropy for None."""
+def resolve_seed(random_state: RandomStateLike) -> int:
+    """The seed of a run: the given int (checked: 0 <= seed < 2**32), one drawn from a NumPy RandomState or
+    Generator (see check_random_state), or a fresh one from OS entropy for None."""
     seed = check_random_state(random_state)
     return int(np.random.SeedSequence().entropy) % SEED_LIMIT if seed is None else seed
 

@@ -18,7 +18,16 @@ from typing import Any
 import numpy as np
 
 from .. import datasets, metrics
-from .session import OUTLIER_METHODS, LayoutRun, build, check_count, load_source, make_optimizer, split_params
+from .session import (
+    OUTLIER_METHODS,
+    LayoutRun,
+    build,
+    check_count,
+    draw_seed,
+    load_source,
+    make_optimizer,
+    split_params,
+)
 from .worker import Worker
 
 TABLE_COLUMNS = ("strategy", "n_chunks", "n_chunks_used", "random_state", "epoch", "n_epochs", "outliers",
@@ -39,7 +48,8 @@ class Config:
 
 def configurations(strategy: Any, n_chunks: Any, random_state: Any) -> list[Config]:
     """Every combination, in order; n_chunks varies only for "chunked" (other strategies ignore it)."""
-    strategies, chunk_values, seeds = _as_list(strategy), _as_list(n_chunks), _as_list(random_state)
+    strategies, chunk_values = _as_list(strategy), _as_list(n_chunks)
+    seeds = [draw_seed(seed) for seed in _as_list(random_state)]
     configs: list[Config] = []
     for s, k, seed in itertools.product(strategies, chunk_values, seeds):
         config = Config(s, k if s == "chunked" else (1 if s == "buffered" else "-"), seed)

@@ -25,6 +25,7 @@ import numpy as np
 from .. import datasets, metrics
 from .._backend import resolve_device, to_host
 from .._files import atomic_write
+from .._validation import check_random_state
 from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
 from ..graph.init import random_init, spectral_init
@@ -68,7 +69,17 @@ def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
         )
     graph = {k: v for k, v in params.items() if k in GRAPH_PARAMS}
     optimizer = {k: v for k, v in params.items() if k in OPTIMIZER_PARAMS}
+    if "random_state" in optimizer:
+        optimizer["random_state"] = draw_seed(optimizer["random_state"])
     return graph, optimizer
+
+
+def draw_seed(random_state: Any) -> Any:
+    """A NumPy RandomState or Generator as the one int seed drawn from it, so that a restart repeats the run and
+    the seed box can show it; any other value unchanged, for the optimizer to check."""
+    if isinstance(random_state, np.random.RandomState | np.random.Generator):
+        return check_random_state(random_state)
+    return random_state
 
 
 @dataclass(frozen=True)
