@@ -329,3 +329,82 @@ def test_synthetic_data_too_large_for_memory_is_refused_before_generating(monkey
     with pytest.raises(ValueError, match=r"n_samples=1,000,000 needs about 1\.9 GiB \(256 features a point\)"):
         datasets.load("gaussian", n_samples=1_000_000)
     assert datasets.load("gaussian", n_samples=300)[0].shape == (300, 256)  # small sizes still load
+
+
+# -- which column holds the classes ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["target", "Target", "class", "CLASS", "Label"])
+def test_csv_target_and_class_columns_are_labels(tmp_path, name):
+    """A scikit-learn style file's numeric `target`/`class` column was read as a feature."""
+    X, labels = datasets.load(_csv(tmp_path, f"a,b,{name}\n1,2,0\n3,4,1\n5,6,1\n"))
+    assert X.tolist() == [[1, 2], [3, 4], [5, 6]] and labels.tolist() == [0, 1, 1]
+
+
+def test_csv_y_column_is_a_feature(tmp_path):
+    X, labels = datasets.load(_csv(tmp_path, "x,y\n1,2\n3,4\n"))  # a two-column x,y file: both are coordinates
+    assert X.tolist() == [[1, 2], [3, 4]] and labels is None
+
+
+def test_csv_with_two_label_columns_is_refused(tmp_path):
+    path = _csv(tmp_path, "a,label,target\n1,0,5\n2,1,6\n")
+    with pytest.raises(ValueError, match=r"2 columns that could hold the classes: 'label', 'target'.*label_column="):
+        datasets.load(path)
+    with pytest.raises(ValueError, match="'class', 'Class'"):  # the same name in two cases is no better
+        datasets.load(_csv(tmp_path, "a,class,Class\n1,0,5\n2,1,6\n", "cases.csv"))
+
+
+def test_label_column_picks_any_column_and_settles_ambiguity(tmp_path):
+    X, labels = datasets.load(_csv(tmp_path, "a,species,b\n1,x,2\n3,y,4\n"), label_column="species")
+    assert X.tolist() == [[1, 2], [3, 4]] and labels.tolist() == [0, 1]
+    path = _csv(tmp_path, "a,label,target\n1,0,5\n2,1,6\n", "both.csv")
+    X, labels = datasets.load(path, label_column="target")
+    assert X.tolist() == [[1, 0], [2, 1]] and labels.tolist() == [5, 6]  # the other candidate is a feature
+    X, labels = datasets.read_file(path, label_column="label")
+    assert X.tolist() == [[1, 5], [2, 6]] and labels.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("bad, why", [("", "is empty"), ("Species", "is not a column"), ("nope", "is not a column")])
+def test_label_column_not_in_the_file_lists_the_columns(tmp_path, bad, why):
+    # "" would have picked pandas' unnamed index column
+    path = _csv(tmp_path, ",a,species\n0,1,x\n1,3,y\n")
+    with pytest.raises(ValueError, match=f"label_column={bad!r} {why}.*columns '', 'a', 'species'"):
+        datasets.load(path, label_column=bad)
+
+
+def test_label_column_where_it_cannot_apply(tmp_path, data):
+    X, _ = data
+    with pytest.raises(ValueError, match="no header row"):
+        datasets.load(_csv(tmp_path, "1,2,0\n3,4,1\n"), label_column="label")
+    np.save(tmp_path / "x.npy", X)
+    with pytest.raises(ValueError, match="a .npy file holds one array"):
+        datasets.load(tmp_path / "x.npy", label_column="label")
+    with pytest.raises(ValueError, match="applies to files; dataset 'moons'"):
+        datasets.load("moons", label_column="label")
+    with pytest.raises(TypeError, match="label_column must be a column name"):
+        datasets.load("moons", label_column=3)
+
+
+def test_npz_target_key_and_label_column(tmp_path, data):
+    X, y = data
+    np.savez(tmp_path / "t.npz", X=X, target=y)
+    assert np.array_equal(datasets.load(tmp_path / "t.npz")[1], y)  # was None
+    np.savez(tmp_path / "c.npz", X=X, labels=y, cluster=y[::-1])
+    assert np.array_equal(datasets.load(tmp_path / "c.npz", label_column="cluster")[1], y[::-1])
+    for bad in ("nope", "X", ""):
+        with pytest.raises(ValueError, match=r"is not a label array.*'X', 'labels', 'cluster'"):
+            datasets.load(tmp_path / "c.npz", label_column=bad)
+
+
+def test_parquet_target_column_ambiguity_and_label_column(tmp_path, data):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    X, y = data
+    pq.write_table(pa.table({"f0": X[:, 0], "f1": X[:, 1], "Class": y}), tmp_path / "a.parquet")
+    Xr, yr = datasets.load(tmp_path / "a.parquet")
+    assert Xr.shape == (len(X), 2) and np.array_equal(yr, y)
+    pq.write_table(pa.table({"f0": X[:, 0], "label": y, "target": y}), tmp_path / "b.parquet")
+    with pytest.raises(ValueError, match="'label', 'target'"):
+        datasets.load(tmp_path / "b.parquet")
+    Xr, yr = datasets.load(tmp_path / "b.parquet", label_column="target")
+    assert Xr.shape == (len(X), 2) and np.array_equal(yr, y)
+    with pytest.raises(ValueError, match="'nope' is not a column.*'f0', 'label', 'target'"):
+        datasets.load(tmp_path / "b.parquet", label_column="nope")

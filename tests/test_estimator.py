@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -190,9 +192,45 @@ def test_demo_cli_refuses_an_empty_dataset_name(capsys):
 def test_demo_cli_takes_n_neighbors_as_its_advice_says(capsys):
     """Too few points for the default 15 neighbours: the error says to lower n_neighbors, which the demo takes."""
     assert main(["demo", "--dataset", "moons", "--n-samples", "10", "--n-epochs", "5"]) == 2
-    assert "n_neighbors" in capsys.readouterr().err
+    assert "Lower --n-neighbors" in capsys.readouterr().err
     assert main(["demo", "--dataset", "moons", "--n-samples", "10", "--n-neighbors", "5", "--n-epochs", "5",
                  "--n-chunks", "2"]) == 0
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--n-neighbors", "1"], "--n-neighbors 1 is too small"),
+    (["--random-state", "-1"], "--random-state -1 is out of range"),
+    (["--n-epochs", "0"], "--n-epochs 0 is not allowed"),
+    (["--n-samples", "0"], "--n-samples must be a positive integer (or leave out --n-samples"),
+    (["--n-chunks", "100000"], "--n-chunks 100000 is out of range"),
+    (["--label-column", "label"], "--label-column 'label' applies to files"),
+])
+def test_demo_cli_errors_name_the_flags_not_the_api_parameters(capsys, flags, said):
+    """The errors came from the Python API and named its parameters (n_neighbors=1), not the flags typed."""
+    assert main(["demo", "--dataset", "moons", "--n-samples", "40", "--n-epochs", "5", *flags]) == 2
+    err = capsys.readouterr().err
+    assert said in err
+    assert not re.search(r"\b(n_neighbors|random_state|n_epochs|n_samples|n_chunks|label_column)\b", err)
+
+
+def test_demo_cli_label_column_reaches_the_file_reader(capsys, tmp_path, monkeypatch):
+    path = tmp_path / "mine.csv"
+    path.write_text("a,b,label,target\n1,2,0,0\n3,4,1,1\n")
+    assert main(["demo", "--dataset", str(path)]) == 2  # two candidates: the error names the flag that settles it
+    assert "'label', 'target'" in (err := capsys.readouterr().err) and "--label-column 'label'" in err
+    assert main(["demo", "--dataset", str(path), "--label-column", "species"]) == 2
+    assert "--label-column 'species' is not a column" in (err := capsys.readouterr().err) and "'target'" in err
+    seen = {}
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        raise ValueError("stop here")
+
+    from umapviz import datasets
+
+    monkeypatch.setattr(datasets, "load", spy)
+    assert main(["demo", "--dataset", str(path), "--label-column", "target"]) == 2
+    assert seen["label_column"] == "target"
 
 
 def test_demo_cli_writes_figures(tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -12,6 +13,25 @@ import numpy as np
 from .optimize.chunks import RULES, check_n_chunks
 
 DEFAULT_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto", "degree")
+
+# Errors from the Python API name its parameters ("n_neighbors=1 is too small"); the demo's user typed flags.
+# Parameters with an underscore are names wherever they appear; device and init are words too, so only their
+# "device=..." form is one. "n_epochs=None" (the default) is "leave out --n-epochs" on the command line.
+_API_NAMES = re.compile(
+    r"\b(?:(n_samples|n_chunks|n_neighbors|n_epochs|random_state|label_column)\b|(device|init)(?==))(=None\b|=)?"
+)
+
+
+def _name_flags(message: str) -> str:
+    """An API error message with each parameter (``n_neighbors=1``) said as the demo's flag (``--n-neighbors 1``)."""
+
+    def flag(match: re.Match) -> str:
+        name = "--" + (match[1] or match[2]).replace("_", "-")
+        if match[3] == "=None":
+            return f"leave out {name}"
+        return name + (" " if match[3] else "")
+
+    return _API_NAMES.sub(flag, message)
 
 
 def _parse_chunks(text: str) -> list[int | str]:
@@ -40,11 +60,13 @@ def run_demo(
     out: str | Path | None = None,
     progress: bool = True,
     n_neighbors: int = 15,
+    label_column: str | None = None,
 ) -> list[dict]:
     """Run sequential, buffered and chunked (each n_chunks) on one dataset; return one row per run.
 
     Outliers are counted two ways: "bounds" (outside the sequential layout's per-axis [min - 2 std,
-    max + 2 std]) and "neighbors" (far from all graph neighbours); see umapviz.metrics.
+    max + 2 std]) and "neighbors" (far from all graph neighbours); see umapviz.metrics. ``label_column``
+    picks the class column of a data file (see umapviz.datasets.load).
     """
     from tqdm.auto import tqdm  # noqa: PLC0415
 
@@ -60,7 +82,7 @@ def run_demo(
 
     resolve_device(device)  # no usable GPU is said before the data and graph, not after them
     name = datasets.DEFAULT if dataset is None else dataset  # "" is a typo, not a wish for the default
-    X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state)
+    X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state, label_column=label_column)
     graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state, progress=progress)
     trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)
     runs: list[tuple[str, int | str]] = [("sequential", 1), ("buffered", 1)]
@@ -125,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="compare strategies on a dataset and print a table")
     demo.add_argument("--dataset", default=None, help="dataset name or file path (default: the kit's default)")
+    demo.add_argument("--label-column", default=None, metavar="NAME",
+                      help="the column of a CSV/Parquet file (or array of an .npz) that holds the classes "
+                           "(default: one named label, labels, target or class, in any case)")
     demo.add_argument("--n-samples", type=int, default=None)
     demo.add_argument("--n-chunks", type=_parse_chunks, default=list(DEFAULT_CHUNKS),
                       help="comma-separated n_chunks values for the chunked runs (ints, auto, shipped, degree)")
@@ -138,9 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         try:
             rows = run_demo(args.dataset, args.n_samples, args.n_chunks, args.random_state, args.device,
-                            args.n_epochs, args.init, args.out, n_neighbors=args.n_neighbors)
+                            args.n_epochs, args.init, args.out, n_neighbors=args.n_neighbors,
+                            label_column=args.label_column)
         except (ValueError, TypeError, RuntimeError, OSError) as exc:  # OSError: a folder it cannot write
-            print(f"umapviz demo: error: {exc}", file=sys.stderr)
+            print(f"umapviz demo: error: {_name_flags(str(exc))}", file=sys.stderr)
             return 2
         print(format_table(rows))
         if args.out:

