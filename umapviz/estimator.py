@@ -157,7 +157,8 @@ class UMAP:
             raise _not_fitted_error("transform")
         data = self._check_new_data(X)
         graph, optimizer = self.graph_, self.optimizer_
-        indices, dists = query_knn(self._fit_data, data, graph.knn_indices.shape[1], graph.params["metric"])
+        indices, dists = query_knn(self._fit_data, data, graph.knn_indices.shape[1], graph.params["metric"],
+                                   progress=self.verbose)
         return embed_new_points(
             indices,
             new_point_memberships(dists),

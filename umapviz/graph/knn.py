@@ -223,14 +223,16 @@ def _unit_rows(A: np.ndarray) -> np.ndarray:
 
 
 def _exact_rows(
-    X: np.ndarray, rows: np.ndarray, n_neighbors: int, metric: str, progress: bool
+    X: np.ndarray, rows: np.ndarray, n_neighbors: int, metric: str, progress: bool, queries: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact kNN of the given rows against all of X, one GEMM tile at a time."""
+    """Exact kNN against all of X of the given rows, one GEMM tile at a time: rows of X itself (each finds itself
+    first), or with ``queries`` rows of that separate set (no column is "self")."""
     n = X.shape[0]
     k = n_neighbors
     # A few spare candidates absorb float32 ranking errors; the exact recompute then re-sorts them.
     n_cand = min(n, k + max(8, k // 2))
-    Z, col_add, scale, _ = _selection_matrix(X, metric)
+    Z, col_add, scale, Zq = _selection_matrix(X, metric, queries)
+    Q, Zq = (X, Z) if queries is None else (queries, Zq)
     tile = int(max(1, min(len(rows), _TILE_BYTES // (4 * n))))
     out_idx = np.empty((len(rows), k), dtype=np.int64)
     out_dist = np.empty((len(rows), k), dtype=np.float64)
@@ -242,10 +244,12 @@ def _exact_rows(
         starts = tqdm(starts, desc="exact kNN (tiles)", unit="tile", leave=False)
     for start in starts:
         row_ids = rows[start : start + tile]
-        gram = Z[row_ids] @ Z.T
+        gram = Zq[row_ids] @ Z.T
         cand = np.empty((len(row_ids), n_cand), dtype=np.int64)
-        _select_candidates(gram, col_add, scale, row_ids, cand)
-        _refine(X, X, row_ids, cand, k, metric == "cosine", True, out_idx[start : start + tile],
+        # A query is no row of X: self ids of -1 keep the selection from reserving a slot for "self".
+        self_ids = row_ids if queries is None else np.full(len(row_ids), -1, dtype=np.int64)
+        _select_candidates(gram, col_add, scale, self_ids, cand)
+        _refine(X, Q, row_ids, cand, k, metric == "cosine", queries is None, out_idx[start : start + tile],
                 out_dist[start : start + tile])
     return out_idx, out_dist
 
@@ -262,13 +266,14 @@ def exact_knn(
 
 
 def query_knn(
-    X: np.ndarray, queries: np.ndarray, n_neighbors: int, metric: str = "euclidean"
+    X: np.ndarray, queries: np.ndarray, n_neighbors: int, metric: str = "euclidean", progress: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN in the reference set ``X`` of each row of ``queries`` (both validated float32 arrays with the same
     columns): ``(indices int32 (n_queries, k), distances float32 (n_queries, k))``, sorted by distance, ties by
     index. Queries are not part of X, so no column is "self"; a query equal to a row of X finds it at distance 0.
 
-    The same ranking as :func:`exact_knn` (a float32 GEMM per tile, spare candidates, exact float64 re-scoring).
+    The same ranking as :func:`exact_knn` (a float32 GEMM per tile, spare candidates, exact float64 re-scoring);
+    ``progress`` shows a bar for long runs.
     """
     metric = check_metric(metric)
     X = np.ascontiguousarray(X, dtype=np.float32)
@@ -278,20 +283,9 @@ def query_knn(
         raise ValueError(f"n_neighbors={k} must be between 1 and the reference set's {n} rows.")
     if queries.ndim != 2 or queries.shape[1] != X.shape[1]:
         raise ValueError(f"queries of shape {queries.shape} do not have the reference set's {X.shape[1]} columns.")
-    n_cand = min(n, k + max(8, k // 2))
-    Z, col_add, scale, Zq = _selection_matrix(X, metric, queries)
-    tile = int(max(1, min(len(queries), _TILE_BYTES // (4 * n))))
-    out_idx = np.empty((len(queries), k), dtype=np.int64)
-    out_dist = np.empty((len(queries), k), dtype=np.float64)
-    for start in range(0, len(queries), tile):
-        row_ids = np.arange(start, min(start + tile, len(queries)), dtype=np.int64)
-        gram = Zq[row_ids] @ Z.T
-        cand = np.empty((len(row_ids), n_cand), dtype=np.int64)
-        # No query is a row of X: ids of -1 keep the selection from reserving a slot for "self".
-        _select_candidates(gram, col_add, scale, np.full(len(row_ids), -1, dtype=np.int64), cand)
-        _refine(X, queries, row_ids, cand, k, metric == "cosine", False, out_idx[start : start + tile],
-                out_dist[start : start + tile])
-    return out_idx.astype(np.int32), out_dist.astype(np.float32)
+    rows = np.arange(len(queries), dtype=np.int64)
+    idx, dist = _exact_rows(X, rows, k, metric, progress, queries=queries)
+    return idx.astype(np.int32), dist.astype(np.float32)
 
 
 # --------------------------------------------------------------------------------------------- approximate
