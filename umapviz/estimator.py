@@ -151,7 +151,8 @@ class UMAP:
         while the training layout stays fixed (umapviz/optimize/transform.py). Deterministic: it uses the fit's
         seed, so the same fitted model and X give the same bytes. It runs on the CPU and returns a NumPy array
         even after a ``device="gpu"`` fit. Transforming the training data gives points near, not at, their
-        fitted positions; ``embedding_`` holds those.
+        fitted positions; ``embedding_`` holds those. New points tend to settle on the rim of their group rather
+        than inside it, as with umap-learn: only their own k edges pull them, against the usual repulsion.
         """
         if not self.__sklearn_is_fitted__():
             raise _not_fitted_error("transform")
