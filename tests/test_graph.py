@@ -83,6 +83,7 @@ def test_exact_knn_progress_tiles(monkeypatch, capsys):
 
 
 def test_approx_knn_repairs_missing_self_and_short_rows(monkeypatch):
+    pytest.importorskip("pynndescent")  # a dependency, but not on the lean GPU image
     # A stand-in for NN-descent that drops self from row 0 and leaves row 1 short (-1):
     # the result must still have self first, exact distances, and row 1 redone exactly.
     X = np.random.default_rng(5).normal(size=(60, 3)).astype(np.float32)
@@ -106,10 +107,28 @@ def test_approx_knn_repairs_missing_self_and_short_rows(monkeypatch):
     assert np.all(np.diff(dist, axis=1) >= 0)
 
 
+def test_approx_knn_without_pynndescent_names_the_fix(monkeypatch):
+    """On a lean install (the GPU machine's image has no pynndescent) the bare ModuleNotFoundError said nothing
+    about knn='exact' or the GPU."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pynndescent(name, *args, **kwargs):
+        if name == "pynndescent":
+            raise ModuleNotFoundError("No module named 'pynndescent'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pynndescent)
+    with pytest.raises(ImportError, match=r"pip install pynndescent.*knn='exact'"):
+        build_graph(_blobs(), n_neighbors=10, knn="approx", random_state=0, cache=False)
+
+
 @pytest.mark.slow  # pynndescent's JIT compile (~20 s)
 def test_approx_knn_on_tiny_data_keeps_pynndescents_false_alarm_quiet(recwarn):
     """NN-descent leaves rows short on 15 points with k=15 and warns "Failed to correctly find n_neighbors";
     approx_knn redoes those rows exactly (the result equals exact kNN), so that warning must not reach the user."""
+    pytest.importorskip("pynndescent")  # a dependency, but not on the lean GPU image
     X = np.random.default_rng(0).normal(size=(15, 4)).astype(np.float32)
     approx = build_graph(X, n_neighbors=15, knn="approx", random_state=0, cache=False)
     exact = build_graph(X, n_neighbors=15, knn="exact", cache=False)
@@ -127,6 +146,7 @@ def test_auto_knn_choice_and_record():
 
 @pytest.mark.slow  # pynndescent's JIT compile alone takes ~45 s on 2 cores
 def test_approx_knn_with_pynndescent_is_seeded_and_close_to_exact():
+    pytest.importorskip("pynndescent")  # a dependency, but not on the lean GPU image
     X = np.random.default_rng(6).normal(size=(1500, 8)).astype(np.float32)
     a = build_graph(X, n_neighbors=10, knn="approx", random_state=3, cache=False)
     b = build_graph(X, n_neighbors=10, knn="approx", random_state=3, cache=False)
@@ -454,6 +474,7 @@ def test_cache_files_of_other_graph_code_are_not_reused(tmp_path, monkeypatch):
 
 def test_unseeded_approximate_graphs_are_not_cached(tmp_path, monkeypatch):
     """random_state=None promises a fresh draw, yet every later call returned the first cached graph."""
+    pytest.importorskip("pynndescent")  # a dependency, but not on the lean GPU image
     calls = []
     real = graph_mod.nearest_neighbors
     monkeypatch.setattr(graph_mod, "nearest_neighbors", lambda *a, **k: calls.append(1) or real(*a, **k))

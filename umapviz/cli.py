@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = run_demo(args.dataset, args.n_samples, args.n_chunks, args.random_state, args.device,
                             args.n_epochs, args.init, args.out, n_neighbors=args.n_neighbors,
                             label_column=args.label_column)
-        except (ValueError, TypeError, RuntimeError, OSError) as exc:  # OSError: a folder it cannot write
+        except (ValueError, TypeError, RuntimeError, OSError, ImportError) as exc:  # OSError: an unwritable folder
             print(f"umapviz demo: error: {_name_flags(str(exc))}", file=sys.stderr)
             return 2
         print(format_table(rows))

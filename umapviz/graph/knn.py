@@ -300,7 +300,13 @@ def approx_knn(
     row where NN-descent found fewer than k neighbours is redone exactly. With a ``random_state`` NN-descent
     runs on one thread, as its result otherwise depends on the thread count; without one it uses them all.
     """
-    from pynndescent import NNDescent  # noqa: PLC0415 - heavy import (and JIT), only when needed
+    try:
+        from pynndescent import NNDescent  # noqa: PLC0415 - heavy import (and JIT), only when needed
+    except ImportError as exc:  # a lean install (e.g. a GPU machine with NumPy, SciPy, Numba and CuPy only)
+        raise ImportError(
+            f"Approximate kNN needs the pynndescent package, which is not installed ({exc}). Install it "
+            "(pip install pynndescent), or ask for exact neighbours: knn='exact', or device='gpu' where a GPU is."
+        ) from exc
 
     metric = check_metric(metric)
     X = np.ascontiguousarray(X, dtype=np.float32)
