@@ -461,6 +461,22 @@ def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
     np.testing.assert_array_equal(dist_g, dist_c)
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
+    from umapviz.graph.knn import query_knn
+    from umapviz.graph.knn_gpu import query_knn_gpu
+
+    X = _knn_data()
+    queries = np.concatenate([X[:40] + 0.01, X[100:103]])  # the last three: copies of points (and duplicated)
+    idx_c, dist_c = query_knn(X, queries, 15, metric)
+    idx_g, dist_g = query_knn_gpu(X, queries, 15, metric, precision=precision)
+    assert idx_g.shape == (len(queries), 15) and idx_g.dtype == np.int32 and dist_g.dtype == np.float32
+    np.testing.assert_array_equal(idx_g, idx_c)
+    np.testing.assert_array_equal(dist_g, dist_c)
+    assert (dist_g[40:43, 0] == 0).all()  # a query equal to a point finds it at distance 0, not as "self"
+
+
 def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
     from umapviz.graph.fuzzy import fuzzy_simplicial_set
     from umapviz.graph.knn_gpu import build_graph_gpu, fuzzy_simplicial_set_gpu
@@ -502,11 +518,16 @@ def test_metrics_take_cupy_arrays(mixture_graph):
 # -- transform after a GPU fit ---------------------------------------------------------------------------
 
 
-def test_transform_after_a_gpu_fit_takes_cupy_input_and_repeats_its_bytes():
+def test_transform_after_a_gpu_fit_takes_cupy_input_and_repeats_its_bytes(monkeypatch):
     import cupy as cp
     from sklearn.datasets import make_blobs
 
     import umapviz
+    from umapviz.graph import knn_gpu
+
+    searches = []
+    real = knn_gpu.query_knn_gpu
+    monkeypatch.setattr(knn_gpu, "query_knn_gpu", lambda *a, **k: searches.append(1) or real(*a, **k))
 
     X, y = make_blobs(3000, n_features=16, centers=6, random_state=2)
     X = X.astype(np.float32)
@@ -516,6 +537,7 @@ def test_transform_after_a_gpu_fit_takes_cupy_input_and_repeats_its_bytes():
     Z = est.transform(cp.asarray(X[test]))  # computed on the host: a NumPy array comes back
     assert isinstance(Z, np.ndarray) and Z.dtype == np.float32 and Z.shape == (500, 2)
     assert est.transform(X[test]).tobytes() == Z.tobytes()  # CuPy or NumPy input, the same bytes
+    assert len(searches) == 2  # the neighbour search ran on the GPU
     d = ((Z[:, None, :].astype(np.float64) - est.embedding_[None, :, :]) ** 2).sum(-1)
     votes = y[train][np.argsort(d, axis=1)[:, :10]]
     assert (np.array([np.bincount(v).argmax() for v in votes]) == y[test]).mean() > 0.97

@@ -149,8 +149,9 @@ class UMAP:
         the fit's metric), starts at their weighted mean position and moves alone in a short run of the layout's
         SGD (``n_epochs // 3`` epochs when ``n_epochs`` was given, else 100 up to 10,000 new points and 30 above)
         while the training layout stays fixed (umapviz/optimize/transform.py). Deterministic: it uses the fit's
-        seed, so the same fitted model and X give the same bytes. It runs on the CPU and returns a NumPy array
-        even after a ``device="gpu"`` fit. Transforming the training data gives points near, not at, their
+        seed, so the same fitted model and X give the same bytes. After a ``device="gpu"`` fit the neighbour
+        search runs on the GPU (the same neighbours as the CPU's exact search) and the short run on the CPU; a
+        NumPy array comes back either way. Transforming the training data gives points near, not at, their
         fitted positions; ``embedding_`` holds those. New points tend to settle on the rim of their group rather
         than inside it, as with umap-learn: only their own k edges pull them, against the usual repulsion.
         """
@@ -158,8 +159,13 @@ class UMAP:
             raise _not_fitted_error("transform")
         data = self._check_new_data(X)
         graph, optimizer = self.graph_, self.optimizer_
-        indices, dists = query_knn(self._fit_data, data, graph.knn_indices.shape[1], graph.params["metric"],
-                                   progress=self.verbose)
+        k, metric = graph.knn_indices.shape[1], graph.params["metric"]
+        if optimizer.device == "gpu":  # n_new x n_train x d multiply-adds: minutes on the host at scale
+            from .graph.knn_gpu import query_knn_gpu  # noqa: PLC0415 - CuPy only on demand
+
+            indices, dists = query_knn_gpu(self._fit_data, data, k, metric)
+        else:
+            indices, dists = query_knn(self._fit_data, data, k, metric, progress=self.verbose)
         return embed_new_points(
             indices,
             new_point_memberships(dists),

@@ -17,13 +17,15 @@ __device__ __forceinline__ unsigned int ordered(float s) {
 }
 
 // One block per row r of the score tile G (row-major, leading dimension ld): the m columns j with the smallest
-// col_add[j] + scale * G[r, j] (ties: smaller j), the row's own point (row0 + r) always first.
+// col_add[j] + scale * G[r, j] (ties: smaller j); with self_first (the queries are the points themselves) the
+// row's own point (row0 + r) always first.
 // Each thread keeps its SEL_L best in registers; a block-wide tournament then merges them. If a thread's list
 // runs dry while the tournament still wants more, the row is flagged in `overflow` (its true candidates
 // might have been cut), and the caller redoes that row another way.
 extern "C" __global__ void select_candidates(const float* __restrict__ G, int n, i64 ld,
-                                             const float* __restrict__ col_add, float scale, i64 row0, int m,
-                                             int* __restrict__ cand, int* __restrict__ overflow) {
+                                             const float* __restrict__ col_add, float scale, i64 row0,
+                                             int self_first, int m, int* __restrict__ cand,
+                                             int* __restrict__ overflow) {
     __shared__ u64 keys[SEL_THREADS * SEL_L];
     __shared__ u64 warp_min[SEL_THREADS / 32];
     __shared__ u64 winner;
@@ -38,7 +40,8 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
         bi[q] = -1;
     }
     for (int j = threadIdx.x; j < n; j += SEL_THREADS) {
-        float s = (j == me) ? __int_as_float(0xff800000) : __fadd_rn(col_add[j], __fmul_rn(scale, row[j]));
+        float s = (self_first && j == me) ? __int_as_float(0xff800000)
+                                          : __fadd_rn(col_add[j], __fmul_rn(scale, row[j]));
         if (s < bs[SEL_L - 1]) {
             bs[SEL_L - 1] = s;
             bi[SEL_L - 1] = j;
@@ -87,11 +90,13 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
     }
 }
 
-// One block per row, one thread per candidate (blockDim.x >= m): exact float64 distance to the candidate
-// (operation for operation as knn.py's _refine), then each thread's rank by (distance, index) decides
-// where it lands among the row's k outputs. Self is ranked first (distance -1, written as 0).
-extern "C" __global__ void refine(const float* __restrict__ X, int d, i64 row0, const int* __restrict__ cand, int m,
-                                  int k, int cosine, int* __restrict__ out_idx, float* __restrict__ out_dist) {
+// One block per query row Q[row0 + r], one thread per candidate (blockDim.x >= m): exact float64 distance to the
+// candidate row of X (operation for operation as knn.py's _refine), then each thread's rank by (distance, index)
+// decides where it lands among the row's k outputs. With self_first (Q is X) self is ranked first (distance
+// -1, written as 0).
+extern "C" __global__ void refine(const float* __restrict__ X, const float* __restrict__ Q, int d, i64 row0,
+                                  int self_first, const int* __restrict__ cand, int m, int k, int cosine,
+                                  int* __restrict__ out_idx, float* __restrict__ out_dist) {
     extern __shared__ unsigned char smem[];
     double* sd = (double*)smem;
     int* si = (int*)(sd + blockDim.x);
@@ -100,11 +105,11 @@ extern "C" __global__ void refine(const float* __restrict__ X, int d, i64 row0, 
     int c = threadIdx.x;
     int j = c < m ? cand[(i64)r * m + c] : -1;
     double val = __longlong_as_double(0x7ff0000000000000LL);  // +inf for an empty slot
-    const float* xi = X + i * d;
+    const float* xi = Q + i * d;
     if (j >= 0) {
         const float* xj = X + (i64)j * d;
         if (cosine) {
-            double xi_norm = 0.0, dot = 0.0, xj_norm = 0.0;
+            double xi_norm = 0.0, xj_norm = 0.0;
             for (int f = 0; f < d; ++f) {
                 double a = (double)xi[f];
                 xi_norm = __dadd_rn(xi_norm, __dmul_rn(a, a));
@@ -112,7 +117,6 @@ extern "C" __global__ void refine(const float* __restrict__ X, int d, i64 row0, 
             xi_norm = __dsqrt_rn(xi_norm);
             for (int f = 0; f < d; ++f) {
                 double b = (double)xj[f];
-                dot = __dadd_rn(dot, __dmul_rn((double)xi[f], b));
                 xj_norm = __dadd_rn(xj_norm, __dmul_rn(b, b));
             }
             xj_norm = __dsqrt_rn(xj_norm);
@@ -120,9 +124,13 @@ extern "C" __global__ void refine(const float* __restrict__ X, int d, i64 row0, 
                 val = 0.0;
             } else if (xi_norm == 0.0 || xj_norm == 0.0) {
                 val = 1.0;
-            } else {
-                val = __dsub_rn(1.0, __ddiv_rn(dot, __dmul_rn(xi_norm, xj_norm)));
-                val = val > 0.0 ? val : 0.0;
+            } else {  // 1 - cos = |u - v|^2 / 2 for unit u, v: no cancellation near 0, exactly 0 for duplicates
+                double acc = 0.0;
+                for (int f = 0; f < d; ++f) {
+                    double diff = __dsub_rn(__ddiv_rn((double)xi[f], xi_norm), __ddiv_rn((double)xj[f], xj_norm));
+                    acc = __dadd_rn(acc, __dmul_rn(diff, diff));
+                }
+                val = __dmul_rn(0.5, acc);
             }
         } else {
             double acc = 0.0;
@@ -132,7 +140,7 @@ extern "C" __global__ void refine(const float* __restrict__ X, int d, i64 row0, 
             }
             val = __dsqrt_rn(acc);
         }
-        if ((i64)j == i) val = -1.0;
+        if (self_first && (i64)j == i) val = -1.0;
     }
     sd[c] = val;
     si[c] = j < 0 ? 0x7fffffff : j;

@@ -112,22 +112,36 @@ def _gemm_scores(Q, Z, out, precision: str) -> None:
         cp.matmul(Q, Z.T, out=out)
 
 
-def _selection_matrix(X, metric: str):
-    """(Z, col_add, scale) as knn._selection_matrix builds them, computed on the GPU."""
+def _selection_matrix(X, metric: str, Q=None):
+    """(Z, col_add, scale, Zq) as knn._selection_matrix builds them, computed on the GPU (Zq: the queries Q
+    transformed as X is, or None without them)."""
     cp = cupy()
     X64 = X.astype(cp.float64)
     if metric == "cosine":
-        norms = cp.linalg.norm(X64, axis=1, keepdims=True)
-        Z = cp.where(norms > 0, X64 / cp.where(norms > 0, norms, 1.0), 0.0).astype(cp.float32)
-        return cp.ascontiguousarray(Z), cp.zeros(X.shape[0], dtype=cp.float32), np.float32(-1.0)
-    X64 -= X64.mean(axis=0)
+        Z, Zq = (None if A is None else _unit_rows(A.astype(cp.float64)) for A in (X64, Q))
+        return Z, cp.zeros(X.shape[0], dtype=cp.float32), np.float32(-1.0), Zq
+    mean = X64.mean(axis=0)
+    X64 -= mean
     peak = float(cp.abs(X64).max())
     if peak > 0:
         X64 /= peak
     Z = cp.ascontiguousarray(X64.astype(cp.float32))
     del X64
     col_add = (Z * Z).sum(axis=1, dtype=cp.float32)
-    return Z, col_add, np.float32(-2.0)
+    Zq = None
+    if Q is not None:
+        Q64 = Q.astype(cp.float64) - mean
+        if peak > 0:
+            Q64 /= peak
+        Zq = cp.ascontiguousarray(Q64.astype(cp.float32))
+    return Z, col_add, np.float32(-2.0), Zq
+
+
+def _unit_rows(A):
+    """Rows of float64 CuPy A scaled to unit length (zero rows stay zero), as float32."""
+    cp = cupy()
+    norms = cp.linalg.norm(A, axis=1, keepdims=True)
+    return cp.ascontiguousarray(cp.where(norms > 0, A / cp.where(norms > 0, norms, 1.0), 0.0).astype(cp.float32))
 
 
 def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32", return_device: bool = False):
@@ -136,11 +150,26 @@ def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str
     ``X`` is a NumPy or CuPy float array (n, d). Results are NumPy arrays, or CuPy ones with
     ``return_device=True``. Raises MemoryError (saying how much is needed) when the problem does not fit.
     """
+    return _knn_gpu(X, None, n_neighbors, metric, precision, return_device)
+
+
+def query_knn_gpu(X, queries, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32"):
+    """Exact kNN in the reference set ``X`` of each row of ``queries`` on the GPU, as NumPy arrays
+    ``(indices int32 (n_queries, k), distances float32 (n_queries, k))``: the result of
+    :func:`umapviz.graph.knn.query_knn` (no column is "self"), found as :func:`exact_knn_gpu` finds neighbours."""
+    if queries.ndim != 2 or queries.shape[1] != X.shape[1]:
+        raise ValueError(f"queries of shape {queries.shape} do not have the reference set's {X.shape[1]} columns.")
+    return _knn_gpu(X, queries, n_neighbors, metric, precision, False)
+
+
+def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_device: bool):
+    """Exact kNN of the rows of ``queries`` (None: of X itself, each point first) among the rows of X."""
     cp = cupy()
     metric = check_metric(metric)
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}.")
     n, d = X.shape
+    n_q = n if queries is None else queries.shape[0]
     k = int(n_neighbors)
     if not 1 <= k <= n:
         raise ValueError(f"n_neighbors={k} must be between 1 and the number of points ({n}).")
@@ -148,38 +177,44 @@ def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str
     if m > _SEL_THREADS * _SEL_L or m > 1024:
         raise ValueError(f"n_neighbors={k} is too large for the GPU kNN (at most {1024 - 16} supported).")
     free, total = _free_bytes()
-    need_x = 4 * n * d * (1 if is_cupy(X) else 2)
+    need_x = 4 * n * d * (1 if is_cupy(X) else 2) + (0 if queries is None else 4 * n_q * d * 2)
     if need_x > free:
         raise MemoryError(
             f"Exact kNN of {n:,} x {d} points on the GPU needs at least {need_x / 2**30:.2f} GiB of GPU memory "
             f"for the data, but only {free / 2**30:.2f} GiB is free. Use device='cpu'."
         )
     Xd = cp.ascontiguousarray(cp.asarray(X, dtype=cp.float32))
-    Z, col_add, scale = _selection_matrix(Xd, metric)
-    tile = _plan_tile(n, d, k, precision)
+    Qd = Xd if queries is None else cp.ascontiguousarray(cp.asarray(queries, dtype=cp.float32))
+    Z, col_add, scale, Zq = _selection_matrix(Xd, metric, None if queries is None else Qd)
+    Zq = Z if queries is None else Zq
+    self_first = np.int32(queries is None)
+    tile = min(_plan_tile(n, d, k, precision), n_q)
     mod = _module()
     select, refine = mod.get_function("select_candidates"), mod.get_function("refine")
-    out_idx = cp.full((n, k), -1, dtype=cp.int32)
-    out_dist = cp.full((n, k), np.inf, dtype=cp.float32)
-    overflow = cp.zeros(n, dtype=cp.int32)
+    out_idx = cp.full((n_q, k), -1, dtype=cp.int32)
+    out_dist = cp.full((n_q, k), np.inf, dtype=cp.float32)
+    overflow = cp.zeros(n_q, dtype=cp.int32)
     scores = cp.empty((tile, n), dtype=cp.float32)
     cand = cp.empty((tile, m), dtype=cp.int32)
     ref_threads = max(32, -(-m // 32) * 32)
-    for start in range(0, n, tile):
-        rows = min(tile, n - start)
-        _gemm_scores(Z[start : start + rows], Z, scores[:rows], precision)
+    for start in range(0, n_q, tile):
+        rows = min(tile, n_q - start)
+        _gemm_scores(Zq[start : start + rows], Z, scores[:rows], precision)
         select(
             (rows,),
             (_SEL_THREADS,),
-            (scores, np.int32(n), np.int64(n), col_add, scale, np.int64(start), np.int32(m), cand, overflow[start:]),
+            (scores, np.int32(n), np.int64(n), col_add, scale, np.int64(start), self_first, np.int32(m), cand,
+             overflow[start:]),
         )
         refine(
             (rows,),
             (ref_threads,),
             (
                 Xd,
+                Qd,
                 np.int32(d),
                 np.int64(start),
+                self_first,
                 cand,
                 np.int32(m),
                 np.int32(k),
@@ -189,12 +224,13 @@ def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str
             ),
             shared_mem=ref_threads * 12,
         )
-    del scores, cand, Z
+    del scores, cand, Z, Zq
     redo = cp.flatnonzero(overflow).get()
     if redo.size:  # rare: a row's candidates may have been cut short; redo it exactly on the host
         from .knn import _exact_rows  # noqa: PLC0415
 
-        idx, dist = _exact_rows(to_host(Xd), redo.astype(np.int64), k, metric, progress=False)
+        host_queries = None if queries is None else to_host(Qd)
+        idx, dist = _exact_rows(to_host(Xd), redo.astype(np.int64), k, metric, progress=False, queries=host_queries)
         out_idx[cp.asarray(redo)] = cp.asarray(idx.astype(np.int32))
         out_dist[cp.asarray(redo)] = cp.asarray(dist.astype(np.float32))
     if return_device:
