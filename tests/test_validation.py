@@ -1,5 +1,7 @@
 """Input checks: each bad input is refused with a message naming the problem and the fix."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -34,6 +36,32 @@ def test_nan_and_inf_rows_are_counted_and_located():
     with pytest.raises(
         ValueError, match=r"7 row\(s\) with NaN or infinite.*rows \[4, 7, 9, 20, 30, \.\.\.\].*[Dd]rop.*impute"
     ):
+        check_data(X)
+
+
+def test_a_float32_cast_that_blurs_columns_is_warned_about():
+    """GPS-like columns (values near 1e6 varying by a few units) kept ~16 float32 steps across their range, and
+    the graph was built on that grid without a word."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([1e6 + rng.normal(size=300), rng.normal(size=300)])
+    with pytest.warns(UserWarning, match=r"1 column\(s\).*column 0.*X - X.mean\(axis=0\)"):
+        check_data(X)
+    import umapviz
+
+    with pytest.warns(UserWarning, match="coarse grid") as record:  # also through the estimator, once
+        umapviz.UMAP(n_neighbors=5, n_epochs=5, random_state=0, device="cpu").fit(X)
+    assert sum("coarse grid" in str(w.message) for w in record) == 1
+
+
+@pytest.mark.parametrize("X", [
+    np.random.default_rng(1).normal(size=(300, 4)),  # float64 near 0
+    1e6 + np.arange(1200, dtype=np.float64).reshape(300, 4),  # far from 0 but exact in float32
+    np.random.default_rng(2).integers(0, 256, size=(300, 8), dtype=np.uint8),  # pixels
+    np.random.default_rng(3).normal(size=(300, 4)).astype(np.float32) + 1e6,  # float32 already: nothing to lose
+])
+def test_casts_that_keep_the_data_are_not_warned_about(X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         check_data(X)
 
 

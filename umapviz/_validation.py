@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -199,6 +200,8 @@ def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np
             "(e.g. sklearn.impute.SimpleImputer) before building the graph."
         )
 
+    if arr.dtype != np.float32:
+        warn_float32_loss(arr, out, name)
     if n_neighbors is not None:
         n_neighbors = check_n_neighbors(n_neighbors)
         if n_samples < n_neighbors:
@@ -207,3 +210,29 @@ def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np
                 f"needs at least that many. Lower n_neighbors to at most {n_samples}, or pass more data."
             )
     return out
+
+
+FLOAT32_LOSS_SHARE = 1e-3  # warn when the float32 cast moves values by more than this share of a column's range
+_FLOAT32_LOSS_ROWS = 20_000  # rows the check looks at (the first ones): enough to see an offset, cheap at any n
+
+
+def warn_float32_loss(arr: np.ndarray, out: np.ndarray, name: str = "X") -> None:
+    """Warn when casting ``arr`` to float32 (``out``) blurs a column: values far from zero that vary little (GPS
+    coordinates, timestamps) keep only a few float32 steps across their range, and the kNN graph then sees a
+    coarse grid instead of the data. Checked on the first rows; the fix is to centre the columns first."""
+    rows = slice(0, min(len(arr), _FLOAT32_LOSS_ROWS))
+    original = np.asarray(arr[rows], dtype=np.float64)
+    error = np.abs(out[rows].astype(np.float64) - original).max(axis=0)
+    span = original.max(axis=0) - original.min(axis=0)
+    blurred = np.flatnonzero(error > FLOAT32_LOSS_SHARE * span)
+    if blurred.size:
+        j = int(blurred[0])
+        warnings.warn(
+            f"{name}: umapviz computes in float32, and the cast moves values in {blurred.size} column(s) by more "
+            f"than {FLOAT32_LOSS_SHARE:.1%} of their range (e.g. column {j}: values near "
+            f"{float(np.abs(original[:, j]).max()):.7g} spanning only {float(span[j]):.3g}), so the neighbours "
+            "are found on a coarse grid. Centre the columns first, e.g. X - X.mean(axis=0) (euclidean distances "
+            "stay the same).",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ._files import NPY_MAGIC, check_magic, load_npz
-from ._validation import RandomStateLike, check_random_state
+from ._validation import RandomStateLike, check_random_state, warn_float32_loss
 
 # The dataset the demo and the notebooks open with, at its default size (50,000 points) and seed 0.
 # Evidence in bench/OUTLIER_DATASETS.md: buffered left 11 points flung to ~900 units of a layout of
@@ -641,7 +641,9 @@ def _finish(X, labels, source: str) -> tuple[np.ndarray, np.ndarray | None]:
         raise ValueError(f"{source} holds an array of shape {X.shape}; expected 2-D (n_points, n_features).")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{source} is empty (shape {X.shape}).")
-    X = np.ascontiguousarray(X, dtype=np.float32)
+    original, X = X, np.ascontiguousarray(X, dtype=np.float32)
+    if original.dtype != np.float32:
+        warn_float32_loss(original, X, source)
     finite = np.isfinite(X).all(axis=1)
     if not finite.all():
         bad = np.flatnonzero(~finite)
