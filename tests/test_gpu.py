@@ -477,6 +477,20 @@ def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
     assert (dist_g[40:43, 0] == 0).all()  # a query equal to a point finds it at distance 0, not as "self"
 
 
+def test_gpu_cosine_knn_of_all_zero_rows_equals_the_cpu():
+    from umapviz.graph.knn import exact_knn, query_knn
+    from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu
+
+    X = np.random.default_rng(0).normal(size=(400, 12)).astype(np.float32)
+    X[[150, 260, 333, 399]] = 0.0  # empty documents, far down the index order
+    for got, want in ((exact_knn_gpu(X, 8, "cosine"), exact_knn(X, 8, "cosine", progress=False)),
+                      (query_knn_gpu(X, np.zeros((2, 12), np.float32), 6, "cosine"),
+                       query_knn(X, np.zeros((2, 12), np.float32), 6, "cosine"))):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert list(exact_knn_gpu(X, 8, "cosine")[0][150, :4]) == [150, 260, 333, 399]
+
+
 def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
     from umapviz.graph.fuzzy import fuzzy_simplicial_set
     from umapviz.graph.knn_gpu import build_graph_gpu, fuzzy_simplicial_set_gpu

@@ -588,3 +588,27 @@ def test_bad_data_through_build_graph():
         build_graph(np.zeros((10, 2)), cache=False)
     with pytest.raises(ValueError, match=r"reshape\(-1, 1\)"):
         build_graph(np.arange(100.0), cache=False)
+
+
+def _with_zero_rows(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """400 points in 12-D with four all-zero rows (empty documents) far down the index order."""
+    X = np.random.default_rng(seed).normal(size=(400, 12)).astype(np.float32)
+    zero = np.array([150, 260, 333, 399])
+    X[zero] = 0.0
+    return X, zero
+
+
+def test_cosine_finds_the_other_all_zero_rows_of_an_all_zero_row():
+    """Under cosine an all-zero row scores 0 against every point, so its candidates were the lowest indices and
+    the other zero rows (distance 0) were missed: empty documents got linked to documents 0-14 at distance 1."""
+    X, zero = _with_zero_rows()
+    idx, dist = knn_mod.exact_knn(X, 8, "cosine", progress=False)
+    for i in zero:
+        others = zero[zero != i]
+        assert idx[i, 0] == i and list(idx[i, 1:4]) == list(others) and (dist[i, :4] == 0).all()
+        assert list(idx[i, 4:]) == [0, 1, 2, 3] and (dist[i, 4:] == 1).all()  # then distance 1, by index
+    q_idx, q_dist = knn_mod.query_knn(X, np.zeros((2, 12), np.float32), 6, "cosine")
+    assert (q_idx == [150, 260, 333, 399, 0, 1]).all() and (q_dist[:, :4] == 0).all() and (q_dist[:, 4:] == 1).all()
+    # Everything else is as before: a non-zero row never has a zero row nearer than distance 1.
+    nonzero = np.setdiff1d(np.arange(len(X)), zero)
+    assert not np.isin(idx[nonzero], zero).any()

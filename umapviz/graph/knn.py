@@ -236,6 +236,10 @@ def _exact_rows(
     tile = int(max(1, min(len(rows), _TILE_BYTES // (4 * n))))
     out_idx = np.empty((len(rows), k), dtype=np.int64)
     out_dist = np.empty((len(rows), k), dtype=np.float64)
+    # Cosine: an all-zero query scores 0 against every point, so the ranking cannot find the other zero rows
+    # (distance 0); such rows get their candidates from zero_row_candidates instead.
+    zero_x = np.flatnonzero(~X.any(axis=1)) if metric == "cosine" else np.empty(0, np.int64)
+    zero_q = ~Q.any(axis=1) if zero_x.size else None
     show = progress and float(len(rows)) * n * X.shape[1] > _PROGRESS_MIN_WORK
     starts = range(0, len(rows), tile)
     if show:  # only long runs draw a bar, so the core imports tqdm only then
@@ -249,9 +253,23 @@ def _exact_rows(
         # A query is no row of X: self ids of -1 keep the selection from reserving a slot for "self".
         self_ids = row_ids if queries is None else np.full(len(row_ids), -1, dtype=np.int64)
         _select_candidates(gram, col_add, scale, self_ids, cand)
+        if zero_q is not None:
+            for r in np.flatnonzero(zero_q[row_ids]):
+                cand[r] = zero_row_candidates(zero_x, self_ids[r], n, n_cand)
         _refine(X, Q, row_ids, cand, k, metric == "cosine", queries is None, out_idx[start : start + tile],
                 out_dist[start : start + tile])
     return out_idx, out_dist
+
+
+def zero_row_candidates(zero_rows: np.ndarray, me: int, n: int, m: int) -> np.ndarray:
+    """The m candidates of an all-zero query under cosine, whose ranking scores are all 0: the query's own point
+    (``me``, or -1 when the query is not a point), then the other all-zero points (``zero_rows``, sorted; distance
+    0), then the lowest-index other points (distance 1)."""
+    head = zero_rows[zero_rows != me]
+    head = np.concatenate([[me], head]) if me >= 0 else head
+    head = head[:m]
+    rest = np.setdiff1d(np.arange(min(n, m + len(head))), head, assume_unique=True)[: m - len(head)]
+    return np.concatenate([head, rest]).astype(np.int64)
 
 
 def exact_knn(

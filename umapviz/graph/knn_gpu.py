@@ -225,8 +225,10 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
             shared_mem=ref_threads * 12,
         )
     del scores, cand, Z, Zq
+    if metric == "cosine" and not bool(Xd.any(axis=1).all()):  # all-zero rows: see knn._exact_rows
+        overflow[~Qd.any(axis=1)] = 1  # an all-zero query's candidates are chosen on the host
     redo = cp.flatnonzero(overflow).get()
-    if redo.size:  # rare: a row's candidates may have been cut short; redo it exactly on the host
+    if redo.size:  # rare: cut-short candidates, or an all-zero query under cosine; redone exactly on the host
         from .knn import _exact_rows  # noqa: PLC0415
 
         host_queries = None if queries is None else to_host(Qd)
