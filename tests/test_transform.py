@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -215,3 +217,96 @@ def test_the_transform_kernel_follows_the_sequential_reference():
     want = _reference_embed(indices, weights, Yref, 1.577, 0.895, 12, 1.0, 5.0, 1.0, 11)
     assert np.allclose(got, want, rtol=1e-4, atol=1e-4)
     assert not np.allclose(got, embed_new_points(indices, weights, Yref, **dict(kwargs, seed=12)))  # seed matters
+
+
+# --- edge cases ------------------------------------------------------------------------------------------------
+
+
+def test_far_away_points_leave_the_others_alone_and_stay_finite(split_blobs):
+    """One far point in a batch used to floor every other point's sigma (the floor read the batch's mean distance):
+    a fill value of 1e20 turned all the others' weights to 1 and moved them by whole clusters; a row near float32's
+    limit (an inf distance) gave NaN weights, whose NaN maximum then dropped every edge of the batch."""
+    est, _, _, X_test, _ = split_blobs
+    Q = X_test[:30]
+    base = est.transform(Q)
+    far = np.vstack([Q, np.full((1, 12), 1e20, np.float32), np.full((1, 12), 3e38, np.float32)])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        Z = est.transform(far)
+    assert Z[:30].tobytes() == base.tobytes()
+    assert np.isfinite(Z).all()
+    assert not record, [str(w.message) for w in record]  # no overflow / invalid-value RuntimeWarning either
+    dists = query_knn(est._fit_data, far, 15)[1]
+    w = new_point_memberships(dists)
+    assert np.isfinite(w).all() and np.array_equal(w[:30], new_point_memberships(dists[:30]))
+
+
+def test_edges_of_weight_zero_are_dropped_even_when_all_are_zero():
+    """All points far beyond the data: every exp(-d / sigma) underflows to 0, all edges passed the 0 / n_epochs
+    threshold, and eps = 0 / 0 = NaN had each one sampled at every epoch, dragging the points off their start."""
+    rng = np.random.default_rng(8)
+    Yref = rng.uniform(-5, 5, size=(40, 2)).astype(np.float32)
+    indices = np.stack([rng.choice(40, 5, replace=False) for _ in range(3)]).astype(np.int32)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        Y = embed_new_points(indices, np.zeros((3, 5), np.float32), Yref, a=1.577, b=0.895, n_epochs=10)
+    assert np.array_equal(Y, Yref[indices[:, 0]])  # each stays at its nearest neighbour, where it started
+    assert not record, [str(w.message) for w in record]
+
+
+def test_float64_new_points_are_measured_against_the_fitted_ranges(split_blobs):
+    """A single float64 row has no range of its own: every float64 transform of one point warned of a coarse grid."""
+    est, _, _, X_test, _ = split_blobs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert est.transform(X_test[:1].astype(np.float64) + 0.1).shape == (1, 2)
+    gps = 1e6 + np.random.default_rng(9).normal(size=(200, 3))
+    model = umapviz.UMAP(n_neighbors=10, n_epochs=6, random_state=0, device="cpu").fit(gps.astype(np.float32))
+    with pytest.warns(UserWarning, match="coarse grid"):  # 1e6 in float32: steps of 0.06 in a range of ~6
+        model.transform(gps[:1])
+
+
+def test_transform_messages_for_empty_and_one_dimensional_input(split_blobs):
+    est, _, _, X_test, _ = split_blobs
+    with pytest.raises(ValueError, match=r"empty.*at least one row"):
+        est.transform(np.empty((0, 12), np.float32))
+    with pytest.raises(ValueError, match=r"1-D.*single sample, X.reshape\(1, -1\)"):
+        est.transform(X_test[0])
+
+
+def test_feature_names_on_one_side_only_are_warned_about_as_in_scikit_learn():
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(10).normal(size=(120, 3)).astype(np.float32)
+    est = umapviz.UMAP(n_neighbors=8, n_epochs=6, random_state=0, device="cpu")
+    est.fit(pd.DataFrame(X, columns=list("abc")))
+    with pytest.warns(UserWarning, match="X does not have valid feature names, but UMAP was fitted with feature"):
+        est.transform(X[:3])
+    est.fit(X)
+    with pytest.warns(UserWarning, match="X has feature names, but UMAP was fitted without feature names"):
+        est.transform(pd.DataFrame(X[:3], columns=list("abc")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.transform(pd.DataFrame(X[:3]))  # integer column names are no feature names
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_query_knn_memory_is_bounded_by_the_tile(monkeypatch, metric):
+    """The queries were transformed for the ranking all at once, through a float64 copy: three times the queries'
+    own size held at once (cosine more), whatever the tile; and two tiles' products were alive together."""
+    import tracemalloc
+
+    from umapviz.graph import knn
+
+    monkeypatch.setattr(knn, "_TILE_BYTES", 2**20)
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(500, 256)).astype(np.float32)
+    Q = rng.normal(size=(12_000, 256)).astype(np.float32)  # 12 MB
+    query_knn(X, Q[:5], 10, metric)
+    tracemalloc.start()
+    try:
+        idx, _ = query_knn(X, Q, 10, metric)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.5 * Q.nbytes, peak  # the tile (1 MiB) and the (12,000, 10) outputs
+    assert np.array_equal(idx[:50], query_knn(X, Q[:50], 10, metric)[0])

@@ -58,6 +58,7 @@ def test_a_float32_cast_that_blurs_columns_is_warned_about():
     1e6 + np.arange(1200, dtype=np.float64).reshape(300, 4),  # far from 0 but exact in float32
     np.random.default_rng(2).integers(0, 256, size=(300, 8), dtype=np.uint8),  # pixels
     np.random.default_rng(3).normal(size=(300, 4)).astype(np.float32) + 1e6,  # float32 already: nothing to lose
+    np.column_stack([np.full(300, 0.1), np.random.default_rng(4).normal(size=300)]),  # constant: stays constant
 ])
 def test_casts_that_keep_the_data_are_not_warned_about(X):
     with warnings.catch_warnings():
@@ -78,7 +79,7 @@ def test_fewer_points_than_neighbours():
 
 
 def test_one_dimensional_input_suggests_reshape():
-    with pytest.raises(ValueError, match=r"1-D.*reshape\(-1, 1\)"):
+    with pytest.raises(ValueError, match=r"1-D.*reshape\(-1, 1\).*single sample.*reshape\(1, -1\)"):
         check_data(np.arange(10.0))
 
 

@@ -109,12 +109,16 @@ def non_finite_rows(X: Any) -> Any:
     return xp.concatenate(bad)
 
 
-def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np.ndarray:
+def check_data(
+    X: Any, *, n_neighbors: int | None = None, name: str = "X", reference: np.ndarray | None = None
+) -> np.ndarray:
     """Validate a data matrix and return it as float32, C-contiguous, shape (n_samples, n_features).
 
     Accepts anything ``np.asarray`` takes (NumPy arrays, nested lists, pandas DataFrames) and CuPy arrays
     (copied to the host). Duplicate rows are fine. Raises with a message naming the problem and the fix for
     sparse, non-numeric, complex, 0-/1-/3-D or empty input, NaN/inf rows, and fewer rows than ``n_neighbors``.
+    ``reference`` marks X as new data for a fitted model (one row is then enough) and, holding the fit's data,
+    gives the column ranges the float32-loss warning measures against; by default X's own.
     """
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):
         raise TypeError(
@@ -169,12 +173,14 @@ def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np
 
     if arr.ndim == 0:
         raise ValueError(f"{name} is a single number (0-D); pass a 2-D array of shape (n_samples, n_features).")
+    at_least = "at least n_neighbors rows" if reference is None else "at least one row"
     if arr.ndim == 1:
         if arr.size == 0:
-            raise ValueError(f"{name} is empty (shape {arr.shape}); pass at least n_neighbors rows of data.")
+            raise ValueError(f"{name} is empty (shape {arr.shape}); pass {at_least} of data.")
         raise ValueError(
             f"{name} is 1-D (shape {arr.shape}); a 2-D array (n_samples, n_features) is needed. "
-            f"If each value is one sample of one feature, use {name}.reshape(-1, 1)."
+            f"If each value is one sample of one feature, use {name}.reshape(-1, 1); if it is a single sample, "
+            f"{name}.reshape(1, -1)."
         )
     if arr.ndim > 2:
         raise ValueError(
@@ -183,7 +189,7 @@ def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np
         )
     n_samples, n_features = arr.shape
     if n_samples == 0:
-        raise ValueError(f"{name} is empty (shape {arr.shape}, no rows); pass at least n_neighbors rows of data.")
+        raise ValueError(f"{name} is empty (shape {arr.shape}, no rows); pass {at_least} of data.")
     if n_features == 0:
         raise ValueError(f"{name} has no features (shape {arr.shape}, no columns); pass at least one column.")
 
@@ -201,7 +207,7 @@ def check_data(X: Any, *, n_neighbors: int | None = None, name: str = "X") -> np
         )
 
     if arr.dtype != np.float32:
-        warn_float32_loss(arr, out, name)
+        warn_float32_loss(arr, out, name, reference=reference)
     if n_neighbors is not None:
         n_neighbors = check_n_neighbors(n_neighbors)
         if n_samples < n_neighbors:
@@ -216,15 +222,23 @@ FLOAT32_LOSS_SHARE = 1e-3  # warn when the float32 cast moves values by more tha
 _FLOAT32_LOSS_ROWS = 20_000  # rows the check looks at (the first ones): enough to see an offset, cheap at any n
 
 
-def warn_float32_loss(arr: np.ndarray, out: np.ndarray, name: str = "X") -> None:
+def warn_float32_loss(arr: np.ndarray, out: np.ndarray, name: str = "X", reference: np.ndarray | None = None) -> None:
     """Warn when casting ``arr`` to float32 (``out``) blurs a column: values far from zero that vary little (GPS
     coordinates, timestamps) keep only a few float32 steps across their range, and the kNN graph then sees a
-    coarse grid instead of the data. Checked on the first rows; the fix is to centre the columns first."""
+    coarse grid instead of the data. Checked on the first rows; the fix is to centre the columns first.
+
+    A column's range is that of its first rows, or of ``reference``'s when it has the same columns (the fitted
+    data, for new points: a single new row has no range of its own). A constant column is never blurred: it stays
+    constant, and distances do not change.
+    """
     rows = slice(0, min(len(arr), _FLOAT32_LOSS_ROWS))
     original = np.asarray(arr[rows], dtype=np.float64)
     error = np.abs(out[rows].astype(np.float64) - original).max(axis=0)
-    span = original.max(axis=0) - original.min(axis=0)
-    blurred = np.flatnonzero(error > FLOAT32_LOSS_SHARE * span)
+    ranged = original
+    if reference is not None and reference.ndim == 2 and reference.shape[1] == original.shape[1]:
+        ranged = np.asarray(reference[:_FLOAT32_LOSS_ROWS], dtype=np.float64)
+    span = ranged.max(axis=0) - ranged.min(axis=0)
+    blurred = np.flatnonzero((error > FLOAT32_LOSS_SHARE * span) & (span > 0))
     if blurred.size:
         j = int(blurred[0])
         warnings.warn(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -154,6 +155,12 @@ class UMAP:
         NumPy array comes back either way. Transforming the training data gives points near, not at, their
         fitted positions; ``embedding_`` holds those. New points tend to settle on the rim of their group rather
         than inside it, as with umap-learn: only their own k edges pull them, against the usual repulsion.
+
+        As in umap-learn, a point's result depends on the batch it comes in: the epoch count (by batch size), the
+        pruning threshold ``max(w) / n_epochs`` and the negative samples (hashed by the edge's place in the batch)
+        are the batch's, so ``transform(X)[:1]`` need not equal ``transform(X[:1])``. Each point's weights are its
+        own, though: a far-away point (a fill value such as 1e20) changes nothing for the others. X needs at
+        least one row: an empty X is refused, as scikit-learn's transformers refuse it.
         """
         if not self.__sklearn_is_fitted__():
             raise _not_fitted_error("transform")
@@ -180,8 +187,10 @@ class UMAP:
         )
 
     def _check_new_data(self, X) -> np.ndarray:
-        """X for transform: checked as fit checks its data, with the fit's columns."""
-        data = check_data(X)
+        """X for transform: checked as fit checks its data (its float32 cast against the fit's column ranges), with
+        the fit's columns; column names as scikit-learn checks them (a mismatch is refused, names on one side
+        only warned about)."""
+        data = check_data(X, reference=self._fit_data)
         if data.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {data.shape[1]} features, but this UMAP was fitted on {self.n_features_in_}. Pass new "
@@ -193,6 +202,10 @@ class UMAP:
                 f"X's column names {list(names)} differ from those seen in fit {list(fitted)}. Pass the columns "
                 "fit saw, in the same order (e.g. X[est.feature_names_in_])."
             )
+        if (names is None) != (fitted is None):  # scikit-learn's warnings, in its words
+            has, fit_with = ("has", "without") if fitted is None else ("does not have valid", "with")
+            warnings.warn(f"X {has} feature names, but UMAP was fitted {fit_with} feature names", UserWarning,
+                          stacklevel=3)
         return data
 
     def __sklearn_is_fitted__(self) -> bool:

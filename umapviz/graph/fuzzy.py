@@ -51,12 +51,14 @@ def _smooth_knn_dist(dists, target, global_mean, use_rho):
                 mid = mid * 2.0 if hi == np.inf else (lo + hi) / 2.0
         sigma[i] = mid
         # A point whose neighbours sit almost at rho would get sigma ~ 0; floor it relative to the
-        # typical distance (its own row's, or all rows' when every neighbour is a duplicate).
+        # typical distance (its own row's, or all rows' when every neighbour is a duplicate). With rho = 0 (new
+        # points) the row's own mean too whenever it has a non-zero distance: umap-learn's all-rows mean there
+        # let one far point in a batch floor every other point's sigma (all their weights then near 1).
         mean_row = 0.0
         for j in range(k):
             mean_row += dists[i, j]
         mean_row /= k
-        ref = mean_row if rho[i] > 0.0 else global_mean
+        ref = mean_row if rho[i] > 0.0 or (not use_rho and mean_row > 0.0) else global_mean
         if sigma[i] < _MIN_SIGMA_FRACTION * ref:
             sigma[i] = _MIN_SIGMA_FRACTION * ref
     return sigma, rho
@@ -99,13 +101,17 @@ def new_point_memberships(knn_dists: np.ndarray) -> np.ndarray:
     """Membership strengths float32 (n_new, k) of new points to their k nearest reference points, as UMAP's
     ``transform`` computes them: sigma by the usual bisection but with rho = 0 (local_connectivity 1 - 1), then
     ``w = exp(-d / sigma)`` (1 at distance 0). Every column counts, the first too: no column is the point itself.
+
+    Each row's weights depend on that row alone (sigma's floor is 1e-3 times the row's own mean distance). A
+    distance that overflowed float32 (inf, for values near float32's limit) weighs 0, never NaN.
     """
     dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
     sigma, _ = smooth_knn_dist(dists, local_connectivity=0)
     sigma = sigma[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         weights = np.exp(-(dists / sigma))
-    return np.where((dists <= 0) | (sigma == 0), np.float32(1.0), weights).astype(np.float32)
+    weights = np.where((dists <= 0) | (sigma == 0), np.float32(1.0), weights)
+    return np.where(np.isnan(weights), np.float32(0.0), weights).astype(np.float32)
 
 
 def fuzzy_simplicial_set(knn_indices: np.ndarray, knn_dists: np.ndarray) -> scipy.sparse.csr_matrix:

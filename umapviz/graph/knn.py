@@ -186,20 +186,21 @@ def _refine(X, Q, row_ids, cand, k, cosine, match_self, out_idx, out_dist):
 # --------------------------------------------------------------------------------------------- exact
 
 
-def _selection_matrix(
-    X: np.ndarray, metric: str, queries: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None]:
-    """(Z, col_add, scale, Zq) such that ranking ``col_add[j] + scale * (Zq_i . Z_j)`` ranks the neighbours in X
-    of query i. Zq is ``queries`` transformed as X is (None without queries; X's own rows are then Z's).
+def _selection_matrix(X: np.ndarray, metric: str):
+    """(Z, col_add, scale, prepare) such that ranking ``col_add[j] + scale * (prepare(q) . Z_j)`` ranks the
+    neighbours in X of a query row q; X's own rows are Z's. ``prepare`` transforms query rows as X's rows were,
+    row by row, so the exact search applies it one tile of queries at a time (its float64 copy stays small).
 
     Euclidean: |x_i - x_j|^2 = |x_i|^2 + |x_j|^2 - 2 x_i.x_j; centring and rescaling first keeps float32
     from cancelling or overflowing. Cosine: rows normalised to unit length, rank by -cos.
     """
     X64 = X.astype(np.float64)
-    Q64 = None if queries is None else queries.astype(np.float64)
     if metric == "cosine":
-        Z, Zq = (None if A is None else _unit_rows(A) for A in (X64, Q64))
-        return Z, np.zeros(X.shape[0], dtype=np.float32), np.float32(-1.0), Zq
+
+        def prepare_cosine(A: np.ndarray) -> np.ndarray:
+            return _unit_rows(A.astype(np.float64))
+
+        return _unit_rows(X64), np.zeros(X.shape[0], dtype=np.float32), np.float32(-1.0), prepare_cosine
     mean = X64.mean(axis=0)
     X64 -= mean
     peak = np.abs(X64).max()
@@ -207,13 +208,15 @@ def _selection_matrix(
         X64 /= peak
     Z = X64.astype(np.float32)
     col_add = np.einsum("ij,ij->i", Z, Z, dtype=np.float32)
-    Zq = None
-    if Q64 is not None:
-        Q64 -= mean
+
+    def prepare_euclidean(A: np.ndarray) -> np.ndarray:
+        A64 = A.astype(np.float64)
+        A64 -= mean
         if peak > 0:
-            Q64 /= peak
-        Zq = Q64.astype(np.float32)
-    return Z, col_add, np.float32(-2.0), Zq
+            A64 /= peak
+        return A64.astype(np.float32)
+
+    return Z, col_add, np.float32(-2.0), prepare_euclidean
 
 
 def _unit_rows(A: np.ndarray) -> np.ndarray:
@@ -231,9 +234,12 @@ def _exact_rows(
     k = n_neighbors
     # A few spare candidates absorb float32 ranking errors; the exact recompute then re-sorts them.
     n_cand = min(n, k + max(8, k // 2))
-    Z, col_add, scale, Zq = _selection_matrix(X, metric, queries)
-    Q, Zq = (X, Z) if queries is None else (queries, Zq)
-    tile = int(max(1, min(len(rows), _TILE_BYTES // (4 * n))))
+    Z, col_add, scale, prepare = _selection_matrix(X, metric)
+    Q = X if queries is None else queries
+    tile = _TILE_BYTES // (4 * n)
+    if queries is not None:  # the tile's queries are transformed through a float64 copy: bound it too
+        tile = min(tile, _TILE_BYTES // (8 * X.shape[1]))
+    tile = int(max(1, min(len(rows), tile)))
     out_idx = np.empty((len(rows), k), dtype=np.int64)
     out_dist = np.empty((len(rows), k), dtype=np.float64)
     # Cosine: an all-zero query scores 0 against every point, so the ranking cannot find the other zero rows
@@ -248,7 +254,7 @@ def _exact_rows(
         starts = tqdm(starts, desc="exact kNN (tiles)", unit="tile", leave=False)
     for start in starts:
         row_ids = rows[start : start + tile]
-        gram = Zq[row_ids] @ Z.T
+        gram = (Z[row_ids] if queries is None else prepare(queries[row_ids])) @ Z.T
         cand = np.empty((len(row_ids), n_cand), dtype=np.int64)
         # A query is no row of X: self ids of -1 keep the selection from reserving a slot for "self".
         self_ids = row_ids if queries is None else np.full(len(row_ids), -1, dtype=np.int64)
@@ -258,6 +264,7 @@ def _exact_rows(
                 cand[r] = zero_row_candidates(zero_x, self_ids[r], n, n_cand)
         _refine(X, Q, row_ids, cand, k, metric == "cosine", queries is None, out_idx[start : start + tile],
                 out_dist[start : start + tile])
+        del gram  # else the next tile's product is built while this one is still held: twice the tile memory
     return out_idx, out_dist
 
 
@@ -303,7 +310,8 @@ def query_knn(
         raise ValueError(f"queries of shape {queries.shape} do not have the reference set's {X.shape[1]} columns.")
     rows = np.arange(len(queries), dtype=np.int64)
     idx, dist = _exact_rows(X, rows, k, metric, progress, queries=queries)
-    return idx.astype(np.int32), dist.astype(np.float32)
+    with np.errstate(over="ignore"):  # a distance beyond float32 (queries near its limit) becomes inf, weight 0
+        return idx.astype(np.int32), dist.astype(np.float32)
 
 
 # --------------------------------------------------------------------------------------------- approximate

@@ -114,7 +114,7 @@ def _gemm_scores(Q, Z, out, precision: str) -> None:
 
 def _selection_matrix(X, metric: str, Q=None):
     """(Z, col_add, scale, Zq) as knn._selection_matrix builds them, computed on the GPU (Zq: the queries Q
-    transformed as X is, or None without them)."""
+    transformed as X is, i.e. its ``prepare(Q)``, or None without them)."""
     cp = cupy()
     X64 = X.astype(cp.float64)
     if metric == "cosine":

@@ -2,10 +2,10 @@
 
 Facts (from UMAP and umap-learn): each new point is joined to its k nearest training points with the weights of
 ``graph.fuzzy.new_point_memberships``; it starts at the weight-averaged position of those neighbours (at a
-neighbour's own position when one lies at distance 0); edges weaker than ``max(w) / n_epochs`` are dropped and
-``epochs_per_sample = max(w) / w``; then a short SGD run with the layout's curve (a, b), clipping, negative
-sampling schedule and linearly decaying learning rate, starting at a quarter of the fit's. Training points stay
-fixed: they pull their new neighbours and serve as negative samples.
+neighbour's own position when one lies at distance 0); edges weaker than ``max(w) / n_epochs`` (or of weight 0)
+are dropped and ``epochs_per_sample = max(w) / w``; then a short SGD run with the layout's curve (a, b), clipping,
+negative sampling schedule and linearly decaying learning rate, starting at a quarter of the fit's. Training
+points stay fixed: they pull their new neighbours and serve as negative samples.
 
 A new point's moves depend on its own row and the fixed training layout only, so each point runs all its epochs
 on its own (in parallel over points) and the result is the sequential one, bit for bit, whatever the threads.
@@ -114,7 +114,9 @@ def embed_new_points(
     Y = initial_positions(indices, weights, Yref)
     if n_epochs < 1 or weights.size == 0:
         return Y
-    keep = weights >= weights.max() / np.float32(n_epochs)
+    # Zero weights are dropped too: they pass the threshold when every weight is 0 (all points far beyond the
+    # data, where exp(-d / sigma) underflows), and eps = max / w would then be NaN, sampled every epoch.
+    keep = (weights >= weights.max() / np.float32(n_epochs)) & (weights > 0)
     indptr = np.zeros(len(indices) + 1, np.int64)
     np.cumsum(keep.sum(axis=1), out=indptr[1:])
     tail = np.ascontiguousarray(indices[keep])  # row-major: each point's edges together, nearest first
