@@ -310,3 +310,23 @@ def test_query_knn_memory_is_bounded_by_the_tile(monkeypatch, metric):
         tracemalloc.stop()
     assert peak < 0.5 * Q.nbytes, peak  # the tile (1 MiB) and the (12,000, 10) outputs
     assert np.array_equal(idx[:50], query_knn(X, Q[:50], 10, metric)[0])
+
+
+def test_repeated_transforms_prepare_the_training_data_once_and_still_pickle(split_blobs, monkeypatch):
+    """Each call prepared (centred and scaled) all the training data again: most of the cost of a few new points.
+    The prepared copy holds a local function, which pickle cannot store, so it is left out of the pickle."""
+    import pickle
+
+    from umapviz.graph import knn
+
+    est, _, _, X_test, _ = split_blobs
+    est = pickle.loads(pickle.dumps(est))  # a fresh copy, nothing prepared yet
+    calls = []
+    real = knn._selection_matrix
+    monkeypatch.setattr(knn, "_selection_matrix", lambda *a: calls.append(1) or real(*a))
+    first = [est.transform(X_test[i : i + 1]) for i in range(3)]
+    assert len(calls) == 1
+    again = pickle.loads(pickle.dumps(est))  # after a transform: still picklable
+    assert again.transform(X_test[:1]).tobytes() == first[0].tobytes()
+    assert again.transform(X_test[:1]).tobytes() == umapviz.UMAP(**est.get_params()).fit(est._fit_data).transform(
+        X_test[:1]).tobytes()  # the prepared copy gives the same bytes as a fresh search

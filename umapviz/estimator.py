@@ -10,7 +10,7 @@ import numpy as np
 from ._validation import RandomStateLike, check_data, check_n_epochs, check_random_state
 from .graph import build_graph
 from .graph.fuzzy import new_point_memberships
-from .graph.knn import query_knn
+from .graph.knn import query_knn, reference_index
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
 from .optimize.transform import embed_new_points, transform_n_epochs
@@ -132,6 +132,7 @@ class UMAP:
         self.embedding_ = optimizer.embedding
         self.n_features_in_ = int(data.shape[1])
         self._fit_data = data
+        self._reference = None  # transform's prepared training data, built at its first call
         self._fit_n_epochs = check_n_epochs(self.n_epochs)
         if feature_names is not None:
             self.feature_names_in_ = feature_names
@@ -172,7 +173,10 @@ class UMAP:
 
             indices, dists = query_knn_gpu(self._fit_data, data, k, metric)
         else:
-            indices, dists = query_knn(self._fit_data, data, k, metric, progress=self.verbose)
+            if getattr(self, "_reference", None) is None:  # the training side of the search, once per fit
+                self._reference = reference_index(self._fit_data, metric)
+            indices, dists = query_knn(self._fit_data, data, k, metric, progress=self.verbose,
+                                       reference=self._reference)
         return embed_new_points(
             indices,
             new_point_memberships(dists),
@@ -207,6 +211,13 @@ class UMAP:
             warnings.warn(f"X {has} feature names, but UMAP was fitted {fit_with} feature names", UserWarning,
                           stacklevel=3)
         return data
+
+    def __getstate__(self) -> dict:
+        """What pickle stores: everything but transform's prepared training data (rebuilt when needed; it holds
+        a local function, which pickle cannot store)."""
+        state = dict(self.__dict__)
+        state.pop("_reference", None)
+        return state
 
     def __sklearn_is_fitted__(self) -> bool:
         """Whether ``fit`` has completed, for sklearn.utils.validation.check_is_fitted."""

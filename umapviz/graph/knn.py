@@ -225,8 +225,15 @@ def _unit_rows(A: np.ndarray) -> np.ndarray:
     return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0).astype(np.float32)
 
 
+def reference_index(X: np.ndarray, metric: str = "euclidean") -> tuple:
+    """What the exact search computes from the reference set X before any query (its rows centred and scaled,
+    or normalised, in float32): pass it to :func:`query_knn` to skip that pass on repeated queries against X."""
+    return _selection_matrix(np.ascontiguousarray(X, dtype=np.float32), check_metric(metric))
+
+
 def _exact_rows(
-    X: np.ndarray, rows: np.ndarray, n_neighbors: int, metric: str, progress: bool, queries: np.ndarray | None = None
+    X: np.ndarray, rows: np.ndarray, n_neighbors: int, metric: str, progress: bool, queries: np.ndarray | None = None,
+    reference: tuple | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN against all of X of the given rows, one GEMM tile at a time: rows of X itself (each finds itself
     first), or with ``queries`` rows of that separate set (no column is "self")."""
@@ -234,7 +241,7 @@ def _exact_rows(
     k = n_neighbors
     # A few spare candidates absorb float32 ranking errors; the exact recompute then re-sorts them.
     n_cand = min(n, k + max(8, k // 2))
-    Z, col_add, scale, prepare = _selection_matrix(X, metric)
+    Z, col_add, scale, prepare = reference if reference is not None else _selection_matrix(X, metric)
     Q = X if queries is None else queries
     tile = _TILE_BYTES // (4 * n)
     if queries is not None:  # the tile's queries are transformed through a float64 copy: bound it too
@@ -291,14 +298,16 @@ def exact_knn(
 
 
 def query_knn(
-    X: np.ndarray, queries: np.ndarray, n_neighbors: int, metric: str = "euclidean", progress: bool = False
+    X: np.ndarray, queries: np.ndarray, n_neighbors: int, metric: str = "euclidean", progress: bool = False,
+    reference: tuple | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN in the reference set ``X`` of each row of ``queries`` (both validated float32 arrays with the same
     columns): ``(indices int32 (n_queries, k), distances float32 (n_queries, k))``, sorted by distance, ties by
     index. Queries are not part of X, so no column is "self"; a query equal to a row of X finds it at distance 0.
 
     The same ranking as :func:`exact_knn` (a float32 GEMM per tile, spare candidates, exact float64 re-scoring);
-    ``progress`` shows a bar for long runs.
+    ``progress`` shows a bar for long runs; ``reference``: :func:`reference_index` of X and ``metric``, computed
+    once for many calls (else each call computes it: a pass over X, most of the cost of a few queries).
     """
     metric = check_metric(metric)
     X = np.ascontiguousarray(X, dtype=np.float32)
@@ -309,7 +318,7 @@ def query_knn(
     if queries.ndim != 2 or queries.shape[1] != X.shape[1]:
         raise ValueError(f"queries of shape {queries.shape} do not have the reference set's {X.shape[1]} columns.")
     rows = np.arange(len(queries), dtype=np.int64)
-    idx, dist = _exact_rows(X, rows, k, metric, progress, queries=queries)
+    idx, dist = _exact_rows(X, rows, k, metric, progress, queries=queries, reference=reference)
     with np.errstate(over="ignore"):  # a distance beyond float32 (queries near its limit) becomes inf, weight 0
         return idx.astype(np.int32), dist.astype(np.float32)
 
