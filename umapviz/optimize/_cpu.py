@@ -34,6 +34,14 @@ def _clip(x):
     return x
 
 
+@njit(cache=True, nogil=True, inline="always")
+def negatives_due(tf, next_neg, eps_neg):
+    """Negative samples of an edge active at epoch tf: floor((tf - next_neg) / eps_neg), at least 0, and 0 when
+    negative_sample_rate = 0 makes eps_neg infinite (the ratio is then NaN, which no integer cast should see)."""
+    ratio = (tf - next_neg) / eps_neg
+    return np.int64(np.floor(ratio)) if ratio >= 1.0 else np.int64(0)
+
+
 @njit(cache=True, nogil=True)
 def schedule(next_s, next_neg, eps, eps_neg, t, active, n_neg_active):
     """Advance the schedule to epoch t; fill the active list. All arrays are in processing (perm) order, so
@@ -42,9 +50,7 @@ def schedule(next_s, next_neg, eps, eps_neg, t, active, n_neg_active):
     tf = np.float64(t)
     for p in range(next_s.shape[0]):
         if next_s[p] <= tf:
-            nn = np.int64(np.floor((tf - next_neg[p]) / eps_neg[p]))
-            if nn < 0:
-                nn = 0
+            nn = negatives_due(tf, next_neg[p], eps_neg[p])
             next_s[p] += eps[p]
             next_neg[p] += nn * eps_neg[p]
             active[count] = p

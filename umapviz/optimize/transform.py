@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._cpu import _attract, _repel
+from ._cpu import _attract, _repel, negatives_due
 from .optimizer import learning_rate_at
 
 _SMALL_TRANSFORM = 10_000  # up to this many new points, 100 epochs by default; 30 above (umap-learn's rule)
@@ -77,8 +77,7 @@ def _embed_new(Y, Yref, indptr, tail, eps, eps_neg, alphas, seed, a, b, c_att, c
                     if next_s[q] > tf:
                         continue
                     e = lo + q
-                    ratio = (tf - next_neg[q]) / eps_neg[e]
-                    nn = np.int64(np.floor(ratio)) if ratio >= 1.0 else np.int64(0)  # also 0 for nan (no negatives)
+                    nn = negatives_due(tf, next_neg[q], eps_neg[e])
                     next_s[q] += eps[e]
                     if nn > 0:
                         next_neg[q] += nn * eps_neg[e]
