@@ -420,3 +420,13 @@ def test_a_csv_of_gps_like_columns_warns_that_float32_blurs_them(tmp_path):
     with pytest.warns(UserWarning, match=r"file .*gps.csv: .*1 column\(s\).*column 0"):
         X, _ = datasets.load(path)
     assert X.dtype == np.float32
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("\na,b\n1,2\n3,4\n", "starts with a blank line.*Delete the blank line"),
+    ("\n\n\n", "is empty"),
+])
+def test_csv_starting_with_a_blank_line_says_so(tmp_path, text, message):
+    """A blank first line gave no column names, and the reader failed with a TypeError about list indices."""
+    with pytest.raises(ValueError, match=message):
+        datasets.load(_csv(tmp_path, text))

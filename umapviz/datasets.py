@@ -412,9 +412,16 @@ def _read_csv(path: Path, label_column: str | None = None):
 
 def _read_csv_text(path: Path, label_column: str | None):
     with _open_text(path) as fh:
-        header = next(csv.reader(fh), None)
-    if header is None:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        blank_only = header == [] and not any(reader)
+    if header is None or blank_only:
         raise ValueError(f"{path} is empty: expected a header row of column names and rows of numbers.")
+    if not header:  # csv reads a blank first line as a row of no cells: it has no column names to give
+        raise ValueError(
+            f"{path} starts with a blank line, where its header row of column names (or first row of numbers) "
+            "should be. Delete the blank line(s) at the top of the file."
+        )
     header = [h.strip() for h in header]
     if len(header) == 1 and (";" in header[0] or "\t" in header[0]):
         sep = "';'" if ";" in header[0] else "a tab"
