@@ -109,6 +109,13 @@ def test_unknown_name_lists_the_names():
         datasets.load("gausian")
 
 
+@pytest.mark.parametrize("bad", [None, 5, ["moons"]])
+def test_name_that_is_not_a_string_or_path(bad):
+    """None or a number failed inside os.fspath: "expected str, bytes or os.PathLike object, not NoneType"."""
+    with pytest.raises(TypeError, match="dataset name or a file path.*load\\('gaussian'\\)"):
+        datasets.load(bad)
+
+
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
 def test_bad_n_samples(bad):
     with pytest.raises(ValueError, match="n_samples"):

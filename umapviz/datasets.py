@@ -250,6 +250,11 @@ def load(
     n_samples = _check_n_samples(n_samples)
     random_state = check_random_state(random_state)
     _check_label_column_type(label_column)
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise TypeError(
+            f"name_or_path must be a dataset name or a file path (str or Path), got {name_or_path!r} "
+            f"({type(name_or_path).__name__}). Use e.g. load({DEFAULT!r}) or load('data/mine.csv')."
+        )
     rng = np.random.default_rng(random_state)
     if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
         if label_column is not None:
