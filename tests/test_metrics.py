@@ -176,6 +176,22 @@ def test_trustworthiness_subsample_estimates_the_full_value():
     assert few != metrics.trustworthiness(X, Y, sample=500, random_state=2)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("scale", "offset"), [(1.0, 1e3), (1.0, 1e4), (1e20, 0.0), (1e-25, 0.0)])
+def test_trustworthiness_does_not_depend_on_the_datas_offset_or_scale(high_dim, dtype, scale, offset):
+    """Ranks came from |a|^2 + |b|^2 - 2 a.b in the data's dtype: float32 data offset by 1e3 scored 0.92 instead of
+    0.91 (0.74 at 1e4), and data at 1e20 or 1e-25 (squares overflowing or underflowing) scored 1.0."""
+    Y = (high_dim[:, :2] + 0.05 * high_dim[:, 2:4]).astype(np.float32)
+    X = (high_dim * scale + offset).astype(dtype)
+    expected = metrics.trustworthiness(high_dim, Y)
+    assert metrics.trustworthiness(X, Y) == pytest.approx(expected, abs=1e-3)
+    assert metrics.trustworthiness(high_dim, Y.astype(dtype) * scale + offset) == pytest.approx(expected, abs=1e-3)
+    if offset == 0.0:
+        assert metrics.trustworthiness(X, Y, metric="cosine") == pytest.approx(
+            metrics.trustworthiness(high_dim, Y, metric="cosine"), abs=1e-3
+        )
+
+
 def test_trustworthiness_errors(high_dim):
     Y = high_dim[:, :2]
     with pytest.raises(ValueError, match="n / 2"):
