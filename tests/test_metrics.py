@@ -204,6 +204,26 @@ def test_trustworthiness_errors(high_dim):
         metrics.trustworthiness(high_dim, Y, metric="manhattan")
 
 
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"X": np.array([["a", "b"]] * 250)}, ValueError, "X must hold real numbers.*dtype=float"),
+    ({"X": np.array([[1, "a"]] * 250, dtype=object)}, ValueError, "X must hold real numbers"),
+    ({"X": np.ones((250, 3), dtype=complex)}, ValueError, "X must hold real numbers"),
+    ({"X": [[1.0], [1.0, 2.0]] * 125}, ValueError, "X could not be read as a 2-D numeric array"),
+    ({"X": np.ones(250)}, ValueError, "X must be a non-empty 2-D array"),
+    ({"n_neighbors": 5.7}, TypeError, "n_neighbors must be a whole number, got 5.7"),
+    ({"n_neighbors": "5"}, TypeError, "n_neighbors must be a whole number"),
+    ({"n_neighbors": None}, TypeError, "n_neighbors must be a whole number"),
+    ({"sample": 10.5}, TypeError, "sample must be a whole number"),
+    ({"sample": "a"}, TypeError, "sample must be a whole number"),
+])
+def test_trustworthiness_refuses_bad_inputs_by_name(high_dim, kwargs, error, message):
+    """Text or object X failed inside NumPy ("could not convert string to float"), complex X was ranked by its real
+    part, and n_neighbors=5.7 or sample=10.5 were silently rounded down (None failed inside int())."""
+    args = {"X": high_dim, "embedding": high_dim[:, :2], **kwargs}
+    with pytest.raises(error, match=message):
+        metrics.trustworthiness(**args)
+
+
 @pytest.mark.parametrize("value", [np.nan, np.inf])
 def test_trustworthiness_refuses_rows_that_are_not_finite(high_dim, value):
     """A diverged layout (or bad data) must not get a plausible score: it used to give 0.36 for all-inf and
@@ -214,7 +234,7 @@ def test_trustworthiness_refuses_rows_that_are_not_finite(high_dim, value):
         metrics.trustworthiness(high_dim, Y)
     X = high_dim.copy()
     X[11, 0] = value
-    with pytest.raises(ValueError, match=r"X has 1 row\(s\).*rows \[11\]"):
+    with pytest.raises(ValueError, match=r"X has 1 row\(s\).*rows \[11\].*keep = numpy.isfinite\(X\)"):
         metrics.trustworthiness(X, high_dim[:, :2])
     keep = np.isfinite(Y).all(axis=1)  # the way out the message gives
     assert 0 < metrics.trustworthiness(high_dim[keep], Y[keep]) <= 1

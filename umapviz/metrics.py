@@ -8,6 +8,7 @@ medians, and the 8-byte sum that ``fingerprint`` hashes) come back to the host.
 from __future__ import annotations
 
 import hashlib
+import numbers
 from typing import Any
 
 import numpy as np
@@ -210,23 +211,23 @@ def trustworthiness(
     """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
-    X = xp.asarray(X)
-    if X.ndim != 2 or X.shape[0] != Y.shape[0]:
+    X = _check_embedding(X, what="X")
+    if X.shape[0] != Y.shape[0]:
         raise ValueError(
             f"X has shape {tuple(X.shape)} and the embedding {tuple(Y.shape)}: X must be 2-D with one row "
             "per embedded point."
         )
-    if X.dtype.kind not in "fc":
+    if X.dtype.kind != "f":
         X = X.astype(xp.float64)
     _require_finite(Y, "embedding", "the layout diverged there (metrics.outliers counts such rows as outliers)")
     _require_finite(X, "X", "clean the data first (build_graph refuses such rows too)")
     if metric not in ("euclidean", "cosine"):
         raise ValueError(f"Unknown metric {metric!r}; trustworthiness supports 'euclidean' and 'cosine'.")
     n = X.shape[0]
-    k = int(n_neighbors)
+    k = _check_count("n_neighbors", n_neighbors)
     if k < 1 or k >= n / 2:
         raise ValueError(f"n_neighbors must be at least 1 and below n / 2 = {n / 2:g}; got {n_neighbors}.")
-    n_queries = min(n, TRUST_AUTO_SAMPLE) if sample is None else int(sample)
+    n_queries = min(n, TRUST_AUTO_SAMPLE) if sample is None else _check_count("sample", sample)
     if not 1 <= n_queries <= n:
         raise ValueError(f"sample must be between 1 and the number of points ({n}); got {sample}.")
     if n_queries == n:
@@ -324,15 +325,33 @@ def _centred_and_scaled(A: Any, centre: bool = True) -> Any:
 
 
 def _check_embedding(embedding: Any, what: str = "embedding") -> Any:
+    """``embedding`` (or data ``X``) as a non-empty 2-D array of real numbers, NumPy or CuPy."""
     if embedding is None:
-        raise ValueError(f"{what} is None; pass an (n, dim) array of layout coordinates.")
+        coordinates = "" if what == "X" else " of layout coordinates"
+        raise ValueError(f"{what} is None; pass an (n, dim) array{coordinates}.")
     xp = xp_of(embedding)
-    Y = xp.asarray(embedding)
+    try:
+        Y = xp.asarray(embedding)
+    except (TypeError, ValueError) as exc:  # ragged lists and the like
+        raise ValueError(
+            f"{what} could not be read as a 2-D numeric array ({exc.__class__.__name__}: {exc}). Pass an array of "
+            "shape (n_points, dim), or a list of equal-length rows."
+        ) from exc
     if Y.ndim != 2 or Y.shape[0] == 0 or Y.shape[1] == 0:
         raise ValueError(f"{what} must be a non-empty 2-D array (n_points, dim); got shape {tuple(Y.shape)}.")
-    if Y.dtype.kind not in "biuf":
-        raise ValueError(f"{what} must be numeric; got dtype {Y.dtype}.")
+    if Y.dtype.kind not in "biuf":  # complex values were ranked by their real part, text failed deep in NumPy
+        raise ValueError(
+            f"{what} must hold real numbers (int or float); got dtype {Y.dtype}. Pass a numeric array, e.g. "
+            f"numpy.asarray({what}, dtype=float) for numbers stored as text or objects."
+        )
     return Y
+
+
+def _check_count(name: str, value: Any) -> int:
+    """``value`` as a Python int: 5.7 or "5" is a mistake to report, not a count to round."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}).")
+    return int(value)
 
 
 def _finite_rows(Y: Any) -> Any:
@@ -346,7 +365,7 @@ def _require_finite(A: Any, what: str, why: str) -> None:
     if len(bad):
         raise ValueError(
             f"{what} has {len(bad)} row(s) with NaN or inf (rows {describe_rows(bad)}); {why}. Measure the finite rows "
-            "alone: keep = numpy.isfinite(embedding).all(axis=1), then trustworthiness(X[keep], embedding[keep])."
+            f"alone: keep = numpy.isfinite({what}).all(axis=1), then trustworthiness(X[keep], embedding[keep])."
         )
 
 
