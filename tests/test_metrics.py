@@ -271,3 +271,22 @@ def test_fingerprint_sees_order_and_every_byte_of_odd_sized_arrays():
     last.view(np.uint32)[-1, -1] ^= 1 << 31  # the sign of the very last coordinate (in the padded word)
     assert metrics.fingerprint(last) != fp
     assert len({metrics.fingerprint(Y[:n]) for n in range(0, 101, 10)}) == 11
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"factor": -1}, ValueError, "factor=-1 is out of range.*20 is the default"),
+    ({"factor": np.nan}, ValueError, "factor=nan is out of range"),
+    ({"factor": 0}, ValueError, "factor=0 is out of range"),
+    ({"factor": "20"}, TypeError, "factor must be a number"),
+    ({"method": "bounds", "n_std": -2}, ValueError, "n_std=-2 is out of range"),
+    ({"method": "radius", "n_mad": np.inf}, ValueError, "n_mad=inf is out of range"),
+])
+def test_outlier_thresholds_are_checked(kwargs, error, message):
+    """factor=-1 flagged every point and factor=NaN none, each looking like a count."""
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((50, 2))
+    nbrs = np.array([[(i + 1) % 50] for i in range(50)])
+    with pytest.raises(error, match=message):
+        metrics.outliers(Y, nbrs, reference=Y, **kwargs)
+    with pytest.raises(ValueError, match="n_std=-1 is out of range"):
+        metrics.reference_bounds(Y, n_std=-1)

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from ._backend import to_host, xp_of
-from ._validation import RandomStateLike, check_random_state, describe_rows, non_finite_rows
+from ._validation import (
+    RandomStateLike,
+    check_positive_float,
+    check_random_state,
+    describe_rows,
+    non_finite_rows,
+)
 
 METHODS = ("neighbors", "bounds", "radius")
 
@@ -75,6 +81,10 @@ def outliers(
     """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
+    # A negative or NaN threshold flagged every point or none, and looked like a result.
+    factor = check_positive_float("factor", factor, f"{NEIGHBOR_FACTOR:g} is the default")
+    n_std = check_positive_float("n_std", n_std, f"{BOUNDS_N_STD:g} is the default", allow_zero=True)
+    n_mad = check_positive_float("n_mad", n_mad, f"{RADIUS_N_MAD:g} is the default", allow_zero=True)
     if method == "neighbors":
         d = neighbor_distances(Y, graph)
         finite_d = d[xp.isfinite(d) & (d > 0)]
@@ -132,6 +142,7 @@ def neighbor_distances(embedding: Any, graph: Any) -> Any:
 def reference_bounds(reference: Any, n_std: float = BOUNDS_N_STD) -> tuple[np.ndarray, np.ndarray]:
     """Per-axis (lo, hi) = (min - n_std std, max + n_std std) of a reference embedding, as NumPy arrays."""
     R = _check_embedding(reference, what="reference")
+    n_std = check_positive_float("n_std", n_std, f"{BOUNDS_N_STD:g} is the default", allow_zero=True)
     xp = xp_of(R)
     R = R[_finite_rows(R)].astype(xp.float64)
     if R.shape[0] == 0:
