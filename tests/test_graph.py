@@ -608,6 +608,19 @@ def test_bad_data_through_build_graph():
         build_graph(np.arange(100.0), cache=False)
 
 
+@pytest.mark.parametrize("rows", [slice(None), slice(0, 3)])
+def test_distances_beyond_float32_are_refused_with_the_fix(rows):
+    """Values near float32's limit give inf kNN distances, whose weights are 0: with every row so, the graph had no
+    edge and failed with "zero-size array to reduction operation maximum which has no identity"."""
+    X = np.clip(_blobs(), -1, 1)
+    X[rows] *= np.float32(3e38)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the error alone, not NumPy's overflow warnings first
+        with pytest.raises(ValueError, match=r"overflow float32.*Scale X down first, e\.g\. X / np\.abs\(X\)\.max"):
+            build_graph(X, cache=False, progress=False)
+    build_graph(X / np.abs(X).max(), cache=False, progress=False)  # the way out the message gives
+
+
 def _with_zero_rows(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """400 points in 12-D with four all-zero rows (empty documents) far down the index order."""
     X = np.random.default_rng(seed).normal(size=(400, 12)).astype(np.float32)
