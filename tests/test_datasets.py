@@ -437,3 +437,13 @@ def test_csv_starting_with_a_blank_line_says_so(tmp_path, text, message):
     """A blank first line gave no column names, and the reader failed with a TypeError about list indices."""
     with pytest.raises(ValueError, match=message):
         datasets.load(_csv(tmp_path, text))
+
+
+def test_labels_beyond_int64_are_refused(tmp_path, data):
+    """A 20-digit class id was read as a float and cast to int64: a garbage label, with a RuntimeWarning."""
+    with pytest.raises(ValueError, match="class ids that fit in int64.*Number the classes 0, 1, 2"):
+        datasets.load(_csv(tmp_path, "a,label\n1,99999999999999999999\n2,3\n"))
+    X, _ = data
+    np.savez(tmp_path / "big.npz", X=X, labels=np.full(len(X), 1e20))
+    with pytest.raises(ValueError, match="class ids that fit in int64"):
+        datasets.load(tmp_path / "big.npz")

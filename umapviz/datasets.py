@@ -670,6 +670,11 @@ def _finish(X, labels, source: str) -> tuple[np.ndarray, np.ndarray | None]:
         if labels.dtype.kind == "f":
             if not np.isfinite(labels).all() or not np.array_equal(labels, np.round(labels)):
                 raise ValueError(f"{source}: labels must be whole numbers (class ids), got non-integer values.")
+            if labels.size and np.abs(labels).max() >= 2.0**63:  # the int64 cast would give garbage, with a warning
+                raise ValueError(
+                    f"{source}: labels must be class ids that fit in int64, got values up to "
+                    f"{float(np.abs(labels).max()):.3g}. Number the classes 0, 1, 2, ... instead."
+                )
         elif labels.dtype.kind not in "biu":
             _, labels = np.unique(labels, return_inverse=True)
         labels = labels.astype(np.int64)
