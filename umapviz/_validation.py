@@ -200,10 +200,11 @@ def check_data(
     if bad.size:
         overflow = np.isfinite(np.asarray(arr[bad[:1]], dtype=np.float64)).all()
         why = " (values too large for float32)" if overflow else ""
+        stage = "building the graph" if reference is None else "transform"
         raise ValueError(
             f"{name} has {bad.size} row(s) with NaN or infinite values{why}, e.g. rows {describe_rows(bad)}. "
             f"Drop them (e.g. {name}[np.isfinite({name}).all(axis=1)]) or impute them "
-            "(e.g. sklearn.impute.SimpleImputer) before building the graph."
+            f"(e.g. sklearn.impute.SimpleImputer) before {stage}."
         )
 
     if arr.dtype != np.float32:
