@@ -109,6 +109,13 @@ def test_unknown_name_lists_the_names():
         datasets.load("gausian")
 
 
+@pytest.mark.parametrize("bad", [None, 5, ["moons"]])
+def test_name_that_is_not_a_string_or_path(bad):
+    """None or a number failed inside os.fspath: "expected str, bytes or os.PathLike object, not NoneType"."""
+    with pytest.raises(TypeError, match="dataset name or a file path.*load\\('gaussian'\\)"):
+        datasets.load(bad)
+
+
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
 def test_bad_n_samples(bad):
     with pytest.raises(ValueError, match="n_samples"):
@@ -420,3 +427,23 @@ def test_a_csv_of_gps_like_columns_warns_that_float32_blurs_them(tmp_path):
     with pytest.warns(UserWarning, match=r"file .*gps.csv: .*1 column\(s\).*column 0"):
         X, _ = datasets.load(path)
     assert X.dtype == np.float32
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("\na,b\n1,2\n3,4\n", "starts with a blank line.*Delete the blank line"),
+    ("\n\n\n", "is empty"),
+])
+def test_csv_starting_with_a_blank_line_says_so(tmp_path, text, message):
+    """A blank first line gave no column names, and the reader failed with a TypeError about list indices."""
+    with pytest.raises(ValueError, match=message):
+        datasets.load(_csv(tmp_path, text))
+
+
+def test_labels_beyond_int64_are_refused(tmp_path, data):
+    """A 20-digit class id was read as a float and cast to int64: a garbage label, with a RuntimeWarning."""
+    with pytest.raises(ValueError, match="class ids that fit in int64.*Number the classes 0, 1, 2"):
+        datasets.load(_csv(tmp_path, "a,label\n1,99999999999999999999\n2,3\n"))
+    X, _ = data
+    np.savez(tmp_path / "big.npz", X=X, labels=np.full(len(X), 1e20))
+    with pytest.raises(ValueError, match="class ids that fit in int64"):
+        datasets.load(tmp_path / "big.npz")

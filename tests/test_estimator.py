@@ -171,6 +171,24 @@ def test_demo_cli_refuses_an_out_that_is_a_file_before_any_work(capsys, monkeypa
     assert existing.read_text() == "mine"
 
 
+def test_demo_cli_refuses_an_out_it_cannot_make_before_any_work(capsys, monkeypatch, tmp_path):
+    """A folder that cannot be made (under a file, or a read-only place) failed with a bare "[Errno 20] Not a
+    directory" after every run had finished."""
+    from umapviz import datasets
+
+    monkeypatch.setattr(datasets, "load", lambda *a, **k: pytest.fail("the demo started with a bad --out"))
+    (tmp_path / "afile").write_text("mine")
+    assert main(["demo", "--out", str(tmp_path / "afile" / "figures")]) == 2
+    assert "the folder cannot be made (Not a directory); give a writable folder" in capsys.readouterr().err
+
+
+def test_demo_cli_refuses_too_many_chunks_before_any_run(capsys, monkeypatch):
+    """--n-chunks beyond the graph's edges was found only when its run came, after sequential and buffered."""
+    monkeypatch.setattr(umapviz.LayoutOptimizer, "run", lambda *a, **k: pytest.fail("a run began, --n-chunks bad"))
+    assert main(["demo", "--dataset", "moons", "--n-samples", "40", "--n-epochs", "5", "--n-chunks", "4,100000"]) == 2
+    assert "--n-chunks 100000 is out of range" in capsys.readouterr().err
+
+
 def test_demo_cli_says_there_is_no_gpu_before_loading_data(capsys, monkeypatch):
     import umapviz._backend as backend
     from umapviz import datasets

@@ -244,6 +244,24 @@ def test_duplicate_points_build_a_valid_graph():
     assert np.array_equal(graph.knn_indices[:, 0], np.arange(120))
 
 
+@pytest.mark.parametrize("scale", [1e20, 1e30, 1e-20, 1e-30])
+def test_the_graph_does_not_depend_on_the_datas_scale(scale):
+    """sigma's bisection starts at 1 and doubles or halves at most 64 times: data at 1e20 got sigma <= 2**64, so
+    every weight but the nearest neighbour's was ~0 (at 1e30 the graph kept 8% of its edges), and data at 1e-20
+    had every weight ~1. Rows beyond its reach are now bisected at their own scale (a power of two, exact)."""
+    X = _blobs()
+    base = build_graph(X, n_neighbors=10, cache=False, progress=False)
+    scaled = build_graph(X * np.float32(scale), n_neighbors=10, cache=False, progress=False)
+    assert np.array_equal(scaled.head, base.head) and np.array_equal(scaled.tail, base.tail)
+    np.testing.assert_allclose(scaled.weight, base.weight, atol=1e-3)  # the float32 rounding of X * scale
+    # Rows within reach keep their bytes: only the far rows (the last 4) are rescaled.
+    dists = np.vstack([base.knn_dists, base.knn_dists[:4] * np.float32(scale)])
+    sigma, rho = fuzzy_mod.smooth_knn_dist(dists)
+    sigma0, rho0 = fuzzy_mod.smooth_knn_dist(base.knn_dists)
+    assert sigma[:-4].tobytes() == sigma0.tobytes() and rho[:-4].tobytes() == rho0.tobytes()
+    np.testing.assert_allclose(sigma[-4:] / np.float32(scale), sigma0[:4], rtol=1e-4)
+
+
 # ------------------------------------------------------------------------------------------------ a, b
 
 
@@ -588,6 +606,19 @@ def test_bad_data_through_build_graph():
         build_graph(np.zeros((10, 2)), cache=False)
     with pytest.raises(ValueError, match=r"reshape\(-1, 1\)"):
         build_graph(np.arange(100.0), cache=False)
+
+
+@pytest.mark.parametrize("rows", [slice(None), slice(0, 3)])
+def test_distances_beyond_float32_are_refused_with_the_fix(rows):
+    """Values near float32's limit give inf kNN distances, whose weights are 0: with every row so, the graph had no
+    edge and failed with "zero-size array to reduction operation maximum which has no identity"."""
+    X = np.clip(_blobs(), -1, 1)
+    X[rows] *= np.float32(3e38)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the error alone, not NumPy's overflow warnings first
+        with pytest.raises(ValueError, match=r"overflow float32.*Scale X down first, e\.g\. X / np\.abs\(X\)\.max"):
+            build_graph(X, cache=False, progress=False)
+    build_graph(X / np.abs(X).max(), cache=False, progress=False)  # the way out the message gives
 
 
 def _with_zero_rows(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

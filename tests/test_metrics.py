@@ -176,6 +176,22 @@ def test_trustworthiness_subsample_estimates_the_full_value():
     assert few != metrics.trustworthiness(X, Y, sample=500, random_state=2)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("scale", "offset"), [(1.0, 1e3), (1.0, 1e4), (1e20, 0.0), (1e-25, 0.0)])
+def test_trustworthiness_does_not_depend_on_the_datas_offset_or_scale(high_dim, dtype, scale, offset):
+    """Ranks came from |a|^2 + |b|^2 - 2 a.b in the data's dtype: float32 data offset by 1e3 scored 0.92 instead of
+    0.91 (0.74 at 1e4), and data at 1e20 or 1e-25 (squares overflowing or underflowing) scored 1.0."""
+    Y = (high_dim[:, :2] + 0.05 * high_dim[:, 2:4]).astype(np.float32)
+    X = (high_dim * scale + offset).astype(dtype)
+    expected = metrics.trustworthiness(high_dim, Y)
+    assert metrics.trustworthiness(X, Y) == pytest.approx(expected, abs=1e-3)
+    assert metrics.trustworthiness(high_dim, Y.astype(dtype) * scale + offset) == pytest.approx(expected, abs=1e-3)
+    if offset == 0.0:
+        assert metrics.trustworthiness(X, Y, metric="cosine") == pytest.approx(
+            metrics.trustworthiness(high_dim, Y, metric="cosine"), abs=1e-3
+        )
+
+
 def test_trustworthiness_errors(high_dim):
     Y = high_dim[:, :2]
     with pytest.raises(ValueError, match="n / 2"):
@@ -188,6 +204,26 @@ def test_trustworthiness_errors(high_dim):
         metrics.trustworthiness(high_dim, Y, metric="manhattan")
 
 
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"X": np.array([["a", "b"]] * 250)}, ValueError, "X must hold real numbers.*dtype=float"),
+    ({"X": np.array([[1, "a"]] * 250, dtype=object)}, ValueError, "X must hold real numbers"),
+    ({"X": np.ones((250, 3), dtype=complex)}, ValueError, "X must hold real numbers"),
+    ({"X": [[1.0], [1.0, 2.0]] * 125}, ValueError, "X could not be read as a 2-D numeric array"),
+    ({"X": np.ones(250)}, ValueError, "X must be a non-empty 2-D array"),
+    ({"n_neighbors": 5.7}, TypeError, "n_neighbors must be a whole number, got 5.7"),
+    ({"n_neighbors": "5"}, TypeError, "n_neighbors must be a whole number"),
+    ({"n_neighbors": None}, TypeError, "n_neighbors must be a whole number"),
+    ({"sample": 10.5}, TypeError, "sample must be a whole number"),
+    ({"sample": "a"}, TypeError, "sample must be a whole number"),
+])
+def test_trustworthiness_refuses_bad_inputs_by_name(high_dim, kwargs, error, message):
+    """Text or object X failed inside NumPy ("could not convert string to float"), complex X was ranked by its real
+    part, and n_neighbors=5.7 or sample=10.5 were silently rounded down (None failed inside int())."""
+    args = {"X": high_dim, "embedding": high_dim[:, :2], **kwargs}
+    with pytest.raises(error, match=message):
+        metrics.trustworthiness(**args)
+
+
 @pytest.mark.parametrize("value", [np.nan, np.inf])
 def test_trustworthiness_refuses_rows_that_are_not_finite(high_dim, value):
     """A diverged layout (or bad data) must not get a plausible score: it used to give 0.36 for all-inf and
@@ -198,7 +234,7 @@ def test_trustworthiness_refuses_rows_that_are_not_finite(high_dim, value):
         metrics.trustworthiness(high_dim, Y)
     X = high_dim.copy()
     X[11, 0] = value
-    with pytest.raises(ValueError, match=r"X has 1 row\(s\).*rows \[11\]"):
+    with pytest.raises(ValueError, match=r"X has 1 row\(s\).*rows \[11\].*keep = numpy.isfinite\(X\)"):
         metrics.trustworthiness(X, high_dim[:, :2])
     keep = np.isfinite(Y).all(axis=1)  # the way out the message gives
     assert 0 < metrics.trustworthiness(high_dim[keep], Y[keep]) <= 1
@@ -235,3 +271,22 @@ def test_fingerprint_sees_order_and_every_byte_of_odd_sized_arrays():
     last.view(np.uint32)[-1, -1] ^= 1 << 31  # the sign of the very last coordinate (in the padded word)
     assert metrics.fingerprint(last) != fp
     assert len({metrics.fingerprint(Y[:n]) for n in range(0, 101, 10)}) == 11
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"factor": -1}, ValueError, "factor=-1 is out of range.*20 is the default"),
+    ({"factor": np.nan}, ValueError, "factor=nan is out of range"),
+    ({"factor": 0}, ValueError, "factor=0 is out of range"),
+    ({"factor": "20"}, TypeError, "factor must be a number"),
+    ({"method": "bounds", "n_std": -2}, ValueError, "n_std=-2 is out of range"),
+    ({"method": "radius", "n_mad": np.inf}, ValueError, "n_mad=inf is out of range"),
+])
+def test_outlier_thresholds_are_checked(kwargs, error, message):
+    """factor=-1 flagged every point and factor=NaN none, each looking like a count."""
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((50, 2))
+    nbrs = np.array([[(i + 1) % 50] for i in range(50)])
+    with pytest.raises(error, match=message):
+        metrics.outliers(Y, nbrs, reference=Y, **kwargs)
+    with pytest.raises(ValueError, match="n_std=-1 is out of range"):
+        metrics.reference_bounds(Y, n_std=-1)

@@ -373,6 +373,15 @@ def test_nan_init_is_refused(small_graph):
         LayoutOptimizer(small_graph, init=init)
 
 
+@pytest.mark.parametrize("kind", ["text", "ragged"])
+def test_init_that_is_not_numbers_is_refused_by_name(small_graph, kind):
+    """It failed with NumPy's "could not convert string to float: np.str_('a')", naming neither init nor the fix."""
+    n = small_graph.n_vertices
+    init = np.array([["a", "b"]] * n) if kind == "text" else [[0.0, 0.0]] * (n - 1) + [[0.0]]
+    with pytest.raises(ValueError, match=rf"init array could not be read as numbers.*shape \({n}, 2\)"):
+        LayoutOptimizer(small_graph, init=init)
+
+
 def test_not_a_graph():
     with pytest.raises(TypeError, match="build_graph"):
         LayoutOptimizer(np.zeros((10, 2)))

@@ -121,6 +121,18 @@ def test_dataframe_missing_values_are_reported_as_nan_rows():
         check_data(frame)
 
 
+def test_masked_entries_are_missing_values_and_none_is_named():
+    """np.asarray dropped a masked array's mask, so the values under it were laid out as data; None was called
+    "a single number (0-D)"."""
+    X = np.ma.masked_array(np.arange(12.0).reshape(6, 2), mask=False)
+    X[[1, 4], 0] = np.ma.masked
+    with pytest.raises(ValueError, match=r"2 row\(s\) with NaN.*rows \[1, 4\]"):
+        check_data(X)
+    assert check_data(np.ma.masked_array(np.ones((3, 2)), mask=False)).shape == (3, 2)  # nothing masked: fine
+    with pytest.raises(TypeError, match="X is None; pass a 2-D array"):
+        check_data(None)
+
+
 def test_sparse_input_is_refused_with_toarray_hint():
     with pytest.raises(TypeError, match=r"sparse.*toarray\(\)"):
         check_data(scipy.sparse.eye(5, format="csr"))

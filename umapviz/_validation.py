@@ -120,6 +120,12 @@ def check_data(
     ``reference`` marks X as new data for a fitted model (one row is then enough) and, holding the fit's data,
     gives the column ranges the float32-loss warning measures against; by default X's own.
     """
+    if X is None:  # np.asarray(None) is a 0-D object array, reported as "a single number"
+        raise TypeError(f"{name} is None; pass a 2-D array of shape (n_samples, n_features).")
+    if np.ma.isMaskedArray(X) and np.ma.getmaskarray(X).any() and X.dtype.kind in "biuf":
+        # np.asarray drops the mask and keeps the values under it: masked entries are missing values, so they are
+        # reported as NaN rows, as pandas' NA is.
+        X = X.astype(np.float64).filled(np.nan)
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):
         raise TypeError(
             f"{name} is a sparse matrix ({type(X).__name__}); umapviz needs a dense array. "
@@ -200,10 +206,11 @@ def check_data(
     if bad.size:
         overflow = np.isfinite(np.asarray(arr[bad[:1]], dtype=np.float64)).all()
         why = " (values too large for float32)" if overflow else ""
+        stage = "building the graph" if reference is None else "transform"
         raise ValueError(
             f"{name} has {bad.size} row(s) with NaN or infinite values{why}, e.g. rows {describe_rows(bad)}. "
             f"Drop them (e.g. {name}[np.isfinite({name}).all(axis=1)]) or impute them "
-            "(e.g. sklearn.impute.SimpleImputer) before building the graph."
+            f"(e.g. sklearn.impute.SimpleImputer) before {stage}."
         )
 
     if arr.dtype != np.float32:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .optimize.chunks import RULES, check_n_chunks
+from .optimize.chunks import RULES, check_n_chunks, resolve_n_chunks
 
 DEFAULT_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto", "degree")
 
@@ -78,6 +78,13 @@ def run_demo(
     if out is not None and out.exists() and not out.is_dir():
         # Checked before the runs: found at the end, it cost every run's work.
         raise ValueError(f"--out {out} is a file; give a folder for the figures (it is made if missing).")
+    if out is not None:
+        try:  # made now for the same reason: a folder that cannot be made was found after every run
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(
+                f"--out {out}: the folder cannot be made ({exc.strerror}); give a writable folder."
+            ) from exc
     from ._backend import resolve_device  # noqa: PLC0415
 
     resolve_device(device)  # no usable GPU is said before the data and graph, not after them
@@ -87,6 +94,8 @@ def run_demo(
     trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)
     runs: list[tuple[str, int | str]] = [("sequential", 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
+    for _, chunks in runs:  # an n_chunks beyond the graph's edges, before the runs rather than after two of them
+        resolve_n_chunks(chunks, graph)
     rows: list[dict] = []
     embeddings: list[np.ndarray] = []
     masks: list[np.ndarray] = []  # bounds outliers, for the table and the figure

@@ -250,6 +250,11 @@ def load(
     n_samples = _check_n_samples(n_samples)
     random_state = check_random_state(random_state)
     _check_label_column_type(label_column)
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise TypeError(
+            f"name_or_path must be a dataset name or a file path (str or Path), got {name_or_path!r} "
+            f"({type(name_or_path).__name__}). Use e.g. load({DEFAULT!r}) or load('data/mine.csv')."
+        )
     rng = np.random.default_rng(random_state)
     if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
         if label_column is not None:
@@ -412,9 +417,16 @@ def _read_csv(path: Path, label_column: str | None = None):
 
 def _read_csv_text(path: Path, label_column: str | None):
     with _open_text(path) as fh:
-        header = next(csv.reader(fh), None)
-    if header is None:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        blank_only = header == [] and not any(reader)
+    if header is None or blank_only:
         raise ValueError(f"{path} is empty: expected a header row of column names and rows of numbers.")
+    if not header:  # csv reads a blank first line as a row of no cells: it has no column names to give
+        raise ValueError(
+            f"{path} starts with a blank line, where its header row of column names (or first row of numbers) "
+            "should be. Delete the blank line(s) at the top of the file."
+        )
     header = [h.strip() for h in header]
     if len(header) == 1 and (";" in header[0] or "\t" in header[0]):
         sep = "';'" if ";" in header[0] else "a tab"
@@ -658,6 +670,11 @@ def _finish(X, labels, source: str) -> tuple[np.ndarray, np.ndarray | None]:
         if labels.dtype.kind == "f":
             if not np.isfinite(labels).all() or not np.array_equal(labels, np.round(labels)):
                 raise ValueError(f"{source}: labels must be whole numbers (class ids), got non-integer values.")
+            if labels.size and np.abs(labels).max() >= 2.0**63:  # the int64 cast would give garbage, with a warning
+                raise ValueError(
+                    f"{source}: labels must be class ids that fit in int64, got values up to "
+                    f"{float(np.abs(labels).max()):.3g}. Number the classes 0, 1, 2, ... instead."
+                )
         elif labels.dtype.kind not in "biu":
             _, labels = np.unique(labels, return_inverse=True)
         labels = labels.astype(np.int64)

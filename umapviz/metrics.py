@@ -8,12 +8,19 @@ medians, and the 8-byte sum that ``fingerprint`` hashes) come back to the host.
 from __future__ import annotations
 
 import hashlib
+import numbers
 from typing import Any
 
 import numpy as np
 
 from ._backend import to_host, xp_of
-from ._validation import RandomStateLike, check_random_state, describe_rows, non_finite_rows
+from ._validation import (
+    RandomStateLike,
+    check_positive_float,
+    check_random_state,
+    describe_rows,
+    non_finite_rows,
+)
 
 METHODS = ("neighbors", "bounds", "radius")
 
@@ -74,6 +81,10 @@ def outliers(
     """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
+    # A negative or NaN threshold flagged every point or none, and looked like a result.
+    factor = check_positive_float("factor", factor, f"{NEIGHBOR_FACTOR:g} is the default")
+    n_std = check_positive_float("n_std", n_std, f"{BOUNDS_N_STD:g} is the default", allow_zero=True)
+    n_mad = check_positive_float("n_mad", n_mad, f"{RADIUS_N_MAD:g} is the default", allow_zero=True)
     if method == "neighbors":
         d = neighbor_distances(Y, graph)
         finite_d = d[xp.isfinite(d) & (d > 0)]
@@ -131,6 +142,7 @@ def neighbor_distances(embedding: Any, graph: Any) -> Any:
 def reference_bounds(reference: Any, n_std: float = BOUNDS_N_STD) -> tuple[np.ndarray, np.ndarray]:
     """Per-axis (lo, hi) = (min - n_std std, max + n_std std) of a reference embedding, as NumPy arrays."""
     R = _check_embedding(reference, what="reference")
+    n_std = check_positive_float("n_std", n_std, f"{BOUNDS_N_STD:g} is the default", allow_zero=True)
     xp = xp_of(R)
     R = R[_finite_rows(R)].astype(xp.float64)
     if R.shape[0] == 0:
@@ -210,23 +222,23 @@ def trustworthiness(
     """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
-    X = xp.asarray(X)
-    if X.ndim != 2 or X.shape[0] != Y.shape[0]:
+    X = _check_embedding(X, what="X")
+    if X.shape[0] != Y.shape[0]:
         raise ValueError(
             f"X has shape {tuple(X.shape)} and the embedding {tuple(Y.shape)}: X must be 2-D with one row "
             "per embedded point."
         )
-    if X.dtype.kind not in "fc":
+    if X.dtype.kind != "f":
         X = X.astype(xp.float64)
     _require_finite(Y, "embedding", "the layout diverged there (metrics.outliers counts such rows as outliers)")
     _require_finite(X, "X", "clean the data first (build_graph refuses such rows too)")
     if metric not in ("euclidean", "cosine"):
         raise ValueError(f"Unknown metric {metric!r}; trustworthiness supports 'euclidean' and 'cosine'.")
     n = X.shape[0]
-    k = int(n_neighbors)
+    k = _check_count("n_neighbors", n_neighbors)
     if k < 1 or k >= n / 2:
         raise ValueError(f"n_neighbors must be at least 1 and below n / 2 = {n / 2:g}; got {n_neighbors}.")
-    n_queries = min(n, TRUST_AUTO_SAMPLE) if sample is None else int(sample)
+    n_queries = min(n, TRUST_AUTO_SAMPLE) if sample is None else _check_count("sample", sample)
     if not 1 <= n_queries <= n:
         raise ValueError(f"sample must be between 1 and the number of points ({n}); got {sample}.")
     if n_queries == n:
@@ -235,11 +247,18 @@ def trustworthiness(
         rng = np.random.default_rng(check_random_state(random_state))
         queries = np.sort(rng.choice(n, size=n_queries, replace=False))
 
-    Y64 = Y.astype(xp.float64)
+    # Ranks come from |a|^2 + |b|^2 - 2 a.b, which cancels when the rows sit far from the origin (float32 data
+    # offset by 1e3 scored 0.92 instead of 0.91) and overflows or underflows far from unit scale (1.0 at 1e20 and
+    # 1e-25): centre and scale first, as the kNN search does. Neither changes a euclidean rank; cosine is only scaled.
+    Y64 = _centred_and_scaled(Y.astype(xp.float64))
     y_sq = (Y64 * Y64).sum(axis=1)
+    dtype = xp.promote_types(X.dtype, xp.float32)  # the data's precision, float32 at least
     if metric == "cosine":
-        norms = xp.sqrt((X.astype(xp.float64) ** 2).sum(axis=1))
-        X = X / xp.where(norms > 0, norms, 1.0).astype(X.dtype)[:, None]
+        X64 = _centred_and_scaled(X.astype(xp.float64), centre=False)
+        norms = xp.sqrt((X64 * X64).sum(axis=1))
+        X = (X64 / xp.where(norms > 0, norms, 1.0)[:, None]).astype(dtype)
+    else:
+        X = _centred_and_scaled(X.astype(xp.float64)).astype(dtype)
     x_sq = (X * X).sum(axis=1)
 
     total_cost = 0.0
@@ -305,16 +324,45 @@ def _mix64(xp: Any, z: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------
 
 
+def _centred_and_scaled(A: Any, centre: bool = True) -> Any:
+    """Float64 ``A`` minus its column means (with ``centre``), divided by its largest magnitude, in place."""
+    xp = xp_of(A)
+    if centre:
+        A -= A.mean(axis=0)
+    peak = float(xp.abs(A).max())
+    if peak > 0:
+        A /= peak
+    return A
+
+
 def _check_embedding(embedding: Any, what: str = "embedding") -> Any:
+    """``embedding`` (or data ``X``) as a non-empty 2-D array of real numbers, NumPy or CuPy."""
     if embedding is None:
-        raise ValueError(f"{what} is None; pass an (n, dim) array of layout coordinates.")
+        coordinates = "" if what == "X" else " of layout coordinates"
+        raise ValueError(f"{what} is None; pass an (n, dim) array{coordinates}.")
     xp = xp_of(embedding)
-    Y = xp.asarray(embedding)
+    try:
+        Y = xp.asarray(embedding)
+    except (TypeError, ValueError) as exc:  # ragged lists and the like
+        raise ValueError(
+            f"{what} could not be read as a 2-D numeric array ({exc.__class__.__name__}: {exc}). Pass an array of "
+            "shape (n_points, dim), or a list of equal-length rows."
+        ) from exc
     if Y.ndim != 2 or Y.shape[0] == 0 or Y.shape[1] == 0:
         raise ValueError(f"{what} must be a non-empty 2-D array (n_points, dim); got shape {tuple(Y.shape)}.")
-    if Y.dtype.kind not in "biuf":
-        raise ValueError(f"{what} must be numeric; got dtype {Y.dtype}.")
+    if Y.dtype.kind not in "biuf":  # complex values were ranked by their real part, text failed deep in NumPy
+        raise ValueError(
+            f"{what} must hold real numbers (int or float); got dtype {Y.dtype}. Pass a numeric array, e.g. "
+            f"numpy.asarray({what}, dtype=float) for numbers stored as text or objects."
+        )
     return Y
+
+
+def _check_count(name: str, value: Any) -> int:
+    """``value`` as a Python int: 5.7 or "5" is a mistake to report, not a count to round."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}).")
+    return int(value)
 
 
 def _finite_rows(Y: Any) -> Any:
@@ -328,7 +376,7 @@ def _require_finite(A: Any, what: str, why: str) -> None:
     if len(bad):
         raise ValueError(
             f"{what} has {len(bad)} row(s) with NaN or inf (rows {describe_rows(bad)}); {why}. Measure the finite rows "
-            "alone: keep = numpy.isfinite(embedding).all(axis=1), then trustworthiness(X[keep], embedding[keep])."
+            f"alone: keep = numpy.isfinite({what}).all(axis=1), then trustworthiness(X[keep], embedding[keep])."
         )
 
 

@@ -8,7 +8,14 @@ import warnings
 import numpy as np
 
 from .._backend import resolve_device
-from .._validation import RandomStateLike, check_data, check_n_epochs, check_n_neighbors, check_random_state
+from .._validation import (
+    RandomStateLike,
+    check_data,
+    check_n_epochs,
+    check_n_neighbors,
+    check_random_state,
+    describe_rows,
+)
 from ._types import FuzzyGraph
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .fuzzy import find_ab_params, fuzzy_simplicial_set
@@ -36,6 +43,7 @@ def default_n_epochs(n_vertices: int) -> int:
 
 def _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params) -> FuzzyGraph:
     """Prune weak edges and lay the rest out as a COO edge list sorted by head, then tail."""
+    _refuse_overflowed_distances(knn_dists)  # the GPU path's check (the CPU path checked before its fuzzy set)
     weights = fuzzy.data
     # An edge sampled less than once in n_epochs would never move anything: drop it.
     keep = weights >= weights.max() / float(n_epochs) if weights.size else np.ones(0, dtype=bool)
@@ -55,6 +63,18 @@ def _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params)
         n_epochs=int(n_epochs),
         params=params,
     )
+
+
+def _refuse_overflowed_distances(knn_dists: np.ndarray) -> None:
+    """ValueError when a kNN distance overflowed float32 (data near float32's limit): such a row weighs nothing,
+    and when all do the graph has no edge (it failed with "zero-size array to reduction operation maximum")."""
+    bad = np.flatnonzero(~np.isfinite(knn_dists).all(axis=1))
+    if bad.size:
+        raise ValueError(
+            f"X's values are so large that distances from {bad.size} row(s) (e.g. rows {describe_rows(bad)}) to "
+            f"their neighbours overflow float32 (beyond {float(np.finfo(np.float32).max):.3g}). Scale X down first, "
+            "e.g. X / np.abs(X).max(): the graph does not depend on the data's scale."
+        )
 
 
 def build_graph(
@@ -131,6 +151,7 @@ def build_graph(
         knn_indices, knn_dists = nearest_neighbors(
             X, n_neighbors, metric, method=method, random_state=random_state, progress=progress
         )
+        _refuse_overflowed_distances(knn_dists)  # before the fuzzy set's arithmetic on inf
         fuzzy = fuzzy_simplicial_set(knn_indices, knn_dists)
         graph = _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params)
 

@@ -2,7 +2,9 @@
 
 Facts (from UMAP and umap-learn): per point, ``rho`` is the distance to the nearest neighbour at
 non-zero distance; ``sigma`` is found by bisection so that ``sum_j exp(-max(0, d_j - rho) / sigma) = log2(k)``
-over the k - 1 neighbours other than the point itself, floored at 1e-3 times the mean neighbour distance;
+over the k - 1 neighbours other than the point itself, floored at 1e-3 times the mean neighbour distance (ours:
+a row whose mean distance lies beyond 2**32 or below 2**-32 is bisected in units of a power of two near it, so
+the weights do not depend on the data's scale);
 directed weights ``exp(-max(0, d - rho) / sigma)`` (no self-edges) are symmetrised by the fuzzy union
 ``A + A^T - A * A^T``.
 """
@@ -94,7 +96,36 @@ def smooth_knn_dist(
         raise ValueError(f"local_connectivity={local_connectivity!r}: only 0 and 1 are implemented.")
     dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
     k = dists.shape[1] if n_neighbors is None else n_neighbors
-    return _smooth_knn_dist(dists, np.log2(k), float(np.mean(dists)), local_connectivity == 1)
+    global_mean = float(np.mean(dists))
+    scale = _row_scales(dists)
+    if scale is None:
+        return _smooth_knn_dist(dists, np.log2(k), global_mean, local_connectivity == 1)
+    # Powers of two: the scaled distances, and sigma and rho scaled back, are exact, so the weights are the same
+    # exp(-(d - rho) / sigma) that data of ordinary scale gets.
+    scaled = (dists / scale[:, None]).astype(np.float32)
+    sigma, rho = _smooth_knn_dist(scaled, np.log2(k), global_mean, local_connectivity == 1)
+    return (sigma * scale).astype(np.float32), (rho * scale).astype(np.float32)
+
+
+# The bisection starts at sigma = 1 and doubles or halves it at most _BISECTION_STEPS times, so it finds sigma
+# to within about 1e-5 only for distances within a few powers of two of 1 -- up to ~2**32 and down to ~2**-32.
+_SIGMA_REACH = 2.0**32
+
+
+def _row_scales(dists: np.ndarray) -> np.ndarray | None:
+    """Per row, a power of two (float64) near the row's mean distance for rows whose mean lies beyond the
+    bisection's reach, 1 for the others; None when every row is within reach (ordinary data: nothing changes).
+
+    Without it, data at 1e20 got sigma <= 2**64 (every weight but the nearest's ~0: a 1e30 copy of a graph kept
+    8% of its edges) and data at 1e-20 sigma at its 5e-20 floor (every weight ~1).
+    """
+    mean = dists.mean(axis=1, dtype=np.float64)
+    far = np.isfinite(mean) & (mean > 0) & ((mean > _SIGMA_REACH) | (mean < 1.0 / _SIGMA_REACH))
+    if not far.any():
+        return None
+    scale = np.ones(len(dists), dtype=np.float64)
+    scale[far] = np.exp2(np.floor(np.log2(mean[far])))  # <= the mean, so it stays a finite float32 too
+    return scale
 
 
 def new_point_memberships(knn_dists: np.ndarray) -> np.ndarray:

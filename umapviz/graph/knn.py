@@ -294,7 +294,8 @@ def exact_knn(
     X = np.ascontiguousarray(X, dtype=np.float32)
     rows = np.arange(X.shape[0], dtype=np.int64)
     idx, dist = _exact_rows(X, rows, n_neighbors, metric, progress)
-    return idx.astype(np.int32), dist.astype(np.float32)
+    with np.errstate(over="ignore"):  # a distance beyond float32 becomes inf, which build_graph refuses by name
+        return idx.astype(np.int32), dist.astype(np.float32)
 
 
 def query_knn(

@@ -227,7 +227,13 @@ class LayoutOptimizer:
             if init == "spectral":
                 return spectral_init(self.graph, dim, self.seed, device=self.device)
             return random_init(n, dim, self.seed)  # the only other name check_layout_params lets through
-        arr = np.asarray(to_host(init), dtype=np.float32)
+        try:
+            arr = np.asarray(to_host(init), dtype=np.float32)
+        except (TypeError, ValueError) as exc:  # text, ragged lists: NumPy's message named neither init nor the fix
+            raise ValueError(
+                f"init array could not be read as numbers ({exc}); pass 'spectral', 'random' or an array of "
+                f"coordinates of shape ({n}, {dim})."
+            ) from exc
         if arr.shape != (n, dim):
             raise ValueError(f"init array has shape {arr.shape}, but the graph needs ({n}, {dim}).")
         if not np.isfinite(arr).all():
