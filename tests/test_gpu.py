@@ -508,6 +508,27 @@ def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
     np.testing.assert_allclose(g.weight, graph.weight, rtol=1e-6)
 
 
+@pytest.mark.parametrize("scale", [1e20, 1e-20])
+def test_gpu_fuzzy_set_of_rows_far_from_unit_scale_matches_the_cpu(mixture_graph, scale):
+    """Rows beyond the bisection's reach are bisected in power-of-two units on both devices (fuzzy.bisection_units):
+    the same sigma and rho, scaled, as the rows of ordinary scale beside them get."""
+    from umapviz.graph.fuzzy import fuzzy_simplicial_set, smooth_knn_dist
+    from umapviz.graph.knn_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
+
+    _, graph = mixture_graph
+    dists = graph.knn_dists.copy()
+    dists[:50] *= np.float32(scale)
+    sigma, rho = smooth_knn_dist(dists)
+    sigma_gpu, rho_gpu = smooth_knn_dist_gpu(dists)
+    np.testing.assert_array_equal(rho_gpu.get(), rho)
+    np.testing.assert_allclose(sigma_gpu.get(), sigma, rtol=1e-6, atol=0)
+    ordinary, _ = smooth_knn_dist(graph.knn_dists)
+    np.testing.assert_allclose(sigma[:50] / np.float32(scale), ordinary[:50], rtol=1e-4)
+    ref = fuzzy_simplicial_set(graph.knn_indices, dists)
+    _, _, data = fuzzy_simplicial_set_gpu(graph.knn_indices, dists)
+    np.testing.assert_allclose(data.get(), ref.data, rtol=1e-6, atol=0)
+
+
 # -- metrics on CuPy arrays ----------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse
 from scipy.optimize import curve_fit
 
+from .._backend import xp_of
 from .._validation import check_positive_float
 
 _BISECTION_STEPS = 64
@@ -97,14 +98,9 @@ def smooth_knn_dist(
     dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
     k = dists.shape[1] if n_neighbors is None else n_neighbors
     global_mean = float(np.mean(dists))
-    scale = _row_scales(dists)
-    if scale is None:
-        return _smooth_knn_dist(dists, np.log2(k), global_mean, local_connectivity == 1)
-    # Powers of two: the scaled distances, and sigma and rho scaled back, are exact, so the weights are the same
-    # exp(-(d - rho) / sigma) that data of ordinary scale gets.
-    scaled = (dists / scale[:, None]).astype(np.float32)
+    scaled, scale = bisection_units(dists)
     sigma, rho = _smooth_knn_dist(scaled, np.log2(k), global_mean, local_connectivity == 1)
-    return (sigma * scale).astype(np.float32), (rho * scale).astype(np.float32)
+    return from_bisection_units(sigma, rho, scale)
 
 
 # The bisection starts at sigma = 1 and doubles or halves it at most _BISECTION_STEPS times, so it finds sigma
@@ -112,20 +108,31 @@ def smooth_knn_dist(
 _SIGMA_REACH = 2.0**32
 
 
-def _row_scales(dists: np.ndarray) -> np.ndarray | None:
-    """Per row, a power of two (float64) near the row's mean distance for rows whose mean lies beyond the
-    bisection's reach, 1 for the others; None when every row is within reach (ordinary data: nothing changes).
+def bisection_units(dists):
+    """``(dists in the bisection's units, scale)`` for float32 kNN distances (NumPy or CuPy): a row whose mean
+    distance lies beyond the bisection's reach is divided by a power of two near that mean (``scale``, float64 per
+    row, 1 for the other rows); ``scale`` is None, and ``dists`` unchanged, when every row is within reach
+    (ordinary data: nothing changes). Undo with :func:`from_bisection_units`.
 
     Without it, data at 1e20 got sigma <= 2**64 (every weight but the nearest's ~0: a 1e30 copy of a graph kept
-    8% of its edges) and data at 1e-20 sigma at its 5e-20 floor (every weight ~1).
+    8% of its edges) and data at 1e-20 sigma at its 5e-20 floor (every weight ~1). Powers of two keep it exact:
+    the weights exp(-(d - rho) / sigma) are those data of ordinary scale gets.
     """
-    mean = dists.mean(axis=1, dtype=np.float64)
-    far = np.isfinite(mean) & (mean > 0) & ((mean > _SIGMA_REACH) | (mean < 1.0 / _SIGMA_REACH))
-    if not far.any():
-        return None
-    scale = np.ones(len(dists), dtype=np.float64)
-    scale[far] = np.exp2(np.floor(np.log2(mean[far])))  # <= the mean, so it stays a finite float32 too
-    return scale
+    xp = xp_of(dists)
+    mean = dists.mean(axis=1, dtype=xp.float64)
+    far = xp.isfinite(mean) & (mean > 0) & ((mean > _SIGMA_REACH) | (mean < 1.0 / _SIGMA_REACH))
+    if not bool(far.any()):
+        return dists, None
+    # floor(log2(mean)): a power of two <= the mean, so it stays a finite float32 too
+    scale = xp.where(far, xp.exp2(xp.floor(xp.log2(xp.where(far, mean, 1.0)))), 1.0)
+    return (dists / scale[:, None]).astype(xp.float32), scale
+
+
+def from_bisection_units(sigma, rho, scale):
+    """``(sigma, rho)`` in the data's units again, from those found in :func:`bisection_units`' units."""
+    if scale is None:
+        return sigma, rho
+    return (sigma * scale).astype(sigma.dtype), (rho * scale).astype(rho.dtype)
 
 
 def new_point_memberships(knn_dists: np.ndarray) -> np.ndarray:

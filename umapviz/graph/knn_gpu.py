@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .._backend import cupy, is_cupy, to_host
+from .fuzzy import bisection_units, from_bisection_units
 from .knn import check_metric
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
@@ -247,14 +248,15 @@ def smooth_knn_dist_gpu(knn_dists):
     n, k = dists.shape
     # The CPU takes np.mean of the float32 array (pairwise float32 sums): take it on the host, the same way.
     global_mean = float(np.mean(to_host(dists)))
+    scaled, scale = bisection_units(dists)  # rows of extreme scale, as on the CPU
     sigma = cp.empty(n, dtype=cp.float32)
     rho = cp.empty(n, dtype=cp.float32)
     _module().get_function("smooth_knn_dist")(
         (-(-n // 256),),
         (256,),
-        (dists, np.int32(n), np.int32(k), np.float64(np.log2(k)), np.float64(global_mean), sigma, rho),
+        (scaled, np.int32(n), np.int32(k), np.float64(np.log2(k)), np.float64(global_mean), sigma, rho),
     )
-    return sigma, rho
+    return from_bisection_units(sigma, rho, scale)
 
 
 def fuzzy_simplicial_set_gpu(knn_indices, knn_dists):
