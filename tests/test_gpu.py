@@ -363,6 +363,14 @@ def test_hogwild_on_the_gpu_lays_out_like_the_cpu(mixture_graph):
     assert t_gpu > t_ref - 0.05
 
 
+def test_a_gpu_layout_that_overflows_stops_with_an_error(small_graph):
+    """The float32 overflow check reads the live CuPy embedding (no copy to the host): a learning rate of 1e20
+    stops hogwild within three epochs with the CPU's error."""
+    opt = _opt(small_graph, "hogwild", "gpu", learning_rate=1e20)
+    with pytest.raises(FloatingPointError, match=r"overflowed float32 at epoch [1-3]\b.*learning_rate=1e\+20"):
+        opt.run()
+
+
 # -- spectral init on the GPU ----------------------------------------------------------------------------
 
 

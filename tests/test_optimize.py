@@ -345,6 +345,8 @@ def test_auto_keeps_every_vertex_below_the_least_connected_flung_one():
         ({"n_epochs": -1}, ValueError, "n_epochs=-1 is out of range"),
         ({"n_epochs": 0}, ValueError, "n_epochs=0 is out of range"),
         ({"learning_rate": 0}, ValueError, "learning_rate"),
+        ({"negative_sample_rate": 1001}, ValueError, "negative_sample_rate=1001 .* at most 1000"),
+        ({"negative_sample_rate": -1}, ValueError, "negative_sample_rate=-1"),
         ({"init": "pca"}, ValueError, "init='pca' is not known"),
         ({"init": np.zeros((3, 2))}, ValueError, "shape"),
         ({"random_state": -1}, ValueError, "random_state"),
@@ -364,6 +366,40 @@ def test_a_bad_n_chunks_is_refused_whatever_the_strategy(small_graph, strategy, 
     """n_chunks only shapes chunked, but a bad value is a mistake everywhere (buffered took any silently)."""
     with pytest.raises(error, match="n_chunks"):
         LayoutOptimizer(small_graph, strategy=strategy, n_chunks=n_chunks)
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "hogwild", "vertex"])
+def test_a_layout_that_overflows_stops_with_an_error_naming_the_learning_rate(small_graph, strategy):
+    """A learning rate of 1e20 overflows float32 within three epochs: the run stops there with an error that says so,
+    instead of NaN frames (a blank picture). (buffered and chunked refuse that rate up front: the next test.)"""
+    opt = LayoutOptimizer(small_graph, strategy=strategy, learning_rate=1e20, random_state=0)
+    with pytest.raises(FloatingPointError, match=r"overflowed float32 at epoch [1-3]\b.*learning_rate=1e\+20"):
+        opt.run()
+    assert 1 <= opt.epoch <= 3
+    assert np.isfinite(LayoutOptimizer(small_graph, strategy=strategy, learning_rate=100.0).run().embedding).all()
+
+
+def test_an_init_array_too_large_for_float32_moves_is_refused(small_graph):
+    """At 1e25 the float strategies went NaN in the second epoch, and the fixed-point ones kept the init with NaN
+    moves turned into -2**31, without a word: both are refused up front, naming the fix."""
+    init = np.random.default_rng(0).normal(size=(small_graph.n_vertices, 2)).astype(np.float32)
+    for scale in (1e25, 2e6):
+        with pytest.raises(ValueError, match=r"init array reaches .* Scale it down"):
+            LayoutOptimizer(small_graph, init=init * np.float32(scale / np.abs(init).max()))
+    LayoutOptimizer(small_graph, init=init * np.float32(1e6 / np.abs(init).max()))
+
+
+@pytest.mark.parametrize("strategy", ["buffered", "chunked"])
+def test_a_learning_rate_beyond_the_fixed_point_range_is_refused(small_graph, strategy):
+    """buffered at learning_rate 1e9 put every point at +-2**31 (the fixed-point sums saturated, no error): the
+    bound on one chunk's moves of the busiest vertex is checked first, and a rate just under it runs."""
+    per_rate = 4.0 * small_graph.max_degree * (2 * 5 + 3)
+    limit = 2.0**31 / per_rate
+    with pytest.raises(ValueError, match=r"learning_rate=\S+ is too large .* fixed-point .* learning_rate <"):
+        LayoutOptimizer(small_graph, strategy=strategy, learning_rate=limit * 1.01)
+    opt = LayoutOptimizer(small_graph, strategy=strategy, learning_rate=limit * 0.99, random_state=0).run()
+    assert np.abs(opt.embedding).max() < 2.0**31
+    LayoutOptimizer(small_graph, strategy="sequential", learning_rate=limit * 1.01)  # floats: no such bound
 
 
 def test_nan_init_is_refused(small_graph):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._backend import resolve_device, to_host
+from .._backend import resolve_device, to_host, xp_of
 from .._validation import RandomStateLike, check_positive_float
 from ..graph._types import FuzzyGraph
 from .chunks import check_n_chunks, resolve_n_chunks
@@ -34,6 +34,16 @@ class EpochRecord:
     seconds: float
 
 
+MAX_NEGATIVE_SAMPLE_RATE = 1000
+# The deterministic strategies' fixed-point sums (_cpu._FIX = 2**32 units in int64) hold a row's moves in one chunk
+# up to 2**31; beyond, they saturated without a sign (buffered at learning_rate 1e9 put every point at +-2**31).
+FIXED_POINT_LIMIT = 2.0**31
+# An init array's largest magnitude: float32's spacing there is 1/16, so typical moves (0.01-1) are mostly lost
+# above; at 1e8 every move is (its spacing, 8, exceeds the clipped step of 4), and from ~1e18 squared distances
+# overflow float32 (NaN in the float strategies; the fixed-point ones turned the NaN moves into -2**31).
+MAX_INIT = 1e6
+
+
 def check_layout_params(
     strategy: str = "chunked",
     n_chunks: int | str = "auto",
@@ -56,7 +66,7 @@ def check_layout_params(
         )
     return {
         "learning_rate": check_positive_float("learning_rate", learning_rate, "1.0 is the usual value"),
-        "negative_sample_rate": _check_int("negative_sample_rate", negative_sample_rate, 0),
+        "negative_sample_rate": _check_negative_sample_rate(negative_sample_rate),
         "repulsion_strength": check_positive_float(
             "repulsion_strength", repulsion_strength, "1.0 is the usual value", allow_zero=True
         ),
@@ -113,6 +123,8 @@ class LayoutOptimizer:
         self.negative_sample_rate = checked["negative_sample_rate"]
         self.repulsion_strength = checked["repulsion_strength"]
         self.n_components = checked["n_components"]
+        if strategy in ("buffered", "chunked"):
+            _check_fixed_point_range(graph, self.learning_rate, self.negative_sample_rate)
         self.device = resolve_device(device)
         self.private_head = bool(private_head)
         self.seed = resolve_seed(random_state)
@@ -179,6 +191,7 @@ class LayoutOptimizer:
             start = time.perf_counter()
             active = self._engine.run_epoch(t, self.alpha(t))
             self._epoch = t + 1
+            self._check_finite()
             record = EpochRecord(self._epoch, self.alpha(t), active, time.perf_counter() - start)
         return record
 
@@ -219,6 +232,18 @@ class LayoutOptimizer:
                 f"epoch={self._epoch}/{self.n_epochs}, device={self.device!r})")
 
     # -- helpers -----------------------------------------------------------------------------------------------
+    def _check_finite(self) -> None:
+        """FloatingPointError once the layout has overflowed float32: every later epoch and frame would be NaN, a
+        blank picture with no reason given. Usual parameters never get here; a learning rate of 1e20 does."""
+        Y = self._engine.embedding()
+        if bool(xp_of(Y).isfinite(Y).all()):
+            return
+        raise FloatingPointError(
+            f"The layout overflowed float32 at epoch {self._epoch}: some coordinates are no longer finite numbers "
+            f"(learning_rate={self.learning_rate:g}, repulsion_strength={self.repulsion_strength:g}). Lower them "
+            "(1.0 is the usual value of both) and start again with a new optimizer."
+        )
+
     def _initial_embedding(self, init: str | np.ndarray) -> np.ndarray:
         n, dim = self.graph.n_vertices, self.n_components
         if isinstance(init, str):
@@ -238,6 +263,14 @@ class LayoutOptimizer:
             raise ValueError(f"init array has shape {arr.shape}, but the graph needs ({n}, {dim}).")
         if not np.isfinite(arr).all():
             raise ValueError("init array contains NaN or inf; pass finite coordinates.")
+        peak = float(np.abs(arr).max()) if arr.size else 0.0
+        if peak > MAX_INIT:
+            raise ValueError(
+                f"init array reaches {peak:.3g}: beyond {MAX_INIT:g}, float32 rounding swallows the layout's moves "
+                "(at most 4 x learning_rate a step), so nothing would move, and far beyond it squared distances "
+                "overflow. Scale it down, e.g. init * (10 / np.abs(init).max()): spectral and random inits span "
+                "about +-10."
+            )
         return arr
 
 
@@ -249,6 +282,37 @@ def _engine_class(device: str):
     from ._cpu import CpuEngine  # noqa: PLC0415
 
     return CpuEngine
+
+
+
+
+def _check_fixed_point_range(graph: FuzzyGraph, learning_rate: float, negative_sample_rate: int) -> None:
+    """ValueError when one chunk's moves of the busiest vertex could exceed the fixed-point sums' range. Each
+    coordinate of a move is clipped to 4 * learning_rate; an edge moves its head once for its attraction and once
+    per negative sample (fewer than 2 * negative_sample_rate + 2 of them: eps >= 1), and its tail once; the graph
+    is symmetric, so a vertex is the head of max_degree edges and the tail of as many, at most."""
+    per_rate = 4.0 * graph.max_degree * (2 * negative_sample_rate + 3)
+    if learning_rate * per_rate < FIXED_POINT_LIMIT:
+        return
+    most = FIXED_POINT_LIMIT / per_rate
+    raise ValueError(
+        f"learning_rate={learning_rate:g} is too large for this graph's buffered and chunked strategies: its "
+        f"busiest vertex ({graph.max_degree:,} edges) could move by more in one chunk than their fixed-point sums "
+        f"hold (2**31). Use learning_rate < {most:.3g} (1.0 is the usual value), or another strategy."
+    )
+
+
+def _check_negative_sample_rate(value) -> int:
+    """negative_sample_rate as an int in [0, MAX_NEGATIVE_SAMPLE_RATE]: each active edge draws about that many
+    negative samples an epoch, so the work grows with it (1e9 would run for days, one epoch looking hung)."""
+    rate = _check_int("negative_sample_rate", value, 0)
+    if rate > MAX_NEGATIVE_SAMPLE_RATE:
+        raise ValueError(
+            f"negative_sample_rate={rate} is out of range: it must be at most {MAX_NEGATIVE_SAMPLE_RATE}. Each "
+            "active edge draws about that many negative samples an epoch, so the work grows in proportion; "
+            "5 is the usual value."
+        )
+    return rate
 
 
 def _check_int(name: str, value, minimum: int) -> int:
