@@ -210,11 +210,11 @@ def test_trustworthiness_errors(high_dim):
     ({"X": np.ones((250, 3), dtype=complex)}, ValueError, "X must hold real numbers"),
     ({"X": [[1.0], [1.0, 2.0]] * 125}, ValueError, "X could not be read as a 2-D numeric array"),
     ({"X": np.ones(250)}, ValueError, "X must be a non-empty 2-D array"),
-    ({"n_neighbors": 5.7}, TypeError, "n_neighbors must be a whole number, got 5.7"),
-    ({"n_neighbors": "5"}, TypeError, "n_neighbors must be a whole number"),
-    ({"n_neighbors": None}, TypeError, "n_neighbors must be a whole number"),
-    ({"sample": 10.5}, TypeError, "sample must be a whole number"),
-    ({"sample": "a"}, TypeError, "sample must be a whole number"),
+    ({"n_neighbors": 5.7}, TypeError, "n_neighbors must be an integer, got 5.7"),
+    ({"n_neighbors": "5"}, TypeError, "n_neighbors must be an integer"),
+    ({"n_neighbors": None}, TypeError, "n_neighbors must be an integer"),
+    ({"sample": 10.5}, TypeError, "sample must be an integer"),
+    ({"sample": "a"}, TypeError, "sample must be an integer"),
 ])
 def test_trustworthiness_refuses_bad_inputs_by_name(high_dim, kwargs, error, message):
     """Text or object X failed inside NumPy ("could not convert string to float"), complex X was ranked by its real

@@ -14,6 +14,16 @@ from ._backend import is_cupy, xp_of
 _FINITE_SCAN_ROWS = 65536
 
 
+def check_int(name: str, value: Any, minimum: int | None = None) -> int:
+    """``value`` as a Python int (>= ``minimum`` when given): 5.7, "5" or True is a mistake to report, not a count
+    to round or convert."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}={value} is out of range: it must be >= {minimum}.")
+    return int(value)
+
+
 def check_n_neighbors(n_neighbors: Any) -> int:
     """``n_neighbors`` as a Python int >= 2 (the count includes the point itself)."""
     if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, numbers.Integral):

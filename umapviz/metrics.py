@@ -8,7 +8,6 @@ medians, and the 8-byte sum that ``fingerprint`` hashes) come back to the host.
 from __future__ import annotations
 
 import hashlib
-import numbers
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,7 @@ import numpy as np
 from ._backend import to_host, xp_of
 from ._validation import (
     RandomStateLike,
+    check_int,
     check_positive_float,
     check_random_state,
     describe_rows,
@@ -235,10 +235,10 @@ def trustworthiness(
     if metric not in ("euclidean", "cosine"):
         raise ValueError(f"Unknown metric {metric!r}; trustworthiness supports 'euclidean' and 'cosine'.")
     n = X.shape[0]
-    k = _check_count("n_neighbors", n_neighbors)
+    k = check_int("n_neighbors", n_neighbors)
     if k < 1 or k >= n / 2:
         raise ValueError(f"n_neighbors must be at least 1 and below n / 2 = {n / 2:g}; got {n_neighbors}.")
-    n_queries = min(n, TRUST_AUTO_SAMPLE) if sample is None else _check_count("sample", sample)
+    n_queries = min(n, TRUST_AUTO_SAMPLE) if sample is None else check_int("sample", sample)
     if not 1 <= n_queries <= n:
         raise ValueError(f"sample must be between 1 and the number of points ({n}); got {sample}.")
     if n_queries == n:
@@ -356,13 +356,6 @@ def _check_embedding(embedding: Any, what: str = "embedding") -> Any:
             f"numpy.asarray({what}, dtype=float) for numbers stored as text or objects."
         )
     return Y
-
-
-def _check_count(name: str, value: Any) -> int:
-    """``value`` as a Python int: 5.7 or "5" is a mistake to report, not a count to round."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}).")
-    return int(value)
 
 
 def _finite_rows(Y: Any) -> Any:

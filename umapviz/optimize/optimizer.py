@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._backend import resolve_device, to_host, xp_of
-from .._validation import RandomStateLike, check_positive_float
+from .._validation import RandomStateLike, check_int, check_positive_float
 from ..graph._types import FuzzyGraph
 from .chunks import check_n_chunks, resolve_n_chunks
 from .rng import edge_order, resolve_seed
@@ -70,7 +70,7 @@ def check_layout_params(
         "repulsion_strength": check_positive_float(
             "repulsion_strength", repulsion_strength, "1.0 is the usual value", allow_zero=True
         ),
-        "n_components": _check_int("n_components", n_components, 1),
+        "n_components": check_int("n_components", n_components, 1),
     }
 
 
@@ -118,7 +118,7 @@ class LayoutOptimizer:
         resolved = resolve_n_chunks(n_chunks, graph)  # checked for every strategy: a bad value is never ignored
         self.n_chunks = 1 if strategy == "buffered" else resolved
         self.n_chunks_param = n_chunks
-        self.n_epochs = _check_int("n_epochs", graph.n_epochs if n_epochs is None else n_epochs, 1)
+        self.n_epochs = check_int("n_epochs", graph.n_epochs if n_epochs is None else n_epochs, 1)
         self.learning_rate = checked["learning_rate"]
         self.negative_sample_rate = checked["negative_sample_rate"]
         self.repulsion_strength = checked["repulsion_strength"]
@@ -184,7 +184,7 @@ class LayoutOptimizer:
     def step(self, n: int = 1) -> EpochRecord | None:
         """Run up to n more epochs (never past n_epochs); returns the last epoch's record, None if done."""
         record = None
-        for _ in range(_check_int("n", n, 0)):
+        for _ in range(check_int("n", n, 0)):
             if self.done:
                 break
             t = self._epoch
@@ -208,7 +208,7 @@ class LayoutOptimizer:
     ) -> LayoutOptimizer:
         """Run the remaining epochs. ``callback(self, record)`` is called every ``every`` epochs and after
         the last; returning True stops the run early (it can be resumed with the same result)."""
-        every = _check_int("every", every, 1)
+        every = check_int("every", every, 1)
         bar = None
         if progress:
             from tqdm.auto import tqdm  # noqa: PLC0415 - only for interactive runs
@@ -305,7 +305,7 @@ def _check_fixed_point_range(graph: FuzzyGraph, learning_rate: float, negative_s
 def _check_negative_sample_rate(value) -> int:
     """negative_sample_rate as an int in [0, MAX_NEGATIVE_SAMPLE_RATE]: each active edge draws about that many
     negative samples an epoch, so the work grows with it (1e9 would run for days, one epoch looking hung)."""
-    rate = _check_int("negative_sample_rate", value, 0)
+    rate = check_int("negative_sample_rate", value, 0)
     if rate > MAX_NEGATIVE_SAMPLE_RATE:
         raise ValueError(
             f"negative_sample_rate={rate} is out of range: it must be at most {MAX_NEGATIVE_SAMPLE_RATE}. Each "
@@ -313,11 +313,3 @@ def _check_negative_sample_rate(value) -> int:
             "5 is the usual value."
         )
     return rate
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}.")
-    if value < minimum:
-        raise ValueError(f"{name}={value} is out of range: it must be >= {minimum}.")
-    return int(value)
