@@ -468,3 +468,24 @@ def test_a_layout_the_panel_cannot_draw_is_refused_before_it_replaces_the_shown_
     with pytest.raises(ExplorerError, match="n_components"):
         explorer.set(n_components=3)
     assert explorer.optimizer.n_components == 2 and explorer.step(1).epoch == 1
+
+
+# -- found by the widgets audit (audit-widgets): each failed before its fix ---------------------------------------
+
+
+def test_an_export_click_after_a_failed_one_clears_its_error_and_a_failed_one_its_old_note(explorer, tmp_path):
+    """The banner of a failed export stayed up beside "saved ..." of the next, successful one; a failed export
+    left the previous export's "saved ..." note, as if it had been written."""
+    explorer._w_export_path.value = str(tmp_path / "first.npz")
+    explorer._w_export.click()
+    explorer.wait()
+    assert "saved" in explorer._w_note.value and explorer.state.error == ""
+    explorer._w_export_path.value = "run.bmp"
+    explorer._w_export.click()
+    explorer.wait()
+    assert "run.bmp" in explorer.state.error and "saved" not in explorer._w_note.value
+    explorer._w_export_path.value = str(tmp_path / "second.npz")
+    explorer._w_export.click()
+    explorer.wait()
+    assert (tmp_path / "second.npz").is_file() and "second.npz" in explorer._w_note.value
+    assert explorer.state.error == "" and explorer._w_error.layout.display == "none"

@@ -519,8 +519,18 @@ class Explorer:
             self._fixed_view = resolve_view(run.optimizer.device_embedding, "robust", self._size, self._size)
         return self._fixed_view
 
+    def _export_pressed(self) -> None:
+        self._begin()  # a new try: the last failed export's message goes
+        self._worker.submit(self._export_clicked)
+
     def _export_clicked(self) -> None:
-        path = self.export(self._w_export_path.value.strip() or "umapviz-run.gif")
+        name = self._w_export_path.value.strip() or "umapviz-run.gif"
+        self._w_note.value = f"exporting {html.escape(name)}..."  # a long run's frames take a while to draw
+        try:
+            path = self.export(name)
+        except BaseException:
+            self._w_note.value = ""  # neither "exporting" for ever nor the last export's "saved ..."
+            raise
         self._w_note.value = f"saved {html.escape(str(path))}"
 
     # =====================================================================================================
@@ -607,7 +617,7 @@ class Explorer:
         self._w_pause.on_click(lambda _: self._guarded(self._pause_clicked))
         self._w_step.on_click(lambda _: self._guarded(lambda: self.step(self._epochs_per_frame, block=False)))
         self._w_reset.on_click(lambda _: self._guarded(lambda: self.reset(block=False)))
-        self._w_export.on_click(lambda _: self._guarded(lambda: self._worker.submit(self._export_clicked)))
+        self._w_export.on_click(lambda _: self._guarded(self._export_pressed))
         for widget in (self._w_strategy, self._w_chunks_mode, self._w_chunks, self._w_seed, self._w_epochs,
                        self._w_device, self._w_init):  # fmt: skip
             widget.observe(self._layout_control_changed, names="value")
