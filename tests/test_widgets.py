@@ -489,3 +489,17 @@ def test_an_export_click_after_a_failed_one_clears_its_error_and_a_failed_one_it
     explorer.wait()
     assert (tmp_path / "second.npz").is_file() and "second.npz" in explorer._w_note.value
     assert explorer.state.error == "" and explorer._w_error.layout.display == "none"
+
+
+def test_an_unknown_outlier_method_stays_shown_instead_of_being_replaced(blobs_small):
+    """outlier_method="radious" flashed its error, then the first frame cleared it and the panel ran "neighbors"."""
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, outlier_method="radious", **SMALL)
+    try:
+        ex.wait()
+        assert "radious" in ex.state.error
+        with pytest.raises(ExplorerError, match="radious"):
+            ex.play(epochs=1)
+        assert ex.set(outlier_method="radius").error == "" and ex._run.outlier_method == "radius"
+    finally:
+        ex.close()

@@ -139,10 +139,7 @@ class Explorer:
         self._build_widgets()
         self._w_classes.value = bool(colour_by_class)
         self._worker = Worker(self._play_frame, self._show_error, name="umapviz-explorer")
-        if outlier_method not in OUTLIER_METHODS:
-            self._show_error(ValueError(f"outlier_method={outlier_method!r} is not one of {OUTLIER_METHODS}."))
-            self._outlier_method = "neighbors"
-        self._request(REBUILD)
+        self._request(REBUILD)  # an unknown outlier_method fails it, shown like any bad parameter
         if autoplay:
             self.play(block=False)
 
@@ -750,7 +747,8 @@ class Explorer:
         if p.get("device") in ("cpu", "gpu"):
             self._mirror(self._w_device, p["device"])
         self._mirror(self._w_neighbors, self._graph_params.get("n_neighbors", 15))
-        self._mirror(self._w_outliers, self._outlier_method)
+        if self._outlier_method in OUTLIER_METHODS:  # an unknown one is the (re)start's error to show
+            self._mirror(self._w_outliers, self._outlier_method)
         chunked = self._w_strategy.value == "chunked"
         self._w_chunks_mode.disabled = not chunked
         self._w_chunks.disabled = not (chunked and self._w_chunks_mode.value == "fixed")
