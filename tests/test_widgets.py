@@ -503,3 +503,24 @@ def test_an_unknown_outlier_method_stays_shown_instead_of_being_replaced(blobs_s
         assert ex.set(outlier_method="radius").error == "" and ex._run.outlier_method == "radius"
     finally:
         ex.close()
+
+
+def test_the_panels_own_sizes_and_counts_are_checked_when_made(blobs_small):
+    """epochs_per_frame=0 or -2 ran as 1 and 2.7 as 2 without a word, "x" failed inside int(), and size=0 was
+    reported as "width=0"; a NumPy integer was refused as "must be a positive integer"."""
+    X, y = blobs_small
+    for bad in ({"size": 0}, {"size": "big"}, {"epochs_per_frame": 0}, {"epochs_per_frame": 2.7},
+                {"epochs_per_frame": "x"}):  # fmt: skip
+        name = next(iter(bad))
+        with pytest.raises(ValueError, match=f"{name}=.* must be a positive integer"):
+            Explorer(X, labels=y, **{**SMALL, **bad})
+        with pytest.raises(ValueError, match=f"{'panel_size' if name == 'size' else name}=.* must be a positive"):
+            compare(X, **{"panel_size" if name == "size" else name: bad[name]}, autoplay=False)
+    for bad in ({"columns": -1}, {"trust_sample": 0}):
+        with pytest.raises(ValueError, match=f"{next(iter(bad))}=.* must be a positive integer"):
+            compare(X, autoplay=False, **bad)
+    ex = Explorer(X, labels=y, epochs_per_frame=np.int64(2), **SMALL)
+    try:
+        assert ex.play(epochs=np.int64(4)).epoch == 4 and ex.step(np.int64(1)).epoch == 5
+    finally:
+        ex.close()

@@ -117,8 +117,8 @@ class Explorer:
         self._source: Source | None = None
         self._graph = None
         self._run: LayoutRun | None = None
-        self._size = int(size)
-        self._epochs_per_frame = max(1, int(epochs_per_frame))
+        self._size = check_count("size", size)  # the panel's own settings: a bad one raises, as in set()
+        self._epochs_per_frame = check_count("epochs_per_frame", epochs_per_frame)
         self._outlier_method = outlier_method
         self._lock = threading.RLock()  # guards the fields below, read by state/frame from any thread
         self._dirty = 0
@@ -152,7 +152,7 @@ class Explorer:
         block=True waits until they ran (or ``pause()`` or an error stopped them) and raises ExplorerError
         if the panel shows an error; block=False returns at once, the layout running in the background.
         """
-        check_count("epochs", epochs, none_means="run to the end")
+        epochs = check_count("epochs", epochs, none_means="run to the end")
         since = self._begin()
         with self._lock:
             self._play_requests += 1
@@ -170,7 +170,7 @@ class Explorer:
 
     def step(self, n: int = 1, block: bool = True) -> ExplorerState:
         """Pause, then run exactly ``n`` epochs (fewer at the end) and show the result."""
-        check_count("n", n)
+        n = check_count("n", n)
         since = self._begin()
         self._cancel_play()
         self._update_buttons(playing=False)
