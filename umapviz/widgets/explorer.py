@@ -15,6 +15,7 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -350,9 +351,12 @@ class Explorer:
         if not level:
             return
         clock = _StageClock()
+        shown = self._run
         try:
             self._setup_level(level, clock)
         except BaseException:
+            if self._run is not shown:  # the new layout was adopted, only its first frame failed: a passing error
+                raise
             self._setup_failed = True
             if level >= REBUILD and self._loaded is not None:  # failed data is not adopted: back to what is shown
                 self._data, self._labels, self._n_samples = self._loaded
@@ -464,7 +468,7 @@ class Explorer:
         if run is None or run.log is None or not 0 <= index < len(run.log):
             return
         run.colour_by_class = self._w_classes.value
-        epoch, rgba = run.recorded_image(index, self._size, self._size, self._view_spec(run))
+        epoch, rgba = self._drawn(run, lambda: run.recorded_image(index, self._size, self._size, self._view_spec(run)))
         self._push_image(rgba)
         count = int(run.log.outliers[index].sum())
         self._w_note.value = (f"showing recorded epoch {epoch} ({count:,} outliers); "
@@ -476,7 +480,7 @@ class Explorer:
         one more image or message for the kernel, the server and the browser to pass along)."""
         run = self._run
         run.colour_by_class = self._w_classes.value
-        rgba = run.image(self._size, self._size, self._view_spec(run))
+        rgba = self._drawn(run, lambda: run.image(self._size, self._size, self._view_spec(run)))
         fingerprint = run.fingerprint()
         with self._lock:
             self._fingerprint = fingerprint
@@ -486,6 +490,22 @@ class Explorer:
         self._update_status(run)
         if extras:
             self._show_extras()
+
+    def _drawn(self, run: LayoutRun, draw: Callable[[], Any]) -> Any:
+        """``draw()``; when it fails for having too many classes to colour, the message names the panel's remedy."""
+        try:
+            return draw()
+        except ValueError as exc:
+            from ..render.aggregate import check_grid_size  # noqa: PLC0415
+
+            if not (run.colour_by_class and run.n_labels):
+                raise
+            try:
+                check_grid_size(self._size, self._size, run.n_labels)
+            except ValueError:
+                raise ValueError(f"{exc} Or colour by density only: untick 'colour by class' in the panel's "
+                                 "advanced settings (colour_by_class=False).") from exc  # fmt: skip
+            raise
 
     def _show_extras(self) -> None:
         run = self._run
@@ -664,6 +684,7 @@ class Explorer:
 
     def _lock_view_changed(self, change) -> None:
         """The view lock or the colouring changed: redraw the current frame."""
+        self._begin()  # a frame that failed to draw may draw now (density only): its error goes
         self._fixed_view = None
         if self._run is not None and not self._worker.playing:
             self._worker.submit(self._show_current, key="redraw")
