@@ -512,3 +512,27 @@ def test_edge_count_labels_never_overlap_and_the_largest_is_written():
         for i, a in enumerate(boxes):
             for b in boxes[i + 1:]:
                 assert a[2] < b[0] or b[2] < a[0] or a[3] < b[1] or b[3] < a[1], f"side {side}: {a} overlaps {b}"
+
+
+# -- found by the widgets audit (audit-widgets): each failed before its fix ---------------------------------------
+
+
+@pytest.mark.parametrize("change", [
+    {"epochs": np.array([0, 10, 20])},  # one epoch fewer than frames: loaded 3 of the 4 frames without a word
+    {"metadata": np.frombuffer(b"{not json", dtype=np.uint8)},  # JSONDecodeError
+    {"metadata": np.frombuffer(b"[1, 2]", dtype=np.uint8)},  # TypeError from dict()
+    {"outliers_recorded": np.array([True])},  # IndexError
+    {"format_version": np.array([1, 1])},  # TypeError from int()
+])  # fmt: skip
+def test_a_recording_whose_parts_disagree_is_refused_as_damaged(tmp_path, change):
+    """A file that passes its checksum but whose parts do not fit (another writer, a bug) failed with whatever
+    error the parts met first, or loaded fewer frames than it holds."""
+    from umapviz.render import record
+
+    arrays = {**make_recording()._arrays(), **change}
+    arrays["checksum"] = np.frombuffer(record._checksum(arrays).encode(), dtype=np.uint8)
+    path = tmp_path / "odd.npz"
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    with pytest.raises(RecordingError, match="odd.npz"):
+        Recording.load(path)

@@ -343,3 +343,39 @@ def test_one_image_given_as_the_frames_says_to_pass_a_list(tmp_path):
     rgba = image(cloud(), width=12, height=12)
     with pytest.raises(ValueError, match=r"one \(12, 12, 4\) image; pass a list of images"):
         save_gif(rgba, tmp_path / "x.gif")
+
+
+# -- found by the widgets audit (audit-widgets): each failed before its fix ---------------------------------------
+
+
+def test_a_file_in_the_way_of_the_folder_or_a_folder_at_the_target_says_so(tmp_path):
+    """Saving under a path whose folder is a file said "File exists: .../afile" (the user asked for a new file, not
+    that one); saving onto a folder named the temporary file, "... .adir.tmp.x19vcs7w.png -> adir.png"."""
+    rgba = image(cloud(), width=10, height=10)
+    (tmp_path / "afile").write_text("mine")
+    for target in (tmp_path / "afile" / "run.png", tmp_path / "afile" / "sub" / "run.png"):
+        with pytest.raises(OSError, match=r"afile is a file, not a folder.*another folder") as info:
+            save_png(rgba, target)
+        assert info.value.filename == str(target)
+    assert (tmp_path / "afile").read_text() == "mine"
+    (tmp_path / "adir.png").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"is a folder.*adir\.png/") as info:
+        save_png(rgba, tmp_path / "adir.png")
+    assert ".tmp." not in str(info.value) and not list(tmp_path.glob(".*tmp*"))
+
+
+def test_side_by_side_says_how_to_pass_a_dict_or_one_embedding():
+    """A dict (as outlier_chart takes) failed on its first key: "embedding must have shape (N, 2); got ()"; one
+    (N, 2) array was read as N panels of one row each."""
+    emb = cloud(50)
+    with pytest.raises(ValueError, match=r"list\(d\.values\(\)\), titles=list\(d\)"):
+        side_by_side({"buffered": emb, "chunked": emb})
+    with pytest.raises(ValueError, match=r"one \(50, 2\) embedding; pass a list"):
+        side_by_side(emb)
+
+
+def test_outlier_chart_refuses_epochs_that_are_not_finite():
+    """A NaN or infinite epoch failed deep in the tick drawing: "cannot convert float NaN to integer"."""
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match=r"series 'a': epochs must be finite numbers"):
+            outlier_chart({"a": ([0, bad], [1, 2])})

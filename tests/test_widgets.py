@@ -468,3 +468,75 @@ def test_a_layout_the_panel_cannot_draw_is_refused_before_it_replaces_the_shown_
     with pytest.raises(ExplorerError, match="n_components"):
         explorer.set(n_components=3)
     assert explorer.optimizer.n_components == 2 and explorer.step(1).epoch == 1
+
+
+# -- found by the widgets audit (audit-widgets): each failed before its fix ---------------------------------------
+
+
+def test_an_export_click_after_a_failed_one_clears_its_error_and_a_failed_one_its_old_note(explorer, tmp_path):
+    """The banner of a failed export stayed up beside "saved ..." of the next, successful one; a failed export
+    left the previous export's "saved ..." note, as if it had been written."""
+    explorer._w_export_path.value = str(tmp_path / "first.npz")
+    explorer._w_export.click()
+    explorer.wait()
+    assert "saved" in explorer._w_note.value and explorer.state.error == ""
+    explorer._w_export_path.value = "run.bmp"
+    explorer._w_export.click()
+    explorer.wait()
+    assert "run.bmp" in explorer.state.error and "saved" not in explorer._w_note.value
+    explorer._w_export_path.value = str(tmp_path / "second.npz")
+    explorer._w_export.click()
+    explorer.wait()
+    assert (tmp_path / "second.npz").is_file() and "second.npz" in explorer._w_note.value
+    assert explorer.state.error == "" and explorer._w_error.layout.display == "none"
+
+
+def test_an_unknown_outlier_method_stays_shown_instead_of_being_replaced(blobs_small):
+    """outlier_method="radious" flashed its error, then the first frame cleared it and the panel ran "neighbors"."""
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, outlier_method="radious", **SMALL)
+    try:
+        ex.wait()
+        assert "radious" in ex.state.error
+        with pytest.raises(ExplorerError, match="radious"):
+            ex.play(epochs=1)
+        assert ex.set(outlier_method="radius").error == "" and ex._run.outlier_method == "radius"
+    finally:
+        ex.close()
+
+
+def test_the_panels_own_sizes_and_counts_are_checked_when_made(blobs_small):
+    """epochs_per_frame=0 or -2 ran as 1 and 2.7 as 2 without a word, "x" failed inside int(), and size=0 was
+    reported as "width=0"; a NumPy integer was refused as "must be a positive integer"."""
+    X, y = blobs_small
+    for bad in ({"size": 0}, {"size": "big"}, {"epochs_per_frame": 0}, {"epochs_per_frame": 2.7},
+                {"epochs_per_frame": "x"}):  # fmt: skip
+        name = next(iter(bad))
+        with pytest.raises(ValueError, match=f"{name}=.* must be a positive integer"):
+            Explorer(X, labels=y, **{**SMALL, **bad})
+        with pytest.raises(ValueError, match=f"{'panel_size' if name == 'size' else name}=.* must be a positive"):
+            compare(X, **{"panel_size" if name == "size" else name: bad[name]}, autoplay=False)
+    for bad in ({"columns": -1}, {"trust_sample": 0}):
+        with pytest.raises(ValueError, match=f"{next(iter(bad))}=.* must be a positive integer"):
+            compare(X, autoplay=False, **bad)
+    ex = Explorer(X, labels=y, epochs_per_frame=np.int64(2), **SMALL)
+    try:
+        assert ex.play(epochs=np.int64(4)).epoch == 4 and ex.step(np.int64(1)).epoch == 5
+    finally:
+        ex.close()
+
+
+def test_too_many_classes_to_draw_says_untick_colour_by_class_and_unticking_it_mends_the_panel(blobs_small):
+    """Labels with more classes than a frame's count grid holds: the message did not mention the panel's own
+    remedy, and once "colour by class" was unticked the frame drew and played, but the error stayed shown."""
+    X, _ = blobs_small
+    ex = Explorer(X, labels=np.arange(len(X)), n_neighbors=10, n_epochs=20, size=1200)  # 600 classes: 3.2 GiB
+    try:
+        ex.wait()
+        assert "colour by class" in ex.state.error and "colour_by_class=False" in ex.state.error
+        ex._w_classes.value = False  # as a click on the checkbox
+        ex.wait()
+        assert ex.state.error == "" and ex._w_error.layout.display == "none"
+        assert ex.frame().shape == (1200, 1200, 4) and ex.play(epochs=2).epoch == 2
+    finally:
+        ex.close()

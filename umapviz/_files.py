@@ -3,6 +3,7 @@ os.replace), and NumPy files read without pickle, with a clear error for what is
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -27,7 +28,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
     A reader sees either the old file or the complete new one, never half a file.
     """
     path = Path(path).expanduser()  # "~/run.png" means the home folder, as in a shell
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(path)
+    if path.is_dir():  # os.replace would fail naming the temporary file
+        raise IsADirectoryError(
+            errno.EISDIR, f"{path} is a folder: give a file name inside it (e.g. {path.name}/run{path.suffix})"
+            " or another name", str(path))  # fmt: skip
     # The real suffix stays last: some writers (ffmpeg) pick the format from it.
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.tmp.", suffix=path.suffix, dir=path.parent)
@@ -44,6 +49,19 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _make_folder(path: Path) -> None:
+    """Make ``path``'s folder; a file where a folder should be is named as such ("File exists" blamed it)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        blocker = next((p for p in (path.parent, *path.parent.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is None:
+            raise
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"{blocker} is a file, not a folder, so nothing can be saved under it: "
+            "choose another folder or name", str(path)) from exc  # fmt: skip
 
 
 def check_magic(path: str | os.PathLike, magic: bytes, kind: str, fix: str) -> None:

@@ -62,6 +62,10 @@ def side_by_side(
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
     panel_size = check_pixels(panel_size, "panel_size")
+    if isinstance(embeddings, Mapping):  # iterating it would hand out its keys as the embeddings
+        raise ValueError("embeddings is a dict; pass side_by_side(list(d.values()), titles=list(d)).")
+    if getattr(embeddings, "ndim", None) == 2:  # one array: iterating it would hand out its rows
+        raise ValueError(f"embeddings is one {tuple(embeddings.shape)} embedding; pass a list, e.g. [embedding].")
     n = len(embeddings)
     if n == 0:
         raise ValueError("side_by_side needs at least one embedding.")
@@ -140,6 +144,8 @@ def outlier_chart(
         e, c = np.asarray(epochs, dtype=np.float64), np.asarray(counts, dtype=np.float64)
         if e.shape != c.shape or e.ndim != 1 or e.size == 0:
             raise ValueError(f"series {name!r}: epochs and counts must be equal-length, non-empty 1-D.")
+        if not np.isfinite(e).all():  # counts may have gaps; an epoch is where to draw, so it must be a place
+            raise ValueError(f"series {name!r}: epochs must be finite numbers; got {e[~np.isfinite(e)][0]}.")
         c[~(np.isfinite(c) & (c >= 0))] = np.nan  # no count there (-1: no mask recorded): a gap, not a value
         data[name] = (e, c)
     e_lo = min(e.min() for e, _ in data.values())

@@ -174,10 +174,10 @@ class Recording:
             ) from exc
         if bytes(arrays.get("format", np.empty(0, np.uint8))).decode(errors="replace") != FORMAT:
             raise RecordingError(f"{path} is an .npz file but not a umapviz recording.")
-        if int(arrays.get("format_version", -1)) != FORMAT_VERSION:
+        version = arrays.get("format_version", np.array(-1))
+        if version.shape != () or int(version) != FORMAT_VERSION:
             raise RecordingError(
-                f"{path} has recording format version {int(arrays.get('format_version', -1))}; "
-                f"this umapviz reads version {FORMAT_VERSION}."
+                f"{path} has recording format version {version.tolist()}; this umapviz reads version {FORMAT_VERSION}."
             )
         stored = bytes(arrays.pop("checksum", np.empty(0, np.uint8))).decode(errors="replace")
         if stored != _checksum(arrays):
@@ -185,11 +185,28 @@ class Recording:
                 f"{path} failed its checksum: its contents changed after it was written (damaged file); "
                 "record the run again."
             )
-        rec = cls(labels=arrays.get("labels"), metadata=json.loads(bytes(arrays["metadata"]).decode()))
+        try:  # intact, yet its parts may not fit together (another writer, a bug): refused, not half read
+            return cls._from_arrays(arrays)
+        except (ValueError, TypeError, KeyError, IndexError) as exc:  # JSON and UTF-8 errors are ValueErrors
+            raise RecordingError(
+                f"{path} is not a consistent umapviz recording ({exc.__class__.__name__}: {exc}); record the run again."
+            ) from exc
+
+    @classmethod
+    def _from_arrays(cls, arrays: dict[str, np.ndarray]) -> Recording:
+        metadata = json.loads(bytes(arrays["metadata"]).decode())
+        if not isinstance(metadata, dict):
+            raise TypeError(f"its metadata is a {type(metadata).__name__}, not a dict")
+        epochs, embeddings = arrays["epochs"], arrays["embeddings"]
         recorded = arrays.get("outliers_recorded")
-        for i, epoch in enumerate(arrays["epochs"]):
+        frames = {"epochs": epochs, "embeddings": embeddings, "outliers_recorded": recorded}
+        lengths = {name: len(a) for name, a in frames.items() if a is not None and a.ndim}
+        if epochs.ndim != 1 or len(set(lengths.values())) != 1:
+            raise ValueError(f"its frame counts disagree: {lengths}")
+        rec = cls(labels=arrays.get("labels"), metadata=metadata)
+        for i, epoch in enumerate(epochs):
             mask = arrays["outliers"][i] if recorded is not None and recorded[i] else None
-            rec.add(int(epoch), arrays["embeddings"][i], outliers=mask)
+            rec.add(int(epoch), embeddings[i], outliers=mask)
         return rec
 
 

@@ -94,10 +94,11 @@ class Comparison:
         self.configs = configurations(strategy, n_chunks, random_state)
         self._data, self._labels, self._n_samples = data, labels, n_samples
         self._graph_params, self._optimizer_params = graph_params, optimizer_params
-        self._epochs_per_frame = max(1, int(epochs_per_frame))
-        self._panel_size = int(panel_size)
+        self._epochs_per_frame = check_count("epochs_per_frame", epochs_per_frame)
+        self._panel_size = check_count("panel_size", panel_size)
+        columns = check_count("columns", columns, none_means="up to 4 panels a row")
         self._outlier_method = outlier_method
-        self._trust_sample = trust_sample
+        self._trust_sample = check_count("trust_sample", trust_sample, none_means="metrics.trustworthiness's default")
         self._lock = threading.RLock()
         self._source = None
         self.graph = None
@@ -116,7 +117,7 @@ class Comparison:
     def run(self, epochs: int | None = None, block: bool = True) -> Comparison:
         """Advance every layout together by ``epochs`` (None: to the end); block=True waits and then fills
         the table (raising RuntimeError if an error stopped the run)."""
-        check_count("epochs", epochs, none_means="run to the end")
+        epochs = check_count("epochs", epochs, none_means="run to the end")
         self._worker.submit(lambda: self._start(epochs))
         if block:
             try:

@@ -15,6 +15,7 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,8 +118,8 @@ class Explorer:
         self._source: Source | None = None
         self._graph = None
         self._run: LayoutRun | None = None
-        self._size = int(size)
-        self._epochs_per_frame = max(1, int(epochs_per_frame))
+        self._size = check_count("size", size)  # the panel's own settings: a bad one raises, as in set()
+        self._epochs_per_frame = check_count("epochs_per_frame", epochs_per_frame)
         self._outlier_method = outlier_method
         self._lock = threading.RLock()  # guards the fields below, read by state/frame from any thread
         self._dirty = 0
@@ -139,10 +140,7 @@ class Explorer:
         self._build_widgets()
         self._w_classes.value = bool(colour_by_class)
         self._worker = Worker(self._play_frame, self._show_error, name="umapviz-explorer")
-        if outlier_method not in OUTLIER_METHODS:
-            self._show_error(ValueError(f"outlier_method={outlier_method!r} is not one of {OUTLIER_METHODS}."))
-            self._outlier_method = "neighbors"
-        self._request(REBUILD)
+        self._request(REBUILD)  # an unknown outlier_method fails it, shown like any bad parameter
         if autoplay:
             self.play(block=False)
 
@@ -155,7 +153,7 @@ class Explorer:
         block=True waits until they ran (or ``pause()`` or an error stopped them) and raises ExplorerError
         if the panel shows an error; block=False returns at once, the layout running in the background.
         """
-        check_count("epochs", epochs, none_means="run to the end")
+        epochs = check_count("epochs", epochs, none_means="run to the end")
         since = self._begin()
         with self._lock:
             self._play_requests += 1
@@ -173,7 +171,7 @@ class Explorer:
 
     def step(self, n: int = 1, block: bool = True) -> ExplorerState:
         """Pause, then run exactly ``n`` epochs (fewer at the end) and show the result."""
-        check_count("n", n)
+        n = check_count("n", n)
         since = self._begin()
         self._cancel_play()
         self._update_buttons(playing=False)
@@ -353,9 +351,12 @@ class Explorer:
         if not level:
             return
         clock = _StageClock()
+        shown = self._run
         try:
             self._setup_level(level, clock)
         except BaseException:
+            if self._run is not shown:  # the new layout was adopted, only its first frame failed: a passing error
+                raise
             self._setup_failed = True
             if level >= REBUILD and self._loaded is not None:  # failed data is not adopted: back to what is shown
                 self._data, self._labels, self._n_samples = self._loaded
@@ -467,7 +468,7 @@ class Explorer:
         if run is None or run.log is None or not 0 <= index < len(run.log):
             return
         run.colour_by_class = self._w_classes.value
-        epoch, rgba = run.recorded_image(index, self._size, self._size, self._view_spec(run))
+        epoch, rgba = self._drawn(run, lambda: run.recorded_image(index, self._size, self._size, self._view_spec(run)))
         self._push_image(rgba)
         count = int(run.log.outliers[index].sum())
         self._w_note.value = (f"showing recorded epoch {epoch} ({count:,} outliers); "
@@ -479,7 +480,7 @@ class Explorer:
         one more image or message for the kernel, the server and the browser to pass along)."""
         run = self._run
         run.colour_by_class = self._w_classes.value
-        rgba = run.image(self._size, self._size, self._view_spec(run))
+        rgba = self._drawn(run, lambda: run.image(self._size, self._size, self._view_spec(run)))
         fingerprint = run.fingerprint()
         with self._lock:
             self._fingerprint = fingerprint
@@ -489,6 +490,22 @@ class Explorer:
         self._update_status(run)
         if extras:
             self._show_extras()
+
+    def _drawn(self, run: LayoutRun, draw: Callable[[], Any]) -> Any:
+        """``draw()``; when it fails for having too many classes to colour, the message names the panel's remedy."""
+        try:
+            return draw()
+        except ValueError as exc:
+            from ..render.aggregate import check_grid_size  # noqa: PLC0415
+
+            if not (run.colour_by_class and run.n_labels):
+                raise
+            try:
+                check_grid_size(self._size, self._size, run.n_labels)
+            except ValueError:
+                raise ValueError(f"{exc} Or colour by density only: untick 'colour by class' in the panel's "
+                                 "advanced settings (colour_by_class=False).") from exc  # fmt: skip
+            raise
 
     def _show_extras(self) -> None:
         run = self._run
@@ -519,8 +536,18 @@ class Explorer:
             self._fixed_view = resolve_view(run.optimizer.device_embedding, "robust", self._size, self._size)
         return self._fixed_view
 
+    def _export_pressed(self) -> None:
+        self._begin()  # a new try: the last failed export's message goes
+        self._worker.submit(self._export_clicked)
+
     def _export_clicked(self) -> None:
-        path = self.export(self._w_export_path.value.strip() or "umapviz-run.gif")
+        name = self._w_export_path.value.strip() or "umapviz-run.gif"
+        self._w_note.value = f"exporting {html.escape(name)}..."  # a long run's frames take a while to draw
+        try:
+            path = self.export(name)
+        except BaseException:
+            self._w_note.value = ""  # neither "exporting" for ever nor the last export's "saved ..."
+            raise
         self._w_note.value = f"saved {html.escape(str(path))}"
 
     # =====================================================================================================
@@ -607,7 +634,7 @@ class Explorer:
         self._w_pause.on_click(lambda _: self._guarded(self._pause_clicked))
         self._w_step.on_click(lambda _: self._guarded(lambda: self.step(self._epochs_per_frame, block=False)))
         self._w_reset.on_click(lambda _: self._guarded(lambda: self.reset(block=False)))
-        self._w_export.on_click(lambda _: self._guarded(lambda: self._worker.submit(self._export_clicked)))
+        self._w_export.on_click(lambda _: self._guarded(self._export_pressed))
         for widget in (self._w_strategy, self._w_chunks_mode, self._w_chunks, self._w_seed, self._w_epochs,
                        self._w_device, self._w_init):  # fmt: skip
             widget.observe(self._layout_control_changed, names="value")
@@ -657,6 +684,7 @@ class Explorer:
 
     def _lock_view_changed(self, change) -> None:
         """The view lock or the colouring changed: redraw the current frame."""
+        self._begin()  # a frame that failed to draw may draw now (density only): its error goes
         self._fixed_view = None
         if self._run is not None and not self._worker.playing:
             self._worker.submit(self._show_current, key="redraw")
@@ -740,7 +768,8 @@ class Explorer:
         if p.get("device") in ("cpu", "gpu"):
             self._mirror(self._w_device, p["device"])
         self._mirror(self._w_neighbors, self._graph_params.get("n_neighbors", 15))
-        self._mirror(self._w_outliers, self._outlier_method)
+        if self._outlier_method in OUTLIER_METHODS:  # an unknown one is the (re)start's error to show
+            self._mirror(self._w_outliers, self._outlier_method)
         chunked = self._w_strategy.value == "chunked"
         self._w_chunks_mode.disabled = not chunked
         self._w_chunks.disabled = not (chunked and self._w_chunks_mode.value == "fixed")

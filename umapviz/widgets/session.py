@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import numbers
 import os
 import time
 from collections import OrderedDict
@@ -53,10 +54,10 @@ def check_count(name: str, value: Any, none_means: str | None = None) -> int | N
     ``none_means`` says what it means."""
     if value is None and none_means is not None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:  # NumPy ints count too
         alternative = f" or None ({none_means})" if none_means is not None else ""
         raise ValueError(f"{name}={value!r} must be a positive integer{alternative}.")
-    return value
+    return int(value)
 
 
 def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
