@@ -76,6 +76,9 @@ def test_values_too_large_for_float32_are_reported():
 def test_fewer_points_than_neighbours():
     with pytest.raises(ValueError, match=r"has 5 rows but n_neighbors=15.*at most 5"):
         check_data(np.zeros((5, 2)), n_neighbors=15)
+    # One point: "lower n_neighbors to at most 1" pointed at a value n_neighbors refuses
+    with pytest.raises(ValueError, match=r"has 1 row: a graph of neighbours needs at least 2 points"):
+        check_data(np.zeros((1, 2)), n_neighbors=15)
 
 
 def test_one_dimensional_input_suggests_reshape():

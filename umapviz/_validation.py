@@ -227,6 +227,8 @@ def check_data(
         warn_float32_loss(arr, out, name, reference=reference)
     if n_neighbors is not None:
         n_neighbors = check_n_neighbors(n_neighbors)
+        if n_samples < 2:  # n_neighbors >= 2, so "lower n_neighbors" would be no way out
+            raise ValueError(f"{name} has {n_samples} row: a graph of neighbours needs at least 2 points.")
         if n_samples < n_neighbors:
             raise ValueError(
                 f"{name} has {n_samples} rows but n_neighbors={n_neighbors} (which counts the point itself) "
