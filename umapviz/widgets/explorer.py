@@ -60,7 +60,7 @@ class ExplorerState:
     epoch: int
     n_epochs: int
     strategy: str
-    n_chunks: int | str  # as asked for: an int, "auto" or "degree"
+    n_chunks: int | str  # as asked for: an int, "auto", "shipped" or "degree"
     n_chunks_used: int  # what it resolved to on this graph (1 for buffered)
     seed: int | None
     outliers: int
