@@ -364,11 +364,27 @@ def test_hogwild_on_the_gpu_lays_out_like_the_cpu(mixture_graph):
 
 
 def test_a_gpu_layout_that_overflows_stops_with_an_error(small_graph):
-    """The float32 overflow check reads the live CuPy embedding (no copy to the host): a learning rate of 1e20
-    stops hogwild within three epochs with the CPU's error."""
+    """The float32 overflow check is read back with each epoch's active count (kernels.cu's epoch_status): a
+    learning rate of 1e20 stops hogwild within three epochs with the CPU's error."""
     opt = _opt(small_graph, "hogwild", "gpu", learning_rate=1e20)
     with pytest.raises(FloatingPointError, match=r"overflowed float32 at epoch [1-3]\b.*learning_rate=1e\+20"):
         opt.run()
+
+
+@pytest.mark.parametrize("strategy", ["chunked", "vertex"])
+def test_gpu_engine_flags_a_non_finite_epoch_and_forgets_it_on_reset(small_graph, strategy):
+    """A NaN coordinate is flagged in the epoch it shows (its stamp is the epoch), with the right active count;
+    after a reset to a finite layout the same epoch is finite again: the old stamp does not linger."""
+    opt = _opt(small_graph, strategy, "gpu")
+    engine, init = opt._engine, opt.embedding
+    bad = init.copy()
+    bad[17, 1] = np.nan
+    engine.reset(bad)
+    active = engine.run_epoch(0, 1.0)
+    assert not engine.finite()
+    engine.reset(init)
+    assert engine.run_epoch(0, 1.0) == active and engine.finite()
+    assert engine.run_epoch(1, 0.99) > 0 and engine.finite()
 
 
 # -- spectral init on the GPU ----------------------------------------------------------------------------

@@ -395,9 +395,11 @@ def test_a_learning_rate_beyond_the_fixed_point_range_is_refused(small_graph, st
     bound on one chunk's moves of the busiest vertex is checked first, and a rate just under it runs."""
     per_rate = 4.0 * small_graph.max_degree * (2 * 5 + 3)
     limit = 2.0**31 / per_rate
-    with pytest.raises(ValueError, match=r"learning_rate=\S+ is too large .* fixed-point .* learning_rate <"):
+    with pytest.raises(ValueError, match=r"learning_rate=\S+ is too large .* fixed-point .* learning_rate <") as exc:
         LayoutOptimizer(small_graph, strategy=strategy, learning_rate=limit * 1.01)
-    opt = LayoutOptimizer(small_graph, strategy=strategy, learning_rate=limit * 0.99, random_state=0).run()
+    shown = float(exc.value.args[0].split("learning_rate < ")[1].split(" ")[0])  # the bound the message gives
+    assert 0.99 * limit <= shown <= limit
+    opt = LayoutOptimizer(small_graph, strategy=strategy, learning_rate=shown * 0.9999, random_state=0).run()
     assert np.abs(opt.embedding).max() < 2.0**31
     LayoutOptimizer(small_graph, strategy="sequential", learning_rate=limit * 1.01)  # floats: no such bound
 

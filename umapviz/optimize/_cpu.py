@@ -413,6 +413,10 @@ class CpuEngine:
     def embedding(self) -> np.ndarray:
         return self.Y
 
+    def finite(self) -> bool:
+        """Whether every coordinate of the embedding is finite."""
+        return bool(np.isfinite(self.Y).all())
+
     def run_epoch(self, t: int, alpha: float) -> int:
         """Run epoch t with learning rate alpha; returns the number of active edges."""
         n_active = schedule(self.next_s, self.next_neg, self.eps_p, self.eps_neg_p, t, self.active,

@@ -244,12 +244,14 @@ class GpuEngine:
             self._next[...] = self._eps
             self._next_neg[...] = self._eps / self._nsr
             self._due[...] = cp.ceil(self._eps).astype(np.int32)
+            self._status.fill(0)  # an old run's stamp could name an epoch of the new one
             if self._acc is not None:
                 self._barrier.fill(0)  # a fresh count, whatever an interrupted epoch left
                 self._acc.fill(0)
                 self._acc3.fill(0)
                 self._Y1[...] = init
         self._stream.synchronize()
+        self._finite = True
         self._win_t0 = None
         self._act_t0 = None
         self._next_epoch = None
@@ -262,9 +264,17 @@ class GpuEngine:
     def run_epoch(self, t: int, alpha: float) -> int:
         """Run epoch t with learning rate alpha; returns the number of active edges."""
         w = self.launch_epoch(t, alpha)
+        n = np.int64(self.Y.size)
         with self._stream:
-            n_active = int(self._n_act[w : w + 1].get()[0])
+            self._k_status((min(self._sms * 4, max(1, -(-int(n) // _THREADS))),), (_THREADS,),
+                           (self.Y, n, self._n_act[w:], self._ep[w], self._status))
+            n_active, stamp = (int(v) for v in self._status.get())
+        self._finite = stamp != t + 1
         return n_active
+
+    def finite(self) -> bool:
+        """Whether every coordinate was finite after the last run_epoch (read with its active count)."""
+        return self._finite
 
     # -- GPU specifics -------------------------------------------------------------------------------------
     def launch_epoch(self, t: int, alpha: float) -> int:
@@ -325,6 +335,9 @@ class GpuEngine:
 
         self._k_count = k("win_count")
         self._k_scan = k("win_scan")
+        self._k_status = k("epoch_status")
+        self._status = cp.zeros(2, dtype=np.int32)  # (active count, stamp of a non-finite epoch): epoch_status
+        self._finite = True
         if self.strategy == "vertex":
             self._k_flags = k("win_flags")
             self._k_vertex = k("epoch_vertex")

@@ -642,6 +642,23 @@ extern "C" __global__ void SCHED_BOUNDS win_flags(int* __restrict__ due, double*
     }
 }
 
+// ------------------------------------------------------------------------------------------ epoch status
+
+// After an epoch: status[0] = its active count, status[1] = t + 1 if some coordinate of Y (n floats) is NaN or
+// infinite. Every writer of status[1] writes the same stamp, and a stale stamp names an earlier epoch, so the word
+// needs no clearing: an overflowed layout stays non-finite. One small launch, read back with the active count in
+// one transfer (LayoutOptimizer's float32-overflow check costs no second round trip).
+extern "C" __global__ void epoch_status(const float* __restrict__ Y, i64 n, const int* __restrict__ n_act,
+                                        const int* __restrict__ ep, int* status) {
+    i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (i == 0) status[0] = *n_act;
+    for (; i < n; i += (i64)gridDim.x * blockDim.x)
+        if (!isfinite(Y[i])) {
+            status[1] = epoch_t(ep) + 1;
+            return;
+        }
+}
+
 // ------------------------------------------------------------------------------------------ strategies
 
 // Chunk c of n_chunks over an active list of length n_act, cut as np.array_split cuts it.

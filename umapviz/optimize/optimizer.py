@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._backend import resolve_device, to_host, xp_of
+from .._backend import resolve_device, to_host
 from .._validation import RandomStateLike, check_int, check_positive_float
 from ..graph._types import FuzzyGraph
 from .chunks import check_n_chunks, resolve_n_chunks
@@ -235,8 +236,7 @@ class LayoutOptimizer:
     def _check_finite(self) -> None:
         """FloatingPointError once the layout has overflowed float32: every later epoch and frame would be NaN, a
         blank picture with no reason given. Usual parameters never get here; a learning rate of 1e20 does."""
-        Y = self._engine.embedding()
-        if bool(xp_of(Y).isfinite(Y).all()):
+        if self._engine.finite():  # the GPU engine read it back with the epoch's active count
             return
         raise FloatingPointError(
             f"The layout overflowed float32 at epoch {self._epoch}: some coordinates are no longer finite numbers "
@@ -295,6 +295,8 @@ def _check_fixed_point_range(graph: FuzzyGraph, learning_rate: float, negative_s
     if learning_rate * per_rate < FIXED_POINT_LIMIT:
         return
     most = FIXED_POINT_LIMIT / per_rate
+    step = 10.0 ** (math.floor(math.log10(most)) - 2)
+    most = math.floor(most / step) * step  # 3 digits, rounded down: a rate below the number shown is accepted
     raise ValueError(
         f"learning_rate={learning_rate:g} is too large for this graph's buffered and chunked strategies: its "
         f"busiest vertex ({graph.max_degree:,} edges) could move by more in one chunk than their fixed-point sums "
