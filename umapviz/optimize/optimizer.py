@@ -284,8 +284,6 @@ def _engine_class(device: str):
     return CpuEngine
 
 
-
-
 def _check_fixed_point_range(graph: FuzzyGraph, learning_rate: float, negative_sample_rate: int) -> None:
     """ValueError when one chunk's moves of the busiest vertex could exceed the fixed-point sums' range. Each
     coordinate of a move is clipped to 4 * learning_rate; an edge moves its head once for its attraction and once
