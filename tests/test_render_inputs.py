@@ -325,6 +325,14 @@ def test_recording_add_checks_epochs_labels_and_takes_outlier_indices():
     bad = Recording(labels=np.full(50, -1))
     with pytest.raises(ValueError, match="labels"):
         bad.add(0, emb)  # failed only later, in recording_frames, asking for an n_labels it does not take
+    huge = emb.astype(np.float64)
+    huge[4] = 1e300  # stored as inf with only NumPy's overflow warning, drawn as if it had diverged
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        rec.add(1, huge)
+    diverged = emb.copy()
+    diverged[4] = np.inf  # a diverged point is recorded as it is
+    rec.add(1, diverged)
+    assert np.isinf(rec[1].embedding[4]).all()
 
 
 def test_a_home_relative_path_is_written_in_the_home_folder(tmp_path, monkeypatch):

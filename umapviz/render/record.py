@@ -63,7 +63,14 @@ class Recording:
     # -- building ---------------------------------------------------------------------------------------
     def add(self, epoch: int, embedding: Any, outliers: Any = None) -> None:
         """Record ``embedding`` (N, 2; NumPy or CuPy, copied to the host as float32) at ``epoch``."""
-        emb = np.array(to_host(embedding), dtype=np.float32)  # a copy: the optimizer keeps moving its array
+        source = to_host(embedding)
+        with np.errstate(over="ignore"):  # values beyond float32 are refused below, with a message of our own
+            emb = np.array(source, dtype=np.float32)  # a copy: the optimizer keeps moving its array
+        if np.isinf(emb).any() and np.isfinite(np.asarray(source, dtype=np.float64)[np.isinf(emb)]).any():
+            raise ValueError(
+                "the embedding has finite values beyond float32's range (about 3.4e38), which a recording would "
+                "store as infinite, like a diverged point: scale it down before recording it."
+            )
         if emb.ndim != 2 or emb.shape[1] != 2:
             raise ValueError(f"a recorded embedding must have shape (N, 2); got {tuple(emb.shape)}.")
         if self._embeddings and emb.shape != self._embeddings[0].shape:
