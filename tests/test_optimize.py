@@ -610,3 +610,30 @@ def test_vertex_on_a_graph_without_mirrored_weights_follows_the_contract():
     assert (n_neg_edge[graph.tail == 0] < 0).all() and (n_neg_edge[graph.head == 0] >= 0).all()
     expected = _vertex_epoch_reference(init, graph, n_neg_edge, opt.seed, 1, opt.alpha(1), group=32)
     assert np.abs(opt.embedding - expected).max() / np.ptp(init) < 1e-5
+
+
+@pytest.mark.parametrize("strategy", ["chunked", "buffered", "sequential"])
+def test_ctrl_c_during_an_epoch_leaves_a_consistent_optimizer_that_resumes_to_the_same_bytes(
+    small_graph, strategy, monkeypatch
+):
+    """A Ctrl-C during a kernel was raised after the points moved but before the epoch was counted: the optimizer
+    said epoch k while holding epoch k+1's layout."""
+    import _thread
+
+    whole = _run(small_graph, strategy=strategy, n_chunks=3, random_state=5)
+    opt = LayoutOptimizer(small_graph, strategy=strategy, n_chunks=3, random_state=5)
+    real = opt._engine.run_epoch
+
+    def run_epoch_then_ctrl_c(t, alpha):
+        active = real(t, alpha)
+        if t == 9:
+            _thread.interrupt_main()  # as if SIGINT came while the kernel ran: raised at the next bytecode
+        return active
+
+    monkeypatch.setattr(opt._engine, "run_epoch", run_epoch_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        opt.run(progress=True)
+    reference = LayoutOptimizer(small_graph, strategy=strategy, n_chunks=3, random_state=5)
+    reference.step(opt.epoch)
+    assert opt.epoch == 10 and opt.embedding.tobytes() == reference.embedding.tobytes()
+    assert opt.run().embedding.tobytes() == whole.tobytes()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,8 +193,9 @@ class LayoutOptimizer:
                 break
             t = self._epoch
             start = time.perf_counter()
-            active = self._engine.run_epoch(t, self.alpha(t))
-            self._epoch = t + 1
+            with _interrupt_after():  # the engine's moves and the epoch count change together, or not at all
+                active = self._engine.run_epoch(t, self.alpha(t))
+                self._epoch = t + 1
             self._check_finite()
             record = EpochRecord(self._epoch, self.alpha(t), active, time.perf_counter() - start)
         return record
@@ -272,6 +276,29 @@ class LayoutOptimizer:
                 "about +-10."
             )
         return arr
+
+
+@contextmanager
+def _interrupt_after() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) back until the block is done, then raise KeyboardInterrupt.
+
+    A Ctrl-C arrives while a compiled kernel runs, and Python raises it at the next bytecode: after the epoch
+    had moved the points (or after the schedule had advanced, before the kernel ran) but before the epoch was
+    counted, so the optimizer showed epoch k's number with epoch k+1's layout. Only from the main thread and
+    with Python's own handler in place: anything else is left as it is."""
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _engine_class(device: str):
