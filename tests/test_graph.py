@@ -547,6 +547,22 @@ def test_cache_file_for_other_parameters_is_detected(tmp_path):
     assert rebuilt.fingerprint == expected.fingerprint
 
 
+def test_temporary_files_of_killed_writers_are_swept_but_a_live_writers_are_kept(tmp_path):
+    """A writer killed mid-write (SIGKILL, out of memory) left its hidden temporary file, as large as a graph, in
+    the cache for good; each such kill added one."""
+    stale = tmp_path / ".graph-0123.tmp.abcd1234.npz"
+    live = tmp_path / ".graph-4567.tmp.efgh5678.npz"  # another process writing right now
+    other = tmp_path / ".notes.tmp.x.npz"  # not the cache's
+    for path in (stale, live, other):
+        path.write_bytes(b"half a graph")
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    os.utime(other, (two_hours_ago, two_hours_ago))
+    build_graph(_blobs(), n_neighbors=10, cache=tmp_path)
+    assert not stale.exists() and live.exists() and other.exists()
+    assert len(_cache_files(tmp_path)) == 1
+
+
 def test_cache_locations(tmp_path, monkeypatch):
     monkeypatch.delenv("UMAPVIZ_CACHE_DIR", raising=False)
     repo = Path(__file__).resolve().parents[1]

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import os
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,9 @@ from ._types import FuzzyGraph
 
 FORMAT_VERSION = 1
 _ARRAYS = ("head", "tail", "weight", "epochs_per_sample", "knn_indices", "knn_dists")
+# A temporary file older than this was left by a writer that was killed (SIGKILL, out of memory, power loss)
+# before it could remove it; a live writer's is younger (writing even a large graph takes seconds).
+STALE_TEMP_SECONDS = 3600
 
 
 def default_cache_dir() -> Path:
@@ -108,6 +112,19 @@ def save_graph(path: Path, graph: FuzzyGraph, key: str) -> None:
             **arrays,
         ),
     )
+    _remove_stale_temporaries(Path(path).expanduser().parent)
+
+
+def _remove_stale_temporaries(directory: Path) -> None:
+    """Delete graph temporaries (``.graph-<key>.tmp.*.npz``, see atomic_write) that a killed writer left behind:
+    hidden, as large as a graph, and never reused, they would otherwise pile up in the cache for good."""
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    for tmp in directory.glob(".graph-*.tmp.*.npz"):
+        try:
+            if tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+        except OSError:  # removed by another process meanwhile, or not ours to remove: leave it
+            pass
 
 
 def load_graph(path: Path, key: str) -> FuzzyGraph | None:
