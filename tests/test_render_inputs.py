@@ -372,6 +372,31 @@ def test_a_file_in_the_way_of_the_folder_or_a_folder_at_the_target_says_so(tmp_p
     assert ".tmp." not in str(info.value) and not list(tmp_path.glob(".*tmp*"))
 
 
+def test_saving_over_a_symlink_or_a_file_with_its_own_permissions_keeps_them(tmp_path):
+    """os.replace put a plain file where the user's symlink was (the file it pointed to kept its old picture), and
+    reset a replaced file's permissions to the umask's."""
+    import os
+    import stat
+
+    rgba = image(cloud(), width=10, height=10)
+    (tmp_path / "real").mkdir()
+    real, link = tmp_path / "real" / "run.png", tmp_path / "latest.png"
+    real.write_bytes(b"old")
+    os.chmod(real, 0o640)
+    link.symlink_to(real)
+    save_png(rgba, link)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_bytes().startswith(b"\x89PNG") and stat.S_IMODE(real.stat().st_mode) == 0o640
+    fresh = save_png(rgba, tmp_path / "fresh.png")  # a new file: the usual permissions, not mkstemp's 0o600
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
+    dangling = tmp_path / "next.png"
+    dangling.symlink_to(tmp_path / "real" / "new.png")  # a link to a file not made yet: the file is made
+    save_png(rgba, dangling)
+    assert dangling.is_symlink() and (tmp_path / "real" / "new.png").read_bytes().startswith(b"\x89PNG")
+
+
 def test_side_by_side_says_how_to_pass_a_dict_or_one_embedding():
     """A dict (as outlier_chart takes) failed on its first key: "embedding must have shape (N, 2); got ()"; one
     (N, 2) array was read as N panels of one row each."""

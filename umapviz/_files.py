@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -15,19 +16,26 @@ NPY_MAGIC = b"\x93NUMPY"
 NPZ_MAGIC = b"PK\x03\x04"  # an .npz archive is a zip file
 
 
-def _default_mode() -> int:
-    # mkstemp creates files readable by the owner only; give the result the usual permissions instead.
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+def _mode_of(path: Path) -> int:
+    """Permissions for the new file at ``path``: those of the file it replaces, else the usual ones for a new file
+    (mkstemp creates files readable by the owner only)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp_path)`` on a temporary file next to ``path``, then move it onto ``path``.
 
-    A reader sees either the old file or the complete new one, never half a file.
+    A reader sees either the old file or the complete new one, never half a file. A symlink at ``path`` stays a
+    link (the file it points to is replaced), and a file that is replaced keeps its permissions.
     """
     path = Path(path).expanduser()  # "~/run.png" means the home folder, as in a shell
+    if path.is_symlink():  # os.replace would put a plain file where the user's link was
+        path = Path(os.path.realpath(path))
     _make_folder(path)
     if path.is_dir():  # os.replace would fail naming the temporary file
         raise IsADirectoryError(
@@ -43,7 +51,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
         write(Path(tmp))
         with open(tmp, "rb+") as f:  # on disk before the rename makes it visible
             os.fsync(f.fileno())
-        os.chmod(tmp, _default_mode())
+        os.chmod(tmp, _mode_of(path))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
