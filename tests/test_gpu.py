@@ -532,6 +532,23 @@ def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
     np.testing.assert_allclose(g.weight, graph.weight, rtol=1e-6)
 
 
+@pytest.mark.parametrize("rows", [slice(None), slice(0, 3)])
+def test_gpu_graph_refuses_distances_beyond_float32_with_the_fix(mixture_graph, rows):
+    """Rows near float32's limit overflow their kNN distances to inf on the GPU too: the GPU graph stage names them
+    before its fuzzy set (as the CPU's does), and the data scaled as the message says builds."""
+    from umapviz.graph import build_graph
+    from umapviz.graph.knn_gpu import build_graph_gpu
+
+    X = np.clip(mixture_graph[0][:400], -1, 1)
+    X[rows] *= np.float32(3e38)
+    match = r"overflow float32.*rows \[0, 1, 2" + r".*Scale X down first"
+    with pytest.raises(ValueError, match=match):
+        build_graph(X, n_neighbors=15, device="gpu", cache=False, progress=False)
+    with pytest.raises(ValueError, match=match):
+        build_graph_gpu(X, n_neighbors=15)
+    assert build_graph_gpu(X / np.abs(X).max(), n_neighbors=15).nnz > 0
+
+
 @pytest.mark.parametrize("scale", [1e20, 1e-20])
 def test_gpu_fuzzy_set_of_rows_far_from_unit_scale_matches_the_cpu(mixture_graph, scale):
     """Rows beyond the bisection's reach are bisected in power-of-two units on both devices (fuzzy.bisection_units):

@@ -43,7 +43,6 @@ def default_n_epochs(n_vertices: int) -> int:
 
 def _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params) -> FuzzyGraph:
     """Prune weak edges and lay the rest out as a COO edge list sorted by head, then tail."""
-    _refuse_overflowed_distances(knn_dists)  # the GPU path's check (the CPU path checked before its fuzzy set)
     weights = fuzzy.data
     # An edge sampled less than once in n_epochs would never move anything: drop it.
     keep = weights >= weights.max() / float(n_epochs) if weights.size else np.ones(0, dtype=bool)

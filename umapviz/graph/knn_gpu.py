@@ -319,11 +319,13 @@ def graph_on_gpu(X, n_neighbors: int, metric: str, a: float, b: float, n_epochs:
 
     import scipy.sparse  # noqa: PLC0415
 
-    from . import _graph_from_fuzzy_set  # noqa: PLC0415
+    from . import _graph_from_fuzzy_set, _refuse_overflowed_distances  # noqa: PLC0415
 
     cp = cupy()
     t0 = time.perf_counter()
     idx, dist = exact_knn_gpu(X, n_neighbors, metric, precision=precision, return_device=True)
+    if not bool(cp.isfinite(dist).all()):  # before the fuzzy set's arithmetic on inf; the rows are named on the host
+        _refuse_overflowed_distances(dist.get())
     cp.cuda.Device().synchronize()
     t1 = time.perf_counter()
     indptr, indices, data = fuzzy_simplicial_set_gpu(idx, dist)

@@ -337,7 +337,6 @@ class GpuEngine:
         self._k_scan = k("win_scan")
         self._k_status = k("epoch_status")
         self._status = cp.zeros(2, dtype=np.int32)  # (active count, stamp of a non-finite epoch): epoch_status
-        self._finite = True
         if self.strategy == "vertex":
             self._k_flags = k("win_flags")
             self._k_vertex = k("epoch_vertex")
