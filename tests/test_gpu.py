@@ -371,6 +371,32 @@ def test_a_gpu_layout_that_overflows_stops_with_an_error(small_graph):
         opt.run()
 
 
+@pytest.mark.parametrize("strategy", ["chunked", "hogwild"])
+def test_ctrl_c_during_a_gpu_epoch_leaves_the_epoch_count_with_its_layout(small_graph, strategy, monkeypatch):
+    """A Ctrl-C that arrives while a GPU epoch runs is held until the epoch is counted (LayoutOptimizer.step), so
+    the optimizer says epoch 10 with epoch 10's layout; chunked then resumes to the uninterrupted run's bytes."""
+    import _thread
+
+    opt = _opt(small_graph, strategy, "gpu")
+    real = opt._engine.run_epoch
+
+    def run_epoch_then_ctrl_c(t, alpha):
+        active = real(t, alpha)
+        if t == 9:
+            _thread.interrupt_main()  # as if SIGINT came during the epoch: raised at the next bytecode
+        return active
+
+    monkeypatch.setattr(opt._engine, "run_epoch", run_epoch_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        opt.run()
+    assert opt.epoch == 10
+    if strategy == "chunked":
+        reference = _opt(small_graph, strategy, "gpu")
+        reference.step(10)
+        assert opt.embedding.tobytes() == reference.embedding.tobytes()
+        assert opt.run().embedding.tobytes() == _opt(small_graph, strategy, "gpu").run().embedding.tobytes()
+
+
 @pytest.mark.parametrize("strategy", ["chunked", "vertex"])
 def test_gpu_engine_flags_a_non_finite_epoch_and_forgets_it_on_reset(small_graph, strategy):
     """A NaN coordinate is flagged in the epoch it shows (its stamp is the epoch), with the right active count;
