@@ -9,7 +9,7 @@ import pytest
 from umapviz.optimize import REPRODUCIBLE, STRATEGIES, LayoutOptimizer
 from umapviz.optimize._cpu import negative_vertex
 from umapviz.optimize.chunks import chunk_bounds, chunks_for, resolve_n_chunks
-from umapviz.optimize.rng import negative_vertices, resolve_seed
+from umapviz.optimize.rng import edge_order, negative_vertices, resolve_seed
 
 
 def _run(graph, **kw) -> np.ndarray:
@@ -37,6 +37,16 @@ def test_deterministic_strategies_repeat_bytes_whatever_the_threads(small_graph,
     finally:
         numba.set_num_threads(before)
     assert out[0] == out[1] == out[2]
+
+
+@pytest.mark.parametrize("nnz", [1, 2, 17, 65_537, 1_000_003])
+@pytest.mark.parametrize("seed", [0, 5, 2**32 - 1])
+def test_edge_order_is_the_documented_permutation(nnz, seed):
+    """docs/optimizer.md: perm = np.random.default_rng([seed, 2]).permutation(nnz), as int32; edge_order shuffles an
+    int32 array in place (no int64 copy), which must make the same swaps."""
+    order = edge_order(seed, nnz)
+    assert order.dtype == np.int32
+    np.testing.assert_array_equal(order, np.random.default_rng([seed, 2]).permutation(nnz))
 
 
 def test_seed_changes_the_layout(small_graph):

@@ -29,8 +29,11 @@ def resolve_seed(random_state: RandomStateLike) -> int:
 
 
 def edge_order(seed: int, nnz: int) -> np.ndarray:
-    """The seed's processing order of the edges (int32 permutation)."""
-    return np.random.default_rng([seed, 2]).permutation(nnz).astype(np.int32)
+    """The seed's processing order of the edges (int32 permutation): ``default_rng([seed, 2]).permutation(nnz)``,
+    shuffled in an int32 array (the same swaps, so the same order, with no int64 copy to narrow)."""
+    order = np.arange(nnz, dtype=np.int32)
+    np.random.default_rng([seed, 2]).shuffle(order)
+    return order
 
 
 @njit(cache=True, inline="always")
