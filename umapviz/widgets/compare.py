@@ -8,6 +8,7 @@ outlier count, trustworthiness and fingerprint: equal fingerprints mean bitwise-
 
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets, metrics
+from .lifetime import close_widgets, panel_widgets, weak_callback
 from .session import (
     OUTLIER_METHODS,
     LayoutRun,
@@ -108,7 +110,10 @@ class Comparison:
         self._target: int | None = None
         self._error = ""
         self._build_widgets(columns or min(4, len(self.configs)))
-        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-compare")
+        # The worker holds the grid weakly: a grid the user drops is collected, and its widgets (all of them
+        # under self.panel) closed.
+        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-compare",
+                              on_owner_gone=functools.partial(close_widgets, self.panel))
         self._worker.submit(self._setup)
         if autoplay:  # displayed in a notebook, the grid starts moving at once
             self._worker.submit(lambda: self._start(None))
@@ -167,8 +172,10 @@ class Comparison:
         return self._error
 
     def close(self) -> None:
+        """Stop the worker thread and close the widgets (as happens too when Python collects a grid that
+        nothing refers to any more: keep a reference, ``grid = compare(...)``, to a live grid)."""
         self._worker.close()
-        self.panel.close()
+        close_widgets(*panel_widgets(self))
 
     def _repr_mimebundle_(self, **kwargs):
         return self.panel._repr_mimebundle_(**kwargs)
@@ -294,12 +301,22 @@ class Comparison:
         self._w_status = w.HTML("starting...")
         self._w_error = w.HTML("", layout=w.Layout(display="none"))
         self._w_table = w.HTML("")
-        self._w_run.on_click(lambda _: self.run(block=False))
-        self._w_pause.on_click(lambda _: self._worker.pause())
-        self._w_reset.on_click(lambda _: self.reset(block=False))
+        # Callbacks hold the grid weakly (see lifetime.py): a dropped grid is collected.
+        self._w_run.on_click(weak_callback(self._run_clicked))
+        self._w_pause.on_click(weak_callback(self._pause_clicked))
+        self._w_reset.on_click(weak_callback(self._reset_clicked))
         controls = w.HBox([self._w_run, self._w_pause, self._w_reset, self._w_status])
         self.panel = w.VBox([self._w_error, controls, grid, self._w_table])
         self.panel.add_class("umapviz-compare")
+
+    def _run_clicked(self, _button=None) -> None:
+        self.run(block=False)
+
+    def _pause_clicked(self, _button=None) -> None:
+        self._worker.pause()
+
+    def _reset_clicked(self, _button=None) -> None:
+        self.reset(block=False)
 
     def _status(self, text: str) -> None:
         self._w_status.value = html.escape(text)
