@@ -118,6 +118,7 @@ def test_close_closes_every_widget_and_lets_the_panel_go(blobs_small, make):
     else:
         panel = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=6,
                         panel_size=48).run()  # fmt: skip
+        panel.set(n_chunks=[2, 8, 16])  # new panels in the grid: closed as well, the old ones at once
     panel.close()
     assert _left_open(before) == ""  # close() used to close the top box only: ~85 widgets stayed open
     ref, thread = weakref.ref(panel), panel._worker._thread
