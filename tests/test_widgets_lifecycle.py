@@ -2,7 +2,13 @@
 ends and its widgets leave ipywidgets' registry; a panel still held keeps working. The tests of dropped and
 closed panels failed before the fix: the worker thread, and ipywidgets' registry through the widgets'
 callbacks, held the panel (its thread, optimizer and frames) for the kernel's life, even after close(). The
-tests of held panels and of the worker's semantics guard what the fix must keep."""
+tests of held panels and of the worker's semantics guard what the fix must keep.
+
+A panel on screen lives even if nothing else refers to it (``display(Explorer(X))``), until the frontend
+reports its views gone or it is closed. The tests of displayed panels failed before that (a displayed,
+unnamed panel was collected at once and its widgets closed under the user's eyes); they display a panel as
+IPython's display() does (its ``_repr_mimebundle_``) and play the frontend's part by setting the top widget's
+``_view_count`` as its messages would (test_browser.py has the real thing)."""
 
 from __future__ import annotations
 
@@ -146,6 +152,108 @@ def test_a_held_panel_keeps_playing_through_garbage_collections(blobs_small):
     finally:
         ex.close()
         grid.close()
+
+
+# -- panels on screen: kept while displayed, even unnamed --------------------------------------------------
+
+
+def _display(panel) -> None:
+    """What IPython's display() does to a panel: format it, through its ``_repr_mimebundle_``; keep nothing."""
+    from IPython.core.formatters import DisplayFormatter  # noqa: PLC0415
+
+    DisplayFormatter().format(panel)
+
+
+def _frontend_counts(widget, *counts: int) -> None:
+    """Play the frontend: each of its views sets the model's ``_view_count`` one up when displayed and one
+    down when removed (a cleared cell output), in a comm message that ipywidgets applies with set_state."""
+    for count in counts:
+        widget.set_state({"_view_count": count})
+
+
+def _show_unnamed(make: str, X, y, **options) -> tuple[weakref.ref, threading.Thread, object]:
+    """Make a panel and display it in a helper function, as ``display(Explorer(X))`` does: nothing refers to
+    it afterwards. Returns a weak reference to it, its thread and its top widget."""
+    if make == "explorer":
+        panel = Explorer(X, labels=y, **SMALL, **options)
+    else:
+        panel = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=6, panel_size=48,
+                        autoplay=False, **options)  # fmt: skip
+    panel._worker.wait_idle(TIMEOUT)  # built: no queued job (which holds its panel) keeps it alive from here
+    _display(panel)
+    return weakref.ref(panel), panel._worker._thread, panel.panel
+
+
+def _still_alive(shown: list) -> bool:
+    for _ in range(3):
+        gc.collect()
+    return all(ref() is not None and thread.is_alive() for ref, thread, _ in shown)
+
+
+def test_displayed_explorers_nothing_refers_to_stay_usable_until_their_views_are_gone(blobs_small):
+    X, y = blobs_small
+    before = _registered()
+    shown = [_show_unnamed("explorer", X, y, strategy=s) for s in ("buffered", "chunked")]
+    assert _still_alive(shown)  # before: collected at once, its panel closed on screen
+    for ref, _, top in shown:
+        assert top.comm is not None  # its widgets are open
+        ref()._w_step.click()  # the buttons reach it ...
+        assert ref().wait(TIMEOUT).epoch == 1
+        assert ref().set(n_epochs=20).strategy in ("buffered", "chunked")  # ... and so do its methods
+        assert ref().play(epochs=2).epoch == 2
+    assert _still_alive(shown)
+
+    ref, thread, top = shown.pop(0)
+    _frontend_counts(top, 1, 2, 1)  # its view appeared, then a second one (displayed twice), then one went
+    assert _still_alive([(ref, thread, top)])
+    _frontend_counts(top, 0)  # the last view went: its cell output cleared
+    assert _collected(ref, thread)
+    assert top.comm is None  # its widgets closed with it
+    assert _still_alive(shown)  # the other one is still on screen
+    ref, thread, top = shown.pop()
+    _frontend_counts(top, 1, 0)
+    assert _collected(ref, thread)
+    assert _left_open(before) == ""
+
+
+def test_a_displayed_comparison_nothing_refers_to_stays_usable_until_its_view_is_gone(blobs_small):
+    X, y = blobs_small
+    before = _registered()
+    shown = [_show_unnamed("comparison", X, y)]
+    assert _still_alive(shown)
+    ref, thread, top = shown[0]
+    ref()._w_run.click()
+    assert ref()._worker.wait_idle(TIMEOUT) and [run.epoch for run in ref().runs] == [6, 6]
+    assert ref().set(n_chunks=[2]).run(epochs=3).table()["epoch"].tolist() == [3]
+    assert _still_alive(shown)
+    _frontend_counts(top, 1)
+    assert _still_alive(shown)
+    _frontend_counts(top, 0)
+    assert _collected(ref, thread)
+    assert _left_open(before) == ""
+
+
+@pytest.mark.parametrize("make", ["explorer", "comparison"])
+def test_close_lets_a_displayed_panel_go(blobs_small, make):
+    X, y = blobs_small
+    before = _registered()
+    ref, thread, top = _show_unnamed(make, X, y)
+    assert _still_alive([(ref, thread, top)])  # no frontend counts its views: kept until close()
+    ref().close()
+    assert _collected(ref, thread)
+    assert _left_open(before) == ""
+
+
+def test_a_view_of_the_top_widget_alone_keeps_the_panel(blobs_small):
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, **SMALL)
+    ex.wait()
+    ref, thread, top = weakref.ref(ex), ex._worker._thread, ex.panel
+    _frontend_counts(top, 1)  # display(ex.panel): a view the panel hears of from the frontend only
+    del ex
+    assert _still_alive([(ref, thread, top)])
+    _frontend_counts(top, 0)
+    assert _collected(ref, thread)
 
 
 class _Owner:

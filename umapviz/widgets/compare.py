@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets, metrics
-from .lifetime import close_widgets, panel_widgets, weak_callback
+from .lifetime import close_widgets, hidden, panel_widgets, shown, track_views, weak_callback
 from .session import (
     OUTLIER_METHODS,
     LayoutRun,
@@ -114,6 +114,7 @@ class Comparison:
         self._error = ""
         self._errors = 0  # errors shown so far: run() raises only for one shown while it ran (or no layouts)
         self._build_widgets()
+        track_views(self)  # a displayed grid lives while on screen, even if nothing else refers to it
         # The worker holds the grid weakly: a grid the user drops is collected, and its widgets (all of them
         # under self.panel) closed.
         self._worker = Worker(self._play_frame, self._show_error, name="umapviz-compare",
@@ -224,12 +225,14 @@ class Comparison:
         return self._error
 
     def close(self) -> None:
-        """Stop the worker thread and close the widgets (as happens too when Python collects a grid that
-        nothing refers to any more: keep a reference, ``grid = compare(...)``, to a live grid)."""
+        """Stop the worker thread and close the widgets, on screen too (as happens when Python collects a grid
+        that is neither on screen nor referred to, ``grid = compare(...)``; see ``compare``)."""
+        hidden(self)
         self._worker.close()
         close_widgets(*panel_widgets(self))
 
     def _repr_mimebundle_(self, **kwargs):
+        shown(self)  # kept from now on, until its views are gone: the frontend reports them only later
         return self.panel._repr_mimebundle_(**kwargs)
 
     # -- worker jobs -----------------------------------------------------------------------------------
@@ -456,5 +459,12 @@ def compare(
 
     Returns a Comparison: display it in a notebook; ``run(block=True)`` waits for the end; ``table()``;
     ``set(**params)`` changes parameters in place and starts again from epoch 0.
+
+    A grid lives while it is on screen or referred to (``grid = compare(...)``): a displayed one stays usable
+    even if nothing else refers to it, until ``close()`` or until the frontend reports its views gone (its cell
+    output cleared or replaced); where nothing reports that (headless kernels such as nbval's, a terminal
+    IPython; a notebook closed or a page reloaded in JupyterLab), until ``close()``. Show it with
+    ``display(grid)`` rather than as a cell's last line, which IPython's output history (``Out``, ``_``) keeps
+    as long as the kernel lives.
     """
     return Comparison(data, n_chunks, random_state, strategy, **params)

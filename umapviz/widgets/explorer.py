@@ -27,7 +27,7 @@ import numpy as np
 from .. import datasets
 from .._backend import gpu_available
 from ..optimize import STRATEGIES
-from .lifetime import close_widgets, panel_widgets, weak_callback
+from .lifetime import close_widgets, hidden, panel_widgets, shown, track_views, weak_callback
 from .session import (
     ARRAY_SOURCE,
     GRAPH_SOURCE,
@@ -94,8 +94,14 @@ class Explorer:
     bad data or parameters: it shows the message and stays usable on the last good layout (data that fails
     to load is not adopted). A blocking call raises ExplorerError for an error it caused, or when there is no
     layout to act on; the message stays shown until a change mends it (a failed export's until the next call).
-    Keep a reference to a panel in use (``explorer = Explorer(...)``): one that nothing refers to any more is
-    closed (its thread ended, its widgets closed) when Python collects it, as ``close()`` does.
+    A panel lives while it is on screen or referred to (``explorer = Explorer(...)``): a displayed one stays
+    usable even if nothing else refers to it (``display(Explorer(...))``), until ``close()`` or until the
+    frontend reports its views gone (its cell output cleared or replaced). Where nothing reports that (headless
+    kernels such as nbval's, a terminal IPython; a notebook closed or a page reloaded in JupyterLab) a displayed
+    panel stays until ``close()``. A panel that is neither on screen nor referred to is closed (its thread
+    ended, its widgets closed) when Python collects it.
+    Show a panel with ``display(explorer)`` rather than as a cell's last line: IPython's output history
+    (``Out``, ``_``) keeps every panel shown that way, each run's, as long as the kernel lives.
     """
 
     def __init__(
@@ -143,6 +149,7 @@ class Explorer:
         self._mirroring = threading.local()
         self._build_widgets()
         self._w_classes.value = bool(colour_by_class)
+        track_views(self)  # a displayed panel lives while on screen, even if nothing else refers to it
         # The worker holds the panel weakly: a panel the user drops is collected, and its widgets closed.
         self._worker = Worker(self._play_frame, self._show_error, name="umapviz-explorer",
                               on_owner_gone=functools.partial(close_widgets, *panel_widgets(self)))
@@ -302,12 +309,14 @@ class Explorer:
         return save(rec, path, fps=fps, width=self._size, height=self._size)
 
     def close(self) -> None:
-        """Stop the worker thread and close the widgets. A panel that nothing refers to any more is closed
-        as well, when Python collects it: keep a reference (``explorer = Explorer(...)``) to a live panel."""
+        """Stop the worker thread and close the widgets, on screen too. A panel that is neither on screen nor
+        referred to (``explorer = Explorer(...)``) is closed as well, when Python collects it."""
+        hidden(self)
         self._worker.close()
         close_widgets(*panel_widgets(self))
 
     def _repr_mimebundle_(self, **kwargs):
+        shown(self)  # kept from now on, until its views are gone: the frontend reports them only later
         return self.panel._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
