@@ -9,6 +9,11 @@ measures: seconds from running the cell to the first frame (graph and initial la
 first run), frames per second arriving in the browser while playing. Numbers go to bench/out/browser.json,
 screenshots to bench/out/ and the three key ones, shrunk, to bench/screenshots/.
 
+A second test displays Explorers that nothing in the kernel refers to (``display(Explorer())`` in a helper
+function): each one survives garbage collections and answers its buttons while on screen, and is collected,
+its thread ended, once its view is gone (the cell run again, its output cleared), as the kernel checks. (A
+notebook closed or a page reloaded tells the kernel nothing: its panels stay until close(), untested here.)
+
 Set UMAPVIZ_BROWSER_STRICT=1 to fail when the targets (first frame <= 5 s, >= 5 frames/s) are missed;
 by default they are reported, because a loaded CI machine cannot promise them.
 """
@@ -21,6 +26,7 @@ import re
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 import urllib.request
 from pathlib import Path
@@ -38,6 +44,42 @@ FPS_TARGET = 5.0
 
 CELLS = ("import umapviz\nexplorer = umapviz.Explorer()\nexplorer",
          "import json\nprint(json.dumps(explorer.timings))")  # kernel-side seconds per start-up stage
+# Panels nothing refers to: the kernel keeps weak references and their threads only, in `shown`.
+UNNAMED_CELLS = (
+    textwrap.dedent("""\
+        import gc, time, weakref
+        import umapviz
+        from IPython.display import display
+
+        shown = []
+
+
+        def show(strategy):  # display a panel from a function: nothing refers to it afterwards
+            panel = umapviz.Explorer(strategy=strategy)
+            panel.wait()  # built: no queued job holds it
+            shown.append((weakref.ref(panel), panel._worker._thread))
+            display(panel)
+
+
+        def fates():
+            return " ".join("live" if ref() is not None and thread.is_alive() else
+                            "gone" if ref() is None and not thread.is_alive() else "going" for ref, thread in shown)
+
+
+        def fate(expected, timeout=30):  # collect garbage until the panels' fates are the expected ones
+            deadline = time.monotonic() + timeout
+            gc.collect()
+            while fates() != expected and time.monotonic() < deadline:
+                time.sleep(0.05)
+                gc.collect()
+            views = [ref().panel._view_count for ref, _ in shown if ref() is not None]
+            print("fate:", fates(), "views:", views)
+
+
+        print("ready")"""),
+    "show(strategy='chunked' if not shown else 'buffered')",
+    "fate('live')",
+)
 
 VIEW_READY = """() => {
   const im = document.querySelector('img.umapviz-view');
@@ -77,10 +119,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _write_notebook(path: Path) -> None:
+def _write_notebook(path: Path, cells: tuple[str, ...]) -> None:
     notebook = {
         "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell{i}", "metadata": {},
-                   "outputs": [], "source": source} for i, source in enumerate(CELLS)],  # fmt: skip
+                   "outputs": [], "source": source} for i, source in enumerate(cells)],  # fmt: skip
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -145,10 +187,12 @@ def warm_cache():
 
 @pytest.fixture
 def lab(tmp_path, warm_cache):
-    """JupyterLab on 127.0.0.1, a free port and a token, serving a notebook with the Explorer."""
+    """JupyterLab on 127.0.0.1, a free port and a token, serving a notebook with the Explorer and one with
+    Explorers nothing refers to; the page exposes the app (window.jupyterapp) for the tests to run commands."""
     root = tmp_path / "lab"
     root.mkdir()
-    _write_notebook(root / "explorer.ipynb")
+    _write_notebook(root / "explorer.ipynb", CELLS)
+    _write_notebook(root / "unnamed.ipynb", UNNAMED_CELLS)
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
@@ -161,7 +205,7 @@ def lab(tmp_path, warm_cache):
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
          f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
          "--allow-root",  # containers and CI runners often run as root; the server listens on 127.0.0.1 only
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True"],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
@@ -263,3 +307,69 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
     if os.environ.get("UMAPVIZ_BROWSER_STRICT") == "1":
         assert results["first_frame_s"] <= FIRST_FRAME_TARGET_S, results
         assert results["fps_playing"] >= FPS_TARGET, results
+
+
+def _command(page, command: str, cell: int | None = None) -> None:
+    """Run a JupyterLab command on the open notebook, with cell number ``cell`` made the active one first."""
+    page.evaluate("""([command, cell]) => {
+      const notebook = window.jupyterapp.shell.currentWidget.content;
+      if (cell !== null) { notebook.activeCellIndex = cell; }
+      return window.jupyterapp.commands.execute(command);
+    }""", [command, cell])  # fmt: skip
+
+
+def _cell_output(page, cell: int) -> str:
+    return page.locator(".jp-Notebook .jp-Cell").nth(cell).locator(".jp-OutputArea").inner_text()
+
+
+def _run_for_output(page, cell: int, prefix: str, source: str | None = None, timeout: float = 120) -> str:
+    """Run cell number ``cell`` (its old output cleared first; its code replaced by ``source`` if given) and
+    return its output's line that starts with ``prefix``, once it is there."""
+    _command(page, "notebook:clear-cell-output", cell)
+    if source is not None:
+        page.evaluate("""([cell, source]) => {
+          window.jupyterapp.shell.currentWidget.content.widgets[cell].model.sharedModel.setSource(source);
+        }""", [cell, source])  # fmt: skip
+    _command(page, "notebook:run-cell", cell)
+    lines = _wait_for(lambda: [line for line in _cell_output(page, cell).splitlines() if line.startswith(prefix)],
+                      timeout, f"cell {cell} to print {prefix!r}")  # fmt: skip
+    return lines[0]
+
+
+def test_a_displayed_explorer_nothing_refers_to_lives_while_on_screen(lab):
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1800, "height": 1100})
+            page.goto(f"{lab['base']}/lab/tree/unnamed.ipynb?token={lab['token']}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
+            _wait_for(lambda: _kernel_idle(lab), 90, "the kernel to start")
+            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=30_000)
+            assert _run_for_output(page, 0, "ready") == "ready"
+
+            # show(): an Explorer on screen that only its view holds; garbage collections leave it working.
+            _command(page, "notebook:run-cell", 1)
+            # Before the fix it timed out here: collected as show() returned, the panel had closed its widgets.
+            page.wait_for_function(VIEW_READY, timeout=120_000, polling=50)
+            assert _run_for_output(page, 2, "fate:") == "fate: live views: [1]"  # its view counted by the page
+            assert _status(page)["epoch"] == 0
+            page.click("button.umapviz-step")
+            _wait_for(lambda: _status(page)["epoch"] >= 1, 60, "a step after a garbage collection")
+            page.click("button.umapviz-play")
+            _wait_for(lambda: _status(page)["epoch"] >= 5, 60, "playing")
+            page.click("button.umapviz-pause")
+
+            # The cell run again: the old panel's view goes with its output, and the old panel with it.
+            _command(page, "notebook:run-cell", 1)
+            _wait_for(lambda: "buffered" in page.inner_text(".umapviz-status"), 120, "the second panel")
+            assert _run_for_output(page, 2, "fate:", "fate('gone live')") == "fate: gone live views: [1]"
+
+            # Its output cleared: the second panel goes too.
+            _command(page, "notebook:clear-cell-output", 1)
+            _wait_for(lambda: page.locator(".umapviz-explorer").count() == 0, 30, "the view to go")
+            assert _run_for_output(page, 2, "fate:", "fate('gone gone')") == "fate: gone gone views: []"
+            assert page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea-error").count() == 0
+        finally:
+            browser.close()

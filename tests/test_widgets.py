@@ -540,3 +540,104 @@ def test_too_many_classes_to_draw_says_untick_colour_by_class_and_unticking_it_m
         assert ex.frame().shape == (1200, 1200, 4) and ex.play(epochs=2).epoch == 2
     finally:
         ex.close()
+
+
+# -- Comparison.set: change a grid in place instead of making a new one ---------------------------------------
+
+
+def test_compare_set_changes_the_configurations_in_place_on_the_same_graph(blobs_small, build_calls):
+    X, y = blobs_small
+    small = {"labels": y, "n_neighbors": 10, "n_epochs": 12, "epochs_per_frame": 6, "panel_size": 48,
+             "autoplay": False}  # fmt: skip
+    grid = compare(X, n_chunks=[1, 4], random_state=0, **small)
+    try:
+        assert (grid.run().table()["epoch"] == 12).all()
+        old_images = list(grid._w_images)
+        assert grid.set(n_chunks=[2, 8, 16]) is grid
+        assert [(c.strategy, c.n_chunks, c.random_state) for c in grid.configs] == [
+            ("chunked", 2, 0), ("chunked", 8, 0), ("chunked", 16, 0)]  # fmt: skip
+        assert len(grid._w_images) == len(grid._w_grid.children) == 3
+        assert all(image.comm is None for image in old_images)  # the old panels are closed
+        table = grid.table()
+        assert (table["epoch"] == 0).all() and list(table["n_chunks_used"]) == [2, 8, 16]
+        assert len(build_calls) == 1  # the graph is kept
+        done = grid.run().table()
+        fresh = compare(X, n_chunks=[2, 8, 16], random_state=0, **small)
+        try:  # the same layouts as a new comparison of these settings
+            assert list(fresh.run().table()["fingerprint"]) == list(done["fingerprint"])
+        finally:
+            fresh.close()
+
+        grid.set(strategy=["buffered", "chunked"], n_chunks=4, random_state=[1, 2], n_epochs=6, epochs_per_frame=2)
+        assert [(c.strategy, c.n_chunks, c.random_state) for c in grid.configs] == [
+            ("buffered", 1, 1), ("buffered", 1, 2), ("chunked", 4, 1), ("chunked", 4, 2)]  # fmt: skip
+        table = grid.run().table()
+        assert (table["epoch"] == 6).all() and (table["n_epochs"] == 6).all()
+        assert len(build_calls) == 2  # the fresh grid's build only
+
+        grid.set(n_neighbors=8)  # a graph parameter: a new graph
+        assert len(build_calls) == 3 and grid.graph.knn_indices.shape[1] == 8
+        assert len(grid.frames()) == 4
+    finally:
+        grid.close()
+
+
+def test_compare_set_while_running_starts_again_paused(blobs_small):
+    X, y = blobs_small
+    grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=100_000,
+                   epochs_per_frame=1, panel_size=48)  # autoplay  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (grid.runs and grid.runs[0].epoch >= 2) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        grid.run(block=False)  # a run queued just before set() does not outlive it either
+        grid.set(n_chunks=[2])
+        assert not grid._worker.playing and [run.epoch for run in grid.runs] == [0]
+        assert grid.run(epochs=3).table()["epoch"].tolist() == [3]
+    finally:
+        grid.close()
+
+
+def test_compare_set_refuses_bad_values_at_once_and_failed_layouts_keep_the_last_good_ones(blobs_small, build_calls):
+    X, y = blobs_small
+    grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=12, epochs_per_frame=6,
+                   panel_size=48, autoplay=False)  # fmt: skip
+    try:
+        shown = list(grid.run(epochs=6).table()["fingerprint"])
+        with pytest.raises(ValueError, match="nothing to compare"):
+            grid.set(n_chunks=[])
+        with pytest.raises(ValueError, match="epochs_per_frame"):
+            grid.set(n_chunks=[2], epochs_per_frame=0)
+        with pytest.raises(ValueError, match="outlier_method"):
+            grid.set(outlier_method="radious")
+        with pytest.raises(TypeError, match="n_chunk"):
+            grid.set(n_chunk=2)
+        assert [c.n_chunks for c in grid.configs] == [1, 4] and grid.error == ""  # nothing changed
+
+        with pytest.raises(RuntimeError, match="bogus"):
+            grid.set(strategy="bogus")
+        assert "bogus" in grid.error and grid._w_error.layout.display == "block"
+        with pytest.raises(RuntimeError, match="NaN"):
+            grid.set(data=np.full((30, 3), np.nan))
+        assert [c.n_chunks for c in grid.configs] == [1, 4] and len(grid._w_images) == 2
+        assert list(grid.table()["fingerprint"]) == shown  # the last good layouts, where they were
+        assert grid.run().table()["epoch"].tolist() == [12, 12]  # and usable: run() does not raise the old error
+
+        grid.set(n_neighbors=8)  # rebuilds from the data on screen, not the NaNs
+        assert grid.error == "" and grid._w_error.layout.display == "none"
+        assert grid.graph.n_vertices == 600 and build_calls[-1]["n_neighbors"] == 8
+    finally:
+        grid.close()
+
+
+def test_compare_set_mends_a_grid_that_failed_to_build(blobs_small):
+    X, _ = blobs_small
+    grid = compare(X, strategy=["chunked", "bogus"], n_chunks=4, n_epochs=12, autoplay=False, panel_size=48,
+                   n_neighbors=10)  # fmt: skip
+    try:
+        with pytest.raises(RuntimeError, match="bogus"):
+            grid.run()
+        grid.set(strategy="chunked")
+        assert grid.error == "" and grid.run().table()["epoch"].tolist() == [12, 12]  # seeds 0 and 1
+    finally:
+        grid.close()

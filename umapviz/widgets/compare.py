@@ -8,6 +8,7 @@ outlier count, trustworthiness and fingerprint: equal fingerprints mean bitwise-
 
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets, metrics
+from .lifetime import close_widgets, hidden, panel_widgets, shown, track_views, weak_callback
 from .session import (
     OUTLIER_METHODS,
     LayoutRun,
@@ -91,12 +93,15 @@ class Comparison:
             optimizer_params.pop(name, None)
         if outlier_method not in OUTLIER_METHODS:
             raise ValueError(f"outlier_method={outlier_method!r} is not one of {OUTLIER_METHODS}.")
-        self.configs = configurations(strategy, n_chunks, random_state)
+        # strategy, n_chunks and random_state as asked for (seeds drawn once), for set() to change one of them
+        self._choice = {"strategy": strategy, "n_chunks": n_chunks, "random_state": _seeds(random_state)}
+        self.configs = configurations(**self._choice)
         self._data, self._labels, self._n_samples = data, labels, n_samples
         self._graph_params, self._optimizer_params = graph_params, optimizer_params
+        self._graph_n_epochs = optimizer_params.get("n_epochs")  # pruning threshold of a graph built here
         self._epochs_per_frame = check_count("epochs_per_frame", epochs_per_frame)
         self._panel_size = check_count("panel_size", panel_size)
-        columns = check_count("columns", columns, none_means="up to 4 panels a row")
+        self._columns = check_count("columns", columns, none_means="up to 4 panels a row")
         self._outlier_method = outlier_method
         self._trust_sample = check_count("trust_sample", trust_sample, none_means="metrics.trustworthiness's default")
         self._lock = threading.RLock()
@@ -107,8 +112,13 @@ class Comparison:
         self._trust: dict[tuple[int, int], float] = {}
         self._target: int | None = None
         self._error = ""
-        self._build_widgets(columns or min(4, len(self.configs)))
-        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-compare")
+        self._errors = 0  # errors shown so far: run() raises only for one shown while it ran (or no layouts)
+        self._build_widgets()
+        track_views(self)  # a displayed grid lives while on screen, even if nothing else refers to it
+        # The worker holds the grid weakly: a grid the user drops is collected, and its widgets (all of them
+        # under self.panel) closed.
+        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-compare",
+                              on_owner_gone=functools.partial(close_widgets, self.panel))
         self._worker.submit(self._setup)
         if autoplay:  # displayed in a notebook, the grid starts moving at once
             self._worker.submit(lambda: self._start(None))
@@ -118,6 +128,7 @@ class Comparison:
         """Advance every layout together by ``epochs`` (None: to the end); block=True waits and then fills
         the table (raising RuntimeError if an error stopped the run)."""
         epochs = check_count("epochs", epochs, none_means="run to the end")
+        since = self._errors
         self._worker.submit(lambda: self._start(epochs))
         if block:
             try:
@@ -125,7 +136,7 @@ class Comparison:
             except KeyboardInterrupt:  # an interrupted kernel: stop the grid too, not only the waiting
                 self._worker.pause()
                 raise
-            if self._error:
+            if self._error and (self._errors != since or not self.runs):  # not a failed set()'s: see set
                 raise RuntimeError(self._error)
         return self
 
@@ -139,6 +150,53 @@ class Comparison:
         future = self._worker.submit(self._reset)
         if block:
             future.result()
+        return self
+
+    def set(self, block: bool = True, **params: Any) -> Comparison:
+        """Change parameters in place and start again from epoch 0, paused (``run()`` goes on from there).
+
+        ``strategy``, ``n_chunks``, ``random_state`` (the configurations, as in ``compare``; one left out keeps
+        its values), LayoutOptimizer parameters (``n_epochs``, ...), ``epochs_per_frame``, ``outlier_method``,
+        ``trust_sample``, ``panel_size`` and ``columns`` keep the graph; ``data``, ``labels``, ``n_samples`` and
+        graph parameters build a new one (new data comes without labels unless ``labels`` is given too). As in
+        the Explorer, a graph is pruned for the n_epochs the grid was made with. A bad value of the grid's own
+        settings, an unknown name or no configuration at all raises at once and changes nothing; layouts that
+        fail to build leave the last good ones on screen and usable, their error shown until a set() succeeds,
+        and block=True raises it as a RuntimeError. block=False returns at once."""
+        choice = dict(self._choice)
+        for name in choice:
+            if name in params:
+                value = params.pop(name)
+                choice[name] = _seeds(value) if name == "random_state" else value
+        changes: dict[str, Any] = {"_choice": choice, "configs": configurations(**choice)}
+        for name, none_means in (("epochs_per_frame", None), ("panel_size", None),
+                                 ("columns", "up to 4 panels a row"),
+                                 ("trust_sample", "metrics.trustworthiness's default")):  # fmt: skip
+            if name in params:
+                changes[f"_{name}"] = check_count(name, params.pop(name), none_means=none_means)
+        if "outlier_method" in params:
+            if params["outlier_method"] not in OUTLIER_METHODS:
+                raise ValueError(f"outlier_method={params['outlier_method']!r} is not one of {OUTLIER_METHODS}.")
+            changes["_outlier_method"] = params.pop("outlier_method")
+        if "data" in params:
+            changes["_data"], changes["_labels"] = params.pop("data"), None
+        for name in ("labels", "n_samples"):
+            if name in params:
+                changes[f"_{name}"] = params.pop(name)
+        graph_params, optimizer_params = split_params(params)  # an unknown name is a TypeError, as in compare
+        rebuild = bool(graph_params) or any(name in changes for name in ("_data", "_labels", "_n_samples"))
+        if graph_params:
+            changes["_graph_params"] = {**self._graph_params, **graph_params}
+        if optimizer_params:
+            changes["_optimizer_params"] = {**self._optimizer_params, **optimizer_params}
+        future = self._worker.submit(lambda: self._apply(changes, rebuild))
+        if block:
+            from .explorer import _describe  # noqa: PLC0415
+
+            try:
+                future.result()
+            except Exception as exc:
+                raise RuntimeError(_describe(exc)) from exc
         return self
 
     def table(self):
@@ -167,18 +225,26 @@ class Comparison:
         return self._error
 
     def close(self) -> None:
+        """Stop the worker thread and close the widgets, on screen too (as happens when Python collects a grid
+        that is neither on screen nor referred to, ``grid = compare(...)``; see ``compare``)."""
+        hidden(self)
         self._worker.close()
-        self.panel.close()
+        close_widgets(*panel_widgets(self))
 
     def _repr_mimebundle_(self, **kwargs):
+        shown(self)  # kept from now on, until its views are gone: the frontend reports them only later
         return self.panel._repr_mimebundle_(**kwargs)
 
     # -- worker jobs -----------------------------------------------------------------------------------
-    def _setup(self) -> None:
-        self._status("building graph...")
-        source = load_source(self._data, self._labels, self._n_samples)
-        graph = build(source, self._graph_params, n_epochs=self._optimizer_params.get("n_epochs"),
-                      device=self._optimizer_params.get("device"))
+    def _setup(self, rebuild: bool = True, new_cells: bool = False) -> None:
+        """Build the graph (unless ``rebuild`` is False and there is one) and every configuration's layout, then
+        adopt them all at once (with new panels for them if ``new_cells``) and show them."""
+        source, graph = self._source, self.graph
+        if rebuild or graph is None:
+            self._status("building graph...")
+            source = load_source(self._data, self._labels, self._n_samples)
+            graph = build(source, self._graph_params, n_epochs=self._graph_n_epochs,
+                          device=self._optimizer_params.get("device"))
         runs = []
         for i, config in enumerate(self.configs):
             self._status(f"initial layouts ({i + 1}/{len(self.configs)})...")
@@ -189,7 +255,30 @@ class Comparison:
             runs.append(LayoutRun(graph, optimizer, source.labels, self._outlier_method, record=False))
         with self._lock:
             self._source, self.graph, self.runs = source, graph, runs
+            self._images = [None] * len(runs)
+            self._trust.clear()
+            self._target = None
+        if new_cells:
+            self._replace_cells()
+        self._clear_error()
         self._show_all()
+
+    def _apply(self, changes: dict[str, Any], rebuild: bool) -> None:
+        """set()'s job: take the new settings and set up anew; if no new layout was adopted, the settings of
+        the layouts on screen come back."""
+        self._worker.pause()  # here, not in set(): a run queued before set() has started by now
+        shown, old = self.runs, {name: getattr(self, name) for name in changes}
+        status = self._w_status.value
+        for name, value in changes.items():
+            setattr(self, name, value)
+        try:
+            self._setup(rebuild=rebuild, new_cells=True)
+        except BaseException:
+            if self.runs is shown:
+                for name, value in old.items():
+                    setattr(self, name, value)
+                self._w_status.value = status  # what the grid on screen shows, not the failed step
+            raise
 
     def _start(self, epochs: int | None) -> None:
         if not self.runs:
@@ -274,7 +363,26 @@ class Comparison:
         self._w_table.value = frame.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="-")
 
     # -- widgets ---------------------------------------------------------------------------------------
-    def _build_widgets(self, columns: int) -> None:
+    def _build_widgets(self) -> None:
+        import ipywidgets as w  # noqa: PLC0415
+
+        self._w_grid = w.GridBox(self._make_cells(), layout=w.Layout(grid_template_columns=self._grid_columns()))
+        self._w_run = w.Button(description="Run", icon="play", button_style="success", layout=w.Layout(width="80px"))
+        self._w_pause = w.Button(description="Pause", icon="pause", layout=w.Layout(width="80px"))
+        self._w_reset = w.Button(description="Reset", icon="undo", layout=w.Layout(width="80px"))
+        self._w_status = w.HTML("starting...")
+        self._w_error = w.HTML("", layout=w.Layout(display="none"))
+        self._w_table = w.HTML("")
+        # Callbacks hold the grid weakly (see lifetime.py): a dropped grid is collected.
+        self._w_run.on_click(weak_callback(self._run_clicked))
+        self._w_pause.on_click(weak_callback(self._pause_clicked))
+        self._w_reset.on_click(weak_callback(self._reset_clicked))
+        controls = w.HBox([self._w_run, self._w_pause, self._w_reset, self._w_status])
+        self.panel = w.VBox([self._w_error, controls, self._w_grid, self._w_table])
+        self.panel.add_class("umapviz-compare")
+
+    def _make_cells(self) -> list:
+        """One panel per configuration: title, image, outlier count (kept in _w_images and _w_counts)."""
         import ipywidgets as w  # noqa: PLC0415
 
         size = self._panel_size
@@ -287,19 +395,27 @@ class Comparison:
             self._w_images.append(image)
             self._w_counts.append(count)
             cells.append(w.VBox([title, image, count]))
-        grid = w.GridBox(cells, layout=w.Layout(grid_template_columns=f"repeat({columns}, {size + 12}px)"))
-        self._w_run = w.Button(description="Run", icon="play", button_style="success", layout=w.Layout(width="80px"))
-        self._w_pause = w.Button(description="Pause", icon="pause", layout=w.Layout(width="80px"))
-        self._w_reset = w.Button(description="Reset", icon="undo", layout=w.Layout(width="80px"))
-        self._w_status = w.HTML("starting...")
-        self._w_error = w.HTML("", layout=w.Layout(display="none"))
-        self._w_table = w.HTML("")
-        self._w_run.on_click(lambda _: self.run(block=False))
-        self._w_pause.on_click(lambda _: self._worker.pause())
-        self._w_reset.on_click(lambda _: self.reset(block=False))
-        controls = w.HBox([self._w_run, self._w_pause, self._w_reset, self._w_status])
-        self.panel = w.VBox([self._w_error, controls, grid, self._w_table])
-        self.panel.add_class("umapviz-compare")
+        return cells
+
+    def _grid_columns(self) -> str:
+        columns = self._columns or min(4, len(self.configs))
+        return f"repeat({columns}, {self._panel_size + 12}px)"
+
+    def _replace_cells(self) -> None:
+        """New panels for the configurations now set; the old ones are closed."""
+        old = self._w_grid.children
+        self._w_grid.children = self._make_cells()
+        self._w_grid.layout.grid_template_columns = self._grid_columns()
+        close_widgets(*old)
+
+    def _run_clicked(self, _button=None) -> None:
+        self.run(block=False)
+
+    def _pause_clicked(self, _button=None) -> None:
+        self._worker.pause()
+
+    def _reset_clicked(self, _button=None) -> None:
+        self.reset(block=False)
 
     def _status(self, text: str) -> None:
         self._w_status.value = html.escape(text)
@@ -308,11 +424,22 @@ class Comparison:
         from .explorer import _describe  # noqa: PLC0415
 
         self._error = _describe(exc)
+        self._errors += 1
         self._w_error.value = (
             "<div style='background:#fdecea;color:#611a15;border-left:4px solid #d32f2f;padding:6px 10px'>"
             f"<b>umapviz:</b> {html.escape(self._error)}</div>"
         )
         self._w_error.layout.display = "block"
+
+    def _clear_error(self) -> None:
+        self._error = ""
+        self._w_error.value = ""
+        self._w_error.layout.display = "none"
+
+
+def _seeds(random_state: Any) -> list:
+    """random_state as a list, a NumPy RandomState or Generator drawn once (see session.draw_seed)."""
+    return [draw_seed(seed) for seed in _as_list(random_state)]
 
 
 def compare(
@@ -330,6 +457,14 @@ def compare(
     trustworthiness, 1000), ``autoplay`` (True: start running in the background at once), graph parameters
     and LayoutOptimizer parameters.
 
-    Returns a Comparison: display it in a notebook; ``run(block=True)`` waits for the end; ``table()``.
+    Returns a Comparison: display it in a notebook; ``run(block=True)`` waits for the end; ``table()``;
+    ``set(**params)`` changes parameters in place and starts again from epoch 0.
+
+    A grid lives while it is on screen or referred to (``grid = compare(...)``): a displayed one stays usable
+    even if nothing else refers to it, until ``close()`` or until the frontend reports its views gone (its cell
+    output cleared or replaced); where nothing reports that (headless kernels such as nbval's, a terminal
+    IPython; a notebook closed or a page reloaded in JupyterLab), until ``close()``. Show it with
+    ``display(grid)`` rather than as a cell's last line, which IPython's output history (``Out``, ``_``) keeps
+    as long as the kernel lives.
     """
     return Comparison(data, n_chunks, random_state, strategy, **params)

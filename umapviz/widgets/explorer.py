@@ -9,6 +9,7 @@ State lives in three places, each with one owner:
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import math
@@ -26,6 +27,7 @@ import numpy as np
 from .. import datasets
 from .._backend import gpu_available
 from ..optimize import STRATEGIES
+from .lifetime import close_widgets, hidden, panel_widgets, shown, track_views, weak_callback
 from .session import (
     ARRAY_SOURCE,
     GRAPH_SOURCE,
@@ -92,6 +94,14 @@ class Explorer:
     bad data or parameters: it shows the message and stays usable on the last good layout (data that fails
     to load is not adopted). A blocking call raises ExplorerError for an error it caused, or when there is no
     layout to act on; the message stays shown until a change mends it (a failed export's until the next call).
+    A panel lives while it is on screen or referred to (``explorer = Explorer(...)``): a displayed one stays
+    usable even if nothing else refers to it (``display(Explorer(...))``), until ``close()`` or until the
+    frontend reports its views gone (its cell output cleared or replaced). Where nothing reports that (headless
+    kernels such as nbval's, a terminal IPython; a notebook closed or a page reloaded in JupyterLab) a displayed
+    panel stays until ``close()``. A panel that is neither on screen nor referred to is closed (its thread
+    ended, its widgets closed) when Python collects it.
+    Show a panel with ``display(explorer)`` rather than as a cell's last line: IPython's output history
+    (``Out``, ``_``) keeps every panel shown that way, each run's, as long as the kernel lives.
     """
 
     def __init__(
@@ -139,7 +149,10 @@ class Explorer:
         self._mirroring = threading.local()
         self._build_widgets()
         self._w_classes.value = bool(colour_by_class)
-        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-explorer")
+        track_views(self)  # a displayed panel lives while on screen, even if nothing else refers to it
+        # The worker holds the panel weakly: a panel the user drops is collected, and its widgets closed.
+        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-explorer",
+                              on_owner_gone=functools.partial(close_widgets, *panel_widgets(self)))
         self._request(REBUILD)  # an unknown outlier_method fails it, shown like any bad parameter
         if autoplay:
             self.play(block=False)
@@ -296,11 +309,14 @@ class Explorer:
         return save(rec, path, fps=fps, width=self._size, height=self._size)
 
     def close(self) -> None:
-        """Stop the worker thread and close the widgets."""
+        """Stop the worker thread and close the widgets, on screen too. A panel that is neither on screen nor
+        referred to (``explorer = Explorer(...)``) is closed as well, when Python collects it."""
+        hidden(self)
         self._worker.close()
-        self.panel.close()
+        close_widgets(*panel_widgets(self))
 
     def _repr_mimebundle_(self, **kwargs):
+        shown(self)  # kept from now on, until its views are gone: the frontend reports them only later
         return self.panel._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
@@ -630,21 +646,26 @@ class Explorer:
             widget.add_class(css)
         self._sync_controls()
 
-        self._w_play.on_click(lambda _: self._guarded(lambda: self.play(block=False)))
-        self._w_pause.on_click(lambda _: self._guarded(self._pause_clicked))
-        self._w_step.on_click(lambda _: self._guarded(lambda: self.step(self._epochs_per_frame, block=False)))
-        self._w_reset.on_click(lambda _: self._guarded(lambda: self.reset(block=False)))
-        self._w_export.on_click(lambda _: self._guarded(self._export_pressed))
+        # Callbacks hold the panel weakly: ipywidgets keeps every open widget for good, and a callback holding
+        # the panel would keep it (its thread, optimizer and frames) alive after the user dropped it.
+        self._w_play.on_click(weak_callback(self._play_clicked))
+        self._w_pause.on_click(weak_callback(self._pause_clicked))
+        self._w_step.on_click(weak_callback(self._step_clicked))
+        self._w_reset.on_click(weak_callback(self._reset_clicked))
+        self._w_export.on_click(weak_callback(self._export_clicked_button))
+        layout_changed = weak_callback(self._layout_control_changed)
         for widget in (self._w_strategy, self._w_chunks_mode, self._w_chunks, self._w_seed, self._w_epochs,
                        self._w_device, self._w_init):  # fmt: skip
-            widget.observe(self._layout_control_changed, names="value")
+            widget.observe(layout_changed, names="value")
+        graph_changed = weak_callback(self._graph_control_changed)
         for widget in (self._w_dataset, self._w_neighbors):
-            widget.observe(self._graph_control_changed, names="value")
-        self._w_epf.observe(self._epf_changed, names="value")
-        self._w_outliers.observe(self._outliers_changed, names="value")
-        self._w_lock_view.observe(self._lock_view_changed, names="value")
-        self._w_classes.observe(self._lock_view_changed, names="value")  # a redraw, like the view lock
-        self._w_scrub.observe(self._scrubbed, names="value")
+            widget.observe(graph_changed, names="value")
+        self._w_epf.observe(weak_callback(self._epf_changed), names="value")
+        self._w_outliers.observe(weak_callback(self._outliers_changed), names="value")
+        redraw = weak_callback(self._lock_view_changed)
+        self._w_lock_view.observe(redraw, names="value")
+        self._w_classes.observe(redraw, names="value")  # a redraw, like the view lock
+        self._w_scrub.observe(weak_callback(self._scrubbed), names="value")
 
     # -- controls -> parameters --------------------------------------------------------------------------
     def _layout_control_changed(self, change) -> None:
@@ -697,9 +718,25 @@ class Explorer:
         index = int(change["new"])
         self._worker.submit(lambda: self._show_recorded(index), key="scrub")
 
-    def _pause_clicked(self) -> None:
+    # -- buttons (each action's error goes to the panel: a callback that raises shows nothing) -----------
+    def _play_clicked(self, _button=None) -> None:
+        self._guarded(lambda: self.play(block=False))
+
+    def _pause_clicked(self, _button=None) -> None:
+        self._guarded(self._pause_now)
+
+    def _pause_now(self) -> None:
         self._cancel_play()  # no waiting here: the kernel's main thread answers the browser meanwhile
         self._update_buttons(playing=False)
+
+    def _step_clicked(self, _button=None) -> None:
+        self._guarded(lambda: self.step(self._epochs_per_frame, block=False))
+
+    def _reset_clicked(self, _button=None) -> None:
+        self._guarded(lambda: self.reset(block=False))
+
+    def _export_clicked_button(self, _button=None) -> None:
+        self._guarded(self._export_pressed)
 
     # -- parameters -> controls ----------------------------------------------------------------------------
     @contextmanager

@@ -5,11 +5,16 @@ pause, step or change a parameter while a layout runs. Widget callbacks (on the 
 only queue work or flip the playing flag; everything that touches the optimizer runs here, one thing at a
 time, so the layout state needs no finer locking. A pause or a parameter change takes effect after the
 frame being computed, i.e. within one frame.
+
+The thread holds its panel only weakly (the panel's methods as weakref.WeakMethod), and strongly only for
+the duration of one frame or one error report; a queued job (a closure over the panel) holds it until it has
+run. So a panel that nothing else refers to is collected, and its thread ends then.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -20,18 +25,31 @@ class Worker:
     """A daemon thread that runs ``submit``-ted jobs first and otherwise calls ``frame()`` while playing.
 
     ``frame()`` returns True to keep playing; False (or an exception) stops. ``on_error(exc)`` hears every
-    exception from a job or a frame (the job's Future gets it as well).
+    exception from a job or a frame (the job's Future gets it as well). Both are methods of the panel that
+    owns the worker, held weakly: once the panel is collected the worker closes itself, and its thread calls
+    ``on_owner_gone()`` (which must not refer to the panel) before it ends.
     """
 
-    def __init__(self, frame: Callable[[], bool], on_error: Callable[[BaseException], None], name: str) -> None:
-        self._frame = frame
-        self._on_error = on_error
+    def __init__(
+        self,
+        frame: Callable[[], bool],
+        on_error: Callable[[BaseException], None],
+        name: str,
+        on_owner_gone: Callable[[], Any] | None = None,
+    ) -> None:
+        owner = getattr(frame, "__self__", None)
+        if owner is None or getattr(on_error, "__self__", None) is not owner:
+            raise TypeError("frame and on_error must be methods of the panel that owns the worker.")
+        self._frame = weakref.WeakMethod(frame, self._owner_collected)
+        self._on_error = weakref.WeakMethod(on_error)
+        self._on_owner_gone = on_owner_gone
+        self._owner_gone = False
         self._cond = threading.Condition()
         self._jobs: deque[tuple[Callable[[], Any], Future, str | None]] = deque()
         self._playing = False
         self._busy = False  # a job or a frame is running right now
         self._closed = False
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     # -- control (any thread) ----------------------------------------------------------------------------
@@ -94,7 +112,25 @@ class Worker:
             self._jobs.clear()
             self._cond.notify_all()
 
+    def _owner_collected(self, _ref: weakref.ref) -> None:
+        """The panel was collected: stop. This runs wherever its last reference went, maybe inside a garbage
+        collection that interrupted this worker's own code, so it only flips flags; the thread does the rest."""
+        self._owner_gone = True
+        with self._cond:
+            self._closed = True
+            self._playing = False
+            self._cond.notify_all()
+
     # -- the thread --------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        self._loop()
+        self.close()  # cancels what is still queued (jobs that outlived the panel cannot need it)
+        if self._owner_gone and self._on_owner_gone is not None:
+            try:
+                self._on_owner_gone()
+            except Exception:  # tidying up after a panel nobody holds: nobody to tell either
+                pass
+
     def _loop(self) -> None:
         while True:
             with self._cond:
@@ -106,15 +142,21 @@ class Worker:
             try:
                 if job is not None:
                     self._run_job(*job)
-                elif not self._frame():
+                elif not self._play_frame():
                     self.pause()
             except BaseException as exc:  # a frame failed: stop playing, tell the panel, keep the thread alive
                 self.pause()
                 self._report(exc)
             finally:
+                job = None  # the job's closure holds the panel: not while waiting for the next one
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+    def _play_frame(self) -> bool:
+        """One frame, the panel held for this call only; False (stop) when the panel is gone."""
+        frame = self._frame()
+        return False if frame is None else frame()
 
     def _run_job(self, job: Callable[[], Any], future: Future, _key: str | None) -> None:
         if not future.set_running_or_notify_cancel():
@@ -129,8 +171,11 @@ class Worker:
             future.set_result(result)
 
     def _report(self, exc: BaseException) -> None:
+        on_error = self._on_error()
+        if on_error is None:  # the panel is gone: nowhere to show it
+            return
         try:
-            self._on_error(exc)
+            on_error(exc)
         except Exception:  # the error display itself failed: nothing better to do than carry on
             pass
 

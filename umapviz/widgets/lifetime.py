@@ -1,0 +1,102 @@
+"""How long a panel lives: as long as it is on screen, or something outside it refers to it (a notebook
+variable, ``Out``).
+
+ipywidgets keeps every widget in a module-level registry until the widget is closed, so a callback that
+holds the panel (a bound method, a lambda over ``self``) would keep the panel, its worker thread, its
+optimizer and its frames alive for the kernel's life, even after the user dropped it. The panels therefore
+give their widgets callbacks that hold them weakly (``weak_callback``), their worker holds them weakly too
+(worker.py), and when a panel is closed or collected all its widgets are closed (``close_widgets``), which
+takes them out of the registry.
+
+A panel on screen lives even if nothing else refers to it (``display(Explorer(X))``, a panel shown by a
+helper function), as every widget does: ``_ON_SCREEN`` holds it. The panel joins it when displayed
+(``shown``, from its ``_repr_mimebundle_``), at once, since the frontend reports its view only later, and
+leaves it when close()d (``hidden``) or when the frontend reports that its last view is gone: the panel's
+top widget counts its views (ipywidgets' ``_view_count``, which a view raises when displayed and lowers when
+removed, e.g. with its cell's output cleared or replaced), and ``track_views`` follows that count.
+Where nothing counts views (headless kernels such as nbval's, a terminal IPython), a displayed panel stays
+until close(). So does one whose page went without removing its views: in JupyterLab 4 with ipywidgets 8, a
+notebook closed, a page reloaded or closed lowers no count (the kernel hears nothing), so its panels stay
+until close() or the kernel's end, as any ipywidget stays in ipywidgets' registry.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+_ON_SCREEN: set[Any] = set()  # panels displayed and not known to be off screen since: held for as long
+
+
+def shown(panel: Any) -> None:
+    """``panel`` was displayed: keep it until its views are gone or it is closed (not a closed one)."""
+    if getattr(panel.panel, "comm", None) is not None:
+        _ON_SCREEN.add(panel)
+
+
+def hidden(panel: Any) -> None:
+    """``panel`` is closed: no longer keep it for its views."""
+    _ON_SCREEN.discard(panel)
+
+
+def track_views(panel: Any) -> None:
+    """Have the frontend count the views of ``panel.panel`` (the top widget) and keep ``panel`` while there
+    are any (a view that appears without ``shown``, e.g. ``display(explorer.panel)``, counts too), held weakly.
+    """
+    ref = weakref.ref(panel)
+
+    def views_changed(change: dict) -> None:
+        owner = ref()
+        if owner is None:
+            return
+        if change["new"]:
+            _ON_SCREEN.add(owner)
+        else:  # the last view was removed
+            _ON_SCREEN.discard(owner)
+
+    panel.panel._view_count = 0  # a number: the frontend's views count themselves (None: they do not)
+    panel.panel.observe(views_changed, names="_view_count")
+
+
+def weak_callback(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A widget callback that calls the bound ``method`` while its object lives, and does nothing after."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = ref()
+        return None if bound is None else bound(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = f"weak {method.__name__}"
+    return call
+
+
+def panel_widgets(panel: Any) -> list:
+    """The panel's top widget and its ``_w_*`` widgets (lists of them too), some of which may not be shown."""
+    found = [panel.panel]
+    for name, value in vars(panel).items():
+        if name.startswith("_w_"):
+            found.extend(value if isinstance(value, (list, tuple)) else [value])
+    return found
+
+
+def close_widgets(*roots: Any) -> None:
+    """Close the ``roots`` and every widget under them: children, and the Layout and Style objects (widgets
+    too). ``Widget.close()`` closes one widget only; the others would stay in ipywidgets' registry for good.
+    """
+    from ipywidgets import Widget  # noqa: PLC0415
+
+    found: dict[int, Any] = {}
+    stack = [root for root in roots if isinstance(root, Widget)]
+    while stack:
+        widget = stack.pop()
+        if id(widget) in found:
+            continue
+        found[id(widget)] = widget
+        for name in widget.keys:  # the synced traits: children, layout, style, ...
+            value = getattr(widget, name, None)
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, Widget):
+                    stack.append(item)
+    for widget in found.values():
+        widget.close()
