@@ -465,35 +465,6 @@ def test_gpu_spectral_init_repeats_its_bytes_and_lays_out_like_the_cpu(monkeypat
     assert gpu.tobytes() != dense.tobytes()  # another solver: the GPU path really ran
 
 
-def test_gpu_spectral_init_solves_components_side_by_side_with_the_same_bytes(monkeypatch):
-    """Five clusters far apart (five components of 1,100-1,500 vertices, each solved on the GPU): solved four at a
-    time on their own streams, the layout is byte for byte the one solved one component after the other."""
-    import cupy as cp
-
-    from umapviz.graph import build_graph
-    from umapviz.graph import init as init_mod
-
-    rng = np.random.default_rng(3)
-    sizes = [1500, 1400, 1300, 1200, 1100]
-    X = np.vstack([rng.normal(size=(m, 8)) + 100.0 * c for c, m in enumerate(sizes)]).astype(np.float32)
-    graph = build_graph(X, n_neighbors=10, cache=False, progress=False)
-    streams = []
-    real = init_mod._component_spectral
-
-    def solve_and_note_the_stream(*args):
-        streams.append(cp.cuda.get_current_stream().ptr)
-        return real(*args)
-
-    monkeypatch.setattr(init_mod, "_component_spectral", solve_and_note_the_stream)
-    together = init_mod.spectral_init(graph, 2, seed=1, device="gpu")
-    assert len(streams) == 5 and len(set(streams)) > 1  # the premise: several streams, one per solve in flight
-    monkeypatch.setattr(init_mod, "_GPU_SOLVES", 1)
-    streams.clear()
-    one_by_one = init_mod.spectral_init(graph, 2, seed=1, device="gpu")
-    assert together.tobytes() == one_by_one.tobytes()
-    assert together.tobytes() == init_mod.spectral_init(graph, 2, seed=1, device="gpu").tobytes()
-
-
 def test_gpu_optimizer_starts_from_the_gpu_spectral_init(mixture_graph):
     from umapviz.graph.init import spectral_init
 

@@ -10,7 +10,6 @@ first); components too small for an eigen-solve are scattered at random inside t
 from __future__ import annotations
 
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.linalg
@@ -29,7 +28,6 @@ _EIGEN_TOL = 1e-4  # residual tolerance of SciPy's sparse eigen-solves
 # solve's where ARPACK's stays within 0.05 (tests/test_gpu.py).
 _GPU_EIGEN_TOL = 1e-6
 _CELL_FILL = 0.8  # fraction of its cell a component's layout spans
-_GPU_SOLVES = 4  # components solved at once on the GPU (_solve_all)
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -152,29 +150,6 @@ def _component_spectral(adj: scipy.sparse.csr_matrix, dim: int, seed: int, devic
     return _fix_signs(vectors[:, order[1:n_vec]])
 
 
-def _solve_all(solve, comps: list[int], device: str) -> list:
-    """``[solve(c) for c in comps]``; on the GPU up to _GPU_SOLVES at a time, each on a stream of its own.
-
-    A GPU eigen-solve is a chain of small launches and host round trips (~70 ms for each cluster of a 1M-point
-    mixture), which leave the GPU idle most of the time; while one solve waits for its stream, the others run.
-    Each solve's arithmetic is the same on any stream, so the layout keeps its bytes.
-    """
-    if device != "gpu" or len(comps) < 2:
-        return [solve(comp) for comp in comps]
-    from .._backend import cupy  # noqa: PLC0415 - CuPy only on demand
-
-    cp = cupy()
-
-    def on_own_stream(comp: int):
-        with cp.cuda.Stream(non_blocking=True) as stream:
-            result = solve(comp)
-            stream.synchronize()
-        return result
-
-    with ThreadPoolExecutor(max_workers=_GPU_SOLVES, thread_name_prefix="umapviz-spectral") as pool:
-        return list(pool.map(on_own_stream, comps))
-
-
 def _grid_centres(n_cells: int, dim: int) -> tuple[np.ndarray, float]:
     """Centres of the first ``n_cells`` cells of a regular grid on [-1, 1]^dim, and the cell width."""
     side = max(1, int(round(n_cells ** (1.0 / dim))))
@@ -210,18 +185,14 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
 
     layout = np.empty((n, dim))
     members, bounds, local = _component_members(labels, sizes)
-
-    def solve(comp: int) -> np.ndarray | None:
-        verts = members[bounds[comp] : bounds[comp + 1]]
-        sub = adj if n_comp == 1 else _component_adjacency(adj, verts, local)
-        return _component_spectral(sub, dim, seed, device)
-
-    solvable = [int(comp) for comp in by_size if sizes[comp] > 2 * dim + 1]
-    solved = dict(zip(solvable, _solve_all(solve, solvable, device), strict=True))
-    failed = sum(coords is None for coords in solved.values())
+    failed = 0
     for cell, comp in enumerate(by_size):
         verts = members[bounds[comp] : bounds[comp + 1]]
-        coords = solved.get(int(comp))
+        coords = None
+        if verts.size > 2 * dim + 1:
+            sub = adj if n_comp == 1 else _component_adjacency(adj, verts, local)
+            coords = _component_spectral(sub, dim, seed, device)
+            failed += coords is None
         if coords is None:
             coords = rng.uniform(-1.0, 1.0, size=(verts.size, dim))
         else:
