@@ -227,6 +227,15 @@ def _kernel_idle(lab) -> bool:
     return bool(sessions) and all(s["kernel"]["execution_state"] == "idle" for s in sessions)
 
 
+def _open_notebook(browser, lab, name: str):
+    """A page with notebook ``name`` open in the lab and its kernel started."""
+    page = browser.new_page(viewport={"width": 1800, "height": 1100})
+    page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
+    _wait_for(lambda: _kernel_idle(lab), 90, "the kernel to start")
+    return page
+
+
 def test_explorer_plays_and_pauses_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
@@ -235,10 +244,7 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1800, "height": 1100})
-            page.goto(f"{lab['base']}/lab/tree/explorer.ipynb?token={lab['token']}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
-            _wait_for(lambda: _kernel_idle(lab), 90, "the kernel to start")
+            page = _open_notebook(browser, lab, "explorer.ipynb")
 
             # Run the cell; time until the first frame is decoded in the page.
             page.click(".jp-Notebook .jp-Cell .cm-content")
@@ -342,10 +348,7 @@ def test_a_displayed_explorer_nothing_refers_to_lives_while_on_screen(lab):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1800, "height": 1100})
-            page.goto(f"{lab['base']}/lab/tree/unnamed.ipynb?token={lab['token']}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
-            _wait_for(lambda: _kernel_idle(lab), 90, "the kernel to start")
+            page = _open_notebook(browser, lab, "unnamed.ipynb")
             page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=30_000)
             assert _run_for_output(page, 0, "ready") == "ready"
 
