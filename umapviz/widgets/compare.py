@@ -8,7 +8,6 @@ outlier count, trustworthiness and fingerprint: equal fingerprints mean bitwise-
 
 from __future__ import annotations
 
-import functools
 import html
 import itertools
 import threading
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets, metrics
-from .lifetime import close_widgets, hidden, panel_widgets, shown, track_views, weak_callback
+from .lifetime import Panel, close_widgets, weak_callback
 from .session import (
     OUTLIER_METHODS,
     LayoutRun,
@@ -30,7 +29,6 @@ from .session import (
     make_optimizer,
     split_params,
 )
-from .worker import Worker
 
 TABLE_COLUMNS = ("strategy", "n_chunks", "n_chunks_used", "random_state", "epoch", "n_epochs", "outliers",
                  "trustworthiness", "fingerprint", "ms_per_epoch")  # fmt: skip
@@ -68,7 +66,7 @@ def _as_list(value: Any) -> list:
     return [value]
 
 
-class Comparison:
+class Comparison(Panel):
     """A grid of layouts of the same graph; see ``compare``."""
 
     def __init__(
@@ -114,11 +112,9 @@ class Comparison:
         self._error = ""
         self._errors = 0  # errors shown so far: run() raises only for one shown while it ran (or no layouts)
         self._build_widgets()
-        track_views(self)  # a displayed grid lives while on screen, even if nothing else refers to it
-        # The worker holds the grid weakly: a grid the user drops is collected, and its widgets (all of them
-        # under self.panel) closed.
-        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-compare",
-                              on_owner_gone=functools.partial(close_widgets, self.panel))
+        # A grid the user drops is collected, and its widgets (all of them under self.panel, whose cells set()
+        # replaces) closed.
+        self._worker = self._start_worker("umapviz-compare", self.panel)
         self._worker.submit(self._setup)
         if autoplay:  # displayed in a notebook, the grid starts moving at once
             self._worker.submit(lambda: self._start(None))
@@ -223,17 +219,6 @@ class Comparison:
     @property
     def error(self) -> str:
         return self._error
-
-    def close(self) -> None:
-        """Stop the worker thread and close the widgets, on screen too (as happens when Python collects a grid
-        that is neither on screen nor referred to, ``grid = compare(...)``; see ``compare``)."""
-        hidden(self)
-        self._worker.close()
-        close_widgets(*panel_widgets(self))
-
-    def _repr_mimebundle_(self, **kwargs):
-        shown(self)  # kept from now on, until its views are gone: the frontend reports them only later
-        return self.panel._repr_mimebundle_(**kwargs)
 
     # -- worker jobs -----------------------------------------------------------------------------------
     def _setup(self, rebuild: bool = True, new_cells: bool = False) -> None:

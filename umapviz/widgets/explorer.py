@@ -9,7 +9,6 @@ State lives in three places, each with one owner:
 
 from __future__ import annotations
 
-import functools
 import html
 import io
 import math
@@ -27,7 +26,7 @@ import numpy as np
 from .. import datasets
 from .._backend import gpu_available
 from ..optimize import STRATEGIES
-from .lifetime import close_widgets, hidden, panel_widgets, shown, track_views, weak_callback
+from .lifetime import Panel, panel_widgets, weak_callback
 from .session import (
     ARRAY_SOURCE,
     GRAPH_SOURCE,
@@ -40,7 +39,6 @@ from .session import (
     make_optimizer,
     split_params,
 )
-from .worker import Worker
 
 RESTART, REBUILD = 1, 2  # how much a parameter change redoes: the layout only, or the graph as well
 N_CHUNKS_MODES = (("auto (hub-aware rule)", "auto"), ("shipped GPU rule", "shipped"), ("degree rule", "degree"),
@@ -78,7 +76,7 @@ class ExplorerError(RuntimeError):
     """A blocking call (play/step/reset with block=True) ended with an error shown in the panel."""
 
 
-class Explorer:
+class Explorer(Panel):
     """A live view of UMAP's layout optimizer with controls, in a Jupyter notebook.
 
     data: a dataset name (``umapviz.datasets.names()``), a data file path, an (n, d) array or a FuzzyGraph.
@@ -149,10 +147,9 @@ class Explorer:
         self._mirroring = threading.local()
         self._build_widgets()
         self._w_classes.value = bool(colour_by_class)
-        track_views(self)  # a displayed panel lives while on screen, even if nothing else refers to it
-        # The worker holds the panel weakly: a panel the user drops is collected, and its widgets closed.
-        self._worker = Worker(self._play_frame, self._show_error, name="umapviz-explorer",
-                              on_owner_gone=functools.partial(close_widgets, *panel_widgets(self)))
+        # A panel the user drops is collected, and its widgets (the device menu too, never shown without a GPU)
+        # closed.
+        self._worker = self._start_worker("umapviz-explorer", *panel_widgets(self))
         self._request(REBUILD)  # an unknown outlier_method fails it, shown like any bad parameter
         if autoplay:
             self.play(block=False)
@@ -307,17 +304,6 @@ class Explorer:
             return rec.save(path)
         save = {".gif": render.save_gif, ".html": render.save_html, ".mp4": render.save_mp4}[suffix]
         return save(rec, path, fps=fps, width=self._size, height=self._size)
-
-    def close(self) -> None:
-        """Stop the worker thread and close the widgets, on screen too. A panel that is neither on screen nor
-        referred to (``explorer = Explorer(...)``) is closed as well, when Python collects it."""
-        hidden(self)
-        self._worker.close()
-        close_widgets(*panel_widgets(self))
-
-    def _repr_mimebundle_(self, **kwargs):
-        shown(self)  # kept from now on, until its views are gone: the frontend reports them only later
-        return self.panel._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
         s = self.state

@@ -22,11 +22,41 @@ until close() or the kernel's end, as any ipywidget stays in ipywidgets' registr
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .worker import Worker
+
 _ON_SCREEN: set[Any] = set()  # panels displayed and not known to be off screen since: held for as long
+
+
+class Panel:
+    """The lifetime both panels (Explorer, Comparison) share. A subclass sets ``panel`` (its top widget) and
+    starts its worker with ``_start_worker``; its ``_play_frame`` and ``_show_error`` are the worker's."""
+
+    panel: Any
+    _worker: Worker
+
+    def _start_worker(self, name: str, *gone_roots: Any) -> Worker:
+        """Track this panel's views (a displayed panel lives while on screen) and start its worker, which holds
+        the panel weakly: once Python collects the panel, the worker closes ``gone_roots`` and every widget
+        under them."""
+        track_views(self)
+        return Worker(self._play_frame, self._show_error, name=name,
+                      on_owner_gone=functools.partial(close_widgets, *gone_roots))
+
+    def close(self) -> None:
+        """Stop the worker thread and close the widgets, on screen too. A panel that is neither on screen nor
+        referred to is closed as well, when Python collects it."""
+        hidden(self)
+        self._worker.close()
+        close_widgets(*panel_widgets(self))
+
+    def _repr_mimebundle_(self, **kwargs):
+        shown(self)  # kept from now on, until its views are gone: the frontend reports them only later
+        return self.panel._repr_mimebundle_(**kwargs)
 
 
 def shown(panel: Any) -> None:
