@@ -39,6 +39,19 @@ def test_nan_and_inf_rows_are_counted_and_located():
         check_data(X)
 
 
+def test_rows_whose_sum_overflows_are_finite_and_accepted():
+    """The NaN/inf scan sums each row first; rows near float32's largest value overflow that sum, yet are data."""
+    from umapviz._validation import non_finite_rows
+
+    X = np.random.default_rng(1).normal(size=(40, 8)).astype(np.float32)
+    X[3] = 3e38  # sums to inf
+    X[5, :2] = [3e38, -3e38]  # sums to 0 after an inf partial sum on some orders: finite either way
+    X[11, 4] = np.nan
+    X[12, :2] = [np.inf, -np.inf]  # sums to NaN
+    assert non_finite_rows(X).tolist() == [11, 12]
+    assert check_data(np.delete(X, [11, 12], axis=0), n_neighbors=15).shape == (38, 8)
+
+
 def test_a_float32_cast_that_blurs_columns_is_warned_about():
     """GPS-like columns (values near 1e6 varying by a few units) kept ~16 float32 steps across their range, and
     the graph was built on that grid without a word."""

@@ -10,9 +10,6 @@ import numpy as np
 
 from ._backend import is_cupy, xp_of
 
-# Row blocks for the NaN/inf scan, so a huge X never needs a full-size boolean mask.
-_FINITE_SCAN_ROWS = 65536
-
 
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     """``value`` as a Python int (>= ``minimum`` when given): 5.7, "5" or True is a mistake to report, not a count
@@ -108,15 +105,12 @@ def describe_rows(rows: Any, limit: int = 5) -> str:
 def non_finite_rows(X: Any) -> Any:
     """Indices of rows holding NaN or +-inf (X is a 2-D float array, NumPy or CuPy; the result lives beside it)."""
     xp = xp_of(X)
-    # Fast path: a float64 sum is finite exactly when every entry is finite (float32's largest value times
-    # any realistic size stays far below float64's); only then is X scanned by row blocks, never as a whole mask.
-    if bool(xp.isfinite(xp.sum(X, dtype=xp.float64))):
-        return xp.empty(0, dtype=xp.int64)
-    bad = []
-    for start in range(0, X.shape[0], _FINITE_SCAN_ROWS):
-        block = X[start : start + _FINITE_SCAN_ROWS]
-        bad.append(xp.flatnonzero(~xp.isfinite(block).all(axis=1)) + start)
-    return xp.concatenate(bad)
+    # Each row's sum, by BLAS (threaded, no cast or mask of X): a row with NaN or inf sums to NaN or inf. A row
+    # of large finite values can overflow too, so only the rows whose sum is not finite are checked entry by entry.
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = X @ xp.ones(X.shape[1], dtype=X.dtype)
+    suspects = xp.flatnonzero(~xp.isfinite(sums))
+    return suspects[~xp.isfinite(X[suspects]).all(axis=1)]
 
 
 def check_data(
