@@ -26,6 +26,13 @@ def _cupy_or_reason() -> tuple[Any, str]:
     return cp, ""
 
 
+def gpu_memory() -> tuple[int, int]:
+    """(free, total) bytes of the current GPU; free counts what CuPy's pool holds unused (it is handed out first)."""
+    cp = cupy()
+    free, total = cp.cuda.runtime.memGetInfo()
+    return free + cp.get_default_memory_pool().free_bytes(), total
+
+
 def gpu_available() -> bool:
     """True when CuPy imports and sees at least one CUDA device."""
     return _cupy_or_reason()[0] is not None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._backend import cupy, is_cupy, to_host
+from .._backend import cupy, gpu_memory, is_cupy, to_host
 from .fuzzy import bisection_units, from_bisection_units
 from .knn import check_metric
 
@@ -53,15 +53,9 @@ def knn_bytes_needed(n: int, d: int, n_neighbors: int, tile_rows: int, precision
     return 4 * n * d * 2 + 4 * n + 4 * tile_rows * n + 4 * tile_rows * m + 8 * n * n_neighbors + 2**20
 
 
-def _free_bytes() -> tuple[int, int]:
-    cp = cupy()
-    free, total = cp.cuda.runtime.memGetInfo()
-    return free + cp.get_default_memory_pool().free_bytes(), total
-
-
 def _plan_tile(n: int, d: int, k: int, precision: str) -> int:
     """Rows per GEMM tile: as many as memory, the 8 GiB tile cap and 32-bit GEMM sizes allow."""
-    free, total = _free_bytes()
+    free, total = gpu_memory()
     fixed = knn_bytes_needed(n, d, k, 0, precision)
     by_memory = (int(free * 0.8) - fixed) // (4 * n)
     tile = min(n, _TILE_BYTES // (4 * n), (2**31 - 1) // n, by_memory)
@@ -177,7 +171,7 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     m = n_candidates(k, n, precision)
     if m > _SEL_THREADS * _SEL_L or m > 1024:
         raise ValueError(f"n_neighbors={k} is too large for the GPU kNN (at most {1024 - 16} supported).")
-    free, total = _free_bytes()
+    free, total = gpu_memory()
     need_x = 4 * n * d * (1 if is_cupy(X) else 2) + (0 if queries is None else 4 * n_q * d * 2)
     if need_x > free:
         raise MemoryError(

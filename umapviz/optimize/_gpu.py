@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._backend import cupy
+from .._backend import cupy, gpu_memory
 from ._cpu import VERTEX_WIDE_GROUP as _VERTEX_WIDE  # VTX_WIDE in kernels.cu: a wide group's items
 from ._cpu import vertex_group_sizes, vertex_index
 
@@ -135,16 +135,10 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
     return per_edge * nnz + per_vertex * (n_vertices + 1) + 8 * n_blocks * _SCHED_WMAX + 4096
 
 
-def _free_bytes() -> tuple[int, int]:
-    cp = cupy()
-    free, total = cp.cuda.runtime.memGetInfo()
-    return free + cp.get_default_memory_pool().free_bytes(), total
-
-
 def _choose_window(n_vertices: int, nnz: int, dim: int, strategy: str, wanted: int, **layout) -> int:
     """The largest schedule window up to `wanted` whose buffers fit in free GPU memory (MemoryError if even
     one epoch's do not, saying how much is needed). `layout`: device_bytes_needed's keywords."""
-    free, total = _free_bytes()
+    free, total = gpu_memory()
     for window in range(max(1, min(int(wanted), _SCHED_WMAX)), 0, -1):
         if device_bytes_needed(n_vertices, nnz, dim, strategy, window, **layout) <= 0.9 * free:
             return window
