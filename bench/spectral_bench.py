@@ -1,8 +1,9 @@
 """Spectral init on the GPU against the CPU (issue 3): the same graphs, side by side in one run.
 
 For each graph: ``spectral_init(graph, 2, 0, device="gpu")`` twice (seconds; the second run's bytes must equal
-the first's), the eigen-solves' share of it with their sparse products and residuals, the same for other
-Lanczos sizes (ncv), and the CPU's ``spectral_init`` of that graph in a child process with a time limit.
+the first's), the eigen-solves' share of it with their sparse products (the batched solve's steps) and
+residuals, the same for other Lanczos sizes (ncv), and the CPU's ``spectral_init`` of that graph in a child
+process with a time limit.
 Graphs: ``mixture:N`` (the GPU benches' 384-d mixture, kNN within its far-apart clusters, so one component
 per cluster) and ``gaussian:N`` (N x 32 standard normal, exact GPU kNN: one component).
 
@@ -17,6 +18,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 from gpu_bench import spectral_init_seconds
 from gpu_mixture_graph import mixture_graph
 
@@ -43,8 +45,8 @@ def timed_gpu_init(graph) -> dict:
     """One GPU spectral_init: total seconds, and per eigen-solve its size, seconds, products and residual."""
     import cupy as cp
 
-    solves = []
-    solve = spectral_gpu.leading_eigenpairs_gpu
+    solves, batches = [], []
+    solve, batched = spectral_gpu.leading_eigenpairs_gpu, spectral_gpu.leading_eigenpairs_batched
 
     def recording(adj, n_vec, tol, stats=None):
         stats = {} if stats is None else stats
@@ -53,16 +55,26 @@ def timed_gpu_init(graph) -> dict:
         solves.append({"n": adj.shape[0], "seconds": time.perf_counter() - start, **stats, "ok": out is not None})
         return out
 
-    spectral_gpu.leading_eigenpairs_gpu = recording
+    def recording_batch(adj, bounds, n_vec, tol, stats=None):
+        stats = {} if stats is None else stats
+        start = time.perf_counter()
+        out = batched(adj, bounds, n_vec, tol, stats)
+        batches.append({"n": adj.shape[0], "components": len(bounds) - 1, "seconds": time.perf_counter() - start,
+                        "steps": stats["steps"], "residual": float(stats["residual"].max()),
+                        "unsolved": sum(pair is None for pair in out), "sizes": np.diff(bounds).tolist(),
+                        "converged_at": stats["converged_at"].tolist()})
+        return out
+
+    spectral_gpu.leading_eigenpairs_gpu, spectral_gpu.leading_eigenpairs_batched = recording, recording_batch
     try:
         cp.cuda.Device().synchronize()
         start = time.perf_counter()
         layout = spectral_init(graph, 2, 0, device="gpu")
         seconds = time.perf_counter() - start
     finally:
-        spectral_gpu.leading_eigenpairs_gpu = solve
-    return {"seconds": seconds, "solve_seconds": sum(s["seconds"] for s in solves), "solves": solves,
-            "layout": layout}
+        spectral_gpu.leading_eigenpairs_gpu, spectral_gpu.leading_eigenpairs_batched = solve, batched
+    return {"seconds": seconds, "solve_seconds": sum(s["seconds"] for s in solves + batches), "solves": solves,
+            "batches": batches, "layout": layout}
 
 
 def main() -> None:
@@ -97,6 +109,10 @@ def main() -> None:
             print(f"  GPU ncv {ncv}: {run['seconds']:.2f} s, {len(solves)} eigen-solves {run['solve_seconds']:.2f} s; "
                   f"largest n={big.get('n')} {big.get('products')} products {big.get('seconds', 0):.2f} s "
                   f"residual {big.get('residual', float('nan')):.1e}", flush=True)
+            for b in run["batches"]:
+                print(f"    batched: {b['components']} components, n={b['n']}: {b['seconds']:.2f} s, {b['steps']} "
+                      f"steps, residual {b['residual']:.1e}, {b['unsolved']} left unsolved; steps to converge by "
+                      f"size: {sorted(zip(b['sizes'], b['converged_at'], strict=True), reverse=True)}", flush=True)
         if args.cpu_timeout > 0:
             cpu = spectral_init_seconds(graph, args.cpu_timeout)
             row["cpu"] = cpu

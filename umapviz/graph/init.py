@@ -143,11 +143,34 @@ def _component_spectral(adj: scipy.sparse.csr_matrix, dim: int, seed: int, devic
                           UserWarning, stacklevel=3)
     if solved is None:
         solved = _host_eigenpairs(adj, n_vec, seed)
-    if solved is None:
-        return None
-    values, vectors = solved
-    order = np.argsort(values, kind="stable")[::-1]  # descending; the first is the trivial one
-    return _fix_signs(vectors[:, order[1:n_vec]])
+    return None if solved is None else _nontrivial(*solved, dim)
+
+
+def _nontrivial(values: np.ndarray, vectors: np.ndarray, dim: int) -> np.ndarray:
+    """The ``dim`` eigenvectors after the trivial (largest) one, by descending eigenvalue, signs fixed."""
+    order = np.argsort(values, kind="stable")[::-1]
+    return _fix_signs(vectors[:, order[1 : dim + 1]])
+
+
+def _batched_gpu_spectral(
+    adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list, dim: int
+) -> dict:
+    """``{component: coordinates}`` for the given components, solved together on the GPU; a component missing
+    from the result (not converged, or none at all when the solve does not fit in GPU memory) is left to
+    :func:`_component_spectral`."""
+    from .spectral_gpu import leading_eigenpairs_batched  # noqa: PLC0415 - CuPy only on demand
+
+    verts = [members[bounds[c] : bounds[c + 1]] for c in comps]
+    grouped = np.concatenate(verts)
+    position = np.empty(adj.shape[0], dtype=np.int32)  # each vertex's row in the grouped matrix
+    position[grouped] = np.arange(grouped.size, dtype=np.int32)
+    group_bounds = np.concatenate([[0], np.cumsum([v.size for v in verts])])
+    try:
+        pairs = leading_eigenpairs_batched(
+            _component_adjacency(adj, grouped, position), group_bounds, dim + 1, _GPU_EIGEN_TOL)
+    except MemoryError:  # CuPy's OutOfMemoryError is one
+        return {}
+    return {c: _nontrivial(*pair, dim) for c, pair in zip(comps, pairs, strict=True) if pair is not None}
 
 
 def _grid_centres(n_cells: int, dim: int) -> tuple[np.ndarray, float]:
@@ -169,7 +192,9 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
     Works on disconnected graphs: each component gets its own grid cell (largest first). Singletons and
     components of at most ``2 * dim + 1`` vertices, or ones whose eigen-solve fails (with a warning), are
     placed uniformly at random inside their cell. ``device="gpu"`` solves components of more than 1,000
-    vertices on the GPU (:mod:`umapviz.graph.spectral_gpu`; the same bytes every run, not the CPU's bytes).
+    vertices on the GPU (:mod:`umapviz.graph.spectral_gpu`; the same bytes every run, not the CPU's bytes): two
+    or more such components together in one batched solve, a component it leaves unsolved (or a single one) by
+    itself.
     """
     device = resolve_device(device)
     n = graph.n_vertices
@@ -185,11 +210,13 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
 
     layout = np.empty((n, dim))
     members, bounds, local = _component_members(labels, sizes)
+    sparse = [comp for comp in by_size if sizes[comp] > _DENSE_EIGEN_MAX]
+    batched = _batched_gpu_spectral(adj, members, bounds, sparse, dim) if device == "gpu" and len(sparse) > 1 else {}
     failed = 0
     for cell, comp in enumerate(by_size):
         verts = members[bounds[comp] : bounds[comp + 1]]
-        coords = None
-        if verts.size > 2 * dim + 1:
+        coords = batched.get(comp)
+        if coords is None and verts.size > 2 * dim + 1:
             sub = adj if n_comp == 1 else _component_adjacency(adj, verts, local)
             coords = _component_spectral(sub, dim, seed, device)
             failed += coords is None

@@ -17,3 +17,61 @@ extern "C" __global__ void csr_matvec(const i64* __restrict__ indptr, const int*
     for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
     if (lane == 0) y[row] = row_scale[row] * sum;
 }
+
+// ---- The batched eigen-solve's per-component reductions (several connected components solved at once).
+//
+// Rows are grouped by component (component c owns rows bounds[c] .. bounds[c+1] - 1) and cut into tiles that
+// never straddle two components. Vectors are stored one after another: vector j of V is V[j * n .. j * n + n).
+// Every sum is taken in a fixed order, so each run gives the same bytes.
+
+#define SEG_THREADS 256  // = _SEG_THREADS in spectral_gpu.py
+
+// A fixed-order sum of one value per thread of the block (a butterfly per warp, then the warps in order).
+__device__ __forceinline__ double block_sum(double v, double* warp_sums) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    int warp = threadIdx.x >> 5;
+    if ((threadIdx.x & 31) == 0) warp_sums[warp] = v;
+    __syncthreads();
+    double total = 0.0;
+    if (threadIdx.x == 0)
+        for (int w = 0; w < SEG_THREADS / 32; ++w) total += warp_sums[w];
+    return total;  // valid in thread 0 only
+}
+
+// partial[col * n_tiles + tile] = sum over the tile's rows r of V[col][r] * x[r]; grid (n_tiles, n_cols).
+extern "C" __global__ void __launch_bounds__(SEG_THREADS) seg_dot_tiles(const double* __restrict__ V, i64 n,
+                                                                       const double* __restrict__ x,
+                                                                       const int* __restrict__ tile_lo,
+                                                                       int n_tiles, double* __restrict__ partial) {
+    __shared__ double warp_sums[SEG_THREADS / 32];
+    int tile = blockIdx.x, col = blockIdx.y;
+    const double* v = V + (i64)col * n;
+    double sum = 0.0;
+    for (int r = tile_lo[tile] + threadIdx.x; r < tile_lo[tile + 1]; r += SEG_THREADS) sum += v[r] * x[r];
+    double total = block_sum(sum, warp_sums);
+    if (threadIdx.x == 0) partial[(i64)col * n_tiles + tile] = total;
+}
+
+// out[c * n_cols + col] = the sum of component c's tiles (comp_tiles[c] .. comp_tiles[c+1] - 1) in order.
+extern "C" __global__ void seg_dot_finish(const double* __restrict__ partial, int n_tiles,
+                                          const int* __restrict__ comp_tiles, int n_comp, int n_cols,
+                                          double* __restrict__ out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_comp * n_cols) return;
+    int c = i / n_cols, col = i % n_cols;
+    double sum = 0.0;
+    for (int t = comp_tiles[c]; t < comp_tiles[c + 1]; ++t) sum += partial[(i64)col * n_tiles + t];
+    out[i] = sum;
+}
+
+// out[r] = add[r] + sign * sum_j V[j][r] * coef[comp_of[r] * n_cols + j], j = 0 .. n_cols - 1 in order
+// (out may be add: each thread reads its row before writing it).
+extern "C" __global__ void seg_combine(const double* __restrict__ V, i64 n, int n_cols, const double* __restrict__ coef,
+                                       const int* __restrict__ comp_of, const double* add, double sign, double* out) {
+    i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= n) return;
+    const double* c = coef + (i64)comp_of[r] * n_cols;
+    double sum = 0.0;
+    for (int j = 0; j < n_cols; ++j) sum += V[(i64)j * n + r] * c[j];
+    out[r] = add[r] + sign * sum;
+}
