@@ -237,9 +237,9 @@ def leading_eigenpairs_batched(
     where it would not hold ``_CHECK_EVERY``. ``stats`` receives the steps, when each component converged and
     each residual.
     """
-    n = adj.shape[0]
-    steps = min(BATCH_STEPS, gpu_memory()[0] // 2 // (8 * n) - 1)
+    n, free = adj.shape[0], gpu_memory()[0]
+    steps = min(BATCH_STEPS, free // 2 // (8 * n) - 1)
     if steps < min(BATCH_STEPS, _CHECK_EVERY):
-        raise MemoryError(f"the batched eigen-solve needs {8 * n * (_CHECK_EVERY + 1):,} bytes of GPU memory for "
-                          f"{_CHECK_EVERY} Lanczos steps of {n:,} rows, twice what is free")
+        raise MemoryError(f"the batched eigen-solve's first {_CHECK_EVERY} Lanczos vectors of {n:,} rows need "
+                          f"{8 * n * (_CHECK_EVERY + 1):,} bytes, more than half the free GPU memory ({free:,} bytes)")
     return batched_lanczos(_DeviceOps(adj, np.asarray(bounds, dtype=np.int64)), n_vec, tol, steps, stats)
