@@ -528,6 +528,37 @@ def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
     assert (dist_g[40:43, 0] == 0).all()  # a query equal to a point finds it at distance 0, not as "self"
 
 
+def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_cut():
+    """select_candidates on a hand-made score tile (4 rows of 5,000 columns, 256 threads keeping 16 each):
+    the m smallest col_add + scale * G by (score, column), self first; a row is flagged exactly when a thread's
+    16 kept scores ran out while more were wanted (it may have dropped a smaller one)."""
+    import cupy as cp
+
+    from umapviz.graph import knn_gpu
+
+    n, m, row0 = 5000, 30, 100  # rows 0-3 are points 100-103: column 100 + r is the row's own point
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(4, n)).astype(np.float32)
+    G[1] = np.round(G[1], 1) + np.float32(0.05)  # many equal scores: ties go to the lower column
+    G[2, 7::256][:20] = 50.0 + np.arange(20)  # thread 7 holds the 20 best: its 16 run out at round 16
+    G[3, 9::256][:16] = 50.0 + np.arange(16)  # exactly 16: exhausted too, and so flagged as well
+    col_add = np.zeros(n, dtype=np.float32)
+    scale = np.float32(-2.0)
+    cand = cp.full((4, m), -7, dtype=cp.int32)
+    overflow = cp.zeros(4, dtype=cp.int32)
+    knn_gpu._module().get_function("select_candidates")(
+        (4,), (knn_gpu._SEL_THREADS,),
+        (cp.asarray(G), np.int32(n), np.int64(n), cp.asarray(col_add), scale, np.int64(row0), np.int32(1),
+         np.int32(m), cand, overflow))
+    score = col_add + scale * G  # float32, rounded as the kernel rounds
+    score[np.arange(4), row0 + np.arange(4)] = -np.inf
+    columns = np.arange(n)
+    want = np.stack([np.lexsort((columns, row))[:m] for row in score])
+    assert overflow.get().tolist() == [0, 0, 1, 1]
+    np.testing.assert_array_equal(cand.get()[:2], want[:2])
+    assert (cand.get()[2:, 0] == row0 + np.arange(2, 4)).all()  # self first even in a flagged row
+
+
 def test_gpu_cosine_knn_of_all_zero_rows_equals_the_cpu():
     from umapviz.graph.knn import exact_knn, query_knn
     from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu

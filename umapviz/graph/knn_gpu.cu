@@ -27,8 +27,7 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
                                              int self_first, int m, int* __restrict__ cand,
                                              int* __restrict__ overflow) {
     __shared__ u64 keys[SEL_THREADS * SEL_L];
-    __shared__ u64 warp_min[SEL_THREADS / 32];
-    __shared__ u64 winner;
+    __shared__ u64 warp_min[2][SEL_THREADS / 32];  // by round parity: one barrier a round (see below)
     int r = blockIdx.x;
     i64 me = row0 + r;
     const float* row = G + (i64)r * ld;
@@ -59,7 +58,11 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
     for (int q = 0; q < SEL_L; ++q)
         keys[threadIdx.x * SEL_L + q] = bi[q] < 0 ? EMPTY : (((u64)ordered(bs[q]) << 32) | (unsigned int)bi[q]);
     bool full = bi[SEL_L - 1] >= 0;
-    __syncthreads();
+    __syncwarp();
+    // Round c: each warp's smallest head key goes to warp_min[c & 1]; after one barrier every thread takes the
+    // smallest of those itself (keys are unique, so exactly one thread owns it). Round c + 1 writes the other
+    // buffer, and round c + 2 writes this one again only after every thread has passed round c + 1's barrier,
+    // so after it has read round c's keys.
     int head = 0;
     unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     for (int c = 0; c < m; ++c) {
@@ -70,15 +73,11 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
             u64 o = __shfl_xor_sync(0xffffffffu, v, off);
             v = o < v ? o : v;
         }
-        if (lane == 0) warp_min[warp] = v;
+        if (lane == 0) warp_min[c & 1][warp] = v;
         __syncthreads();
-        if (threadIdx.x == 0) {
-            u64 w = warp_min[0];
-            for (int q = 1; q < SEL_THREADS / 32; ++q) w = warp_min[q] < w ? warp_min[q] : w;
-            winner = w;
-        }
-        __syncthreads();
-        u64 w = winner;
+        u64 w = warp_min[c & 1][0];
+#pragma unroll
+        for (int q = 1; q < SEL_THREADS / 32; ++q) w = warp_min[c & 1][q] < w ? warp_min[c & 1][q] : w;
         if (w == EMPTY) {
             if (threadIdx.x == 0) cand[(i64)r * m + c] = -1;
         } else if (mine == w) {
@@ -86,7 +85,6 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
             ++head;
             if (head == SEL_L && full && c + 1 < m) overflow[r] = 1;
         }
-        __syncthreads();
     }
 }
 
