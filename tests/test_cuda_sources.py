@@ -19,6 +19,7 @@ VARIANTS = {
                    ["-DVTX_TILE=16", "-DPERSIST_MINB=4", "-DHOG_MINB=6", "-DPERSIST_THREADS=512", "-DVTX_MINB=4",
                     "-DSCHED_MINB=2"],
                    ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
+    "knn_gpu.cu": [[], ["-DSEL_AHEAD=1"], ["-DSEL_AHEAD=8"]],
 }
 
 

@@ -6,6 +6,9 @@
 
 #define SEL_THREADS 256
 #define SEL_L 16  // candidates each selecting thread keeps
+#ifndef SEL_AHEAD
+#define SEL_AHEAD 4  // scores each selecting thread loads ahead
+#endif
 
 typedef long long i64;
 typedef unsigned long long u64;
@@ -38,17 +41,31 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
         bs[q] = __int_as_float(0x7f800000);  // +inf
         bi[q] = -1;
     }
-    for (int j = threadIdx.x; j < n; j += SEL_THREADS) {
-        float s = (self_first && j == me) ? __int_as_float(0xff800000)
-                                          : __fadd_rn(col_add[j], __fmul_rn(scale, row[j]));
-        if (s < bs[SEL_L - 1]) {
-            bs[SEL_L - 1] = s;
-            bi[SEL_L - 1] = j;
+    // SEL_AHEAD scores of a thread are loaded before any is compared, so that many loads are in flight (the
+    // scan reads the whole score tile once); each thread still takes its columns in increasing order.
+    for (int j0 = threadIdx.x; j0 < n; j0 += SEL_THREADS * SEL_AHEAD) {
+        float g[SEL_AHEAD], add[SEL_AHEAD];
 #pragma unroll
-            for (int q = SEL_L - 1; q > 0; --q) {
-                if (bs[q] < bs[q - 1]) {
-                    float ts = bs[q]; bs[q] = bs[q - 1]; bs[q - 1] = ts;
-                    int ti = bi[q]; bi[q] = bi[q - 1]; bi[q - 1] = ti;
+        for (int u = 0; u < SEL_AHEAD; ++u) {
+            int j = j0 + u * SEL_THREADS;
+            g[u] = j < n ? __ldcs(row + j) : 0.0f;  // streamed: each score is read once
+            add[u] = j < n ? col_add[j] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < SEL_AHEAD; ++u) {
+            int j = j0 + u * SEL_THREADS;
+            if (j >= n) break;
+            float s = (self_first && j == me) ? __int_as_float(0xff800000)
+                                              : __fadd_rn(add[u], __fmul_rn(scale, g[u]));
+            if (s < bs[SEL_L - 1]) {
+                bs[SEL_L - 1] = s;
+                bi[SEL_L - 1] = j;
+#pragma unroll
+                for (int q = SEL_L - 1; q > 0; --q) {
+                    if (bs[q] < bs[q - 1]) {
+                        float ts = bs[q]; bs[q] = bs[q - 1]; bs[q - 1] = ts;
+                        int ti = bi[q]; bi[q] = bi[q - 1]; bi[q - 1] = ti;
+                    }
                 }
             }
         }
