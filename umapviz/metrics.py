@@ -21,6 +21,7 @@ from ._validation import (
     describe_rows,
     non_finite_rows,
 )
+from .graph.knn import centre_and_scale
 
 METHODS = ("neighbors", "bounds", "radius")
 
@@ -250,15 +251,15 @@ def trustworthiness(
     # Ranks come from |a|^2 + |b|^2 - 2 a.b, which cancels when the rows sit far from the origin (float32 data
     # offset by 1e3 scored 0.92 instead of 0.91) and overflows or underflows far from unit scale (1.0 at 1e20 and
     # 1e-25): centre and scale first, as the kNN search does. Neither changes a euclidean rank; cosine is only scaled.
-    Y64 = _centred_and_scaled(Y.astype(xp.float64))
+    Y64 = centre_and_scale(Y.astype(xp.float64))[0]
     y_sq = (Y64 * Y64).sum(axis=1)
     dtype = xp.promote_types(X.dtype, xp.float32)  # the data's precision, float32 at least
     if metric == "cosine":
-        X64 = _centred_and_scaled(X.astype(xp.float64), centre=False)
+        X64 = centre_and_scale(X.astype(xp.float64), centre=False)[0]
         norms = xp.sqrt((X64 * X64).sum(axis=1))
         X = (X64 / xp.where(norms > 0, norms, 1.0)[:, None]).astype(dtype)
     else:
-        X = _centred_and_scaled(X.astype(xp.float64)).astype(dtype)
+        X = centre_and_scale(X.astype(xp.float64))[0].astype(dtype)
     x_sq = (X * X).sum(axis=1)
 
     total_cost = 0.0
@@ -322,17 +323,6 @@ def _mix64(xp: Any, z: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------
 # Checks.
 # ---------------------------------------------------------------------------------------------------
-
-
-def _centred_and_scaled(A: Any, centre: bool = True) -> Any:
-    """Float64 ``A`` minus its column means (with ``centre``), divided by its largest magnitude, in place."""
-    xp = xp_of(A)
-    if centre:
-        A -= A.mean(axis=0)
-    peak = float(xp.abs(A).max())
-    if peak > 0:
-        A /= peak
-    return A
 
 
 def _check_embedding(embedding: Any, what: str = "embedding") -> Any:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numba
 import numpy as np
+
+from .._backend import xp_of
 
 METRICS = ("euclidean", "cosine")
 KNN_METHODS = ("auto", "exact", "approx")
@@ -201,22 +204,30 @@ def _selection_matrix(X: np.ndarray, metric: str):
             return _unit_rows(A.astype(np.float64))
 
         return _unit_rows(X64), np.zeros(X.shape[0], dtype=np.float32), np.float32(-1.0), prepare_cosine
-    mean = X64.mean(axis=0)
-    X64 -= mean
-    peak = np.abs(X64).max()
-    if peak > 0:
-        X64 /= peak
+    X64, mean, divisor = centre_and_scale(X64)
     Z = X64.astype(np.float32)
     col_add = np.einsum("ij,ij->i", Z, Z, dtype=np.float32)
 
     def prepare_euclidean(A: np.ndarray) -> np.ndarray:
         A64 = A.astype(np.float64)
         A64 -= mean
-        if peak > 0:
-            A64 /= peak
+        A64 /= divisor
         return A64.astype(np.float32)
 
     return Z, col_add, np.float32(-2.0), prepare_euclidean
+
+
+def centre_and_scale(A: Any, centre: bool = True) -> tuple[Any, Any, float]:
+    """Float64 ``A`` (NumPy or CuPy) minus its column means (with ``centre``), divided by its largest magnitude,
+    in place. Returns (A, mean, divisor): other rows take ``(B - mean) / divisor`` to land where A's did (mean 0
+    without ``centre``; divisor 1.0 for an all-zero A, which dividing by leaves as it is)."""
+    mean = A.mean(axis=0) if centre else 0.0
+    if centre:
+        A -= mean
+    peak = float(xp_of(A).abs(A).max())
+    divisor = peak if peak > 0 else 1.0
+    A /= divisor
+    return A, mean, divisor
 
 
 def _unit_rows(A: np.ndarray) -> np.ndarray:

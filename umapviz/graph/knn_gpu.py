@@ -23,7 +23,7 @@ import numpy as np
 
 from .._backend import cupy, gpu_memory, is_cupy, to_host
 from .fuzzy import bisection_units, from_bisection_units
-from .knn import check_metric
+from .knn import centre_and_scale, check_metric
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
 PRECISIONS = ("tf32", "fp32")
@@ -115,19 +115,14 @@ def _selection_matrix(X, metric: str, Q=None):
     if metric == "cosine":
         Z, Zq = (None if A is None else _unit_rows(A.astype(cp.float64)) for A in (X64, Q))
         return Z, cp.zeros(X.shape[0], dtype=cp.float32), np.float32(-1.0), Zq
-    mean = X64.mean(axis=0)
-    X64 -= mean
-    peak = float(cp.abs(X64).max())
-    if peak > 0:
-        X64 /= peak
+    X64, mean, divisor = centre_and_scale(X64)
     Z = cp.ascontiguousarray(X64.astype(cp.float32))
     del X64
     col_add = (Z * Z).sum(axis=1, dtype=cp.float32)
     Zq = None
     if Q is not None:
         Q64 = Q.astype(cp.float64) - mean
-        if peak > 0:
-            Q64 /= peak
+        Q64 /= divisor
         Zq = cp.ascontiguousarray(Q64.astype(cp.float32))
     return Z, col_add, np.float32(-2.0), Zq
 
