@@ -75,19 +75,37 @@ def test_side_by_side_caption_counts_what_is_drawn():
 
 
 # -- 2. label grids too large to allocate ---------------------------------------------------------------
-def test_sparse_label_codes_are_refused_before_allocating():
-    labels = np.where(np.arange(300) % 2, 5000, 0)
-    with pytest.raises(ValueError, match=r"K=5001.*0 to 5000.*GiB.*pandas\.factorize"):
-        image(cloud(), labels=labels)  # 800 x 800 x 5001 x 4 bytes: 11.9 GiB
-    with pytest.raises(ValueError, match=r"K=1000000001"):
-        image(cloud(), labels=np.where(np.arange(300) % 2, 10**9, 0), width=40, height=40)
-    codes = np.unique(labels, return_inverse=True)[1]
-    assert render(cloud(), labels=codes, width=40, height=40)[1].counts.shape == (40, 40, 2)
+def test_sparse_label_codes_are_drawn_in_their_codes_colours_without_a_huge_grid():
+    """Codes 0 and 5000 once asked for an 800 x 800 x 5001 grid (11.9 GiB). Classes beyond the palette share its
+    colours (code mod 15), so they are counted by colour: 15 layers at most, whatever the codes."""
+    odd = np.arange(300) % 2 == 1
+    rgba, agg = render(cloud(), labels=np.where(odd, 5000, 0), width=40, height=40)
+    assert agg.counts.shape == (40, 40, len(CLASS_PALETTE))
+    same_colours = np.where(odd, 5000 % len(CLASS_PALETTE), 0)  # code 5000 takes colour 5 (5000 = 333 * 15 + 5)
+    np.testing.assert_array_equal(rgba, image(cloud(), labels=same_colours, width=40, height=40))
+    huge = render(cloud(), labels=np.where(np.arange(300) % 2, 10**9, 0), width=40, height=40)[1]
+    assert huge.counts.shape == (40, 40, len(CLASS_PALETTE))
 
 
-def test_large_explicit_n_labels_is_refused():
-    with pytest.raises(ValueError, match=r"K=10000000.*GiB"):
-        image(cloud(), labels=np.zeros(300, int), n_labels=10**7, width=100, height=100)
+def test_a_large_explicit_n_labels_draws_what_the_default_draws():
+    labels = np.zeros(300, int)
+    big = image(cloud(), labels=labels, n_labels=10**7, width=100, height=100)
+    assert big.tobytes() == image(cloud(), labels=labels, width=100, height=100).tobytes()
+
+
+def test_classes_that_share_a_colour_draw_the_image_of_their_own_counts():
+    """40 classes counted as the palette's 15 colours: the very image that 40 layers of counts give."""
+    from umapviz.render.aggregate import aggregate
+    from umapviz.render.shade import shade
+
+    rng = np.random.default_rng(4)
+    points = rng.normal(size=(3000, 2)).astype(np.float32)
+    labels = rng.integers(0, 40, 3000)
+    view = View((-3.0, 3.0), (-3.0, 3.0))
+    per_class = shade(aggregate(points, view, 60, 50, labels=labels, n_labels=40))
+    drawn, agg = render(points, labels=labels, width=60, height=50, view=view)
+    assert agg.counts.shape == (50, 60, len(CLASS_PALETTE))
+    np.testing.assert_array_equal(drawn, per_class)
 
 
 # -- 3. coordinates that float32 cannot hold ------------------------------------------------------------

@@ -526,18 +526,19 @@ def test_the_panels_own_sizes_and_counts_are_checked_when_made(blobs_small):
         ex.close()
 
 
-def test_too_many_classes_to_draw_says_untick_colour_by_class_and_unticking_it_mends_the_panel(blobs_small):
-    """Labels with more classes than a frame's count grid holds: the message did not mention the panel's own
-    remedy, and once "colour by class" was unticked the frame drew and played, but the error stayed shown."""
+def test_a_class_per_point_draws_and_plays_coloured_by_class(blobs_small):
+    """600 classes in a 1200-pixel frame once asked for 3.2 GiB of counts and showed an error; the classes now
+    share the palette's colours, counted by colour, so the panel draws and plays, with the classes and without."""
     X, _ = blobs_small
-    ex = Explorer(X, labels=np.arange(len(X)), n_neighbors=10, n_epochs=20, size=1200)  # 600 classes: 3.2 GiB
+    ex = Explorer(X, labels=np.arange(len(X)), n_neighbors=10, n_epochs=20, size=1200)
     try:
         ex.wait()
-        assert "colour by class" in ex.state.error and "colour_by_class=False" in ex.state.error
+        assert ex.state.error == "" and ex._w_error.layout.display == "none"
+        coloured = ex.frame()
+        assert coloured.shape == (1200, 1200, 4) and ex.play(epochs=2).epoch == 2
         ex._w_classes.value = False  # as a click on the checkbox
         ex.wait()
-        assert ex.state.error == "" and ex._w_error.layout.display == "none"
-        assert ex.frame().shape == (1200, 1200, 4) and ex.play(epochs=2).epoch == 2
+        assert ex.state.error == "" and ex.frame().shape == (1200, 1200, 4)
     finally:
         ex.close()
 

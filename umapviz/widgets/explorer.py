@@ -15,7 +15,6 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -470,7 +469,7 @@ class Explorer(Panel):
         if run is None or run.log is None or not 0 <= index < len(run.log):
             return
         run.colour_by_class = self._w_classes.value
-        epoch, rgba = self._drawn(run, lambda: run.recorded_image(index, self._size, self._size, self._view_spec(run)))
+        epoch, rgba = run.recorded_image(index, self._size, self._size, self._view_spec(run))
         self._push_image(rgba)
         count = int(run.log.outliers[index].sum())
         self._w_note.value = (f"showing recorded epoch {epoch} ({count:,} outliers); "
@@ -482,7 +481,7 @@ class Explorer(Panel):
         one more image or message for the kernel, the server and the browser to pass along)."""
         run = self._run
         run.colour_by_class = self._w_classes.value
-        rgba = self._drawn(run, lambda: run.image(self._size, self._size, self._view_spec(run)))
+        rgba = run.image(self._size, self._size, self._view_spec(run))
         fingerprint = run.fingerprint()
         with self._lock:
             self._fingerprint = fingerprint
@@ -492,22 +491,6 @@ class Explorer(Panel):
         self._update_status(run)
         if extras:
             self._show_extras()
-
-    def _drawn(self, run: LayoutRun, draw: Callable[[], Any]) -> Any:
-        """``draw()``; when it fails for having too many classes to colour, the message names the panel's remedy."""
-        try:
-            return draw()
-        except ValueError as exc:
-            from ..render.aggregate import check_grid_size  # noqa: PLC0415
-
-            if not (run.colour_by_class and run.n_labels):
-                raise
-            try:
-                check_grid_size(self._size, self._size, run.n_labels)
-            except ValueError:
-                raise ValueError(f"{exc} Or colour by density only: untick 'colour by class' in the panel's "
-                                 "advanced settings (colour_by_class=False).") from exc  # fmt: skip
-            raise
 
     def _show_extras(self) -> None:
         run = self._run
