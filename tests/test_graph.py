@@ -321,6 +321,24 @@ def test_spectral_init_lays_out_disconnected_blobs_apart():
     assert not np.array_equal(Y, spectral_init(graph, 2, seed=2))
 
 
+def test_build_graph_stops_when_cancel_says_so(monkeypatch):
+    """``cancel`` is asked before each tile of the exact kNN: the build stops at the first tile after it says so,
+    and a build it never stops is the uncancelled one."""
+    X = np.random.default_rng(8).normal(size=(400, 6)).astype(np.float32)
+    monkeypatch.setattr(knn_mod, "_TILE_BYTES", 4 * 400 * 50)  # tiles of 50 rows: 8 of them
+    asked = []
+
+    def cancel_on_the_third_ask():
+        asked.append(1)
+        return len(asked) >= 3
+
+    with pytest.raises(graph_mod.BuildCancelled, match="cancelled"):
+        build_graph(X, n_neighbors=10, knn="exact", cache=False, progress=False, cancel=cancel_on_the_third_ask)
+    assert len(asked) == 3  # two tiles ran, the third was not started
+    never = build_graph(X, n_neighbors=10, knn="exact", cache=False, progress=False, cancel=lambda: False)
+    assert never.fingerprint == build_graph(X, n_neighbors=10, knn="exact", cache=False, progress=False).fingerprint
+
+
 def _hand_graph(n, edges):
     head, tail = np.array(edges, dtype=np.int32).T
     head, tail = np.concatenate([head, tail]), np.concatenate([tail, head])

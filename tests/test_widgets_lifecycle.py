@@ -17,6 +17,7 @@ import threading
 import time
 import weakref
 
+import numpy as np
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -130,6 +131,36 @@ def test_close_closes_every_widget_and_lets_the_panel_go(blobs_small, make):
     ref, thread = weakref.ref(panel), panel._worker._thread
     del panel
     assert _collected(ref, thread)
+
+
+@pytest.mark.parametrize("make", ["explorer", "comparison"])
+def test_close_during_a_graph_build_stops_the_build_at_its_next_tile(make, monkeypatch):
+    """close() during a slow build returned at once, but the build ran on to its end in the background (a
+    minute of both cores for 100k points). Now the exact kNN asks the closed worker before each tile."""
+    from umapviz.graph import knn as knn_mod
+
+    X = np.random.default_rng(31).normal(size=(900, 12)).astype(np.float32)  # not cached by any other test
+    monkeypatch.setattr(knn_mod, "_TILE_BYTES", 4 * 900 * 30)  # tiles of 30 rows: 30 of them
+    tiles, started, release = [], threading.Event(), threading.Event()
+    select = knn_mod._select_candidates
+
+    def slow_select(*args):
+        tiles.append(1)
+        started.set()
+        release.wait(TIMEOUT)  # the first tile waits until the panel is closed
+        return select(*args)
+
+    monkeypatch.setattr(knn_mod, "_select_candidates", slow_select)
+    if make == "explorer":
+        panel = Explorer(X, n_neighbors=10, n_epochs=20, size=48)
+    else:
+        panel = compare(X, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=6, panel_size=48)
+    assert started.wait(TIMEOUT)
+    panel.close()
+    release.set()
+    panel._worker._thread.join(TIMEOUT)
+    assert not panel._worker._thread.is_alive()
+    assert len(tiles) == 1  # stopped before the second of 30 tiles
 
 
 def test_a_held_panel_keeps_playing_through_garbage_collections(blobs_small):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -20,9 +21,10 @@ from ._types import FuzzyGraph
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .fuzzy import find_ab_params, fuzzy_simplicial_set
 from .init import random_init, spectral_init
-from .knn import check_metric, nearest_neighbors, resolve_knn_method
+from .knn import BuildCancelled, check_metric, nearest_neighbors, resolve_knn_method, stop_if_cancelled
 
 __all__ = [
+    "BuildCancelled",
     "FuzzyGraph",
     "build_graph",
     "default_n_epochs",
@@ -88,6 +90,7 @@ def build_graph(
     cache: bool | str | os.PathLike = True,
     progress: bool = True,
     device: str = "cpu",
+    cancel: Callable[[], bool] | None = None,
 ) -> FuzzyGraph:
     """Build UMAP's fuzzy graph of ``X`` as a :class:`FuzzyGraph`.
 
@@ -109,6 +112,9 @@ def build_graph(
     progress : show a progress bar for long exact kNN runs.
     device : "cpu", "gpu" or "auto". On the GPU the kNN is always exact (tiled GEMM + top-k selection,
         ``knn`` is then ignored and recorded as "exact-gpu") and so is the fuzzy set.
+    cancel : a no-argument callable (e.g. ``event.is_set`` of a ``threading.Event`` another thread sets),
+        asked before each tile of the CPU's exact kNN and after the CPU's kNN; when it returns True the build
+        stops with :class:`BuildCancelled`. A GPU build runs to its end.
     """
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)
@@ -148,8 +154,9 @@ def build_graph(
         graph = graph_on_gpu(X, n_neighbors, metric, a, b, n_epochs, params)
     else:
         knn_indices, knn_dists = nearest_neighbors(
-            X, n_neighbors, metric, method=method, random_state=random_state, progress=progress
+            X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel
         )
+        stop_if_cancelled(cancel)  # after an approximate search, which cannot be asked on the way
         _refuse_overflowed_distances(knn_dists)  # before the fuzzy set's arithmetic on inf
         fuzzy = fuzzy_simplicial_set(knn_indices, knn_dists)
         graph = _graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, a, b, n_epochs, params)

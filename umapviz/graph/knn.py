@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -54,6 +55,16 @@ def resolve_knn_method(knn: str, n_samples: int, n_features: int) -> str:
     return knn
 
 
+class BuildCancelled(Exception):
+    """A graph build stopped because its ``cancel`` callable returned True (e.g. its panel was closed)."""
+
+
+def stop_if_cancelled(cancel: Callable[[], bool] | None) -> None:
+    """Raise BuildCancelled when ``cancel`` (a no-argument callable, or None) says so."""
+    if cancel is not None and cancel():
+        raise BuildCancelled("the graph build was cancelled")
+
+
 def nearest_neighbors(
     X: np.ndarray,
     n_neighbors: int,
@@ -61,11 +72,14 @@ def nearest_neighbors(
     method: str = "exact",
     random_state: int | None = None,
     progress: bool = True,
+    cancel: Callable[[], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """kNN of validated float32 data by ``method`` "exact" or "approx" (see the module docstring)."""
+    """kNN of validated float32 data by ``method`` "exact" or "approx" (see the module docstring). ``cancel`` is
+    asked between the exact search's tiles (BuildCancelled when it returns True); the approximate search runs
+    to its end."""
     metric = check_metric(metric)
     if method == "exact":
-        return exact_knn(X, n_neighbors, metric, progress=progress)
+        return exact_knn(X, n_neighbors, metric, progress=progress, cancel=cancel)
     if method == "approx":
         return approx_knn(X, n_neighbors, metric, random_state=random_state)
     raise ValueError(f"method={method!r} is not 'exact' or 'approx'.")
@@ -244,10 +258,11 @@ def reference_index(X: np.ndarray, metric: str = "euclidean") -> tuple:
 
 def _exact_rows(
     X: np.ndarray, rows: np.ndarray, n_neighbors: int, metric: str, progress: bool, queries: np.ndarray | None = None,
-    reference: tuple | None = None,
+    reference: tuple | None = None, cancel: Callable[[], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN against all of X of the given rows, one GEMM tile at a time: rows of X itself (each finds itself
-    first), or with ``queries`` rows of that separate set (no column is "self")."""
+    first), or with ``queries`` rows of that separate set (no column is "self"). ``cancel`` is asked before
+    each tile."""
     n = X.shape[0]
     k = n_neighbors
     # A few spare candidates absorb float32 ranking errors; the exact recompute then re-sorts them.
@@ -271,6 +286,7 @@ def _exact_rows(
 
         starts = tqdm(starts, desc="exact kNN (tiles)", unit="tile", leave=False)
     for start in starts:
+        stop_if_cancelled(cancel)
         row_ids = rows[start : start + tile]
         gram = (Z[row_ids] if queries is None else prepare(queries[row_ids])) @ Z.T
         cand = np.empty((len(row_ids), n_cand), dtype=np.int64)
@@ -298,13 +314,15 @@ def zero_row_candidates(zero_rows: np.ndarray, me: int, n: int, m: int) -> np.nd
 
 
 def exact_knn(
-    X: np.ndarray, n_neighbors: int, metric: str = "euclidean", progress: bool = True
+    X: np.ndarray, n_neighbors: int, metric: str = "euclidean", progress: bool = True,
+    cancel: Callable[[], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact kNN by tiled brute force: ``(indices int32 (n, k), distances float32 (n, k))``, self first."""
+    """Exact kNN by tiled brute force: ``(indices int32 (n, k), distances float32 (n, k))``, self first.
+    ``cancel``: asked before each tile; BuildCancelled when it returns True."""
     metric = check_metric(metric)
     X = np.ascontiguousarray(X, dtype=np.float32)
     rows = np.arange(X.shape[0], dtype=np.int64)
-    idx, dist = _exact_rows(X, rows, n_neighbors, metric, progress)
+    idx, dist = _exact_rows(X, rows, n_neighbors, metric, progress, cancel=cancel)
     with np.errstate(over="ignore"):  # a distance beyond float32 becomes inf, which build_graph refuses by name
         return idx.astype(np.int32), dist.astype(np.float32)
 

@@ -229,7 +229,7 @@ class Comparison(Panel):
             self._status("building graph...")
             source = load_source(self._data, self._labels, self._n_samples)
             graph = build(source, self._graph_params, n_epochs=self._graph_n_epochs,
-                          device=self._optimizer_params.get("device"))
+                          device=self._optimizer_params.get("device"), cancel=self._worker.stopping)
         runs = []
         for i, config in enumerate(self.configs):
             self._status(f"initial layouts ({i + 1}/{len(self.configs)})...")

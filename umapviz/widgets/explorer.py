@@ -376,7 +376,7 @@ class Explorer(Panel):
             clock.lap("data")
             self._set_busy(f"building graph ({source.n_points:,} points)...", 1)
             graph = build(source, self._graph_params, n_epochs=self._graph_n_epochs,
-                          device=self._params.get("device"))
+                          device=self._params.get("device"), cancel=self._worker.stopping)
             clock.lap("graph")
         self._set_busy("initial layout...", 2)
         params = {k: v for k, v in self._params.items() if v is not None or k == "random_state"}

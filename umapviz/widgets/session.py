@@ -17,6 +17,7 @@ import numbers
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,12 +136,13 @@ def _check_labels(labels: Any, n: int) -> np.ndarray | None:
 
 
 def build(source: Source, graph_params: dict[str, Any], n_epochs: int | None = None,
-          device: str | None = None) -> FuzzyGraph:
+          device: str | None = None, cancel: Callable[[], bool] | None = None) -> FuzzyGraph:
     """The source's FuzzyGraph: the given one, or ``build_graph`` (cached on disk) of its points, its kNN
-    on the GPU when the layout runs there."""
+    on the GPU when the layout runs there; ``cancel`` stops a CPU build early (see build_graph)."""
     if source.graph is not None:
         return source.graph
-    return build_graph(source.X, n_epochs=n_epochs, progress=False, device=device or "cpu", **graph_params)
+    return build_graph(source.X, n_epochs=n_epochs, progress=False, device=device or "cpu", cancel=cancel,
+                       **graph_params)
 
 
 # ---------------------------------------------------------------------------------------------------

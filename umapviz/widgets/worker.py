@@ -84,6 +84,11 @@ class Worker:
     def playing(self) -> bool:
         return self._playing
 
+    def stopping(self) -> bool:
+        """True once the worker is closed or its panel gone: a long job may ask it and stop early (it reads one
+        flag and takes no lock, so it is safe to call from anywhere, often)."""
+        return self._closed
+
     @property
     def in_worker(self) -> bool:
         """True when called from the worker thread itself."""
@@ -172,7 +177,7 @@ class Worker:
 
     def _report(self, exc: BaseException) -> None:
         on_error = self._on_error()
-        if on_error is None:  # the panel is gone: nowhere to show it
+        if on_error is None or self._closed:  # the panel is gone or closed (its job stopped for it): not shown
             return
         try:
             on_error(exc)
