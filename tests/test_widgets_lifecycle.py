@@ -135,8 +135,9 @@ def test_close_closes_every_widget_and_lets_the_panel_go(blobs_small, make):
 
 @pytest.mark.parametrize("make", ["explorer", "comparison"])
 def test_close_during_a_graph_build_stops_the_build_at_its_next_tile(make, monkeypatch):
-    """close() during a slow build returned at once, but the build ran on to its end in the background (a
-    minute of both cores for 100k points). Now the exact kNN asks the closed worker before each tile."""
+    """close() during a slow build returned at once, but the build ran on to its end in the background (up to
+    half a minute of both cores for the largest exact builds). Now the exact kNN asks the closed worker before
+    each tile."""
     from umapviz.graph import knn as knn_mod
 
     X = np.random.default_rng(31).normal(size=(900, 12)).astype(np.float32)  # not cached by any other test
