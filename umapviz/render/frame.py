@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from umapviz.render.aggregate import Aggregate, aggregate, check_embedding, check_labels
+from umapviz.render.aggregate import Aggregate, aggregate, check_embedding
 from umapviz.render.shade import DEFAULT_STYLE, Style, shade
 from umapviz.render.view import ViewSpec, check_pixels, resolve_view
 
@@ -31,23 +31,10 @@ def render(
     """
     width, height = check_pixels(width, "width"), check_pixels(height, "height")  # before any work on them
     embedding = check_embedding(embedding)
-    if labels is not None:
-        labels, n_labels = colour_codes(labels, embedding.shape[0], n_labels, len(style.palette))
     resolved = resolve_view(embedding, view, width, height)
     agg = aggregate(embedding, resolved, width, height, labels=labels, n_labels=n_labels, outliers=outliers,
-                    keep_on_device=True)  # fmt: skip
+                    keep_on_device=True, n_colours=len(style.palette))  # fmt: skip
     return shade(agg, style), agg
-
-
-def colour_codes(labels: Any, n: int, n_labels: int | None, n_colours: int) -> tuple[Any, int]:
-    """Checked labels as the codes of their colours. Beyond the palette's ``n_colours`` colours, classes share
-    them (class ``k`` takes colour ``k mod n_colours``, see shade.class_colors), so the classes of one colour are
-    counted together: the same image (the class mix is a sum of count x colour), from at most ``n_colours``
-    layers of counts instead of one per class (1,500 classes at 480 x 480 pixels took 1.4 GiB)."""
-    labels, n_labels = check_labels(labels, n, n_labels)
-    if n_labels <= n_colours:
-        return labels, n_labels
-    return labels % n_colours, n_colours
 
 
 def image(
