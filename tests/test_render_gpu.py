@@ -74,6 +74,20 @@ def test_gpu_label_and_outlier_grids_equal_datashader(cp, reference):
     np.testing.assert_array_equal(mixed.outlier_counts, host.outlier_counts)
 
 
+def test_gpu_classes_beyond_the_palette_share_colours_as_on_the_host(cp, reference):
+    """40 classes against 15 colours: the CuPy labels are folded on the device (class k counts as colour k mod
+    15), into the host's grids and image."""
+    emb = tricky_points(50_000, seed=6)
+    labels = np.random.default_rng(7).integers(0, 40, len(emb))
+    host = aggregate(emb, VIEW, WIDTH, HEIGHT, labels=labels, n_colours=15)
+    device = aggregate(cp.asarray(emb), VIEW, WIDTH, HEIGHT, labels=cp.asarray(labels), n_colours=15)
+    assert device.counts.shape == host.counts.shape == (HEIGHT, WIDTH, 15)
+    np.testing.assert_array_equal(device.counts, host.counts)
+    host_image = image(emb, labels=labels, width=160, height=120, view="robust")
+    np.testing.assert_array_equal(image(cp.asarray(emb), labels=cp.asarray(labels), width=160, height=120,
+                                        view="robust"), host_image)
+
+
 def test_gpu_bounds_and_views_equal_the_host(cp):
     emb = tricky_points(seed=3)
     emb[5] = [250.0, -40.0]  # a far point: robust and auto views differ
