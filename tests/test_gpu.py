@@ -516,7 +516,7 @@ def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
 def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
     from umapviz.graph.knn import query_knn
-    from umapviz.graph.knn_gpu import query_knn_gpu
+    from umapviz.graph.knn_gpu import query_knn_gpu, reference_index_gpu
 
     X = _knn_data()
     queries = np.concatenate([X[:40] + 0.01, X[100:103]])  # the last three: copies of points (and duplicated)
@@ -525,6 +525,11 @@ def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
     assert idx_g.shape == (len(queries), 15) and idx_g.dtype == np.int32 and dist_g.dtype == np.float32
     np.testing.assert_array_equal(idx_g, idx_c)
     np.testing.assert_array_equal(dist_g, dist_c)
+    reference = reference_index_gpu(X, metric)  # prepared once, for many calls: the same answer
+    for _ in range(2):
+        idx_r, dist_r = query_knn_gpu(X, queries, 15, metric, precision=precision, reference=reference)
+        np.testing.assert_array_equal(idx_r, idx_c)
+        np.testing.assert_array_equal(dist_r, dist_c)
     assert (dist_g[40:43, 0] == 0).all()  # a query equal to a point finds it at distance 0, not as "self"
 
 
@@ -571,6 +576,29 @@ def test_gpu_cosine_knn_of_all_zero_rows_equals_the_cpu():
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
     assert list(exact_knn_gpu(X, 8, "cosine")[0][150, :4]) == [150, 260, 333, 399]
+
+
+def test_gpu_graph_build_stops_when_cancel_says_so(mixture_graph, monkeypatch):
+    """A GPU build asks ``cancel`` before each kNN tile (the host waits for the tile before last, so the asks
+    follow the GPU's work instead of all coming before it starts): it stops at the first tile after cancel says
+    so, and a build that is never stopped is the uncancelled one."""
+    from umapviz.graph import BuildCancelled, build_graph, knn_gpu
+
+    X = mixture_graph[0][:600]
+    monkeypatch.setattr(knn_gpu, "_TILE_BYTES", 4 * 600 * 50)  # tiles of 50 rows: 12 of them
+    asked = []
+
+    def cancel_on_the_fifth_ask():
+        asked.append(1)
+        return len(asked) >= 5
+
+    with pytest.raises(BuildCancelled, match="cancelled"):
+        build_graph(X, n_neighbors=10, cache=False, progress=False, device="gpu", cancel=cancel_on_the_fifth_ask)
+    assert len(asked) == 5  # four tiles ran, the fifth was not started
+    kw = dict(n_neighbors=10, cache=False, progress=False, device="gpu")
+    never = build_graph(X, cancel=lambda: False, **kw)
+    assert len(never.knn_indices) == 600
+    assert never.fingerprint == build_graph(X, **kw).fingerprint
 
 
 def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
@@ -659,19 +687,20 @@ def test_transform_after_a_gpu_fit_takes_cupy_input_and_repeats_its_bytes(monkey
     import umapviz
     from umapviz.graph import knn_gpu
 
-    searches = []
-    real = knn_gpu.query_knn_gpu
-    monkeypatch.setattr(knn_gpu, "query_knn_gpu", lambda *a, **k: searches.append(1) or real(*a, **k))
-
     X, y = make_blobs(3000, n_features=16, centers=6, random_state=2)
     X = X.astype(np.float32)
     train, test = np.arange(2500), np.arange(2500, 3000)
     est = umapviz.UMAP(random_state=0, device="gpu", n_epochs=120).fit(cp.asarray(X[train]))
     assert est.optimizer_.device == "gpu"
+    searches, uploads = [], []  # counted from here: the fit's own kNN prepares the data too
+    real, real_reference = knn_gpu.query_knn_gpu, knn_gpu.reference_index_gpu
+    monkeypatch.setattr(knn_gpu, "query_knn_gpu", lambda *a, **k: searches.append(1) or real(*a, **k))
+    monkeypatch.setattr(knn_gpu, "reference_index_gpu", lambda *a, **k: uploads.append(1) or real_reference(*a, **k))
     Z = est.transform(cp.asarray(X[test]))  # computed on the host: a NumPy array comes back
     assert isinstance(Z, np.ndarray) and Z.dtype == np.float32 and Z.shape == (500, 2)
     assert est.transform(X[test]).tobytes() == Z.tobytes()  # CuPy or NumPy input, the same bytes
     assert len(searches) == 2  # the neighbour search ran on the GPU
+    assert len(uploads) == 1  # against the training data uploaded and prepared once (each call did it before)
     d = ((Z[:, None, :].astype(np.float64) - est.embedding_[None, :, :]) ** 2).sum(-1)
     votes = y[train][np.argsort(d, axis=1)[:, :10]]
     assert (np.array([np.bincount(v).argmax() for v in votes]) == y[test]).mean() > 0.97

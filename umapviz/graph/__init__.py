@@ -113,8 +113,8 @@ def build_graph(
     device : "cpu", "gpu" or "auto". On the GPU the kNN is always exact (tiled GEMM + top-k selection,
         ``knn`` is then ignored and recorded as "exact-gpu") and so is the fuzzy set.
     cancel : a no-argument callable (e.g. ``event.is_set`` of a ``threading.Event`` another thread sets),
-        asked before each tile of the CPU's exact kNN and after the CPU's kNN; when it returns True the build
-        stops with :class:`BuildCancelled`. A GPU build runs to its end.
+        asked before each tile of the exact kNN (CPU or GPU) and after the kNN; when it returns True the build
+        stops with :class:`BuildCancelled`. An approximate search runs to its end before it is asked.
     """
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)
@@ -151,7 +151,7 @@ def build_graph(
     if method == "exact-gpu":
         from .knn_gpu import graph_on_gpu  # noqa: PLC0415 - CuPy only on demand
 
-        graph = graph_on_gpu(X, n_neighbors, metric, a, b, n_epochs, params)
+        graph = graph_on_gpu(X, n_neighbors, metric, a, b, n_epochs, params, cancel=cancel)
     else:
         knn_indices, knn_dists = nearest_neighbors(
             X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel

@@ -17,13 +17,14 @@ Pruning and the edge list reuse the CPU code on the host (``_graph_from_fuzzy_se
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from .._backend import cupy, gpu_memory, is_cupy, to_host
 from .fuzzy import bisection_units, from_bisection_units
-from .knn import centre_and_scale, check_metric
+from .knn import centre_and_scale, check_metric, stop_if_cancelled
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
 PRECISIONS = ("tf32", "fp32")
@@ -107,24 +108,28 @@ def _gemm_scores(Q, Z, out, precision: str) -> None:
         cp.matmul(Q, Z.T, out=out)
 
 
-def _selection_matrix(X, metric: str, Q=None):
-    """(Z, col_add, scale, Zq) as knn._selection_matrix builds them, computed on the GPU (Zq: the queries Q
-    transformed as X is, i.e. its ``prepare(Q)``, or None without them)."""
+def _selection_matrix(X, metric: str):
+    """(Z, col_add, scale, prepare) as :func:`umapviz.graph.knn._selection_matrix` builds them, computed on the
+    GPU from CuPy float32 X (``prepare`` transforms CuPy query rows as X's rows were)."""
     cp = cupy()
     X64 = X.astype(cp.float64)
     if metric == "cosine":
-        Z, Zq = (None if A is None else _unit_rows(A.astype(cp.float64)) for A in (X64, Q))
-        return Z, cp.zeros(X.shape[0], dtype=cp.float32), np.float32(-1.0), Zq
+
+        def prepare_cosine(A):
+            return _unit_rows(A.astype(cp.float64))
+
+        return _unit_rows(X64), cp.zeros(X.shape[0], dtype=cp.float32), np.float32(-1.0), prepare_cosine
     X64, mean, divisor = centre_and_scale(X64)
     Z = cp.ascontiguousarray(X64.astype(cp.float32))
     del X64
     col_add = (Z * Z).sum(axis=1, dtype=cp.float32)
-    Zq = None
-    if Q is not None:
-        Q64 = Q.astype(cp.float64) - mean
-        Q64 /= divisor
-        Zq = cp.ascontiguousarray(Q64.astype(cp.float32))
-    return Z, col_add, np.float32(-2.0), Zq
+
+    def prepare_euclidean(A):
+        A64 = A.astype(cp.float64) - mean
+        A64 /= divisor
+        return cp.ascontiguousarray(A64.astype(cp.float32))
+
+    return Z, col_add, np.float32(-2.0), prepare_euclidean
 
 
 def _unit_rows(A):
@@ -134,25 +139,52 @@ def _unit_rows(A):
     return cp.ascontiguousarray(cp.where(norms > 0, A / cp.where(norms > 0, norms, 1.0), 0.0).astype(cp.float32))
 
 
-def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32", return_device: bool = False):
+def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32", return_device: bool = False,
+                  cancel: Callable[[], bool] | None = None):
     """Exact kNN on the GPU: ``(indices int32 (n, k), distances float32 (n, k))``, self first.
 
     ``X`` is a NumPy or CuPy float array (n, d). Results are NumPy arrays, or CuPy ones with
     ``return_device=True``. Raises MemoryError (saying how much is needed) when the problem does not fit.
+    ``cancel``: asked before each tile of query rows (BuildCancelled when it returns True).
     """
-    return _knn_gpu(X, None, n_neighbors, metric, precision, return_device)
+    return _knn_gpu(X, None, n_neighbors, metric, precision, return_device, cancel)
 
 
-def query_knn_gpu(X, queries, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32"):
+def reference_index_gpu(X, metric: str = "euclidean") -> tuple:
+    """What :func:`query_knn_gpu` computes from the reference set X before any query, kept on the GPU: X itself
+    (the exact re-scoring reads it) and its rows centred and scaled, or normalised, in float32 (2 x n x d float32
+    of GPU memory). Pass it to query_knn_gpu to skip the upload and that pass on repeated queries against X."""
+    cp = cupy()
+    metric = check_metric(metric)
+    n, d = X.shape
+    _check_free(4 * n * d * (1 if is_cupy(X) else 2), f"the reference set of {n:,} x {d} points")
+    Xd = cp.ascontiguousarray(cp.asarray(X, dtype=cp.float32))
+    return (Xd, *_selection_matrix(Xd, metric))
+
+
+def query_knn_gpu(X, queries, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32",
+                  reference: tuple | None = None):
     """Exact kNN in the reference set ``X`` of each row of ``queries`` on the GPU, as NumPy arrays
     ``(indices int32 (n_queries, k), distances float32 (n_queries, k))``: the result of
-    :func:`umapviz.graph.knn.query_knn` (no column is "self"), found as :func:`exact_knn_gpu` finds neighbours."""
+    :func:`umapviz.graph.knn.query_knn` (no column is "self"), found as :func:`exact_knn_gpu` finds neighbours.
+    ``reference``: :func:`reference_index_gpu` of X and ``metric``, computed once for many calls."""
     if queries.ndim != 2 or queries.shape[1] != X.shape[1]:
         raise ValueError(f"queries of shape {queries.shape} do not have the reference set's {X.shape[1]} columns.")
-    return _knn_gpu(X, queries, n_neighbors, metric, precision, False)
+    return _knn_gpu(X, queries, n_neighbors, metric, precision, False, reference=reference)
 
 
-def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_device: bool):
+def _check_free(need: int, what: str) -> None:
+    """MemoryError naming ``what`` when ``need`` bytes exceed the GPU's free memory."""
+    free, total = gpu_memory()
+    if need > free:
+        raise MemoryError(
+            f"Exact kNN on the GPU needs at least {need / 2**30:.2f} GiB of GPU memory for {what}, but only "
+            f"{free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is free. Free GPU memory, or use device='cpu'."
+        )
+
+
+def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_device: bool,
+             cancel: Callable[[], bool] | None = None, reference: tuple | None = None):
     """Exact kNN of the rows of ``queries`` (None: of X itself, each point first) among the rows of X."""
     cp = cupy()
     metric = check_metric(metric)
@@ -166,17 +198,11 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     m = n_candidates(k, n, precision)
     if m > _SEL_THREADS * _SEL_L or m > 1024:
         raise ValueError(f"n_neighbors={k} is too large for the GPU kNN (at most {1024 - 16} supported).")
-    free, total = gpu_memory()
-    need_x = 4 * n * d * (1 if is_cupy(X) else 2) + (0 if queries is None else 4 * n_q * d * 2)
-    if need_x > free:
-        raise MemoryError(
-            f"Exact kNN of {n:,} x {d} points on the GPU needs at least {need_x / 2**30:.2f} GiB of GPU memory "
-            f"for the data, but only {free / 2**30:.2f} GiB is free. Use device='cpu'."
-        )
-    Xd = cp.ascontiguousarray(cp.asarray(X, dtype=cp.float32))
+    if queries is not None:
+        _check_free(4 * n_q * d * 2, f"{n_q:,} queries of {d} features")
+    Xd, Z, col_add, scale, prepare = reference if reference is not None else reference_index_gpu(X, metric)
     Qd = Xd if queries is None else cp.ascontiguousarray(cp.asarray(queries, dtype=cp.float32))
-    Z, col_add, scale, Zq = _selection_matrix(Xd, metric, None if queries is None else Qd)
-    Zq = Z if queries is None else Zq
+    Zq = Z if queries is None else prepare(Qd)
     self_first = np.int32(queries is None)
     tile = min(_plan_tile(n, d, k, precision), n_q)
     mod = _module()
@@ -187,7 +213,15 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     scores = cp.empty((tile, n), dtype=cp.float32)
     cand = cp.empty((tile, m), dtype=cp.int32)
     ref_threads = max(32, -(-m // 32) * 32)
+    done = []  # with `cancel`: an event after each tile
     for start in range(0, n_q, tile):
+        if cancel is not None:
+            # Launches return at once, so the host would queue every tile before asking. Waiting for the tile
+            # before last keeps the host at most two tiles ahead, and the GPU busy with the last one meanwhile.
+            if len(done) >= 2:
+                done[-2].synchronize()
+            stop_if_cancelled(cancel)
+            done.append(cp.cuda.Event(disable_timing=True))
         rows = min(tile, n_q - start)
         _gemm_scores(Zq[start : start + rows], Z, scores[:rows], precision)
         select(
@@ -214,6 +248,8 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
             ),
             shared_mem=ref_threads * 12,
         )
+        if cancel is not None:
+            done[-1].record()
     del scores, cand, Z, Zq
     if metric == "cosine" and not bool(Xd.any(axis=1).all()):  # all-zero rows: see knn._exact_rows
         overflow[~Qd.any(axis=1)] = 1  # an all-zero query's candidates are chosen on the host
@@ -299,10 +335,11 @@ def fuzzy_simplicial_set_gpu(knn_indices, knn_dists):
 
 
 def graph_on_gpu(X, n_neighbors: int, metric: str, a: float, b: float, n_epochs: int, params: dict,
-                 precision: str = "tf32", timings: dict | None = None):
+                 precision: str = "tf32", timings: dict | None = None, cancel: Callable[[], bool] | None = None):
     """The graph stage with the kNN and the fuzzy set on the GPU (inputs already validated): a FuzzyGraph.
 
-    ``timings``, if given, receives seconds per stage (knn, fuzzy, edges).
+    ``timings``, if given, receives seconds per stage (knn, fuzzy, edges). ``cancel``: asked before each tile of
+    the kNN and after it (BuildCancelled when it returns True).
     """
     import time  # noqa: PLC0415
 
@@ -312,7 +349,8 @@ def graph_on_gpu(X, n_neighbors: int, metric: str, a: float, b: float, n_epochs:
 
     cp = cupy()
     t0 = time.perf_counter()
-    idx, dist = exact_knn_gpu(X, n_neighbors, metric, precision=precision, return_device=True)
+    idx, dist = exact_knn_gpu(X, n_neighbors, metric, precision=precision, return_device=True, cancel=cancel)
+    stop_if_cancelled(cancel)
     if not bool(cp.isfinite(dist).all()):  # before the fuzzy set's arithmetic on inf; the rows are named on the host
         _refuse_overflowed_distances(dist.get())
     cp.cuda.Device().synchronize()
