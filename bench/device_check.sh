@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: every GPU test, the render benchmark on CuPy, an end-to-end GPU fit, and the
-# layout benchmark (bench/gpu_bench.py) at the sizes in $SIZES.
+# One call on the GPU machine: every GPU test (those marked gpu, ~300 s on an H200), the render benchmark on
+# CuPy, an end-to-end GPU fit, and the layout benchmark (bench/gpu_bench.py) at the sizes in $SIZES.
 #   (device tool) run: bash bench/device_check.sh      carry: [".whl"]      (bench/device_wheels.sh fills .whl/)
 # Each step runs under its own time limit so that one slow or failing step still leaves the others' results.
 set -uo pipefail
@@ -12,8 +12,7 @@ SIZES=${SIZES:-1000000,5000000}
 stamp() { echo "[$(date +%H:%M:%S)] $*"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 stamp "GPU tests"
-timeout 240 python3 -m pytest -q -p no:cacheprovider -rs \
-  tests/test_gpu.py tests/test_render_gpu.py tests/test_cuda_sources.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
+timeout ${TESTS_S:-420} python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -30
 stamp "render bench"
 timeout 100 python3 bench/render_bench.py --device gpu --repeats 5 2>&1 | tee "$OUT/render_gpu.log" | tail -20
 stamp "fit"
