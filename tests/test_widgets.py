@@ -526,6 +526,35 @@ def test_the_panels_own_sizes_and_counts_are_checked_when_made(blobs_small):
         ex.close()
 
 
+def test_labels_with_missing_values_are_refused_by_name_and_mixed_classes_are_numbered(blobs_small):
+    """A pandas column of classes with a gap (None, NaN, pandas.NA) crashed in np.unique ("'<' not supported
+    between instances of 'NoneType' and 'str'"), and float NaN became a class, drawn in a colour of its own: now
+    both panels name the missing points and the fix, as the file readers do. Mixed classes (1 and "a") crashed
+    the same way and are now numbered by their text."""
+    pd = pytest.importorskip("pandas")
+    X, y = blobs_small
+    names = np.array(["a", "b", "c"], dtype=object)[y % 3]
+    gaps = [np.where(np.arange(len(X)) % 50 == 7, None, names), pd.Series(names).where(np.arange(len(X)) != 7),
+            pd.Series(names, dtype="string").where(np.arange(len(X)) != 7), np.where(np.arange(len(X)) == 7, np.nan, y)]
+    for labels in gaps:
+        ex = Explorer(X, labels=labels, **SMALL)  # a data problem is shown in the panel, not raised
+        grid = compare(X, labels=labels, autoplay=False, panel_size=64, n_neighbors=10, n_epochs=12)
+        try:
+            ex.wait()
+            assert "missing value(s) (None or NaN), at points [7" in ex.state.error and "fillna" in ex.state.error
+            with pytest.raises(RuntimeError, match="missing value"):
+                grid.run()
+            assert "fillna" in grid.error
+        finally:
+            ex.close()
+            grid.close()
+    mixed = np.full(len(X), "a", dtype=object)
+    mixed[y % 2 == 0] = 1  # ints and strings in one column
+    codes = session._check_labels(mixed, len(X))
+    assert codes.dtype == np.int64
+    np.testing.assert_array_equal(codes, y % 2 != 0)  # "1" sorts before "a"
+
+
 def test_a_class_per_point_draws_and_plays_coloured_by_class(blobs_small):
     """600 classes in a 1200-pixel frame once asked for 3.2 GiB of counts and showed an error; the classes now
     share the palette's colours, counted by colour, so the panel draws and plays, with the classes and without."""

@@ -123,16 +123,41 @@ def load_source(data: Any, labels: Any = None, n_samples: int | None = None) -> 
 
 
 def _check_labels(labels: Any, n: int) -> np.ndarray | None:
+    """Class codes 0..K-1 (int64) from labels given with the data: integer codes as they are, any other classes
+    (text, floats, a pandas Series or Categorical) numbered in sorted order. Missing labels are refused, as the
+    files' readers refuse them (a class of their own would draw them as a real class)."""
     if labels is None:
         return None
     arr = np.asarray(to_host(labels))
     if arr.shape != (n,):
         raise ValueError(f"labels must have one entry per point, shape ({n},); got {arr.shape}.")
-    if arr.dtype.kind not in "iu":  # text or float classes: codes in sorted order
-        _, arr = np.unique(arr, return_inverse=True)
-    elif arr.size and arr.min() < 0:
-        raise ValueError("integer labels must be >= 0 (codes 0..K-1).")
-    return arr.astype(np.int64)
+    if arr.dtype.kind in "iu":
+        if arr.size and arr.min() < 0:
+            raise ValueError("integer labels must be >= 0 (codes 0..K-1).")
+        return arr.astype(np.int64)
+    missing = np.flatnonzero(np.isnan(arr) if arr.dtype.kind == "f" else [_is_missing(v) for v in arr])
+    if missing.size:
+        more = " ..." if missing.size > 10 else ""
+        raise ValueError(
+            f"labels have {missing.size:,d} missing value(s) (None or NaN), at points {missing[:10].tolist()}{more}. "
+            "Give every point a class (e.g. labels.fillna('unknown') for a pandas Series), or leave those points "
+            "out of both the data and the labels."
+        )
+    if arr.dtype.kind == "O":  # mixed types (1 and "a") do not sort together: number them by their text
+        arr = arr.astype(str)
+    _, codes = np.unique(arr, return_inverse=True)
+    return codes.astype(np.int64)
+
+
+def _is_missing(value: Any) -> bool:
+    """Whether one label is missing: None, or a value unequal to itself (NaN, NaT), or one that cannot say
+    (pandas.NA)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except (TypeError, ValueError):
+        return True
 
 
 def build(source: Source, graph_params: dict[str, Any], n_epochs: int | None = None,
