@@ -303,6 +303,16 @@ def test_csv_missing_labels_are_an_error_and_integer_ids_are_kept(tmp_path):
     assert labels.tolist() == [0, 2, 10, 2]  # 10 became 1 when ids were sorted as text
 
 
+def test_float_labels_with_nan_are_named_missing(tmp_path):
+    """A float class column with gaps (NaN) was refused as "not whole numbers"; it is missing labels, by row."""
+    np.savez(tmp_path / "gaps.npz", X=np.ones((4, 2)), labels=np.array([0.0, 1.0, np.nan, 1.0]))
+    with pytest.raises(ValueError, match=r"1 label\(s\) missing \(data rows 2"):
+        datasets.load(tmp_path / "gaps.npz")
+    np.savez(tmp_path / "half.npz", X=np.ones((4, 2)), labels=np.array([0.0, 1.5, 2.0, 1.0]))
+    with pytest.raises(ValueError, match="whole numbers"):
+        datasets.load(tmp_path / "half.npz")
+
+
 def test_csv_quoted_labels_and_hash_signs(tmp_path):
     text = 'a,label\n1,"Smith, J"\n2,"Smith, K"\n3,C#\n4,C\n5,"1"\n'
     _, labels = datasets.load(_csv(tmp_path, text))

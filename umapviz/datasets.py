@@ -514,16 +514,20 @@ def _non_numeric_columns(path: Path, skip: int, columns: list[int], names: list[
     return [names[i] for i in sorted(bad)]
 
 
-def _labels_from_strings(values: np.ndarray, source: object = "labels") -> np.ndarray:
-    """Integer labels from text cells: whole numbers keep their values; any other text becomes codes in sorted
-    order. Missing cells (empty, NA, NaN, None, null) are an error, not a class of their own."""
-    missing = np.flatnonzero(np.isin(np.char.lower(values.astype(str)), MISSING_LABELS))
+def _refuse_missing_labels(missing: np.ndarray, source: str) -> None:
+    """ValueError naming the rows whose label is missing (none: nothing to say)."""
     if missing.size:
         rows = ", ".join(str(r) for r in missing[:10]) + (" ..." if missing.size > 10 else "")
         raise ValueError(
             f"{source}: {missing.size} label(s) missing (data rows {rows}, counting from 0). Give every row a "
             "class, or drop those rows."
         )
+
+
+def _labels_from_strings(values: np.ndarray, source: object = "labels") -> np.ndarray:
+    """Integer labels from text cells: whole numbers keep their values; any other text becomes codes in sorted
+    order. Missing cells (empty, NA, NaN, None, null) are an error, not a class of their own."""
+    _refuse_missing_labels(np.flatnonzero(np.isin(np.char.lower(values.astype(str)), MISSING_LABELS)), source)
     try:
         return np.array([int(v) for v in values], dtype=np.int64)  # exact, beyond float's 2**53
     except (ValueError, OverflowError):
@@ -668,6 +672,7 @@ def _finish(X, labels, source: str) -> tuple[np.ndarray, np.ndarray | None]:
         if labels.shape != (X.shape[0],):
             raise ValueError(f"{source}: labels have shape {labels.shape} but there are {X.shape[0]} points.")
         if labels.dtype.kind == "f":
+            _refuse_missing_labels(np.flatnonzero(np.isnan(labels)), source)
             if not np.isfinite(labels).all() or not np.array_equal(labels, np.round(labels)):
                 raise ValueError(f"{source}: labels must be whole numbers (class ids), got non-integer values.")
             if labels.size and np.abs(labels).max() >= 2.0**63:  # the int64 cast would give garbage, with a warning
