@@ -526,6 +526,20 @@ def test_the_panels_own_sizes_and_counts_are_checked_when_made(blobs_small):
         ex.close()
 
 
+def test_a_dataframe_with_a_text_column_names_it(blobs_small):
+    """The panel's own check said "got dtype object. Convert it with np.asarray(X, dtype=float)", which fails on
+    text; it now runs the graph's checks, which name the column."""
+    pd = pytest.importorskip("pandas")
+    X, _ = blobs_small
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]).assign(city="Oslo")
+    ex = Explorer(frame, **SMALL)
+    try:
+        ex.wait()
+        assert "non-numeric columns ('city')" in ex.state.error
+    finally:
+        ex.close()
+
+
 def test_labels_with_missing_values_are_refused_by_name_and_mixed_classes_are_numbered(blobs_small):
     """A pandas column of classes with a gap (None, NaN, pandas.NA) crashed in np.unique ("'<' not supported
     between instances of 'NoneType' and 'str'"), and float NaN became a class, drawn in a colour of its own: now

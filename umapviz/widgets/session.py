@@ -27,7 +27,7 @@ import numpy as np
 from .. import datasets, metrics
 from .._backend import resolve_device, to_host
 from .._files import atomic_write
-from .._validation import check_random_state
+from .._validation import check_data, check_random_state
 from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
 from ..graph.init import random_init, spectral_init
@@ -111,14 +111,7 @@ def load_source(data: Any, labels: Any = None, n_samples: int | None = None) -> 
             "data is None: pass a dataset name (one of " + ", ".join(datasets.names()) + "), "
             "an (n_samples, n_features) array, a file path or a FuzzyGraph."
         )
-    X = np.asarray(to_host(data))
-    if X.ndim != 2:
-        raise ValueError(
-            f"data must be a 2-D array (n_samples, n_features); got shape {X.shape}. "
-            "Reshape it, e.g. X.reshape(len(X), -1)."
-        )
-    if X.dtype.kind not in "biuf":
-        raise ValueError(f"data must be numeric; got dtype {X.dtype}. Convert it with np.asarray(X, dtype=float).")
+    X = check_data(data, name="data")  # the graph's own checks, so a DataFrame's text columns are named
     return Source(ARRAY_SOURCE, X, _check_labels(labels, X.shape[0]))
 
 
