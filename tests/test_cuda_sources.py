@@ -19,7 +19,7 @@ VARIANTS = {
                    ["-DVTX_TILE=16", "-DPERSIST_MINB=4", "-DHOG_MINB=6", "-DPERSIST_THREADS=512", "-DVTX_MINB=4",
                     "-DSCHED_MINB=2"],
                    ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
-    "knn_gpu.cu": [[], ["-DSEL_AHEAD=1"], ["-DSEL_AHEAD=8"]],
+    "knn_gpu.cu": [[], ["-DSEL_STAGES=2"], ["-DSEL_STAGES=5"]],
 }
 
 
@@ -41,11 +41,13 @@ def test_cuda_source_compiles_to_ptx_without_warnings(source, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
-def test_inline_ptx_of_the_l2_hints_assembles(tmp_path):
-    """PTX output passes inline asm through unchecked; ptxas (a cubin) checks the L2 hints' instructions."""
-    source = ROOT / "optimize" / "kernels.cu"
+@pytest.mark.parametrize("source, defines", [("optimize/kernels.cu", ["-DL2_HINTS=3"]), ("graph/knn_gpu.cu", [])],
+                         ids=["l2-hints", "async-copies"])
+def test_inline_ptx_assembles(tmp_path, source, defines):
+    """PTX output passes inline asm through unchecked; ptxas (a cubin) checks the instructions: the L2 hints of
+    the layout kernels and the kNN selection's asynchronous copies."""
     cmd = ["nvcc", "-cubin", "-arch=sm_90", "-fmad=false", "-std=c++17", "--Werror", "all-warnings",
-           "-DL2_HINTS=3", str(source), "-o", str(tmp_path / "out.cubin")]
+           *defines, str(ROOT / source), "-o", str(tmp_path / "out.cubin")]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stdout}\n{run.stderr}"
 

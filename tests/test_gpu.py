@@ -490,8 +490,10 @@ def test_gpu_eigen_solve_that_does_not_converge_hands_over_to_the_cpu(mixture_gr
 
 
 def _knn_data():
+    """2,501 points: three stages of the selection's scan, the last one partial, and score rows padded to a
+    multiple of 4 columns."""
     rng = np.random.default_rng(3)
-    X = rng.standard_normal((1500, 24)).astype(np.float32)
+    X = rng.standard_normal((2501, 24)).astype(np.float32)
     X[100:110] = X[5]  # duplicates: self must still come first
     X[200] = 0.0  # a zero row (cosine's special case)
     return X
@@ -534,19 +536,25 @@ def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
 
 
 def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_cut():
-    """select_candidates on a hand-made score tile (4 rows of 5,000 columns, 256 threads keeping 16 each):
-    the m smallest col_add + scale * G by (score, column), self first; a row is flagged exactly when a thread's
-    16 kept scores ran out while more were wanted (it may have dropped a smaller one)."""
+    """select_candidates on a hand-made score tile (4 rows of 5,000 columns, 256 threads keeping 16 each, thread t
+    taking columns 4t .. 4t + 3 of every 1,024): the m smallest col_add + scale * G by (score, column), self
+    first; a row is flagged exactly when a thread's 16 kept scores ran out while more were wanted (it may have
+    dropped a smaller one)."""
     import cupy as cp
 
     from umapviz.graph import knn_gpu
 
     n, m, row0 = 5000, 30, 100  # rows 0-3 are points 100-103: column 100 + r is the row's own point
+    columns = np.arange(n)
+
+    def of_thread(t):
+        return columns[(columns % (4 * knn_gpu._SEL_THREADS)) // 4 == t]
+
     rng = np.random.default_rng(0)
     G = rng.normal(size=(4, n)).astype(np.float32)
     G[1] = np.round(G[1], 1) + np.float32(0.05)  # many equal scores: ties go to the lower column
-    G[2, 7::256][:20] = 50.0 + np.arange(20)  # thread 7 holds the 20 best: its 16 run out at round 16
-    G[3, 9::256][:16] = 50.0 + np.arange(16)  # exactly 16: exhausted too, and so flagged as well
+    G[2, of_thread(7)[:20]] = 50.0 + np.arange(20)  # thread 7 holds the 20 best: its 16 run out at round 16
+    G[3, of_thread(9)[:16]] = 50.0 + np.arange(16)  # exactly 16: exhausted too, and so flagged as well
     col_add = np.zeros(n, dtype=np.float32)
     scale = np.float32(-2.0)
     cand = cp.full((4, m), -7, dtype=cp.int32)
@@ -557,7 +565,6 @@ def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_c
          np.int32(m), cand, overflow))
     score = col_add + scale * G  # float32, rounded as the kernel rounds
     score[np.arange(4), row0 + np.arange(4)] = -np.inf
-    columns = np.arange(n)
     want = np.stack([np.lexsort((columns, row))[:m] for row in score])
     assert overflow.get().tolist() == [0, 0, 1, 1]
     np.testing.assert_array_equal(cand.get()[:2], want[:2])

@@ -51,15 +51,22 @@ def n_candidates(n_neighbors: int, n_points: int, precision: str) -> int:
 def knn_bytes_needed(n: int, d: int, n_neighbors: int, tile_rows: int, precision: str = "tf32") -> int:
     """GPU bytes the exact kNN needs for n points of d features with a given tile of query rows."""
     m = n_candidates(n_neighbors, n, precision)
-    return 4 * n * d * 2 + 4 * n + 4 * tile_rows * n + 4 * tile_rows * m + 8 * n * n_neighbors + 2**20
+    return 4 * n * d * 2 + 4 * n + 4 * tile_rows * _score_ld(n) + 4 * tile_rows * m + 8 * n * n_neighbors + 2**20
+
+
+def _score_ld(n: int) -> int:
+    """Leading dimension of a score tile for n columns: a multiple of 4, so each row is 16-byte aligned (the
+    selection copies rows 16 bytes at a time)."""
+    return -(-n // 4) * 4
 
 
 def _plan_tile(n: int, d: int, k: int, precision: str) -> int:
     """Rows per GEMM tile: as many as memory, the 8 GiB tile cap and 32-bit GEMM sizes allow."""
     free, total = gpu_memory()
     fixed = knn_bytes_needed(n, d, k, 0, precision)
-    by_memory = (int(free * 0.8) - fixed) // (4 * n)
-    tile = min(n, _TILE_BYTES // (4 * n), (2**31 - 1) // n, by_memory)
+    ld = _score_ld(n)
+    by_memory = (int(free * 0.8) - fixed) // (4 * ld)
+    tile = min(n, _TILE_BYTES // (4 * ld), (2**31 - 1) // ld, by_memory)
     if tile < 1:
         need = knn_bytes_needed(n, d, k, min(n, 256), precision)
         raise MemoryError(
@@ -71,10 +78,11 @@ def _plan_tile(n: int, d: int, k: int, precision: str) -> int:
 
 
 def _gemm_scores(Q, Z, out, precision: str) -> None:
-    """out (rows, n) = Q (rows, d) @ Z (n, d)^T, through cuBLAS with TF32 or FP32 compute."""
+    """out[:, :n] = Q (rows, d) @ Z (n, d)^T, through cuBLAS with TF32 or FP32 compute; out (rows, ld) is
+    C-contiguous with ld >= n (the columns beyond n are left as they are)."""
     cp = cupy()
     rows, d = Q.shape
-    n = Z.shape[0]
+    n, ld = Z.shape[0], out.shape[1]
     try:
         from cupy_backends.cuda.libs import cublas  # noqa: PLC0415 - part of CuPy
 
@@ -100,12 +108,12 @@ def _gemm_scores(Q, Z, out, precision: str) -> None:
             zero.ctypes.data,
             out.data.ptr,
             _CUDA_R_32F,
-            n,
+            ld,
             compute,
             -1,
         )
     except (ImportError, AttributeError, TypeError):
-        cp.matmul(Q, Z.T, out=out)
+        out[:, :n] = cp.matmul(Q, Z.T)
 
 
 def _selection_matrix(X, metric: str):
@@ -210,7 +218,8 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     out_idx = cp.full((n_q, k), -1, dtype=cp.int32)
     out_dist = cp.full((n_q, k), np.inf, dtype=cp.float32)
     overflow = cp.zeros(n_q, dtype=cp.int32)
-    scores = cp.empty((tile, n), dtype=cp.float32)
+    ld = _score_ld(n)
+    scores = cp.empty((tile, ld), dtype=cp.float32)
     cand = cp.empty((tile, m), dtype=cp.int32)
     ref_threads = max(32, -(-m // 32) * 32)
     done = []  # with `cancel`: an event after each tile
@@ -227,7 +236,7 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
         select(
             (rows,),
             (_SEL_THREADS,),
-            (scores, np.int32(n), np.int64(n), col_add, scale, np.int64(start), self_first, np.int32(m), cand,
+            (scores, np.int32(n), np.int64(ld), col_add, scale, np.int64(start), self_first, np.int32(m), cand,
              overflow[start:]),
         )
         refine(
