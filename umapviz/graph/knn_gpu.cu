@@ -20,8 +20,10 @@ __device__ __forceinline__ unsigned int ordered(float s) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-// cp.async: a 16-byte copy from global to shared memory that the thread does not wait for; `bytes` (0..16) of it
-// are read and the rest is zero-filled. Groups of copies are committed and waited for in order.
+// cp.async: a 16-byte copy of floats from global to shared memory that the thread does not wait for; `bytes`
+// (0..16) of it are read and the rest is zero-filled. Groups of copies are committed and waited for in order.
+// Before Ampere (sm_80) there is no cp.async: the copy is done at once, and committing and waiting do nothing.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, int bytes) {
     unsigned int dst = (unsigned int)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(bytes) : "memory");
@@ -29,6 +31,16 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, int b
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+#else
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem, int bytes) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+        static_cast<float*>(smem)[u] = 4 * u < bytes ? static_cast<const float*>(gmem)[u] : 0.0f;
+}
+__device__ __forceinline__ void commit_copies() {}
+template <int N>
+__device__ __forceinline__ void wait_copies() {}
+#endif
 
 // Score s of column j into a thread's kept list (its SEL_L smallest, sorted; ties keep the earlier column).
 __device__ __forceinline__ void keep(float* bs, int* bi, float s, int j) {

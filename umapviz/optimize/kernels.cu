@@ -149,6 +149,10 @@ __device__ __forceinline__ float epoch_alpha(const int* ep) { return __int_as_fl
 #ifndef L2_HINTS
 #define L2_HINTS 2
 #endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800 && L2_HINTS > 1  // the hints' PTX needs Ampere (sm_80); a T4 does
+#undef L2_HINTS                                                     // without them
+#define L2_HINTS 1
+#endif
 
 __device__ __forceinline__ int4 load_last(const int4* p) {  // an active record read for the last time
 #if L2_HINTS >= 1
