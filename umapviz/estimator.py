@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -174,14 +175,12 @@ class UMAP:
         if optimizer.device == "gpu":  # n_new x n_train x d multiply-adds: minutes on the host at scale
             from .graph import knn_gpu  # noqa: PLC0415 - CuPy only on demand
 
-            if getattr(self, "_reference", None) is None:  # the training side of the search, once per fit
-                self._reference = knn_gpu.reference_index_gpu(self._fit_data, metric)
-            indices, dists = knn_gpu.query_knn_gpu(self._fit_data, data, k, metric, reference=self._reference)
+            prepare, search = knn_gpu.reference_index_gpu, knn_gpu.query_knn_gpu
         else:
-            if getattr(self, "_reference", None) is None:
-                self._reference = reference_index(self._fit_data, metric)
-            indices, dists = query_knn(self._fit_data, data, k, metric, progress=self.verbose,
-                                       reference=self._reference)
+            prepare, search = reference_index, functools.partial(query_knn, progress=self.verbose)
+        if getattr(self, "_reference", None) is None:  # the training side of the search, once per fit
+            self._reference = prepare(self._fit_data, metric)
+        indices, dists = search(self._fit_data, data, k, metric, reference=self._reference)
         return embed_new_points(
             indices,
             new_point_memberships(dists),
