@@ -1,4 +1,11 @@
-"""Headless entry points: `umapviz demo` (and `python -m umapviz demo`)."""
+"""Headless entry points, as ``umapviz COMMAND`` (or ``python -m umapviz COMMAND``):
+
+- ``demo``: sequential, buffered and chunked runs of one dataset, their outliers and fingerprints in a table;
+- ``compare``: chunked runs for several n_chunks and layout seeds, each against its seed's sequential layout,
+  and which n_chunks are clean on every seed;
+- ``bench``: each strategy's time per epoch on this machine (CPU or GPU), its ratio to hogwild, and (with
+  ``--repeat 2``) whether the reproducible strategies repeat their bytes.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +13,33 @@ import argparse
 import re
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ._validation import check_random_state
 from .optimize.chunks import RULES, check_n_chunks, resolve_n_chunks
+from .optimize.optimizer import REPRODUCIBLE, STRATEGIES
 
 DEFAULT_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto", "degree")
+COMPARE_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto")
+COMPARE_SEEDS: tuple[int, ...] = (0, 1, 2)
+# The GPU's sequential strategy is one thread (for tests and small graphs): named, it runs; by default, not.
+BENCH_STRATEGIES = {"cpu": ("hogwild", "sequential", "buffered", "chunked", "vertex"),
+                    "gpu": ("hogwild", "buffered", "chunked", "vertex")}  # fmt: skip
 
-# Errors from the Python API name its parameters ("n_neighbors=1 is too small"); the demo's user typed flags.
-# Parameters with an underscore are names wherever they appear; device and init are words too, so only their
-# "device=..." form is one. "n_epochs=None" (the default) is "leave out --n-epochs" on the command line.
+# Errors from the Python API name its parameters ("n_neighbors=1 is too small"); the commands' users typed flags.
+# Parameters with an underscore are names wherever they appear; device, init and repeat are words too, so only
+# their "device=..." form is one. "n_epochs=None" (the default) is "leave out --n-epochs" on the command line.
 _API_NAMES = re.compile(
-    r"\b(?:(n_samples|n_chunks|n_neighbors|n_epochs|random_state|label_column)\b|(device|init)(?==))(=None\b|=)?"
+    r"\b(?:(n_samples|n_chunks|n_neighbors|n_epochs|random_state|label_column)\b|(device|init|repeat)(?==))(=None\b|=)?"
 )
 
 
 def _name_flags(message: str) -> str:
-    """An API error message with each parameter (``n_neighbors=1``) said as the demo's flag (``--n-neighbors 1``)."""
+    """An API error message with each parameter (``n_neighbors=1``) said as its flag (``--n-neighbors 1``)."""
 
     def flag(match: re.Match) -> str:
         name = "--" + (match[1] or match[2]).replace("_", "-")
@@ -34,21 +50,96 @@ def _name_flags(message: str) -> str:
     return _API_NAMES.sub(flag, message)
 
 
-def _parse_chunks(text: str) -> list[int | str]:
-    """--n-chunks: whole numbers >= 1 and rule names, comma-separated; a typo fails before any work."""
-    out: list[int | str] = []
-    for part in text.split(","):
-        part = part.strip()
+def _value(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
+    """An argparse type: one value through ``parse``, or an error that says what was expected."""
+
+    def parse_one(text: str) -> Any:
         try:
-            out.append(check_n_chunks(int(part) if part.isdigit() else part))
+            return parse(text.strip())
         except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(
-                f"{part!r} is not an n_chunks value: use whole numbers >= 1 or {', '.join(RULES)}, "
-                "comma-separated (e.g. 4,16,auto)."
-            ) from None
+            raise argparse.ArgumentTypeError(f"{text.strip()!r} is not {what}.") from None
+
+    return parse_one
+
+
+def _comma_list(parse_one: Callable[[str], Any]) -> Callable[[str], list]:
+    """An argparse type: comma-separated values, each through ``parse_one``; a typo fails before any work."""
+    return lambda text: [parse_one(part) for part in text.split(",")]
+
+
+def _strategy(name: str) -> str:
+    if name not in STRATEGIES:
+        raise ValueError(name)
+    return name
+
+
+_n_chunks = _value(lambda text: check_n_chunks(int(text) if text.isdigit() else text),
+                   f"an n_chunks value: use whole numbers >= 1 or {', '.join(RULES)}")  # fmt: skip
+_parse_chunks = _comma_list(_n_chunks)
+_seed = _value(lambda text: check_random_state(int(text)), "a seed: use whole numbers from 0 to 2**32 - 1")
+_parse_seeds = _comma_list(_seed)
+_parse_strategies = _comma_list(_value(_strategy, f"a strategy: use {', '.join(STRATEGIES)}"))
+
+
+# --------------------------------------------------------------------------------------------- shared steps
+def _figures_folder(out: str | Path | None) -> Path | None:
+    """``out`` as a folder that exists, made now: found at the end, a bad one cost every run's work."""
+    if out is None:
+        return None
+    out = Path(out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a folder for the figures (it is made if missing).")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {out}: the folder cannot be made ({exc.strerror}); give a writable folder.") from exc
     return out
 
 
+def _data_and_graph(dataset: str | None, n_samples: int | None, random_state: int, label_column: str | None,
+                    n_neighbors: int, n_epochs: int | None, device: str, progress: bool) -> tuple:
+    """``(X, labels, graph, device)`` of a named dataset or file: the graph built on ``device`` (and cached), and
+    that device resolved ("auto" made "cpu" or "gpu")."""
+    from . import datasets  # noqa: PLC0415
+    from ._backend import resolve_device  # noqa: PLC0415
+    from .graph import build_graph  # noqa: PLC0415
+
+    device = resolve_device(device)  # no usable GPU is said before the data and graph, not after them
+    name = datasets.DEFAULT if dataset is None else dataset  # "" is a typo, not a wish for the default
+    X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state, label_column=label_column)
+    graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state,
+                        progress=progress, device=device)  # fmt: skip
+    return X, labels, graph, device
+
+
+def _start_layout(graph, init: str, seed: int, device: str) -> Any:
+    """The initial layout of every run with this seed, computed once: what ``LayoutOptimizer(init=init)`` makes."""
+    if init != "spectral":
+        return init  # "random": drawn by each optimizer, in no time
+    from .graph.init import spectral_init  # noqa: PLC0415
+
+    return spectral_init(graph, 2, seed, device=device)
+
+
+def _check_chunks(chunks: Sequence[int | str], graph) -> None:
+    """An n_chunks beyond the graph's edges, said before the runs rather than after some of them."""
+    for value in chunks:
+        resolve_n_chunks(value, graph)
+
+
+def _outlier_counts(embedding: np.ndarray, graph, reference: np.ndarray) -> tuple[np.ndarray, int]:
+    """The "bounds" mask against the reference layout and the "neighbors" count (see umapviz.metrics)."""
+    from . import metrics  # noqa: PLC0415
+
+    bounds = metrics.outliers(embedding, method="bounds", reference=reference)
+    return bounds, int(metrics.outliers(embedding, graph, method="neighbors").sum())
+
+
+def _chunk_title(strategy: str, n_chunks: int | str, rule: str = "") -> str:
+    return strategy + (f" n_chunks={n_chunks}" if strategy == "chunked" else "") + (f" ({rule})" if rule else "")
+
+
+# --------------------------------------------------------------------------------------------------- demo
 def run_demo(
     dataset: str | None = None,
     n_samples: int | None = None,
@@ -70,116 +161,324 @@ def run_demo(
     """
     from tqdm.auto import tqdm  # noqa: PLC0415
 
-    from . import datasets, metrics  # noqa: PLC0415
-    from .graph import build_graph  # noqa: PLC0415
+    from . import metrics  # noqa: PLC0415
     from .optimize import LayoutOptimizer  # noqa: PLC0415
 
-    out = None if out is None else Path(out).expanduser()
-    if out is not None and out.exists() and not out.is_dir():
-        # Checked before the runs: found at the end, it cost every run's work.
-        raise ValueError(f"--out {out} is a file; give a folder for the figures (it is made if missing).")
-    if out is not None:
-        try:  # made now for the same reason: a folder that cannot be made was found after every run
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(
-                f"--out {out}: the folder cannot be made ({exc.strerror}); give a writable folder."
-            ) from exc
-    from ._backend import resolve_device  # noqa: PLC0415
-
-    resolve_device(device)  # no usable GPU is said before the data and graph, not after them
-    name = datasets.DEFAULT if dataset is None else dataset  # "" is a typo, not a wish for the default
-    X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state, label_column=label_column)
-    graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state, progress=progress)
+    out = _figures_folder(out)
+    X, labels, graph, device = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors,
+                                               n_epochs, device, progress)  # fmt: skip
     trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)
     runs: list[tuple[str, int | str]] = [("sequential", 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
-    for _, chunks in runs:  # an n_chunks beyond the graph's edges, before the runs rather than after two of them
-        resolve_n_chunks(chunks, graph)
+    _check_chunks([c for _, c in runs], graph)
+    start = _start_layout(graph, init, random_state, device)
     rows: list[dict] = []
     embeddings: list[np.ndarray] = []
     masks: list[np.ndarray] = []  # bounds outliers, for the table and the figure
     reference = None
     for strategy, chunks in tqdm(runs, desc="demo", disable=not progress):
-        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=random_state, init=init,
+        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=random_state, init=start,
                               n_epochs=n_epochs, device=device)
-        start = time.perf_counter()
+        began = time.perf_counter()
         opt.run()
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - began
         emb = opt.embedding
-        if reference is None:
-            reference = emb
-        masks.append(metrics.outliers(emb, method="bounds", reference=reference))
+        reference = emb if reference is None else reference
+        bounds, neighbors = _outlier_counts(emb, graph, reference)
+        masks.append(bounds)
         rows.append({
             "strategy": strategy,
             "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
             "rule": chunks if isinstance(chunks, str) else "",
-            "outliers_bounds": int(masks[-1].sum()),
-            "outliers_neighbors": int(metrics.outliers(emb, graph, method="neighbors").sum()),
+            "outliers_bounds": int(bounds.sum()),
+            "outliers_neighbors": neighbors,
             "trustworthiness": float(metrics.trustworthiness(X, emb, n_neighbors=trust_k)),
             "s_per_epoch": seconds / opt.n_epochs,
             "fingerprint": metrics.fingerprint(emb),
         })
         embeddings.append(emb)
     if out is not None:
-        _write_figures(out, rows, embeddings, masks, labels)
+        from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
+
+        titles = [_chunk_title(r["strategy"], r["n_chunks"], r["rule"]) for r in rows]
+        save_png(side_by_side(embeddings, titles=titles, labels=labels, outliers=masks), out / "side_by_side.png")
     return rows
 
 
-def _write_figures(out: Path, rows: list[dict], embeddings: list[np.ndarray], masks: list[np.ndarray],
-                   labels) -> None:
-    from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
-
-    out.mkdir(parents=True, exist_ok=True)
-    titles = [r["strategy"] + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
-              + (f" ({r['rule']})" if r["rule"] else "") for r in rows]
-    image = side_by_side(embeddings, titles=titles, labels=labels, outliers=masks)
-    save_png(image, out / "side_by_side.png")
+DEMO_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("rule", "rule", str),
+                ("outliers(bounds)", "outliers_bounds", str), ("outliers(neighbors)", "outliers_neighbors", str),
+                ("trust", "trustworthiness", "{:.4f}".format), ("s/epoch", "s_per_epoch", "{:.4f}".format),
+                ("fingerprint", "fingerprint", str))  # fmt: skip
 
 
-def format_table(rows: list[dict]) -> str:
-    """A plain-text table of demo rows."""
-    head = ["strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)", "trust", "s/epoch",
-            "fingerprint"]
-    body = [[r["strategy"], str(r["n_chunks"]), str(r["rule"]), str(r["outliers_bounds"]),
-             str(r["outliers_neighbors"]), f"{r['trustworthiness']:.4f}", f"{r['s_per_epoch']:.4f}",
-             r["fingerprint"]] for r in rows]
+def format_table(rows: list[dict], columns: Sequence[tuple[str, str, Callable]] = DEMO_COLUMNS) -> str:
+    """A plain-text table: one line per row, a column per ``(header, key, format)``."""
+    body = [[fmt(r[key]) for _, key, fmt in columns] for r in rows]
+    head = [h for h, _, _ in columns]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) for b in body]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+# ------------------------------------------------------------------------------------------------ compare
+def run_compare(
+    dataset: str | None = None,
+    n_samples: int | None = None,
+    n_chunks: list[int | str] | None = None,
+    seeds: list[int] | None = None,
+    random_state: int = 0,
+    device: str = "cpu",
+    n_epochs: int | None = None,
+    init: str = "spectral",
+    out: str | Path | None = None,
+    progress: bool = True,
+    n_neighbors: int = 15,
+    label_column: str | None = None,
+    reference: str | None = None,
+) -> list[dict]:
+    """Chunked runs for every n_chunks and layout seed of one graph, each with that seed's reference layout;
+    one row per run (the references first). ``random_state`` seeds the data and graph, ``seeds`` the layouts.
+    ``reference``: "sequential", or "hogwild" (near-sequential: its races are rare), the default on a GPU, where
+    sequential is one thread. With ``out``, writes ``compare.png``: a row of panels per seed."""
+    from tqdm.auto import tqdm  # noqa: PLC0415
+
+    from . import metrics  # noqa: PLC0415
+    from .optimize import LayoutOptimizer  # noqa: PLC0415
+
+    out = _figures_folder(out)
+    chunk_values = list(n_chunks or COMPARE_CHUNKS)
+    seeds = list(COMPARE_SEEDS if seeds is None else seeds)
+    if not seeds:
+        raise ValueError("--seeds is empty; give at least one layout seed, e.g. --seeds 0,1,2.")
+    if reference not in (None, "sequential", "hogwild"):
+        raise ValueError(f"reference={reference!r} is not 'sequential' or 'hogwild'.")
+    _, labels, graph, device = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors,
+                                               n_epochs, device, progress)  # fmt: skip
+    _check_chunks(chunk_values, graph)
+    reference = reference or ("hogwild" if device == "gpu" else "sequential")
+    runs = [(reference, 1)] + [("chunked", c) for c in chunk_values]
+    rows: list[dict] = []
+    figure_rows: list[np.ndarray] = []
+    bar = tqdm(total=len(seeds) * len(runs), desc="compare", disable=not progress)
+    for seed in seeds:
+        start = _start_layout(graph, init, seed, device)
+        reference, embeddings, masks = None, [], []
+        for strategy, chunks in runs:
+            opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=seed, init=start,
+                                  n_epochs=n_epochs, device=device)
+            began = time.perf_counter()
+            opt.run()
+            seconds = time.perf_counter() - began
+            emb = opt.embedding
+            reference = emb if reference is None else reference
+            bounds, neighbors = _outlier_counts(emb, graph, reference)
+            rows.append({"seed": seed, "strategy": strategy,
+                         "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
+                         "rule": chunks if isinstance(chunks, str) else "", "outliers_bounds": int(bounds.sum()),
+                         "outliers_neighbors": neighbors, "s_per_epoch": seconds / opt.n_epochs,
+                         "fingerprint": metrics.fingerprint(emb)})  # fmt: skip
+            embeddings.append(emb)
+            masks.append(bounds)
+            bar.update(1)
+        if out is not None:
+            from .render import side_by_side  # noqa: PLC0415 - plotting only when asked for
+
+            seed_rows = rows[-len(runs):]
+            titles = [f"{_chunk_title(r['strategy'], r['n_chunks'], r['rule'])}, seed {seed}" for r in seed_rows]
+            figure_rows.append(side_by_side(embeddings, titles=titles, labels=labels, outliers=masks))
+    bar.close()
+    if out is not None:
+        from .render import save_png  # noqa: PLC0415
+
+        save_png(np.vstack(figure_rows), out / "compare.png")  # equal widths: every row has the same panels
+    return rows
+
+
+COMPARE_COLUMNS = (("seed", "seed", str),) + tuple(c for c in DEMO_COLUMNS if c[1] != "trustworthiness")
+
+
+def compare_summary(rows: list[dict]) -> list[dict]:
+    """Per n_chunks value asked for (sequential first): on how many seeds its layout had no outlier by either
+    test, and the most outliers of any seed by each."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["strategy"], r["rule"] or r["n_chunks"]), []).append(r)
+    return [{"strategy": strategy, "n_chunks": value,
+             "n_chunks_used": ",".join(sorted({str(r["n_chunks"]) for r in group}, key=lambda s: (len(s), s))),
+             "clean": f"{sum(r['outliers_bounds'] == 0 and r['outliers_neighbors'] == 0 for r in group)}/{len(group)}",
+             "most_bounds": max(r["outliers_bounds"] for r in group),
+             "most_neighbors": max(r["outliers_neighbors"] for r in group)}
+            for (strategy, value), group in groups.items()]  # fmt: skip
+
+
+SUMMARY_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("used", "n_chunks_used", str),
+                   ("clean seeds", "clean", str), ("most outliers(bounds)", "most_bounds", str),
+                   ("most outliers(neighbors)", "most_neighbors", str))  # fmt: skip
+
+
+# -------------------------------------------------------------------------------------------------- bench
+def run_bench(
+    dataset: str | None = None,
+    n_samples: int | None = None,
+    strategies: list[str] | None = None,
+    n_chunks: int | str = "auto",
+    random_state: int = 0,
+    device: str = "cpu",
+    n_epochs: int | None = None,
+    init: str = "spectral",
+    repeat: int = 1,
+    progress: bool = True,
+    n_neighbors: int = 15,
+    label_column: str | None = None,
+) -> list[dict]:
+    """Time each strategy's layout of one graph, from one initial layout; one row per strategy.
+
+    ms_per_epoch is the median epoch (the first epochs compile kernels), edges_per_s the mean active edges of
+    an epoch over that, x_hogwild the ratio to hogwild's median epoch (None without a hogwild run), setup_s the
+    optimizer's construction (with the first run's compiles). With ``repeat`` >= 2 each strategy runs that many
+    times from the start, ``repeats`` says whether every run gave the same bytes, and the times cover all runs.
+    """
+    from tqdm.auto import tqdm  # noqa: PLC0415
+
+    from . import metrics  # noqa: PLC0415
+    from ._validation import check_int  # noqa: PLC0415
+    from .optimize import LayoutOptimizer  # noqa: PLC0415
+
+    repeat = check_int("repeat", repeat, 1)
+    _, _, graph, device = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
+                                          device, progress)  # fmt: skip
+    strategies = list(strategies or BENCH_STRATEGIES[device])
+    _check_chunks([n_chunks], graph)
+    start = _start_layout(graph, init, random_state, device)
+    epochs = graph.n_epochs if n_epochs is None else n_epochs
+    bar = tqdm(total=len(strategies) * repeat * epochs, desc="bench", unit="epoch", disable=not progress)
+    rows: list[dict] = []
+    for strategy in strategies:
+        bar.set_postfix_str(strategy)
+        began = time.perf_counter()
+        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=n_chunks, random_state=random_state, init=start,
+                              n_epochs=n_epochs, device=device)
+        setup = time.perf_counter() - began
+        seconds, active, prints = [], [], []
+        for run in range(repeat):
+            if run:
+                opt.reset()
+            for record in opt.epochs():
+                seconds.append(record.seconds)
+                active.append(record.active_edges)
+                bar.update(1)
+            prints.append(metrics.fingerprint(opt.embedding))
+        median = float(np.median(seconds))
+        rows.append({"strategy": strategy, "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
+                     "setup_s": setup, "ms_per_epoch": 1e3 * median, "edges_per_s": float(np.mean(active)) / median,
+                     "fingerprint": prints[0], "repeats": None if repeat == 1 else len(set(prints)) == 1})  # fmt: skip
+    bar.close()
+    hogwild = next((r["ms_per_epoch"] for r in rows if r["strategy"] == "hogwild"), None)
+    for r in rows:
+        r["x_hogwild"] = None if hogwild is None else r["ms_per_epoch"] / hogwild
+    return rows
+
+
+def _repeats_text(row: dict) -> str:
+    if row["repeats"] is None:
+        return "-"
+    if row["strategy"] not in REPRODUCIBLE:
+        return "same bytes (not promised)" if row["repeats"] else "differ (racy, as expected)"
+    return "same bytes" if row["repeats"] else "DIFFER"
+
+
+BENCH_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("ms/epoch", "ms_per_epoch",
+                 "{:.3f}".format), ("M active edges/s", "edges_per_s", lambda v: f"{v / 1e6:.1f}"),
+                 ("x hogwild", "x_hogwild", lambda v: "-" if v is None else f"{v:.2f}"),
+                 ("set-up s", "setup_s", "{:.2f}".format), ("fingerprint", "fingerprint", str))  # fmt: skip
+
+
+def bench_table(rows: list[dict]) -> str:
+    """The bench's rows as a table, with a "repeats" column when the strategies ran more than once."""
+    columns = BENCH_COLUMNS
+    if rows and rows[0]["repeats"] is not None:
+        columns += (("repeats", "repeats_text", str),)
+    return format_table([dict(r, repeats_text=_repeats_text(r)) for r in rows], columns)
+
+
+# --------------------------------------------------------------------------------------------------- main
+def _common_options() -> argparse.ArgumentParser:
+    """The options every command takes: the data, its graph, the layouts' length and start, the device."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dataset", default=None, help="dataset name or file path (default: the kit's default)")
+    common.add_argument("--label-column", default=None, metavar="NAME",
+                        help="the column of a CSV/Parquet file (or array of an .npz) that holds the classes "
+                             "(default: one named label, labels, target or class, in any case)")
+    common.add_argument("--n-samples", type=int, default=None)
+    common.add_argument("--n-neighbors", type=int, default=15)
+    common.add_argument("--n-epochs", type=int, default=None)
+    common.add_argument("--init", default="spectral", choices=["spectral", "random"])
+    common.add_argument("--device", default="cpu", choices=["cpu", "gpu", "auto"])
+    return common
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="umapviz", description="See how UMAP's layout optimizer behaves.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="compare strategies on a dataset and print a table")
-    demo.add_argument("--dataset", default=None, help="dataset name or file path (default: the kit's default)")
-    demo.add_argument("--label-column", default=None, metavar="NAME",
-                      help="the column of a CSV/Parquet file (or array of an .npz) that holds the classes "
-                           "(default: one named label, labels, target or class, in any case)")
-    demo.add_argument("--n-samples", type=int, default=None)
+    common = [_common_options()]
+    demo = sub.add_parser("demo", parents=common, help="compare strategies on a dataset and print a table")
     demo.add_argument("--n-chunks", type=_parse_chunks, default=list(DEFAULT_CHUNKS),
                       help="comma-separated n_chunks values for the chunked runs (ints, auto, shipped, degree)")
-    demo.add_argument("--n-neighbors", type=int, default=15)
     demo.add_argument("--random-state", type=int, default=0)
-    demo.add_argument("--n-epochs", type=int, default=None)
-    demo.add_argument("--init", default="spectral", choices=["spectral", "random"])
-    demo.add_argument("--device", default="cpu", choices=["cpu", "gpu", "auto"])
     demo.add_argument("--out", default=None, help="folder for figures (PNG side by side)")
-    args = parser.parse_args(argv)
+
+    compare = sub.add_parser("compare", parents=common,
+                             help="chunked runs for several n_chunks and layout seeds: which are clean on every seed")
+    compare.add_argument("--n-chunks", type=_parse_chunks, default=list(COMPARE_CHUNKS),
+                         help="comma-separated n_chunks values (ints, auto, shipped, degree; 1 is buffered)")
+    compare.add_argument("--seeds", type=_parse_seeds, default=list(COMPARE_SEEDS),
+                         help="comma-separated layout seeds (default 0,1,2)")
+    compare.add_argument("--random-state", type=int, default=0, help="seed of the data and graph")
+    compare.add_argument("--reference", default=None, choices=["sequential", "hogwild"],
+                         help="the layout each seed's outliers are counted against (default: sequential on the "
+                              "CPU, hogwild on the GPU, where sequential is one thread)")
+    compare.add_argument("--out", default=None, help="folder for the figure (compare.png, a row per seed)")
+
+    bench = sub.add_parser("bench", parents=common,
+                           help="time per epoch of each strategy on this machine, against hogwild")
+    bench.add_argument("--strategies", type=_parse_strategies, default=None,
+                       help="comma-separated strategies (default: all; on the GPU all but the one-thread sequential)")
+    bench.add_argument("--n-chunks", type=_n_chunks, default="auto",
+                       help="the chunked run's n_chunks (an int, auto, shipped or degree)")
+    bench.add_argument("--random-state", type=int, default=0)
+    bench.add_argument("--repeat", type=int, default=1,
+                       help="runs of each strategy; 2 or more also checks that the runs repeat their bytes")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``umapviz`` command: 0 on success, 2 for bad input (said on stderr), 1 if a bench found a
+    reproducible strategy that did not repeat its bytes."""
+    args = _parser().parse_args(argv)
+    options = {k: v for k, v in vars(args).items() if k != "command"}
+    run = {"demo": run_demo, "compare": run_compare, "bench": run_bench}[args.command]
+    try:
+        rows = run(**options)
+    except (ValueError, TypeError, RuntimeError, OSError, ImportError) as exc:  # OSError: an unwritable folder
+        print(f"umapviz {args.command}: error: {_name_flags(str(exc))}", file=sys.stderr)
+        return 2
     if args.command == "demo":
-        try:
-            rows = run_demo(args.dataset, args.n_samples, args.n_chunks, args.random_state, args.device,
-                            args.n_epochs, args.init, args.out, n_neighbors=args.n_neighbors,
-                            label_column=args.label_column)
-        except (ValueError, TypeError, RuntimeError, OSError, ImportError) as exc:  # OSError: an unwritable folder
-            print(f"umapviz demo: error: {_name_flags(str(exc))}", file=sys.stderr)
-            return 2
         print(format_table(rows))
-        if args.out:
-            print(f"figures written to {args.out}")
+    elif args.command == "compare":
+        print(format_table(rows, COMPARE_COLUMNS))
+        print()
+        print(format_table(compare_summary(rows), SUMMARY_COLUMNS))
+    else:
+        print(bench_table(rows))
+        broken = [r["strategy"] for r in rows if r["repeats"] is False and r["strategy"] in REPRODUCIBLE]
+        if broken:
+            print(f"umapviz bench: {', '.join(broken)} did not repeat its bytes, which it promises: please "
+                  "report it with the command and this table.", file=sys.stderr)
+            return 1
+    if getattr(args, "out", None):
+        print(f"figures written to {args.out}")
     return 0
 
 
