@@ -188,13 +188,16 @@ def test_compare_runs_every_n_chunks_per_seed_against_that_seeds_sequential_layo
     assert rows[0]["fingerprint"] != rows[3]["fingerprint"]
 
 
-def test_compare_takes_hogwild_as_its_reference_when_asked():
+def test_demo_and_compare_take_hogwild_as_their_reference_when_asked():
     """The GPU's default (its sequential strategy is one thread); on the CPU only when asked."""
     rows = run_compare("moons", n_samples=200, n_chunks=[2], seeds=[0], n_epochs=10, progress=False,
                        reference="hogwild")  # fmt: skip
     assert [r["strategy"] for r in rows] == ["hogwild", "chunked"] and rows[0]["outliers_bounds"] == 0
-    with pytest.raises(ValueError, match="reference='buffered' is not 'sequential' or 'hogwild'"):
-        run_compare("moons", n_samples=200, seeds=[0], reference="buffered", progress=False)
+    for run in (run_compare, run_demo):
+        with pytest.raises(ValueError, match=r"reference='buffered' is not one of \('sequential', 'hogwild'\)"):
+            run("moons", n_samples=200, reference="buffered", progress=False)
+    rows = run_demo("moons", n_samples=200, n_chunks=[2], n_epochs=10, progress=False, reference="hogwild")
+    assert [r["strategy"] for r in rows] == ["hogwild", "buffered", "chunked"] and rows[0]["outliers_bounds"] == 0
 
 
 def test_compare_summary_counts_the_seeds_clean_by_both_tests():

@@ -27,6 +27,7 @@ DEFAULT_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto", "degree")
 COMPARE_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto")
 COMPARE_SEEDS: tuple[int, ...] = (0, 1, 2)
 # The GPU's sequential strategy is one thread (for tests and small graphs): named, it runs; by default, not.
+REFERENCES = ("sequential", "hogwild")
 BENCH_STRATEGIES = {"cpu": ("hogwild", "sequential", "buffered", "chunked", "vertex"),
                     "gpu": ("hogwild", "buffered", "chunked", "vertex")}  # fmt: skip
 
@@ -98,18 +99,26 @@ def _figures_folder(out: str | Path | None) -> Path | None:
 
 def _data_and_graph(dataset: str | None, n_samples: int | None, random_state: int, label_column: str | None,
                     n_neighbors: int, n_epochs: int | None, device: str, progress: bool) -> tuple:
-    """``(X, labels, graph, device)`` of a named dataset or file: the graph built on ``device`` (and cached), and
-    that device resolved ("auto" made "cpu" or "gpu")."""
+    """``(X, labels, graph)`` of a named dataset or file, the graph built on ``device`` (and cached)."""
     from . import datasets  # noqa: PLC0415
-    from ._backend import resolve_device  # noqa: PLC0415
     from .graph import build_graph  # noqa: PLC0415
 
-    device = resolve_device(device)  # no usable GPU is said before the data and graph, not after them
     name = datasets.DEFAULT if dataset is None else dataset  # "" is a typo, not a wish for the default
     X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state, label_column=label_column)
     graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state,
                         progress=progress, device=device)  # fmt: skip
-    return X, labels, graph, device
+    return X, labels, graph
+
+
+def _device_and_reference(device: str, reference: str | None) -> tuple[str, str]:
+    """The device resolved ("auto" made "cpu" or "gpu"), before any data is loaded, so that a missing GPU is said
+    first; and the reference strategy (see :func:`run_demo`), its default picked by that device."""
+    from ._backend import resolve_device  # noqa: PLC0415
+
+    if reference not in (None, *REFERENCES):
+        raise ValueError(f"reference={reference!r} is not one of {REFERENCES}.")
+    device = resolve_device(device)
+    return device, reference or ("hogwild" if device == "gpu" else "sequential")
 
 
 def _start_layout(graph, init: str, seed: int, device: str) -> Any:
@@ -152,12 +161,14 @@ def run_demo(
     progress: bool = True,
     n_neighbors: int = 15,
     label_column: str | None = None,
+    reference: str | None = None,
 ) -> list[dict]:
-    """Run sequential, buffered and chunked (each n_chunks) on one dataset; return one row per run.
+    """Run the reference layout, buffered and chunked (each n_chunks) on one dataset; return one row per run.
 
-    Outliers are counted two ways: "bounds" (outside the sequential layout's per-axis [min - 2 std,
+    Outliers are counted two ways: "bounds" (outside the reference layout's per-axis [min - 2 std,
     max + 2 std]) and "neighbors" (far from all graph neighbours); see umapviz.metrics. ``label_column``
-    picks the class column of a data file (see umapviz.datasets.load).
+    picks the class column of a data file (see umapviz.datasets.load). ``reference``: "sequential", or "hogwild"
+    (near-sequential: its races are rare), the default on a GPU, where sequential runs on one thread.
     """
     from tqdm.auto import tqdm  # noqa: PLC0415
 
@@ -165,17 +176,18 @@ def run_demo(
     from .optimize import LayoutOptimizer  # noqa: PLC0415
 
     out = _figures_folder(out)
-    X, labels, graph, device = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors,
-                                               n_epochs, device, progress)  # fmt: skip
+    device, reference = _device_and_reference(device, reference)
+    X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
+                                       device, progress)  # fmt: skip
     trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)
-    runs: list[tuple[str, int | str]] = [("sequential", 1), ("buffered", 1)]
+    runs: list[tuple[str, int | str]] = [(reference, 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
     _check_chunks([c for _, c in runs], graph)
     start = _start_layout(graph, init, random_state, device)
     rows: list[dict] = []
     embeddings: list[np.ndarray] = []
     masks: list[np.ndarray] = []  # bounds outliers, for the table and the figure
-    reference = None
+    first = None  # the reference's layout
     for strategy, chunks in tqdm(runs, desc="demo", disable=not progress):
         opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=random_state, init=start,
                               n_epochs=n_epochs, device=device)
@@ -183,8 +195,8 @@ def run_demo(
         opt.run()
         seconds = time.perf_counter() - began
         emb = opt.embedding
-        reference = emb if reference is None else reference
-        bounds, neighbors = _outlier_counts(emb, graph, reference)
+        first = emb if first is None else first
+        bounds, neighbors = _outlier_counts(emb, graph, first)
         masks.append(bounds)
         rows.append({
             "strategy": strategy,
@@ -240,8 +252,8 @@ def run_compare(
 ) -> list[dict]:
     """Chunked runs for every n_chunks and layout seed of one graph, each with that seed's reference layout;
     one row per run (the references first). ``random_state`` seeds the data and graph, ``seeds`` the layouts.
-    ``reference``: "sequential", or "hogwild" (near-sequential: its races are rare), the default on a GPU, where
-    sequential is one thread. With ``out``, writes ``compare.png``: a row of panels per seed."""
+    ``reference``: "sequential", or "hogwild", the default on a GPU (see :func:`run_demo`). With ``out``, writes
+    ``compare.png``: a row of panels per seed."""
     from tqdm.auto import tqdm  # noqa: PLC0415
 
     from . import metrics  # noqa: PLC0415
@@ -252,19 +264,17 @@ def run_compare(
     seeds = list(COMPARE_SEEDS if seeds is None else seeds)
     if not seeds:
         raise ValueError("--seeds is empty; give at least one layout seed, e.g. --seeds 0,1,2.")
-    if reference not in (None, "sequential", "hogwild"):
-        raise ValueError(f"reference={reference!r} is not 'sequential' or 'hogwild'.")
-    _, labels, graph, device = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors,
-                                               n_epochs, device, progress)  # fmt: skip
+    device, reference = _device_and_reference(device, reference)
+    _, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
+                                       device, progress)  # fmt: skip
     _check_chunks(chunk_values, graph)
-    reference = reference or ("hogwild" if device == "gpu" else "sequential")
     runs = [(reference, 1)] + [("chunked", c) for c in chunk_values]
     rows: list[dict] = []
     figure_rows: list[np.ndarray] = []
     bar = tqdm(total=len(seeds) * len(runs), desc="compare", disable=not progress)
     for seed in seeds:
         start = _start_layout(graph, init, seed, device)
-        reference, embeddings, masks = None, [], []
+        first, embeddings, masks = None, [], []  # first: the reference's layout
         for strategy, chunks in runs:
             opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=seed, init=start,
                                   n_epochs=n_epochs, device=device)
@@ -272,8 +282,8 @@ def run_compare(
             opt.run()
             seconds = time.perf_counter() - began
             emb = opt.embedding
-            reference = emb if reference is None else reference
-            bounds, neighbors = _outlier_counts(emb, graph, reference)
+            first = emb if first is None else first
+            bounds, neighbors = _outlier_counts(emb, graph, first)
             rows.append({"seed": seed, "strategy": strategy,
                          "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
                          "rule": chunks if isinstance(chunks, str) else "", "outliers_bounds": int(bounds.sum()),
@@ -349,8 +359,9 @@ def run_bench(
     from .optimize import LayoutOptimizer  # noqa: PLC0415
 
     repeat = check_int("repeat", repeat, 1)
-    _, _, graph, device = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
-                                          device, progress)  # fmt: skip
+    device, _ = _device_and_reference(device, None)
+    _, _, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs, device,
+                                  progress)  # fmt: skip
     strategies = list(strategies or BENCH_STRATEGIES[device])
     _check_chunks([n_chunks], graph)
     start = _start_layout(graph, init, random_state, device)
@@ -425,22 +436,24 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="umapviz", description="See how UMAP's layout optimizer behaves.")
     sub = parser.add_subparsers(dest="command", required=True)
     common = [_common_options()]
-    demo = sub.add_parser("demo", parents=common, help="compare strategies on a dataset and print a table")
+    reference = argparse.ArgumentParser(add_help=False)
+    reference.add_argument("--reference", default=None, choices=REFERENCES,
+                           help="the layout outliers are counted against (default: sequential on the CPU, hogwild "
+                                "on the GPU, where sequential runs on one thread)")
+    demo = sub.add_parser("demo", parents=[*common, reference],
+                          help="compare strategies on a dataset and print a table")
     demo.add_argument("--n-chunks", type=_parse_chunks, default=list(DEFAULT_CHUNKS),
                       help="comma-separated n_chunks values for the chunked runs (ints, auto, shipped, degree)")
     demo.add_argument("--random-state", type=int, default=0)
     demo.add_argument("--out", default=None, help="folder for figures (PNG side by side)")
 
-    compare = sub.add_parser("compare", parents=common,
+    compare = sub.add_parser("compare", parents=[*common, reference],
                              help="chunked runs for several n_chunks and layout seeds: which are clean on every seed")
     compare.add_argument("--n-chunks", type=_parse_chunks, default=list(COMPARE_CHUNKS),
                          help="comma-separated n_chunks values (ints, auto, shipped, degree; 1 is buffered)")
     compare.add_argument("--seeds", type=_parse_seeds, default=list(COMPARE_SEEDS),
                          help="comma-separated layout seeds (default 0,1,2)")
     compare.add_argument("--random-state", type=int, default=0, help="seed of the data and graph")
-    compare.add_argument("--reference", default=None, choices=["sequential", "hogwild"],
-                         help="the layout each seed's outliers are counted against (default: sequential on the "
-                              "CPU, hogwild on the GPU, where sequential is one thread)")
     compare.add_argument("--out", default=None, help="folder for the figure (compare.png, a row per seed)")
 
     bench = sub.add_parser("bench", parents=common,
