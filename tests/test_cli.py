@@ -304,3 +304,13 @@ def test_compare_on_the_gpu_counts_against_hogwild_and_repeats_its_chunked_bytes
     assert [r[1] for r in runs] == ["hogwild", "chunked", "chunked"]
     chunked = [r[-1] for r in runs[1:]]  # their fingerprints, the last column
     assert all(fp in again for fp in chunked)  # reproducible on the GPU too
+
+
+@pytest.mark.parametrize("command", ["demo", "compare", "bench"])
+def test_a_ctrl_c_ends_a_command_with_a_line_not_a_traceback(capsys, monkeypatch, command):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(umapviz.LayoutOptimizer, "__init__", interrupted)
+    assert main([command, *SMALL, "--n-neighbors", "5"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == f"umapviz {command}: interrupted"

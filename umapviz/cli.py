@@ -136,16 +136,38 @@ def _check_chunks(chunks: Sequence[int | str], graph) -> None:
         resolve_n_chunks(value, graph)
 
 
-def _outlier_counts(embedding: np.ndarray, graph, reference: np.ndarray) -> tuple[np.ndarray, int]:
-    """The "bounds" mask against the reference layout and the "neighbors" count (see umapviz.metrics)."""
+def _run_series(graph, runs: Sequence[tuple[str, int | str]], seed: int, start: Any, n_epochs: int | None,
+                device: str, done: Callable[[], Any]) -> tuple[list[dict], list[np.ndarray], list[np.ndarray]]:
+    """Full runs of ``(strategy, n_chunks)`` pairs from one start layout. The first is the reference: "bounds"
+    outliers lie outside its per-axis [min - 2 std, max + 2 std]; "neighbors" outliers lie far from all their graph
+    neighbours (see umapviz.metrics). Returns a row per run, the embeddings and the bounds masks; ``done()`` is
+    called after each run (a progress bar's update)."""
     from . import metrics  # noqa: PLC0415
+    from .optimize import LayoutOptimizer  # noqa: PLC0415
 
-    bounds = metrics.outliers(embedding, method="bounds", reference=reference)
-    return bounds, int(metrics.outliers(embedding, graph, method="neighbors").sum())
+    rows, embeddings, masks = [], [], []
+    for strategy, chunks in runs:
+        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=seed, init=start,
+                              n_epochs=n_epochs, device=device)
+        began = time.perf_counter()
+        opt.run()
+        seconds = time.perf_counter() - began
+        emb = opt.embedding
+        bounds = metrics.outliers(emb, method="bounds", reference=embeddings[0] if embeddings else emb)
+        rows.append({"strategy": strategy, "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
+                     "rule": chunks if isinstance(chunks, str) else "", "outliers_bounds": int(bounds.sum()),
+                     "outliers_neighbors": int(metrics.outliers(emb, graph, method="neighbors").sum()),
+                     "s_per_epoch": seconds / opt.n_epochs, "fingerprint": metrics.fingerprint(emb)})  # fmt: skip
+        embeddings.append(emb)
+        masks.append(bounds)
+        done()
+    return rows, embeddings, masks
 
 
-def _chunk_title(strategy: str, n_chunks: int | str, rule: str = "") -> str:
-    return strategy + (f" n_chunks={n_chunks}" if strategy == "chunked" else "") + (f" ({rule})" if rule else "")
+def _titles(rows: list[dict], suffix: str = "") -> list[str]:
+    """Panel titles: the strategy, and for chunked its n_chunks and rule."""
+    return [r["strategy"] + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
+            + (f" ({r['rule']})" if r["rule"] else "") + suffix for r in rows]  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------- demo
@@ -173,47 +195,25 @@ def run_demo(
     from tqdm.auto import tqdm  # noqa: PLC0415
 
     from . import metrics  # noqa: PLC0415
-    from .optimize import LayoutOptimizer  # noqa: PLC0415
 
     out = _figures_folder(out)
     device, reference = _device_and_reference(device, reference)
     X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
                                        device, progress)  # fmt: skip
-    trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)
     runs: list[tuple[str, int | str]] = [(reference, 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
     _check_chunks([c for _, c in runs], graph)
     start = _start_layout(graph, init, random_state, device)
-    rows: list[dict] = []
-    embeddings: list[np.ndarray] = []
-    masks: list[np.ndarray] = []  # bounds outliers, for the table and the figure
-    first = None  # the reference's layout
-    for strategy, chunks in tqdm(runs, desc="demo", disable=not progress):
-        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=random_state, init=start,
-                              n_epochs=n_epochs, device=device)
-        began = time.perf_counter()
-        opt.run()
-        seconds = time.perf_counter() - began
-        emb = opt.embedding
-        first = emb if first is None else first
-        bounds, neighbors = _outlier_counts(emb, graph, first)
-        masks.append(bounds)
-        rows.append({
-            "strategy": strategy,
-            "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
-            "rule": chunks if isinstance(chunks, str) else "",
-            "outliers_bounds": int(bounds.sum()),
-            "outliers_neighbors": neighbors,
-            "trustworthiness": float(metrics.trustworthiness(X, emb, n_neighbors=trust_k)),
-            "s_per_epoch": seconds / opt.n_epochs,
-            "fingerprint": metrics.fingerprint(emb),
-        })
-        embeddings.append(emb)
+    with tqdm(total=len(runs), desc="demo", disable=not progress) as bar:
+        rows, embeddings, masks = _run_series(graph, runs, random_state, start, n_epochs, device, bar.update)
+    trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)
+    for row, emb in zip(rows, embeddings, strict=True):
+        row["trustworthiness"] = float(metrics.trustworthiness(X, emb, n_neighbors=trust_k))
     if out is not None:
         from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
 
-        titles = [_chunk_title(r["strategy"], r["n_chunks"], r["rule"]) for r in rows]
-        save_png(side_by_side(embeddings, titles=titles, labels=labels, outliers=masks), out / "side_by_side.png")
+        image = side_by_side(embeddings, titles=_titles(rows), labels=labels, outliers=masks)
+        save_png(image, out / "side_by_side.png")
     return rows
 
 
@@ -256,9 +256,6 @@ def run_compare(
     ``compare.png``: a row of panels per seed."""
     from tqdm.auto import tqdm  # noqa: PLC0415
 
-    from . import metrics  # noqa: PLC0415
-    from .optimize import LayoutOptimizer  # noqa: PLC0415
-
     out = _figures_folder(out)
     chunk_values = list(n_chunks or COMPARE_CHUNKS)
     seeds = list(COMPARE_SEEDS if seeds is None else seeds)
@@ -271,34 +268,16 @@ def run_compare(
     runs = [(reference, 1)] + [("chunked", c) for c in chunk_values]
     rows: list[dict] = []
     figure_rows: list[np.ndarray] = []
-    bar = tqdm(total=len(seeds) * len(runs), desc="compare", disable=not progress)
-    for seed in seeds:
-        start = _start_layout(graph, init, seed, device)
-        first, embeddings, masks = None, [], []  # first: the reference's layout
-        for strategy, chunks in runs:
-            opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=seed, init=start,
-                                  n_epochs=n_epochs, device=device)
-            began = time.perf_counter()
-            opt.run()
-            seconds = time.perf_counter() - began
-            emb = opt.embedding
-            first = emb if first is None else first
-            bounds, neighbors = _outlier_counts(emb, graph, first)
-            rows.append({"seed": seed, "strategy": strategy,
-                         "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
-                         "rule": chunks if isinstance(chunks, str) else "", "outliers_bounds": int(bounds.sum()),
-                         "outliers_neighbors": neighbors, "s_per_epoch": seconds / opt.n_epochs,
-                         "fingerprint": metrics.fingerprint(emb)})  # fmt: skip
-            embeddings.append(emb)
-            masks.append(bounds)
-            bar.update(1)
-        if out is not None:
-            from .render import side_by_side  # noqa: PLC0415 - plotting only when asked for
+    with tqdm(total=len(seeds) * len(runs), desc="compare", disable=not progress) as bar:
+        for seed in seeds:
+            start = _start_layout(graph, init, seed, device)
+            seed_rows, embeddings, masks = _run_series(graph, runs, seed, start, n_epochs, device, bar.update)
+            rows += [dict(r, seed=seed) for r in seed_rows]
+            if out is not None:
+                from .render import side_by_side  # noqa: PLC0415 - plotting only when asked for
 
-            seed_rows = rows[-len(runs):]
-            titles = [f"{_chunk_title(r['strategy'], r['n_chunks'], r['rule'])}, seed {seed}" for r in seed_rows]
-            figure_rows.append(side_by_side(embeddings, titles=titles, labels=labels, outliers=masks))
-    bar.close()
+                titles = _titles(seed_rows, f", seed {seed}")
+                figure_rows.append(side_by_side(embeddings, titles=titles, labels=labels, outliers=masks))
     if out is not None:
         from .render import save_png  # noqa: PLC0415
 
@@ -354,9 +333,7 @@ def run_bench(
     """
     from tqdm.auto import tqdm  # noqa: PLC0415
 
-    from . import metrics  # noqa: PLC0415
     from ._validation import check_int  # noqa: PLC0415
-    from .optimize import LayoutOptimizer  # noqa: PLC0415
 
     repeat = check_int("repeat", repeat, 1)
     device, _ = _device_and_reference(device, None)
@@ -366,32 +343,41 @@ def run_bench(
     _check_chunks([n_chunks], graph)
     start = _start_layout(graph, init, random_state, device)
     epochs = graph.n_epochs if n_epochs is None else n_epochs
-    bar = tqdm(total=len(strategies) * repeat * epochs, desc="bench", unit="epoch", disable=not progress)
-    rows: list[dict] = []
-    for strategy in strategies:
-        bar.set_postfix_str(strategy)
-        began = time.perf_counter()
-        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=n_chunks, random_state=random_state, init=start,
-                              n_epochs=n_epochs, device=device)
-        opt.step()  # the warm-up: compiles
-        setup = time.perf_counter() - began
-        seconds, active, prints = [], [], []
-        for _ in range(repeat):
-            opt.reset()
-            for record in opt.epochs():
-                seconds.append(record.seconds)
-                active.append(record.active_edges)
-                bar.update(1)
-            prints.append(metrics.fingerprint(opt.embedding))
-        total = float(np.sum(seconds))
-        rows.append({"strategy": strategy, "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
-                     "setup_s": setup, "ms_per_epoch": 1e3 * total / len(seconds), "edges_per_s": sum(active) / total,
-                     "fingerprint": prints[0], "repeats": None if repeat == 1 else len(set(prints)) == 1})  # fmt: skip
-    bar.close()
+    with tqdm(total=len(strategies) * repeat * epochs, desc="bench", unit="epoch", disable=not progress) as bar:
+        rows = []
+        for strategy in strategies:
+            bar.set_postfix_str(strategy)
+            rows.append(_time_strategy(graph, strategy, n_chunks, random_state, start, n_epochs, device, repeat,
+                                       bar.update))  # fmt: skip
     hogwild = next((r["ms_per_epoch"] for r in rows if r["strategy"] == "hogwild"), None)
     for r in rows:
         r["x_hogwild"] = None if hogwild is None else r["ms_per_epoch"] / hogwild
     return rows
+
+
+def _time_strategy(graph, strategy: str, n_chunks: int | str, seed: int, start: Any, n_epochs: int | None,
+                   device: str, repeat: int, tick: Callable[[], Any]) -> dict:
+    """One strategy's bench row (see :func:`run_bench`); ``tick()`` after each timed epoch."""
+    from . import metrics  # noqa: PLC0415
+    from .optimize import LayoutOptimizer  # noqa: PLC0415
+
+    began = time.perf_counter()
+    opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=n_chunks, random_state=seed, init=start,
+                          n_epochs=n_epochs, device=device)
+    opt.step()  # the warm-up: compiles
+    setup = time.perf_counter() - began
+    seconds, active, prints = [], [], []
+    for _ in range(repeat):
+        opt.reset()
+        for record in opt.epochs():
+            seconds.append(record.seconds)
+            active.append(record.active_edges)
+            tick()
+        prints.append(metrics.fingerprint(opt.embedding))
+    total = float(np.sum(seconds))
+    return {"strategy": strategy, "n_chunks": opt.n_chunks if strategy == "chunked" else "-", "setup_s": setup,
+            "ms_per_epoch": 1e3 * total / len(seconds), "edges_per_s": sum(active) / total,
+            "fingerprint": prints[0], "repeats": None if repeat == 1 else len(set(prints)) == 1}  # fmt: skip
 
 
 def _repeats_text(row: dict) -> str:
@@ -470,7 +456,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``umapviz`` command: 0 on success, 2 for bad input (said on stderr), 1 if a bench found a
-    reproducible strategy that did not repeat its bytes."""
+    reproducible strategy that did not repeat its bytes, 130 after a Ctrl-C."""
     args = _parser().parse_args(argv)
     options = {k: v for k, v in vars(args).items() if k != "command"}
     run = {"demo": run_demo, "compare": run_compare, "bench": run_bench}[args.command]
@@ -479,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, RuntimeError, OSError, ImportError) as exc:  # OSError: an unwritable folder
         print(f"umapviz {args.command}: error: {_name_flags(str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback from deep inside a kernel loop
+        print(f"umapviz {args.command}: interrupted", file=sys.stderr)
+        return 130
     if args.command == "demo":
         print(format_table(rows))
     elif args.command == "compare":
