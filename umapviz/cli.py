@@ -289,7 +289,7 @@ COMPARE_COLUMNS = (("seed", "seed", str),) + tuple(c for c in DEMO_COLUMNS if c[
 
 
 def compare_summary(rows: list[dict]) -> list[dict]:
-    """Per n_chunks value asked for (sequential first): on how many seeds its layout had no outlier by either
+    """Per n_chunks value asked for (the reference first): on how many seeds its layout had no outlier by either
     test, and the most outliers of any seed by each."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
@@ -410,9 +410,11 @@ def _common_options() -> argparse.ArgumentParser:
     common.add_argument("--label-column", default=None, metavar="NAME",
                         help="the column of a CSV/Parquet file (or array of an .npz) that holds the classes "
                              "(default: one named label, labels, target or class, in any case)")
-    common.add_argument("--n-samples", type=int, default=None)
-    common.add_argument("--n-neighbors", type=int, default=15)
-    common.add_argument("--n-epochs", type=int, default=None)
+    common.add_argument("--n-samples", type=int, default=None,
+                        help="points to make (synthetic datasets) or keep (a subsample of real data)")
+    common.add_argument("--n-neighbors", type=int, default=15, help="neighbours per point, itself included")
+    common.add_argument("--n-epochs", type=int, default=None,
+                        help="default: 500 up to 10,000 points, else 200")
     common.add_argument("--init", default="spectral", choices=["spectral", "random"])
     common.add_argument("--device", default="cpu", choices=["cpu", "gpu", "auto"])
     return common
