@@ -831,3 +831,22 @@ extern "C" __global__ void pows(const float* x, float y, int n, int portable, fl
               f"portable {counts[1]}")
     assert counts[1][0] == 0  # the portable pow is bitwise the same on both sides
     assert counts[1][1] < 10  # and (nearly always) correctly rounded
+
+
+def test_sequential_on_the_gpu_warns_where_its_one_thread_is_slow(small_graph):
+    import warnings
+
+    from umapviz import datasets
+    from umapviz.graph import build_graph
+    from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES
+
+    X, _ = datasets.load("blobs", n_samples=8000, random_state=0)
+    big = build_graph(X, n_neighbors=15, n_epochs=20, knn="exact", cache=False, progress=False)
+    assert big.nnz > SEQUENTIAL_GPU_EDGES >= small_graph.nnz
+    with pytest.warns(UserWarning, match="one GPU thread") as caught:
+        _opt(big, "sequential", "gpu")
+    assert caught[0].filename == __file__  # pointed at the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _opt(small_graph, "sequential", "gpu")  # small: no word
+        _opt(big, "hogwild", "gpu")

@@ -647,3 +647,14 @@ def test_ctrl_c_during_an_epoch_leaves_a_consistent_optimizer_that_resumes_to_th
     reference.step(opt.epoch)
     assert opt.epoch == 10 and opt.embedding.tobytes() == reference.embedding.tobytes()
     assert opt.run().embedding.tobytes() == whole.tobytes()
+
+
+def test_sequential_gpu_advice_only_for_sequential_on_a_gpu_with_a_big_graph():
+    from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES, sequential_gpu_advice
+
+    big = SEQUENTIAL_GPU_EDGES + 1
+    advice = sequential_gpu_advice("sequential", "gpu", big)
+    assert f"{big:,} edges" in advice and "device='cpu'" in advice and "strategy='hogwild'" in advice
+    assert sequential_gpu_advice("sequential", "gpu", SEQUENTIAL_GPU_EDGES) is None
+    assert sequential_gpu_advice("sequential", "cpu", big) is None
+    assert all(sequential_gpu_advice(s, "gpu", big) is None for s in ("hogwild", "buffered", "chunked", "vertex"))

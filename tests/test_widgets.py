@@ -685,3 +685,37 @@ def test_compare_set_mends_a_grid_that_failed_to_build(blobs_small):
         assert grid.error == "" and grid.run().table()["epoch"].tolist() == [12, 12]  # seeds 0 and 1
     finally:
         grid.close()
+
+
+def test_a_slow_strategy_on_its_device_is_said_in_the_status_and_cleared_by_another(blobs_small, monkeypatch):
+    """The GPU's one-thread sequential strategy crawls on a big graph: the panel says so where the user looks
+    (no GPU here, so the advice is made to fire for sequential on the CPU; the GPU half is in tests/test_gpu.py)."""
+    import umapviz.widgets.explorer as explorer_module
+
+    monkeypatch.setattr(explorer_module, "sequential_gpu_advice",
+                        lambda strategy, device, nnz: f"slow: {nnz} edges" if strategy == "sequential" else None)
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, strategy="sequential", **SMALL)
+    try:
+        ex.wait()
+        assert f"slow: {ex.graph.nnz} edges" in ex._w_status.value
+        ex.play(epochs=2, block=True)  # every frame's status keeps it
+        assert f"slow: {ex.graph.nnz} edges" in ex._w_status.value
+        ex._w_strategy.value = "hogwild"
+        ex.wait()
+        assert ex.state.strategy == "hogwild" and "slow:" not in ex._w_status.value
+    finally:
+        ex.close()
+
+
+@pytest.mark.gpu
+def test_sequential_on_the_gpu_is_said_in_the_status():
+    from umapviz import datasets
+
+    X, y = datasets.load("blobs", n_samples=8000, random_state=0)
+    ex = Explorer(X, labels=y, device="gpu", strategy="sequential", **SMALL)
+    try:
+        ex.wait()
+        assert ex.state.error == "" and "one GPU thread" in ex._w_status.value
+    finally:
+        ex.close()

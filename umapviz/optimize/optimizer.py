@@ -6,6 +6,7 @@ import math
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -22,6 +23,21 @@ from .rng import edge_order, resolve_seed
 STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
 REPRODUCIBLE = frozenset({"sequential", "buffered", "chunked", "vertex"})
 INITS = ("spectral", "random")
+# The GPU's sequential strategy is one thread, for checks against the CPU: on an H200 0.98 s an epoch at 50,000
+# points (~1.3M edges), ~7x the CPU's own sequential run (bench/RESULTS.md, 2026-12-02 22:36). Beyond this many
+# edges a run takes long enough to deserve a word.
+SEQUENTIAL_GPU_EDGES = 100_000
+
+
+def sequential_gpu_advice(strategy: str, device: str, nnz: int) -> str | None:
+    """Why a sequential run on the GPU is slow and what to use instead, or None where it is not (another strategy
+    or device, or a small graph)."""
+    if strategy != "sequential" or device != "gpu" or nnz <= SEQUENTIAL_GPU_EDGES:
+        return None
+    return (f"strategy='sequential' on the GPU runs the {nnz:,} edges of this graph one after another on one GPU "
+            "thread, for checks against the CPU: about 1 s an epoch at 50,000 points on an H200, ~7x slower than "
+            "the CPU. Use device='cpu' for a sequential layout, or strategy='hogwild' for a near-sequential one "
+            "on the GPU.")  # fmt: skip
 
 
 def learning_rate_at(epoch: int, n_epochs: int, learning_rate: float = 1.0) -> float:
@@ -131,6 +147,9 @@ class LayoutOptimizer:
         if strategy in ("buffered", "chunked"):
             _check_fixed_point_range(graph, self.learning_rate, self.negative_sample_rate)
         self.device = resolve_device(device)
+        advice = sequential_gpu_advice(strategy, self.device, graph.nnz)
+        if advice is not None:
+            warnings.warn(advice, UserWarning, stacklevel=2)
         self.private_head = bool(private_head)
         self.seed = resolve_seed(random_state)
         self.random_state = random_state

@@ -25,6 +25,7 @@ import numpy as np
 from .. import datasets
 from .._backend import gpu_available
 from ..optimize import STRATEGIES
+from ..optimize.optimizer import sequential_gpu_advice
 from .lifetime import Panel, panel_widgets, weak_callback
 from .session import (
     ARRAY_SOURCE,
@@ -817,6 +818,10 @@ class Explorer(Panel):
             ("layout", f"{opt.strategy}" + (f", {chunks}" if opt.strategy == "chunked" else "") + f", seed {opt.seed}"),
             ("data", f"{html.escape(self._source.name)}, {run.graph.n_vertices:,} points, {run.graph.nnz:,} edges"),
         ]
+        # Said where a user who picked it looks, not only in a warning that a notebook may not show.
+        advice = sequential_gpu_advice(opt.strategy, opt.device, run.graph.nnz)
+        if advice is not None:
+            rows.append(("slow", f"<span style='color:#d55e00'>{html.escape(advice)}</span>"))
         cells = "".join(f"<tr><td style='padding-right:8px;color:#888'>{k}</td><td>{v}</td></tr>" for k, v in rows)
         self._w_status.value = f"<table style='font-size:13px;line-height:1.3'>{cells}</table>"
 
