@@ -711,11 +711,13 @@ def test_a_slow_strategy_on_its_device_is_said_in_the_status_and_cleared_by_anot
 @pytest.mark.gpu
 def test_sequential_on_the_gpu_is_said_in_the_status():
     from umapviz import datasets
+    from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES
 
     X, y = datasets.load("blobs", n_samples=8000, random_state=0)
-    ex = Explorer(X, labels=y, device="gpu", strategy="sequential", **SMALL)
+    ex = Explorer(X, labels=y, device="gpu", strategy="sequential", n_neighbors=15, n_epochs=40, size=96)
     try:
         ex.wait()
+        assert ex.graph.nnz > SEQUENTIAL_GPU_EDGES  # big enough to be slow
         assert ex.state.error == "" and "one GPU thread" in ex._w_status.value
     finally:
         ex.close()
