@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_random_state
+from ._validation import check_int, check_random_state
 from .optimize.chunks import RULES, check_n_chunks, resolve_n_chunks
 from .optimize.optimizer import REPRODUCIBLE, STRATEGIES
 
@@ -333,10 +333,10 @@ def run_bench(
     """
     from tqdm.auto import tqdm  # noqa: PLC0415
 
-    from ._validation import check_int  # noqa: PLC0415
+    from ._backend import resolve_device  # noqa: PLC0415
 
     repeat = check_int("repeat", repeat, 1)
-    device, _ = _device_and_reference(device, None)
+    device = resolve_device(device)  # before any data is loaded, so that a missing GPU is said first
     _, _, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs, device,
                                   progress)  # fmt: skip
     strategies = list(strategies or BENCH_STRATEGIES[device])
