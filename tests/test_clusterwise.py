@@ -8,7 +8,7 @@ from scipy.spatial.distance import cdist
 
 from umapviz.graph import build_graph
 from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
-from umapviz.graph.knn import exact_knn
+from umapviz.graph.knn_cpu import exact_knn
 
 
 def _groups_data(spread: float, n_per=(90, 60, 40), dim=6, seed=0):

@@ -77,7 +77,7 @@ def test_launch_constants_match_the_kernel_source(macro, attr):
 def test_vertex_groups_are_as_wide_as_the_gpus():
     """The CPU engine folds a vertex's moves in groups as wide as the GPU kernel's warp (its wide groups: the
     GPU engine takes VERTEX_WIDE_GROUP, which the test above ties to VTX_WIDE)."""
-    from umapviz.optimize import _cpu
+    from umapviz.optimize import engine_cpu
 
     assert _cpu.VERTEX_GROUP == 32
 

@@ -21,9 +21,13 @@ from umapviz.graph import (
     random_init,
     spectral_init,
 )
-from umapviz.graph import fuzzy as fuzzy_mod
+from umapviz.graph import build as build_mod
+from umapviz.graph import fuzzy as fuzzy_front
+from umapviz.graph import fuzzy_cpu as fuzzy_mod
 from umapviz.graph import init as init_mod
-from umapviz.graph import knn as knn_mod
+from umapviz.graph import knn as knn_front
+from umapviz.graph import knn_cpu as knn_mod
+from umapviz.graph import spectral_cpu
 from umapviz.graph.cache import default_cache_dir
 
 
@@ -137,9 +141,9 @@ def test_approx_knn_on_tiny_data_keeps_pynndescents_false_alarm_quiet(recwarn):
 
 
 def test_auto_knn_choice_and_record():
-    assert knn_mod.resolve_knn_method("auto", 50_000, 256) == "exact"
-    assert knn_mod.resolve_knn_method("auto", 100_000, 100) == "approx"
-    assert knn_mod.resolve_knn_method("approx", 10, 2) == "approx"
+    assert knn_front.resolve_knn_method("auto", 50_000, 256) == "exact"
+    assert knn_front.resolve_knn_method("auto", 100_000, 100) == "approx"
+    assert knn_front.resolve_knn_method("approx", 10, 2) == "approx"
     graph = build_graph(_blobs(), n_neighbors=10, cache=False)
     assert graph.params["knn"] == "exact"
 
@@ -292,7 +296,7 @@ def test_ab_params_fit_the_curve_at_any_spread(spread, ratio):
 
 
 def test_ab_params_refuse_a_fit_that_went_wrong(monkeypatch):
-    monkeypatch.setattr(fuzzy_mod, "curve_fit", lambda *args, **kwargs: ((-37.1, -18.6), None))
+    monkeypatch.setattr(fuzzy_front, "curve_fit", lambda *args, **kwargs: ((-37.1, -18.6), None))
     with pytest.raises(ValueError, match=r"a=.*b=.*finite and positive"):
         find_ab_params(0.1, 0.0)
 
@@ -377,7 +381,8 @@ def test_sparse_eigensolver_agrees_with_dense(monkeypatch):
     X = np.column_stack([t, np.sin(t), 0.05 * rng.normal(size=1200)]).astype(np.float32)
     graph = build_graph(X, n_neighbors=10, cache=False)
     dense = spectral_init(graph, 2, seed=0)
-    monkeypatch.setattr(init_mod, "_DENSE_EIGEN_MAX", 100)
+    monkeypatch.setattr(init_mod, "DENSE_EIGEN_MAX", 100)
+    monkeypatch.setattr(spectral_cpu, "DENSE_EIGEN_MAX", 100)
     sparse = spectral_init(graph, 2, seed=0)
     np.testing.assert_allclose(sparse, dense, atol=0.05)
 
@@ -443,7 +448,7 @@ def test_a_failed_gpu_eigen_solve_hands_over_to_the_cpu(monkeypatch, failure, me
 
     monkeypatch.setattr(spectral_gpu, "leading_eigenpairs_gpu", failing)
     adj = _scattered_groups(n=3000, n_groups=1, n_edges=40000).astype(np.float32)  # as the GPU path has it
-    assert init_mod._components(adj)[0] == 1 and adj.shape[0] > init_mod._DENSE_EIGEN_MAX
+    assert init_mod._components(adj)[0] == 1 and adj.shape[0] > init_mod.DENSE_EIGEN_MAX
     with pytest.warns(UserWarning, match=message):
         handed_over = init_mod._component_spectral(adj, 2, 0, "gpu")
     assert handed_over.tobytes() == init_mod._component_spectral(adj.astype(np.float64), 2, 0, "cpu").tobytes()
@@ -480,7 +485,7 @@ def test_cache_hit_returns_an_equal_graph_without_rebuilding(tmp_path, monkeypat
     def no_rebuild(*args, **kwargs):
         raise AssertionError("the graph was rebuilt instead of loaded from the cache")
 
-    monkeypatch.setattr(graph_mod, "nearest_neighbors", no_rebuild)
+    monkeypatch.setattr(build_mod, "nearest_neighbors", no_rebuild)
     start = time.perf_counter()
     again = build_graph(X, n_neighbors=10, cache=tmp_path, random_state=2)  # seed is irrelevant to exact kNN
     assert time.perf_counter() - start < 1.0
@@ -512,8 +517,8 @@ def test_unseeded_approximate_graphs_are_not_cached(tmp_path, monkeypatch):
     """random_state=None promises a fresh draw, yet every later call returned the first cached graph."""
     pytest.importorskip("pynndescent")  # a dependency, but not on the lean GPU image
     calls = []
-    real = graph_mod.nearest_neighbors
-    monkeypatch.setattr(graph_mod, "nearest_neighbors", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = build_mod.nearest_neighbors
+    monkeypatch.setattr(build_mod, "nearest_neighbors", lambda *a, **k: calls.append(1) or real(*a, **k))
     X = _blobs()
     for _ in range(2):
         build_graph(X, n_neighbors=10, knn="approx", random_state=None, cache=tmp_path)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from umapviz.optimize import REPRODUCIBLE, STRATEGIES, LayoutOptimizer
-from umapviz.optimize._cpu import negative_vertex
+from umapviz.optimize.rng import negative_vertex
 from umapviz.optimize.chunks import chunk_bounds, chunks_for, resolve_n_chunks
 from umapviz.optimize.rng import edge_order, negative_vertices, resolve_seed
 
@@ -71,7 +71,7 @@ def test_chunk_apply_takes_the_definitions_bytes():
     """The apply step of a chunk gives every touched row float32(float64(y) + sum * 2**-32) for the integer sum
     of its moves and leaves the sums clear; a coordinate whose sum is 0 keeps its bits (-0.0 stays -0.0, as on
     the GPU)."""
-    from umapviz.optimize import _cpu
+    from umapviz.optimize import engine_cpu
 
     rng = np.random.default_rng(0)
     n, nnz, dim, lo, hi = 1000, 20000, 2, 1000, 7000
@@ -91,7 +91,7 @@ def test_chunk_apply_takes_the_definitions_bytes():
     assert (sums[:, 0] != 0).sum() > 900  # nearly every row is touched
     acc = np.zeros((n, dim), np.int64)
     flag, touched = np.zeros(n, np.bool_), np.empty(n, np.int64)
-    _cpu._apply_chunk(y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, flag, touched)
+    engine_cpu._apply_chunk(y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, flag, touched)
     assert y.tobytes() == expected.tobytes()
     assert not acc.any() and not flag.any()
 
@@ -496,7 +496,7 @@ def _vertex_epoch_reference(Y, graph, n_neg_edge, seed, t, alpha, group):
 
 def _first_active_epoch(graph):
     """n_neg per edge in epoch 1 (-1 where inactive), by the CPU schedule; epoch 0 has no active edge."""
-    from umapviz.optimize._cpu import schedule
+    from umapviz.optimize.engine_cpu import schedule
 
     eps = graph.epochs_per_sample.astype(np.float64)
     state = (eps.copy(), eps / 5, eps, eps / 5)
@@ -524,7 +524,7 @@ def test_vertex_moves_a_hub_once_per_32_of_its_edges():
 
 
 def test_vertex_group_sizes_widen_above_the_threshold():
-    from umapviz.optimize._cpu import VERTEX_WIDE_ITEMS, vertex_group_sizes
+    from umapviz.optimize.vertex_index import VERTEX_WIDE_ITEMS, vertex_group_sizes
 
     items = np.array([0, 5, VERTEX_WIDE_ITEMS - 1, VERTEX_WIDE_ITEMS, VERTEX_WIDE_ITEMS + 1, 10 * VERTEX_WIDE_ITEMS])
     head_ptr = np.concatenate([[0], np.cumsum(items // 2)])
@@ -535,7 +535,7 @@ def test_vertex_group_sizes_widen_above_the_threshold():
 def test_vertex_moves_a_wide_hub_once_per_128_of_its_edges():
     """A vertex with more than VERTEX_WIDE_ITEMS edges (as head and tail) takes its active items 128 at a time;
     the others stay at 32."""
-    from umapviz.optimize._cpu import VERTEX_WIDE_ITEMS
+    from umapviz.optimize.vertex_index import VERTEX_WIDE_ITEMS
 
     n_leaves = VERTEX_WIDE_ITEMS // 2 + 20  # the hub: 2 * n_leaves items, all active in epoch 1
     graph = _hub_graph(n_leaves)
@@ -563,7 +563,7 @@ def _vertex_index(graph):
 
 
 def _is_mirrored(graph) -> bool:
-    from umapviz.optimize._cpu import vertex_index
+    from umapviz.optimize.vertex_index import vertex_index
 
     ix = vertex_index(graph.head, graph.tail, graph.epochs_per_sample, graph.n_vertices)
     head_ptr, tail_ptr, by_tail = _vertex_index(graph)
@@ -578,7 +578,7 @@ def test_an_edge_and_its_reverse_share_their_schedule_in_built_graphs(small_grap
     in mirrored pairs with equal epochs_per_sample, and then their n_neg agree in every epoch."""
     import dataclasses
 
-    from umapviz.optimize._cpu import scatter_n_neg, schedule
+    from umapviz.optimize.engine_cpu import scatter_n_neg, schedule
 
     assert _is_mirrored(small_graph)
     head_ptr, tail_ptr, by_tail = _vertex_index(small_graph)

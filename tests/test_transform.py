@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import umapviz
-from umapviz.graph.fuzzy import new_point_memberships, smooth_knn_dist
-from umapviz.graph.knn import exact_knn, query_knn
+from umapviz.graph.fuzzy_cpu import new_point_memberships, smooth_knn_dist
+from umapviz.graph.knn_cpu import exact_knn, query_knn
 from umapviz.optimize.optimizer import learning_rate_at
 from umapviz.optimize.rng import negative_vertices
 from umapviz.optimize.transform import embed_new_points, transform_n_epochs
@@ -295,7 +295,7 @@ def test_query_knn_memory_is_bounded_by_the_tile(monkeypatch, metric):
     own size held at once (cosine more), whatever the tile; and two tiles' products were alive together."""
     import tracemalloc
 
-    from umapviz.graph import knn
+    from umapviz.graph import knn_cpu as knn
 
     monkeypatch.setattr(knn, "_TILE_BYTES", 2**20)
     rng = np.random.default_rng(11)
@@ -317,7 +317,7 @@ def test_repeated_transforms_prepare_the_training_data_once_and_still_pickle(spl
     The prepared copy holds a local function, which pickle cannot store, so it is left out of the pickle."""
     import pickle
 
-    from umapviz.graph import knn
+    from umapviz.graph import knn_cpu as knn
 
     est, _, _, X_test, _ = split_blobs
     est = pickle.loads(pickle.dumps(est))  # a fresh copy, nothing prepared yet

@@ -138,7 +138,7 @@ def test_close_during_a_graph_build_stops_the_build_at_its_next_tile(make, monke
     """close() during a slow build returned at once, but the build ran on to its end in the background (up to
     half a minute of both cores for the largest exact builds). Now the exact kNN asks the closed worker before
     each tile."""
-    from umapviz.graph import knn as knn_mod
+    from umapviz.graph import knn_cpu as knn_mod
 
     X = np.random.default_rng(31).normal(size=(900, 12)).astype(np.float32)  # not cached by any other test
     monkeypatch.setattr(knn_mod, "_TILE_BYTES", 4 * 900 * 30)  # tiles of 30 rows: 30 of them

@@ -18,8 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
+from . import datasets, metrics
+from ._backend import resolve_device
 from ._validation import check_int, check_random_state
+from .graph import build_graph
+from .graph.init import spectral_init
+from .optimize import LayoutOptimizer
 from .optimize.chunks import RULES, check_n_chunks, resolve_n_chunks
 from .optimize.optimizer import REPRODUCIBLE, STRATEGIES
 
@@ -100,9 +106,6 @@ def _figures_folder(out: str | Path | None) -> Path | None:
 def _data_and_graph(dataset: str | None, n_samples: int | None, random_state: int, label_column: str | None,
                     n_neighbors: int, n_epochs: int | None, device: str, progress: bool) -> tuple:
     """``(X, labels, graph)`` of a named dataset or file, the graph built on ``device`` (and cached)."""
-    from . import datasets  # noqa: PLC0415
-    from .graph import build_graph  # noqa: PLC0415
-
     name = datasets.DEFAULT if dataset is None else dataset  # "" is a typo, not a wish for the default
     X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state, label_column=label_column)
     graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state,
@@ -113,8 +116,6 @@ def _data_and_graph(dataset: str | None, n_samples: int | None, random_state: in
 def _device_and_reference(device: str, reference: str | None) -> tuple[str, str]:
     """The device resolved ("auto" made "cpu" or "gpu"), before any data is loaded, so that a missing GPU is said
     first; and the reference strategy (see :func:`run_demo`), its default picked by that device."""
-    from ._backend import resolve_device  # noqa: PLC0415
-
     if reference not in (None, *REFERENCES):
         raise ValueError(f"reference={reference!r} is not one of {REFERENCES}.")
     device = resolve_device(device)
@@ -125,8 +126,6 @@ def _start_layout(graph, init: str, seed: int, device: str) -> Any:
     """The initial layout of every run with this seed, computed once: what ``LayoutOptimizer(init=init)`` makes."""
     if init != "spectral":
         return init  # "random": drawn by each optimizer, in no time
-    from .graph.init import spectral_init  # noqa: PLC0415
-
     return spectral_init(graph, 2, seed, device=device)
 
 
@@ -142,9 +141,6 @@ def _run_series(graph, runs: Sequence[tuple[str, int | str]], seed: int, start: 
     outliers lie outside its per-axis [min - 2 std, max + 2 std]; "neighbors" outliers lie far from all their graph
     neighbours (see umapviz.metrics). Returns a row per run, the embeddings and the bounds masks; ``done()`` is
     called after each run (a progress bar's update)."""
-    from . import metrics  # noqa: PLC0415
-    from .optimize import LayoutOptimizer  # noqa: PLC0415
-
     rows, embeddings, masks = [], [], []
     for strategy, chunks in runs:
         opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=seed, init=start,
@@ -192,10 +188,6 @@ def run_demo(
     picks the class column of a data file (see umapviz.datasets.load). ``reference``: "sequential", or "hogwild"
     (near-sequential: its races are rare), the default on a GPU, where sequential runs on one thread.
     """
-    from tqdm.auto import tqdm  # noqa: PLC0415
-
-    from . import metrics  # noqa: PLC0415
-
     out = _figures_folder(out)
     device, reference = _device_and_reference(device, reference)
     X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
@@ -254,8 +246,6 @@ def run_compare(
     one row per run (the references first). ``random_state`` seeds the data and graph, ``seeds`` the layouts.
     ``reference``: "sequential", or "hogwild", the default on a GPU (see :func:`run_demo`). With ``out``, writes
     ``compare.png``: a row of panels per seed."""
-    from tqdm.auto import tqdm  # noqa: PLC0415
-
     out = _figures_folder(out)
     chunk_values = list(n_chunks or COMPARE_CHUNKS)
     seeds = list(COMPARE_SEEDS if seeds is None else seeds)
@@ -279,7 +269,7 @@ def run_compare(
                 titles = _titles(seed_rows, f", seed {seed}")
                 figure_rows.append(side_by_side(embeddings, titles=titles, labels=labels, outliers=masks))
     if out is not None:
-        from .render import save_png  # noqa: PLC0415
+        from .render import save_png  # noqa: PLC0415 - plotting only when asked for
 
         save_png(np.vstack(figure_rows), out / "compare.png")  # equal widths: every row has the same panels
     return rows
@@ -331,10 +321,6 @@ def run_bench(
     strategy runs that many times from the start, ``repeats`` says whether every run gave the same bytes, and the
     times cover all runs.
     """
-    from tqdm.auto import tqdm  # noqa: PLC0415
-
-    from ._backend import resolve_device  # noqa: PLC0415
-
     repeat = check_int("repeat", repeat, 1)
     device = resolve_device(device)  # before any data is loaded, so that a missing GPU is said first
     _, _, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs, device,
@@ -358,9 +344,6 @@ def run_bench(
 def _time_strategy(graph, strategy: str, n_chunks: int | str, seed: int, start: Any, n_epochs: int | None,
                    device: str, repeat: int, tick: Callable[[], Any]) -> dict:
     """One strategy's bench row (see :func:`run_bench`); ``tick()`` after each timed epoch."""
-    from . import metrics  # noqa: PLC0415
-    from .optimize import LayoutOptimizer  # noqa: PLC0415
-
     began = time.perf_counter()
     opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=n_chunks, random_state=seed, init=start,
                           n_epochs=n_epochs, device=device)

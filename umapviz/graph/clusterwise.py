@@ -15,16 +15,21 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from .._backend import is_cupy, to_host, xp_of
 from ._types import FuzzyGraph
+from .edges import graph_from_fuzzy_set
+from .fuzzy_cpu import fuzzy_simplicial_set
+from .knn_cpu import exact_knn
+from .params import GraphParams
 
 
 def knn_within_groups(X: Any, groups: Any, n_neighbors: int, metric: str = "euclidean") -> tuple[Any, Any]:
     """Exact kNN of each point among the points of its own group.
 
     Returns ``(indices int32 (n, k), distances float32 (n, k))`` with global row indices, self first, on the
-    device of ``X`` (:func:`umapviz.graph.knn.exact_knn` on NumPy input, :func:`knn_gpu.exact_knn_gpu` on
+    device of ``X`` (:func:`umapviz.graph.knn_cpu.exact_knn` on NumPy input, :func:`knn_gpu.exact_knn_gpu` on
     CuPy input). ``groups`` holds one integer label per row. Every group needs at least ``n_neighbors``
     points (ValueError otherwise).
     """
@@ -63,11 +68,9 @@ def knn_within_groups(X: Any, groups: Any, n_neighbors: int, metric: str = "eucl
 def _knn_function(X: Any):
     """exact_knn for NumPy input, exact_knn_gpu (results kept on the device) for CuPy input."""
     if is_cupy(X):
-        from .knn_gpu import exact_knn_gpu  # noqa: PLC0415 - CuPy only on demand
+        from .knn_gpu import exact_knn_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
         return lambda sub, k, metric: exact_knn_gpu(sub, k, metric, return_device=True)
-    from .knn import exact_knn  # noqa: PLC0415
-
     return lambda sub, k, metric: exact_knn(sub, k, metric, progress=False)
 
 
@@ -108,26 +111,19 @@ def graph_from_knn(
 ) -> FuzzyGraph:
     """The pruned fuzzy graph (what :func:`umapviz.build_graph` returns) of a given kNN.
 
-    The fuzzy set runs where the kNN lives (CuPy: :func:`knn_gpu.fuzzy_simplicial_set_gpu`; NumPy:
-    :func:`umapviz.graph.fuzzy.fuzzy_simplicial_set`); pruning and the edge list on the host, as in
+    The fuzzy set runs where the kNN lives (CuPy: :func:`fuzzy_gpu.fuzzy_simplicial_set_gpu`; NumPy:
+    :func:`umapviz.graph.fuzzy_cpu.fuzzy_simplicial_set`); pruning and the edge list on the host, as in
     ``build_graph``. ``n_epochs`` None means ``default_n_epochs(n)``. ``knn`` names the kNN's method in
     ``graph.params``.
     """
-    import scipy.sparse  # noqa: PLC0415
-
-    from . import _graph_from_fuzzy_set, default_n_epochs  # noqa: PLC0415 - the package imports this module's siblings
-    from .fuzzy import find_ab_params, fuzzy_simplicial_set  # noqa: PLC0415
-
     n, k = int(knn_indices.shape[0]), int(knn_indices.shape[1])
-    a, b = find_ab_params(spread, min_dist)
-    n_epochs = default_n_epochs(n) if n_epochs is None else int(n_epochs)
+    params = GraphParams.for_data(n, n_neighbors=k, metric=metric, knn=knn, min_dist=min_dist, spread=spread,
+                                  n_epochs=n_epochs)
     if is_cupy(knn_indices):
-        from .knn_gpu import fuzzy_simplicial_set_gpu  # noqa: PLC0415 - CuPy only on demand
+        from .fuzzy_gpu import fuzzy_simplicial_set_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
         indptr, indices, data = fuzzy_simplicial_set_gpu(knn_indices, knn_dists)
         fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
     else:
         fuzzy = fuzzy_simplicial_set(np.asarray(knn_indices), np.asarray(knn_dists))
-    params = {"n_neighbors": k, "metric": metric, "knn": knn, "min_dist": float(min_dist), "spread": float(spread),
-              "random_state": None}
-    return _graph_from_fuzzy_set(fuzzy, to_host(knn_indices), to_host(knn_dists), a, b, n_epochs, params)
+    return graph_from_fuzzy_set(fuzzy, to_host(knn_indices), to_host(knn_dists), params)

@@ -12,18 +12,15 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse
 import scipy.sparse.csgraph
-import scipy.sparse.linalg
 
 from .._backend import resolve_device
 from ._types import FuzzyGraph
+from .spectral_cpu import DENSE_EIGEN_MAX, host_eigenpairs
 
 INIT_SCALE = 10.0  # layouts span [-10, 10] per axis at most
 _NOISE_SCALE = 1e-4  # tiny jitter so coincident spectral coordinates separate
-_DENSE_EIGEN_MAX = 1000  # components up to this size use a dense eigen-solver (robust, fast enough)
-_EIGEN_TOL = 1e-4  # residual tolerance of SciPy's sparse eigen-solves
 # The GPU's products are cheap, and at 1e-4 its Lanczos left a noisy curve's layout 0.15 (of 10) from the dense
 # solve's where ARPACK's stays within 0.05 (tests/test_gpu.py).
 _GPU_EIGEN_TOL = 1e-6
@@ -91,37 +88,6 @@ def _fix_signs(vectors: np.ndarray) -> np.ndarray:
     return vectors * signs
 
 
-def _host_eigenpairs(adj: scipy.sparse.csr_matrix, n_vec: int, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The ``n_vec`` largest eigenpairs of ``M = D^-1/2 W D^-1/2`` with SciPy, or None when no solver converges."""
-    n = adj.shape[0]
-    adj = adj.astype(np.float64, copy=False)  # the GPU path's float32 adjacency, when it hands over
-    degree = np.asarray(adj.sum(axis=1)).ravel()
-    inv_sqrt = 1.0 / np.sqrt(degree)
-    M = scipy.sparse.diags(inv_sqrt) @ adj @ scipy.sparse.diags(inv_sqrt)
-    if n <= _DENSE_EIGEN_MAX:
-        return scipy.linalg.eigh(M.toarray(), subset_by_index=(n - n_vec, n - 1))
-    try:
-        return scipy.sparse.linalg.eigsh(
-            M,
-            k=n_vec,
-            which="LA",
-            # UMAP's sqrt(n) Lanczos vectors cost n * sqrt(n) memory (8 GB at 1M) for no measured gain.
-            ncv=min(n - 1, max(2 * n_vec + 1, 20)),  # measured: 20 is 5-10x faster than 32 or sqrt(n) at 20k
-            tol=_EIGEN_TOL,
-            v0=np.ones(n),
-            maxiter=5 * n,
-        )
-    except (scipy.sparse.linalg.ArpackNoConvergence, scipy.sparse.linalg.ArpackError):
-        try:
-            start = np.random.default_rng([int(seed), 3]).normal(size=(n, n_vec))
-            start[:, 0] = np.sqrt(degree)  # the known top eigenvector speeds LOBPCG up
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # LOBPCG's own convergence chatter
-                return scipy.sparse.linalg.lobpcg(M, start, largest=True, tol=_EIGEN_TOL, maxiter=5 * n)
-        except Exception:
-            return None
-
-
 def _component_spectral(adj: scipy.sparse.csr_matrix, dim: int, seed: int, device: str) -> np.ndarray | None:
     """``dim`` leading non-trivial eigenvectors of one connected component's normalised Laplacian.
 
@@ -131,8 +97,8 @@ def _component_spectral(adj: scipy.sparse.csr_matrix, dim: int, seed: int, devic
     """
     n_vec = dim + 1
     solved = None
-    if device == "gpu" and adj.shape[0] > _DENSE_EIGEN_MAX:
-        from .spectral_gpu import leading_eigenpairs_gpu  # noqa: PLC0415 - CuPy only on demand
+    if device == "gpu" and adj.shape[0] > DENSE_EIGEN_MAX:
+        from .spectral_gpu import leading_eigenpairs_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
         try:
             solved, why = leading_eigenpairs_gpu(adj, n_vec, _GPU_EIGEN_TOL), "did not converge"
@@ -142,7 +108,7 @@ def _component_spectral(adj: scipy.sparse.csr_matrix, dim: int, seed: int, devic
             warnings.warn(f"spectral_init: the GPU eigen-solve {why}; solving on the CPU instead.",
                           UserWarning, stacklevel=3)
     if solved is None:
-        solved = _host_eigenpairs(adj, n_vec, seed)
+        solved = host_eigenpairs(adj, n_vec, seed)
     return None if solved is None else _nontrivial(*solved, dim)
 
 
@@ -158,7 +124,7 @@ def _batched_gpu_spectral(
     """``{component: coordinates}`` for the given components, solved together on the GPU; a component missing
     from the result (not converged, or none at all when the solve does not fit in GPU memory) is left to
     :func:`_component_spectral`."""
-    from .spectral_gpu import leading_eigenpairs_batched  # noqa: PLC0415 - CuPy only on demand
+    from .spectral_gpu import leading_eigenpairs_batched  # noqa: PLC0415 - the GPU path, loaded on its first use
 
     verts = [members[bounds[c] : bounds[c + 1]] for c in comps]
     grouped = np.concatenate(verts)
@@ -210,7 +176,7 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
 
     layout = np.empty((n, dim))
     members, bounds, local = _component_members(labels, sizes)
-    sparse = [comp for comp in by_size if sizes[comp] > _DENSE_EIGEN_MAX]
+    sparse = [comp for comp in by_size if sizes[comp] > DENSE_EIGEN_MAX]
     batched = _batched_gpu_spectral(adj, members, bounds, sparse, dim) if device == "gpu" and len(sparse) > 1 else {}
     failed = 0
     for cell, comp in enumerate(by_size):

@@ -1,17 +1,12 @@
-"""Exact kNN and the fuzzy simplicial set on an NVIDIA GPU (CuPy), with the CPU path's output contract.
+"""Exact kNN on an NVIDIA GPU (CuPy), with the CPU search's output contract.
 
 Exact kNN, per tile of query rows: one GEMM of scores against all points (cuBLAS, TF32 tensor cores by
 default: ``precision="tf32"``; ``"fp32"`` for plain float32), a selection kernel that keeps a few more
 candidates than k per row, and a refine kernel that recomputes those candidates' distances exactly in float64,
-operation for operation as :func:`umapviz.graph.knn._refine` does, and sorts them by (distance, index) with the
-point itself first. So the result equals the CPU's exact kNN unless more points than the spare candidates
+operation for operation as :func:`umapviz.graph.knn_cpu._refine` does, and sorts them by (distance, index) with
+the point itself first. So the result equals the CPU's exact kNN unless more points than the spare candidates
 tie within the GEMM's rounding (TF32 keeps 10 mantissa bits, so it gets more spares). A row whose candidate
 selection may have been cut short is redone on the CPU.
-
-The fuzzy set: sigma/rho and the directed memberships run as GPU kernels mirroring
-:mod:`umapviz.graph.fuzzy`; the union ``A + A^T - A*A^T`` is a sort by (row, column) on the GPU. Weights
-agree with the CPU's to float32 rounding (the GPU's exp may differ from the C library's in the last bit).
-Pruning and the edge list reuse the CPU code on the host (``_graph_from_fuzzy_set``).
 """
 
 from __future__ import annotations
@@ -23,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .._backend import cupy, gpu_memory, is_cupy, to_host
-from .fuzzy import bisection_units, from_bisection_units
 from .knn import centre_and_scale, check_metric, stop_if_cancelled
+from .knn_cpu import exact_rows
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
 PRECISIONS = ("tf32", "fp32")
@@ -117,7 +112,7 @@ def _gemm_scores(Q, Z, out, precision: str) -> None:
 
 
 def _selection_matrix(X, metric: str):
-    """(Z, col_add, scale, prepare) as :func:`umapviz.graph.knn._selection_matrix` builds them, computed on the
+    """(Z, col_add, scale, prepare) as :func:`umapviz.graph.knn_cpu._selection_matrix` builds them, computed on the
     GPU from CuPy float32 X (``prepare`` transforms CuPy query rows as X's rows were)."""
     cp = cupy()
     X64 = X.astype(cp.float64)
@@ -260,146 +255,14 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
         if cancel is not None:
             done[-1].record()
     del scores, cand, Z, Zq
-    if metric == "cosine" and not bool(Xd.any(axis=1).all()):  # all-zero rows: see knn._exact_rows
+    if metric == "cosine" and not bool(Xd.any(axis=1).all()):  # all-zero rows: see knn.exact_rows
         overflow[~Qd.any(axis=1)] = 1  # an all-zero query's candidates are chosen on the host
     redo = cp.flatnonzero(overflow).get()
     if redo.size:  # rare: cut-short candidates, or an all-zero query under cosine; redone exactly on the host
-        from .knn import _exact_rows  # noqa: PLC0415
-
         host_queries = None if queries is None else to_host(Qd)
-        idx, dist = _exact_rows(to_host(Xd), redo.astype(np.int64), k, metric, progress=False, queries=host_queries)
+        idx, dist = exact_rows(to_host(Xd), redo.astype(np.int64), k, metric, progress=False, queries=host_queries)
         out_idx[cp.asarray(redo)] = cp.asarray(idx.astype(np.int32))
         out_dist[cp.asarray(redo)] = cp.asarray(dist.astype(np.float32))
     if return_device:
         return out_idx, out_dist
     return out_idx.get(), out_dist.get()
-
-
-def smooth_knn_dist_gpu(knn_dists):
-    """``(sigma, rho)`` float32 CuPy arrays per point, as :func:`umapviz.graph.fuzzy.smooth_knn_dist`."""
-    cp = cupy()
-    dists = cp.ascontiguousarray(cp.asarray(knn_dists, dtype=cp.float32))
-    n, k = dists.shape
-    # The CPU takes np.mean of the float32 array (pairwise float32 sums): take it on the host, the same way.
-    global_mean = float(np.mean(to_host(dists)))
-    scaled, scale = bisection_units(dists)  # rows of extreme scale, as on the CPU
-    sigma = cp.empty(n, dtype=cp.float32)
-    rho = cp.empty(n, dtype=cp.float32)
-    _module().get_function("smooth_knn_dist")(
-        (-(-n // 256),),
-        (256,),
-        (scaled, np.int32(n), np.int32(k), np.float64(np.log2(k)), np.float64(global_mean), sigma, rho),
-    )
-    return from_bisection_units(sigma, rho, scale)
-
-
-def fuzzy_simplicial_set_gpu(knn_indices, knn_dists):
-    """The symmetric fuzzy graph as CuPy CSR pieces ``(indptr int64, indices int32, data float32)``.
-
-    Same content as :func:`umapviz.graph.fuzzy.fuzzy_simplicial_set` (sorted indices, no explicit zeros),
-    to float32 rounding of the memberships.
-    """
-    cp = cupy()
-    indices = cp.ascontiguousarray(cp.asarray(knn_indices, dtype=cp.int32))
-    dists = cp.ascontiguousarray(cp.asarray(knn_dists, dtype=cp.float32))
-    if indices.shape != dists.shape or indices.ndim != 2:
-        raise ValueError(
-            f"knn_indices {indices.shape} and knn_dists {dists.shape} must be 2-D arrays of the same shape."
-        )
-    n, k = indices.shape
-    sigma, rho = smooth_knn_dist_gpu(dists)
-    vals = cp.empty(n * k, dtype=cp.float32)
-    _module().get_function("memberships")(
-        (-(-(n * k) // 256),), (256,), (indices, dists, sigma, rho, np.int32(n), np.int32(k), vals)
-    )
-    rows = cp.repeat(cp.arange(n, dtype=cp.int64), k)
-    cols = indices.ravel().astype(cp.int64)
-    keep = vals != 0
-    rows, cols, vals = rows[keep], cols[keep], vals[keep]
-    # Union: each (r, c) appears once from A and, if present, once from A^T; w = (a + b) - a * b in float32.
-    all_r = cp.concatenate([rows, cols])
-    all_c = cp.concatenate([cols, rows])
-    all_v = cp.concatenate([vals, vals])
-    # Sort by (row, column), A's entry before A^T's: key * 2 + (0 for A, 1 for A^T).
-    key2 = (all_r * n + all_c) * 2
-    key2[rows.size :] += 1
-    order = cp.argsort(key2)
-    key, all_v = key2[order] // 2, all_v[order]
-    del all_r, all_c, key2, order
-    pair = cp.zeros(key.size, dtype=bool)
-    pair[:-1] = key[1:] == key[:-1]
-    first = cp.ones(key.size, dtype=bool)
-    first[1:] = ~pair[:-1]
-    at = cp.flatnonzero(first)
-    a = all_v[at]
-    b = cp.where(pair[at], all_v[cp.minimum(at + 1, key.size - 1)], cp.float32(0))
-    w = (a + b) - a * b
-    ukey = key[first]
-    nz = w != 0
-    ukey, w = ukey[nz], w[nz]
-    r = ukey // n
-    indptr = cp.zeros(n + 1, dtype=cp.int64)
-    indptr[1:] = cp.cumsum(cp.bincount(r, minlength=n))
-    return indptr, (ukey % n).astype(cp.int32), w.astype(cp.float32)
-
-
-def graph_on_gpu(X, n_neighbors: int, metric: str, a: float, b: float, n_epochs: int, params: dict,
-                 precision: str = "tf32", timings: dict | None = None, cancel: Callable[[], bool] | None = None):
-    """The graph stage with the kNN and the fuzzy set on the GPU (inputs already validated): a FuzzyGraph.
-
-    ``timings``, if given, receives seconds per stage (knn, fuzzy, edges). ``cancel``: asked before each tile of
-    the kNN and after it (BuildCancelled when it returns True).
-    """
-    import time  # noqa: PLC0415
-
-    import scipy.sparse  # noqa: PLC0415
-
-    from . import _graph_from_fuzzy_set, _refuse_overflowed_distances  # noqa: PLC0415
-
-    cp = cupy()
-    t0 = time.perf_counter()
-    idx, dist = exact_knn_gpu(X, n_neighbors, metric, precision=precision, return_device=True, cancel=cancel)
-    stop_if_cancelled(cancel)
-    if not bool(cp.isfinite(dist).all()):  # before the fuzzy set's arithmetic on inf; the rows are named on the host
-        _refuse_overflowed_distances(dist.get())
-    cp.cuda.Device().synchronize()
-    t1 = time.perf_counter()
-    indptr, indices, data = fuzzy_simplicial_set_gpu(idx, dist)
-    n = X.shape[0]
-    fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
-    t2 = time.perf_counter()
-    graph = _graph_from_fuzzy_set(fuzzy, idx.get(), dist.get(), a, b, n_epochs, params)
-    if timings is not None:
-        timings.update(knn=t1 - t0, fuzzy=t2 - t1, edges=time.perf_counter() - t2)
-    return graph
-
-
-def build_graph_gpu(
-    X,
-    n_neighbors: int = 15,
-    metric: str = "euclidean",
-    min_dist: float = 0.1,
-    spread: float = 1.0,
-    n_epochs: int | None = None,
-    precision: str = "tf32",
-    timings: dict | None = None,
-):
-    """:func:`umapviz.build_graph` for data already on the GPU (a CuPy array stays there; no cache).
-
-    ``params["knn"]`` is ``"exact-gpu"``. ``timings``, if given, receives seconds per stage.
-    """
-    from . import default_n_epochs  # noqa: PLC0415
-    from .fuzzy import find_ab_params  # noqa: PLC0415
-
-    metric = check_metric(metric)
-    a, b = find_ab_params(spread, min_dist)
-    n_epochs = default_n_epochs(X.shape[0]) if n_epochs is None else int(n_epochs)
-    params = {
-        "n_neighbors": int(n_neighbors),
-        "metric": metric,
-        "knn": "exact-gpu",
-        "min_dist": float(min_dist),
-        "spread": float(spread),
-        "random_state": None,
-    }
-    return graph_on_gpu(X, n_neighbors, metric, a, b, n_epochs, params, precision=precision, timings=timings)

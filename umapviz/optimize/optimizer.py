@@ -17,7 +17,10 @@ import numpy as np
 from .._backend import resolve_device, to_host
 from .._validation import RandomStateLike, check_int, check_positive_float
 from ..graph._types import FuzzyGraph
+from ..graph.init import random_init, spectral_init
 from .chunks import check_n_chunks, resolve_n_chunks
+from .engine_cpu import CpuEngine
+from .params import EngineParams
 from .rng import edge_order, resolve_seed
 
 STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
@@ -159,10 +162,7 @@ class LayoutOptimizer:
             order = pool.submit(edge_order, self.seed, graph.nnz)
             self._init = self._initial_embedding(init)
             order = order.result()
-        engine_cls = _engine_class(self.device)
-        self._engine = engine_cls(
-            graph,
-            order,
+        self.engine_params = EngineParams(
             strategy=strategy,
             n_chunks=self.n_chunks,
             seed=self.seed,
@@ -172,6 +172,7 @@ class LayoutOptimizer:
             negative_sample_rate=self.negative_sample_rate,
             private_head=self.private_head,
         )
+        self._engine = _engine_class(self.device)(graph, order, self.engine_params)
         self.reset()
 
     # -- state -----------------------------------------------------------------------------------------------
@@ -275,8 +276,6 @@ class LayoutOptimizer:
     def _initial_embedding(self, init: str | np.ndarray) -> np.ndarray:
         n, dim = self.graph.n_vertices, self.n_components
         if isinstance(init, str):
-            from ..graph.init import random_init, spectral_init  # noqa: PLC0415 - scipy-heavy, only when needed
-
             if init == "spectral":
                 return spectral_init(self.graph, dim, self.seed, device=self.device)
             return random_init(n, dim, self.seed)  # the only other name check_layout_params lets through
@@ -327,11 +326,9 @@ def _interrupt_after() -> Iterator[None]:
 
 def _engine_class(device: str):
     if device == "gpu":
-        from ._gpu import GpuEngine  # noqa: PLC0415 - CuPy only on demand
+        from .engine_gpu import GpuEngine  # noqa: PLC0415 - the GPU path, loaded on its first use
 
         return GpuEngine
-    from ._cpu import CpuEngine  # noqa: PLC0415
-
     return CpuEngine
 
 

@@ -1,7 +1,7 @@
 """Embedding new points into a finished layout (UMAP's ``transform``): only the new points move.
 
 Facts (from UMAP and umap-learn): each new point is joined to its k nearest training points with the weights of
-``graph.fuzzy.new_point_memberships``; it starts at the weight-averaged position of those neighbours (at a
+``graph.fuzzy_cpu.new_point_memberships``; it starts at the weight-averaged position of those neighbours (at a
 neighbour's own position when one lies at distance 0); edges weaker than ``max(w) / n_epochs`` (or of weight 0)
 are dropped and ``epochs_per_sample = max(w) / w``; then a short SGD run with the layout's curve (a, b), clipping,
 negative sampling schedule and linearly decaying learning rate, starting at a quarter of the fit's. Training
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._cpu import _attract, _repel, negatives_due
+from .moves_cpu import attract, negatives_due, repel
 from .optimizer import learning_rate_at
 
 _SMALL_TRANSFORM = 10_000  # up to this many new points, 100 epochs by default; 30 above (umap-learn's rule)
@@ -60,7 +60,7 @@ def _embed_new(Y, Yref, indptr, tail, eps, eps_neg, alphas, seed, a, b, c_att, c
     n_blocks = (n + _POINTS_PER_BLOCK - 1) // _POINTS_PER_BLOCK
     for blk in prange(n_blocks):
         yi = np.empty(dim, np.float32)
-        tail_move = np.empty(dim, np.float32)  # written by _attract, unused: training points stay fixed
+        tail_move = np.empty(dim, np.float32)  # written by attract, unused: training points stay fixed
         for i in range(blk * _POINTS_PER_BLOCK, min((blk + 1) * _POINTS_PER_BLOCK, n)):
             lo = indptr[i]
             hi = indptr[i + 1]
@@ -81,9 +81,9 @@ def _embed_new(Y, Yref, indptr, tail, eps, eps_neg, alphas, seed, a, b, c_att, c
                     next_s[q] += eps[e]
                     if nn > 0:
                         next_neg[q] += nn * eps_neg[e]
-                    _attract(yi, Yref, tail[e], a, b, c_att, alpha, tail_move)
+                    attract(yi, Yref, tail[e], a, b, c_att, alpha, tail_move)
                     # i = -1: no training row is the new point itself, so no negative is skipped.
-                    _repel(yi, yi, Yref, -1, e, nn, seed, t, n_ref, a, b, c_rep, alpha)
+                    repel(yi, yi, Yref, -1, e, nn, seed, t, n_ref, a, b, c_rep, alpha)
             for d in range(dim):
                 Y[i, d] = yi[d]
 

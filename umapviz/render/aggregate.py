@@ -1,4 +1,7 @@
-"""Aggregation of an (N, 2) embedding into pixel grids: datashader on NumPy, a fused CUDA kernel on CuPy.
+"""Aggregation of an (N, 2) embedding into pixel grids: the device-neutral front, with its checks.
+
+NumPy embeddings go through :mod:`umapviz.render.aggregate_cpu` (datashader), CuPy ones through
+:mod:`umapviz.render.aggregate_gpu` (a fused CUDA kernel).
 
 The path is chosen by array type, as datashader does: a CuPy embedding never leaves the GPU (only the grids
 come back), a NumPy one goes through ``datashader.Canvas.points`` without copying the points.
@@ -14,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from umapviz._backend import is_cupy, to_host
+from umapviz._backend import is_cupy, to_host, xp_of
+from umapviz.render.aggregate_cpu import N_EDGE_BINS, datashader_grids, edge_bins
 from umapviz.render.view import View, as_view, check_pixels
 
-N_EDGE_BINS = 32  # out-of-view points are counted in this many bins along each side of the image
 SIDES = ("left", "right", "bottom", "top")  # row order of Aggregate.edge_counts
 # Largest H x W x K uint32 count grid aggregate() allocates: sparse label codes (0 and 5000) would otherwise
 # ask datashader for gigabytes, or get the process killed for memory.
@@ -115,9 +118,7 @@ def check_outliers(outliers: Any, n: int) -> Any:
     """A boolean mask of length n from a mask or an array of point indices (empty: no outliers)."""
     if not is_cupy(outliers):
         outliers = np.asarray(outliers)
-    xp = np
-    if is_cupy(outliers):
-        import cupy as xp  # noqa: PLC0415 - GPU only
+    xp = xp_of(outliers)
     if outliers.ndim == 1 and outliers.size == 0:  # [] arrives as float64: no outliers, whatever the dtype
         return xp.zeros(n, dtype=bool)
     if outliers.dtype == bool:
@@ -203,9 +204,9 @@ def aggregate(
         outliers = check_outliers(outliers, n)
 
     if is_cupy(embedding):
-        import cupy as cp  # noqa: PLC0415 - GPU only
+        import cupy as cp  # noqa: PLC0415 - CuPy only for a CuPy embedding
 
-        from umapviz.render._gpu_aggregate import gpu_aggregate  # noqa: PLC0415 - imports CuPy
+        from umapviz.render.aggregate_gpu import gpu_aggregate  # noqa: PLC0415 - imports CuPy
 
         counts, outlier_counts, edge_counts = gpu_aggregate(
             embedding,
@@ -221,94 +222,10 @@ def aggregate(
     else:
         labels = None if labels is None else to_host(labels)
         outliers = None if outliers is None else to_host(outliers)
-        counts, outlier_counts = _datashader_grids(embedding, view, width, height, labels, n_labels, outliers)
+        counts, outlier_counts = datashader_grids(embedding, view, width, height, labels, n_labels, outliers)
         edge_counts = np.zeros((4, N_EDGE_BINS), dtype=np.uint32)
     agg = Aggregate(counts, outlier_counts, edge_counts, view, n_labels if labels is not None else None)
     if not is_cupy(embedding) and agg.n_in_view < n:
         # Only when some points fell outside (or are NaN) is the extra pass over the points needed.
         agg.edge_counts[...] = edge_bins(embedding, view)
     return agg
-
-
-def _canvas(view: View, width: int, height: int):
-    import datashader as ds  # noqa: PLC0415 - plotting library, imported where used
-
-    return ds.Canvas(plot_width=width, plot_height=height, x_range=view.x_range, y_range=view.y_range)
-
-
-def _points_frame(points: np.ndarray):
-    """A DataFrame whose x and y columns are views of the (N, 2) array: no copy of the points."""
-    import pandas as pd  # noqa: PLC0415
-
-    return pd.DataFrame(points, columns=["x", "y"], copy=False)
-
-
-def _datashader_grids(
-    embedding: np.ndarray,
-    view: View,
-    width: int,
-    height: int,
-    labels: np.ndarray | None,
-    n_labels: int | None,
-    outliers: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    import datashader as ds  # noqa: PLC0415
-    import pandas as pd  # noqa: PLC0415
-
-    canvas = _canvas(view, width, height)
-    frame = _points_frame(embedding)
-    if labels is None:
-        counts = canvas.points(frame, "x", "y", agg=ds.count()).values
-    else:
-        # Categorical codes index the categories directly: no copy or factorization of the labels.
-        frame["label"] = pd.Categorical.from_codes(labels, categories=np.arange(n_labels))
-        counts = canvas.points(frame, "x", "y", agg=ds.count_cat("label")).values
-    outlier_counts = None
-    if outliers is not None:
-        flung = _points_frame(np.ascontiguousarray(embedding[outliers]))
-        outlier_counts = canvas.points(flung, "x", "y", agg=ds.count()).values
-    return np.asarray(counts, dtype=np.uint32), (
-        None if outlier_counts is None else np.asarray(outlier_counts, dtype=np.uint32)
-    )
-
-
-def edge_bins(embedding: np.ndarray, view: View, n_bins: int = N_EDGE_BINS) -> np.ndarray:
-    """(4, n_bins) counts of finite points outside ``view``, by where they leave it (see Aggregate)."""
-    xmin, xmax, ymin, ymax = view.bounds
-    out = np.zeros((4, n_bins), dtype=np.uint32)
-    # The centre and half sizes are computed exactly as the GPU path passes them to its kernel.
-    _edge_bins_kernel()(
-        embedding, xmin, xmax, ymin, ymax,
-        (xmin + xmax) * 0.5, (ymin + ymax) * 0.5, (xmax - xmin) * 0.5, (ymax - ymin) * 0.5,
-        n_bins, 0.5 * n_bins, out,
-    )  # fmt: skip
-    return out
-
-
-@functools.cache
-def _edge_bins_kernel():
-    import numba  # noqa: PLC0415 - compiled on first use, then cached on disk
-
-    @numba.njit(cache=True, nogil=True)
-    def count(xy, xmin, xmax, ymin, ymax, cx, cy, hx, hy, n_bins, half_bins, out):
-        # One pass, the same double-precision steps as the CUDA kernel (no fused multiply-add here either).
-        for i in range(xy.shape[0]):
-            x = np.float64(xy[i, 0])
-            y = np.float64(xy[i, 1])
-            if xmin <= x <= xmax and ymin <= y <= ymax:
-                continue
-            if not (x - x == 0.0 and y - y == 0.0):  # NaN or inf: nowhere
-                continue
-            dx = (x - cx) / hx
-            dy = (y - cy) / hy
-            ax, ay = abs(dx), abs(dy)
-            if ax >= ay:  # leaves through the left or right side
-                side = 1 if dx > 0.0 else 0
-                t = dy / ax
-            else:
-                side = 3 if dy > 0.0 else 2
-                t = dx / ay
-            b = int((t + 1.0) * half_bins)
-            out[side, min(max(b, 0), n_bins - 1)] += 1
-
-    return count

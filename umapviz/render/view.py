@@ -133,7 +133,7 @@ def data_bounds(
     """(xmin, xmax, ymin, ymax) over the finite points (inside the closed box ``within`` if given);
     None when there are none."""
     if is_cupy(embedding):
-        from umapviz.render._gpu_aggregate import gpu_bounds  # noqa: PLC0415 - GPU only
+        from umapviz.render.aggregate_gpu import gpu_bounds  # noqa: PLC0415 - imports CuPy
 
         return gpu_bounds(embedding, within)
     emb = np.asarray(embedding)

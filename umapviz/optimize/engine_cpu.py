@@ -7,39 +7,18 @@ writes results whose bytes do not depend on how blocks are spread over threads.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 from numba import njit, prange
 
 from .chunks import chunk_bounds
-from .rng import negative_vertex
+from .moves_cpu import F0, attract, attract_coef, clip, negatives_due, repel
+from .params import EngineParams
+from .vertex_index import VERTEX_WIDE_GROUP, vertex_group_sizes, vertex_index
 
-_F0 = np.float32(0.0)
-_F1 = np.float32(1.0)
-_CLIP = np.float32(4.0)
-_EPS_REP = np.float32(0.001)
 _FIX = 4294967296.0  # 2**32: fixed-point scale of the chunk accumulators
 _UNFIX = 1.0 / 4294967296.0
 _BLOCK = 2048  # edges (or vertices) per parallel work item
 _PARALLEL_MIN = 2 * _BLOCK  # smaller chunks run serially
-
-
-@njit(cache=True, inline="always")
-def _clip(x):
-    if x > _CLIP:
-        return _CLIP
-    if x < -_CLIP:
-        return -_CLIP
-    return x
-
-
-@njit(cache=True, nogil=True, inline="always")
-def negatives_due(tf, next_neg, eps_neg):
-    """Negative samples of an edge active at epoch tf: floor((tf - next_neg) / eps_neg), at least 0, and 0 when
-    negative_sample_rate = 0 makes eps_neg infinite (the ratio is then NaN, which no integer cast should see)."""
-    ratio = (tf - next_neg) / eps_neg
-    return np.int64(np.floor(ratio)) if ratio >= 1.0 else np.int64(0)
 
 
 @njit(cache=True, nogil=True)
@@ -68,61 +47,16 @@ def scatter_n_neg(perm, active, n_neg_active, n_active, n_neg_edge):
 
 
 @njit(cache=True, inline="always")
-def _attract_coef(d2, a, b, c_att):
-    """The attraction's gradient coefficient at squared distance d2 (0 for coincident points)."""
-    if d2 > _F0:
-        pb = d2**b
-        return ((c_att * pb) / d2) / (a * pb + _F1)
-    return _F0
-
-
-@njit(cache=True, inline="always")
-def _attract(yi, Y, j, a, b, c_att, alpha, tail_move):
-    """Attraction of the head copy yi towards row j of Y: moves yi, writes the tail's move."""
-    dim = yi.shape[0]
-    d2 = _F0
-    for d in range(dim):
-        diff = yi[d] - Y[j, d]
-        d2 += diff * diff
-    coef = _attract_coef(d2, a, b, c_att)
-    for d in range(dim):
-        g = _clip(coef * (yi[d] - Y[j, d]))
-        yi[d] += alpha * g
-        tail_move[d] = -(alpha * g)
-
-
-@njit(cache=True, inline="always")
-def _repel(yi, yfrom, Y, i, e, n_neg, seed, t, n, a, b, c_rep, alpha):
-    """The edge's negative samples: each moves yi, computed from yfrom (yi itself, or a frozen copy)."""
-    dim = yi.shape[0]
-    for s in range(n_neg):
-        k = negative_vertex(seed, t, e, s, n)
-        if k == i:
-            continue
-        d2 = _F0
-        for d in range(dim):
-            diff = yfrom[d] - Y[k, d]
-            d2 += diff * diff
-        if d2 > _F0:
-            coef = c_rep / ((_EPS_REP + d2) * (a * d2**b + _F1))
-            for d in range(dim):
-                yi[d] += alpha * _clip(coef * (yfrom[d] - Y[k, d]))
-        else:
-            for d in range(dim):
-                yi[d] += alpha * _CLIP
-
-
-@njit(cache=True, inline="always")
 def _edge(Y, i, j, e, n_neg, seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom, tail_move):
     """All moves of edge e = (i, j), read from Y: leaves the head's new row in yi, the tail's move in tail_move."""
     for d in range(yi.shape[0]):
         yi[d] = Y[i, d]
         yfrom[d] = Y[i, d]
-    _attract(yi, Y, j, a, b, c_att, alpha, tail_move)
+    attract(yi, Y, j, a, b, c_att, alpha, tail_move)
     if private_head:
-        _repel(yi, yi, Y, i, e, n_neg, seed, t, Y.shape[0], a, b, c_rep, alpha)
+        repel(yi, yi, Y, i, e, n_neg, seed, t, Y.shape[0], a, b, c_rep, alpha)
     else:
-        _repel(yi, yfrom, Y, i, e, n_neg, seed, t, Y.shape[0], a, b, c_rep, alpha)
+        repel(yi, yfrom, Y, i, e, n_neg, seed, t, Y.shape[0], a, b, c_rep, alpha)
 
 
 # The edge kernels below take head, tail and edge ids in processing order (head_p = head[perm], ...), and
@@ -247,54 +181,6 @@ def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, 
         _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
 
 
-VERTEX_GROUP = 32  # active edges of a vertex whose moves are computed from the same row (one GPU warp)
-# A vertex with more edges than VERTEX_WIDE_ITEMS (as head and as tail together) takes its active edges
-# VERTEX_WIDE_GROUP at a time (four GPU warps): its chain of groups, one after the other, would otherwise bound
-# the GPU epoch (bench/RESULTS.md). 128 is the chunked "auto" rule's bound on one vertex's edges per chunk
-# (bench/CHUNK_STUDY.md: the least-connected hub that stale updates flung had 282).
-VERTEX_WIDE_ITEMS = 4096
-VERTEX_WIDE_GROUP = 128
-
-
-def vertex_group_sizes(head_ptr: np.ndarray, tail_ptr: np.ndarray) -> np.ndarray:
-    """Each vertex's group width: VERTEX_GROUP, or VERTEX_WIDE_GROUP above VERTEX_WIDE_ITEMS edges (head and tail)."""
-    items = np.diff(head_ptr) + np.diff(tail_ptr)
-    return np.where(items > VERTEX_WIDE_ITEMS, VERTEX_WIDE_GROUP, VERTEX_GROUP).astype(np.int32)
-
-
-def mirrored_edges(head_ptr: np.ndarray, tail_ptr: np.ndarray, tail: np.ndarray, tail_head: np.ndarray,
-                   eps: np.ndarray, by_tail: np.ndarray) -> bool:
-    """Whether each vertex's edges as tail (tail order) are the reverses of its edges as head (graph order), place
-    for place, with the same epochs_per_sample. The schedule of an edge depends on its epochs_per_sample alone,
-    so an edge and its reverse are then active in the same epochs, and a tail item's activity can be read at its
-    reverse's place, next to the head items', instead of through by_tail. build_graph's graphs are mirrored
-    (the fuzzy union is symmetric to the bit)."""
-    return bool(np.array_equal(head_ptr, tail_ptr) and np.array_equal(tail_head, tail)
-                and np.array_equal(eps[by_tail], eps))
-
-
-class VertexIndex(NamedTuple):
-    """The vertex strategy's view of a graph: each vertex's edges as head (graph order) and as tail (tail order)."""
-
-    head_ptr: np.ndarray  # int64 (n + 1,): vertex i's head items are edges head_ptr[i] .. head_ptr[i + 1] - 1
-    tail_ptr: np.ndarray  # int64 (n + 1,): its tail items are places tail_ptr[i] .. tail_ptr[i + 1] - 1 of by_tail
-    by_tail: np.ndarray  # int32 (nnz,): the edges in tail order (stable)
-    tail_head: np.ndarray  # int32 (nnz,): the head of each edge, in tail order
-    mirrored: bool  # see mirrored_edges
-
-
-def vertex_index(head: np.ndarray, tail: np.ndarray, eps: np.ndarray, n: int) -> VertexIndex:
-    """Index a graph (edges sorted by head) for the vertex strategy; both backends build it here."""
-    head_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(head, minlength=n), out=head_ptr[1:])
-    tail_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(tail, minlength=n), out=tail_ptr[1:])
-    by_tail = np.argsort(tail, kind="stable").astype(np.int32)
-    tail_head = np.ascontiguousarray(head[by_tail], dtype=np.int32)
-    return VertexIndex(head_ptr, tail_ptr, by_tail, tail_head,
-                       mirrored_edges(head_ptr, tail_ptr, tail, tail_head, eps, by_tail))
-
-
 @njit(cache=True, inline="always")
 def _fold_group(moves, width, yi):
     """Add the group's moves to yi, summed as the GPU's butterfly does: pairs width/2 apart, then width/4, ... 1.
@@ -310,7 +196,7 @@ def _fold_group(moves, width, yi):
         h //= 2
     for d in range(moves.shape[1]):
         yi[d] = yi[d] + moves[0, d]
-    moves[:width] = _F0
+    moves[:width] = F0
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -344,11 +230,11 @@ def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_s
                 for d in range(dim):
                     y[d] = yi[d]
                     yfrom[d] = yi[d]
-                _attract(y, Ysnap, tail[e], a, b, c_att, alpha, tail_move)
+                attract(y, Ysnap, tail[e], a, b, c_att, alpha, tail_move)
                 if private_head:
-                    _repel(y, y, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
+                    repel(y, y, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
                 else:
-                    _repel(y, yfrom, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
+                    repel(y, yfrom, Ysnap, i, e, nn, seed, t, n, a, b, c_rep, alpha)
                 for d in range(dim):
                     moves[q, d] = y[d] - yi[d]
                 q += 1
@@ -359,13 +245,13 @@ def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_s
                 if n_neg_edge[head_ptr[i] + (r - tail_ptr[i]) if mirrored else by_tail[r]] < 0:
                     continue
                 h = tail_head[r]
-                d2 = _F0
+                d2 = F0
                 for d in range(dim):
                     diff = Ysnap[h, d] - yi[d]
                     d2 += diff * diff
-                coef = _attract_coef(d2, a, b, c_att)
+                coef = attract_coef(d2, a, b, c_att)
                 for d in range(dim):
-                    moves[q, d] = -(alpha * _clip(coef * (Ysnap[h, d] - yi[d])))
+                    moves[q, d] = -(alpha * clip(coef * (Ysnap[h, d] - yi[d])))
                 q += 1
                 if q == width:
                     _fold_group(moves, width, yi)
@@ -379,16 +265,13 @@ def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_s
 class CpuEngine:
     """Optimizer state on the host and one-epoch steps for every strategy (the backend behind LayoutOptimizer)."""
 
-    def __init__(self, graph, perm: np.ndarray, *, strategy: str, n_chunks: int, seed: int, a: float, b: float,
-                 gamma: float, negative_sample_rate: float, private_head: bool) -> None:
-        self.strategy = strategy
-        self.n_chunks = 1 if strategy == "buffered" else n_chunks
-        self.seed = np.uint64(seed)
-        self.a = np.float32(a)
-        self.b = np.float32(b)
-        self.c_att = np.float32(-2.0 * a * b)
-        self.c_rep = np.float32(2.0 * gamma * b)
-        self.private_head = bool(private_head)
+    def __init__(self, graph, perm: np.ndarray, params: EngineParams) -> None:
+        self.params = params
+        self.strategy = params.strategy
+        self.n_chunks = params.n_chunks
+        self.seed = np.uint64(params.seed)
+        self.a, self.b, self.c_att, self.c_rep = params.curve
+        self.private_head = bool(params.private_head)
         self.graph = graph
         perm = np.ascontiguousarray(perm, dtype=np.int32)
         self.edge_p = perm
@@ -396,7 +279,7 @@ class CpuEngine:
         self.tail_p = np.ascontiguousarray(graph.tail[perm], dtype=np.int32)
         self.eps_p = np.ascontiguousarray(graph.epochs_per_sample[perm], dtype=np.float64)
         with np.errstate(divide="ignore"):  # negative_sample_rate = 0: no negatives, ever
-            self.eps_neg_p = self.eps_p / np.float64(negative_sample_rate)
+            self.eps_neg_p = self.eps_p / np.float64(params.negative_sample_rate)
         nnz = graph.nnz
         self.active = np.empty(nnz, np.int32)
         self.n_neg_active = np.empty(nnz, np.int32)

@@ -1,4 +1,4 @@
-"""k-nearest neighbours: exact (tiled brute force) or approximate (pynndescent).
+"""k-nearest neighbours on the CPU: exact (tiled brute force) or approximate (pynndescent).
 
 Both return ``(indices int32 (n, k), distances float32 (n, k))`` with the point itself at column 0 (even when
 it has duplicates), the rest sorted by exact distance, ties broken by index.
@@ -13,56 +13,16 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any
 
 import numba
 import numpy as np
 
-from .._backend import xp_of
-
-METRICS = ("euclidean", "cosine")
-KNN_METHODS = ("auto", "exact", "approx")
-
-# knn="auto" uses exact kNN while its cost model n_samples**2 * (n_features + 150) stays at or below this bound,
-# approximate beyond. Per pair of points, exact kNN pays a GEMM term (~0.03 ns per feature plus ~2 ns of memory
-# traffic) and ~1-3 ns of candidate selection, together worth ~150 features. On this project's 2-core CPU (shared,
-# so partly contended) 20k x 256 took 2.5-4.5 s, 50k x 256 23-25 s and 100k x 50 61 s. The bound keeps exact
-# runs under ~30 s and includes the 50k x 256 outlier data sets, whose hub vertices are what the kit studies
-# (approximate kNN would blur them).
-AUTO_EXACT_MAX_WORK = 1.1e12
-_AUTO_FEATURE_OFFSET = 150
+from .knn import centre_and_scale, check_metric, stop_if_cancelled
 
 # Memory for one tile of the (tile_rows, n) GEMM score matrix.
 _TILE_BYTES = 256 * 2**20
 # Show a progress bar for exact runs with more work than this (n^2 * d): a few seconds.
 _PROGRESS_MIN_WORK = 2e10
-
-
-def check_metric(metric: str) -> str:
-    """The metric name, or a clear error listing the choices."""
-    if not isinstance(metric, str) or metric.lower() not in METRICS:
-        raise ValueError(f"metric={metric!r} is not supported; choose one of {', '.join(map(repr, METRICS))}.")
-    return metric.lower()
-
-
-def resolve_knn_method(knn: str, n_samples: int, n_features: int) -> str:
-    """Map ``knn`` ("auto" | "exact" | "approx") to the method actually used."""
-    if knn not in KNN_METHODS:
-        raise ValueError(f"knn={knn!r} is not one of {', '.join(map(repr, KNN_METHODS))}.")
-    if knn == "auto":
-        work = float(n_samples) ** 2 * (n_features + _AUTO_FEATURE_OFFSET)
-        return "exact" if work <= AUTO_EXACT_MAX_WORK else "approx"
-    return knn
-
-
-class BuildCancelled(Exception):
-    """A graph build stopped because its ``cancel`` callable returned True (e.g. its panel was closed)."""
-
-
-def stop_if_cancelled(cancel: Callable[[], bool] | None) -> None:
-    """Raise BuildCancelled when ``cancel`` (a no-argument callable, or None) says so."""
-    if cancel is not None and cancel():
-        raise BuildCancelled("the graph build was cancelled")
 
 
 def nearest_neighbors(
@@ -231,19 +191,6 @@ def _selection_matrix(X: np.ndarray, metric: str):
     return Z, col_add, np.float32(-2.0), prepare_euclidean
 
 
-def centre_and_scale(A: Any, centre: bool = True) -> tuple[Any, Any, float]:
-    """Float64 ``A`` (NumPy or CuPy) minus its column means (with ``centre``), divided by its largest magnitude,
-    in place. Returns (A, mean, divisor): other rows take ``(B - mean) / divisor`` to land where A's did (mean 0
-    without ``centre``; divisor 1.0 for an all-zero A, which dividing by leaves as it is)."""
-    mean = A.mean(axis=0) if centre else 0.0
-    if centre:
-        A -= mean
-    peak = float(xp_of(A).abs(A).max())
-    divisor = peak if peak > 0 else 1.0
-    A /= divisor
-    return A, mean, divisor
-
-
 def _unit_rows(A: np.ndarray) -> np.ndarray:
     """Rows of float64 A scaled to unit length (zero rows stay zero), as float32."""
     norms = np.linalg.norm(A, axis=1, keepdims=True)
@@ -256,7 +203,7 @@ def reference_index(X: np.ndarray, metric: str = "euclidean") -> tuple:
     return _selection_matrix(np.ascontiguousarray(X, dtype=np.float32), check_metric(metric))
 
 
-def _exact_rows(
+def exact_rows(
     X: np.ndarray, rows: np.ndarray, n_neighbors: int, metric: str, progress: bool, queries: np.ndarray | None = None,
     reference: tuple | None = None, cancel: Callable[[], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -282,7 +229,7 @@ def _exact_rows(
     show = progress and float(len(rows)) * n * X.shape[1] > _PROGRESS_MIN_WORK
     starts = range(0, len(rows), tile)
     if show:  # only long runs draw a bar, so the core imports tqdm only then
-        from tqdm import tqdm  # noqa: PLC0415
+        from tqdm import tqdm  # noqa: PLC0415 - optional: only long runs draw a bar
 
         starts = tqdm(starts, desc="exact kNN (tiles)", unit="tile", leave=False)
     for start in starts:
@@ -322,7 +269,7 @@ def exact_knn(
     metric = check_metric(metric)
     X = np.ascontiguousarray(X, dtype=np.float32)
     rows = np.arange(X.shape[0], dtype=np.int64)
-    idx, dist = _exact_rows(X, rows, n_neighbors, metric, progress, cancel=cancel)
+    idx, dist = exact_rows(X, rows, n_neighbors, metric, progress, cancel=cancel)
     with np.errstate(over="ignore"):  # a distance beyond float32 becomes inf, which build_graph refuses by name
         return idx.astype(np.int32), dist.astype(np.float32)
 
@@ -348,7 +295,7 @@ def query_knn(
     if queries.ndim != 2 or queries.shape[1] != X.shape[1]:
         raise ValueError(f"queries of shape {queries.shape} do not have the reference set's {X.shape[1]} columns.")
     rows = np.arange(len(queries), dtype=np.int64)
-    idx, dist = _exact_rows(X, rows, k, metric, progress, queries=queries, reference=reference)
+    idx, dist = exact_rows(X, rows, k, metric, progress, queries=queries, reference=reference)
     with np.errstate(over="ignore"):  # a distance beyond float32 (queries near its limit) becomes inf, weight 0
         return idx.astype(np.int32), dist.astype(np.float32)
 
@@ -408,5 +355,5 @@ def approx_knn(
     _refine(X, X, rows, cand, k, metric == "cosine", True, out_idx, out_dist)
     short = np.flatnonzero((out_idx < 0).any(axis=1))
     if short.size:
-        out_idx[short], out_dist[short] = _exact_rows(X, short, k, metric, progress=False)
+        out_idx[short], out_dist[short] = exact_rows(X, short, k, metric, progress=False)
     return out_idx.astype(np.int32), out_dist.astype(np.float32)

@@ -1,6 +1,6 @@
-"""GPU engine (CuPy): the same backend interface as ``_cpu.CpuEngine``, running the kernels of kernels.cu.
+"""GPU engine (CuPy): the same backend interface as ``engine_cpu.CpuEngine``, running the kernels of engine_gpu.cu.
 
-The kernels follow docs/optimizer.md and mirror ``_cpu.py`` operation for operation (see kernels.cu). This
+The kernels follow docs/optimizer.md and mirror ``engine_cpu.py`` operation for operation (see engine_gpu.cu). This
 module holds the device state and launches one epoch:
 
 1. schedule: it does not depend on the embedding, so it is computed for a window of up to 8 epochs at a
@@ -32,14 +32,15 @@ from pathlib import Path
 import numpy as np
 
 from .._backend import cupy, gpu_memory
-from ._cpu import VERTEX_WIDE_GROUP as _VERTEX_WIDE  # VTX_WIDE in kernels.cu: a wide group's items
-from ._cpu import vertex_group_sizes, vertex_index
+from .params import EngineParams
+from .vertex_index import VERTEX_WIDE_GROUP as _VERTEX_WIDE  # VTX_WIDE in engine_gpu.cu: a wide group's items
+from .vertex_index import vertex_group_sizes, vertex_index
 
-KERNELS = Path(__file__).with_name("kernels.cu")
+KERNELS = Path(__file__).with_name("engine_gpu.cu")
 MAX_DIM = 8
 CHUNK_MODES = ("persistent", "pipelined", "launch", "graph")
 # Knobs that LayoutOptimizer does not expose; benchmarks and tests set them (an engine copies them when it is
-# made). None of them changes any result, except portable_pow (see kernels.cu): True uses the float64
+# made). None of them changes any result, except portable_pow (see engine_gpu.cu): True uses the float64
 # power function that a host twin reproduces bit for bit, False CUDA's powf (the CPU engine uses the C
 # library's powf, which differs from CUDA's in the last bit on about 6% of calls).
 TUNING = {
@@ -57,23 +58,23 @@ TUNING = {
     "vertex_heavy": 64,  # vertices with more edges (as head and tail) than this get a whole warp
     "vertex_min_blocks": None,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
     # (None: 4 for 2-D layouts, else 0)
-    "l2_hints": 2,  # L2 eviction hints (kernels.cu's L2_HINTS: 0 none .. 3 all)
+    "l2_hints": 2,  # L2 eviction hints (engine_gpu.cu's L2_HINTS: 0 none .. 3 all)
     "sweep_percent": 20,  # a chunk is applied by sweeping all rows when 2 x its edges reach this % of the rows
     "portable_pow": False,
 }
 # Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 
-_SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in kernels.cu
-_SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels.cu
+_SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in engine_gpu.cu
+_SCHED_WMAX = 8  # must equal SCHED_WMAX in engine_gpu.cu
 _THREADS = 256
-_VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels.cu: warps per block of the vertex kernel
+_VERTEX_WARPS = 8  # must equal VTX_WARPS in engine_gpu.cu: warps per block of the vertex kernel
 
 
 @functools.cache
 def _module(dim: int, private_head: bool, defines: tuple[tuple[str, int], ...] = ()):
     """The compiled kernels for one set of compile-time parameters (cached per process; CuPy also caches
-    the binary on disk). `defines`: further macros of kernels.cu, as from :func:`_tuning_defines`."""
+    the binary on disk). `defines`: further macros of engine_gpu.cu, as from :func:`_tuning_defines`."""
     cp = cupy()
     source = KERNELS.read_text()
     options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}")
@@ -82,7 +83,7 @@ def _module(dim: int, private_head: bool, defines: tuple[tuple[str, int], ...] =
 
 
 def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
-    """The kernels.cu macros that the compile-time knobs of `tuning` set (ValueError for a bad value)."""
+    """The engine_gpu.cu macros that the compile-time knobs of `tuning` set (ValueError for a bad value)."""
     if tuning["vertex_tile"] not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"vertex_tile={tuning['vertex_tile']!r}: use 1, 2, 4, 8, 16 or 32 lanes.")
     if tuning["persist_threads"] not in (128, 256, 512, 1024):
@@ -99,7 +100,7 @@ def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
     for knob, macro in (("neg_batch", "NEG_BATCH"), ("chunk_neg_batch", "CHUNK_NEG_BATCH"),
                         ("vertex_neg_batch", "VTX_NEG_BATCH"),
                         ("vertex_min_blocks", "VTX_MINB")):
-        if tuning[knob] is not None:  # else kernels.cu's default
+        if tuning[knob] is not None:  # else engine_gpu.cu's default
             defines.append((macro, tuning[knob]))
     return tuple((name, int(value)) for name, value in defines)
 
@@ -158,16 +159,14 @@ def _check_fits(n_vertices: int, nnz: int, dim: int, strategy: str) -> None:
 class GpuEngine:
     """Optimizer state on the GPU and one-epoch steps for every strategy (the backend behind LayoutOptimizer).
 
-    Same constructor and methods as ``_cpu.CpuEngine``; ``embedding()`` returns the live CuPy array.
+    Same constructor and methods as ``engine_cpu.CpuEngine``; ``embedding()`` returns the live CuPy array.
     ``chunk_mode`` picks how chunked/buffered epochs are launched (see the module docstring); None takes
     ``TUNING["chunk_mode"]`` (``$UMAPVIZ_GPU_CHUNK_MODE``, default "persistent"). Every mode gives the same
     bytes. Epochs must run in order after each ``reset`` (LayoutOptimizer does), because the schedule of
     the next epoch is computed ahead.
     """
 
-    def __init__(self, graph, perm: np.ndarray, *, strategy: str, n_chunks: int, seed: int, a: float, b: float,
-                 gamma: float, negative_sample_rate: float, private_head: bool,
-                 chunk_mode: str | None = None) -> None:
+    def __init__(self, graph, perm: np.ndarray, params: EngineParams, chunk_mode: str | None = None) -> None:
         cp = cupy()
         self.tuning = dict(TUNING)
         if chunk_mode is not None:
@@ -175,24 +174,21 @@ class GpuEngine:
         self.chunk_mode = self.tuning["chunk_mode"]
         if self.chunk_mode not in CHUNK_MODES:
             raise ValueError(f"chunk_mode={self.chunk_mode!r} is not one of {CHUNK_MODES}.")
-        self.strategy = strategy
-        self.n_chunks = 1 if strategy == "buffered" else int(n_chunks)
-        self.seed = np.uint64(seed)
-        # Scalars exactly as CpuEngine computes them (float64 products rounded once to float32).
-        self.a = np.float32(a)
-        self.b = np.float32(b)
-        self.c_att = np.float32(-2.0 * a * b)
-        self.c_rep = np.float32(2.0 * gamma * b)
+        self.params = params
+        strategy = self.strategy = params.strategy
+        self.n_chunks = int(params.n_chunks)
+        self.seed = np.uint64(params.seed)
+        self.a, self.b, self.c_att, self.c_rep = params.curve
         # eps_neg = eps / nsr, recomputed in the kernels by the same division (inf when nsr is 0, as on the host).
-        self._nsr = np.float64(negative_sample_rate)
-        self.private_head = bool(private_head)
+        self._nsr = np.float64(params.negative_sample_rate)
+        self.private_head = bool(params.private_head)
         self.n_vertices = int(graph.n_vertices)
         self.nnz = int(graph.nnz)
 
         head = np.ascontiguousarray(graph.head, dtype=np.int32)
         tail = np.ascontiguousarray(graph.tail, dtype=np.int32)
         eps = np.ascontiguousarray(graph.epochs_per_sample, dtype=np.float64)
-        # Schedule state in processing order (see kernels.cu); the vertex strategy needs it by edge id.
+        # Schedule state in processing order (see engine_gpu.cu); the vertex strategy needs it by edge id.
         # The permutation's gathers run on the GPU: on the host each costs ~0.2 s at 26M edges.
         self._order = None if strategy == "vertex" else cp.asarray(np.asarray(perm, dtype=np.int32))
         self._head_host, self._tail_host, self._eps_host = head, tail, eps
@@ -336,7 +332,7 @@ class GpuEngine:
             self._k_vertex = k("epoch_vertex")
             ix = self._vix
             # Busiest vertices first: the longest chains of groups start early; those with wide groups get four
-            # warps each, the others above the heavy threshold a warp each, the rest share warps (kernels.cu).
+            # warps each, the others above the heavy threshold a warp each, the rest share warps (engine_gpu.cu).
             work = np.diff(ix.head_ptr) + np.diff(ix.tail_ptr)
             self._vorder = cp.asarray(np.argsort(-work, kind="stable").astype(np.int32))
             self._n_wide = int(np.count_nonzero(vertex_group_sizes(ix.head_ptr, ix.tail_ptr) == _VERTEX_WIDE))
@@ -376,7 +372,7 @@ class GpuEngine:
             self._k_apply = k("chunk_apply")
             self._k_persist = k("chunked_persistent")
             self._k_pipe = k("chunked_pipelined")
-            self._barrier = cp.zeros(1, dtype=np.uint64)  # the grid barrier's ticket counter (kernels.cu)
+            self._barrier = cp.zeros(1, dtype=np.uint64)  # the grid barrier's ticket counter (engine_gpu.cu)
             self._persist_threads = threads = int(self.tuning["persist_threads"])
             fit = min(_blocks_per_sm(self._k_persist, threads), _blocks_per_sm(self._k_pipe, threads))
             if fit < 1:
