@@ -1,4 +1,4 @@
-"""GPU benchmarks of issue 3, side by side in one run (run on the GPU machine).
+"""The GPU layout benchmarks, the end-to-end GPU fit and umap-learn, side by side in one run (on the GPU machine).
 
     PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/gpu_bench.py --sizes 1000000,5000000 --out DIR
 
@@ -19,8 +19,8 @@ Before and after in one run: put an earlier commit's engine in a folder and pass
     mkdir -p .baseline && for f in _gpu.py kernels.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
 
 umap-learn is not installed on the GPU machine: bench/device_wheels.sh puts its wheels (with the metadata
-umap-learn asks importlib.metadata for) in .whl/, and bench/device_extras.sh installs them and runs only the
-umap-learn comparison at 30,000 points:
+umap-learn asks importlib.metadata for) in .whl/, and ``bash bench/device_run.sh umap`` installs them and runs
+only the umap-learn comparison at 30,000 points:
     python3 bench/gpu_bench.py --sizes "" --skip-fit --umap-learn 30000 --out DIR
 """
 

@@ -7,7 +7,8 @@ process with a time limit.
 Graphs: ``mixture:N`` (the GPU benches' 384-d mixture, kNN within its far-apart clusters, so one component
 per cluster) and ``gaussian:N`` (N x 32 standard normal, exact GPU kNN: one component).
 
-    python bench/spectral_bench.py --graphs mixture:1000000,gaussian:1000000 --cpu-timeout 120 --out bench/out
+    python bench/experiments/spectral_bench.py --graphs mixture:1000000,gaussian:1000000 --cpu-timeout 120 \
+        --out bench/out
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from gpu_bench import spectral_init_seconds
-from gpu_mixture_graph import mixture_graph
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
+from gpu_bench import spectral_init_seconds  # noqa: E402 - a script of bench/
+from gpu_mixture_graph import mixture_graph  # noqa: E402
 
 from umapviz.graph import spectral_gpu
 from umapviz.graph.init import spectral_init

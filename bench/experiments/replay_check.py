@@ -1,6 +1,6 @@
 """Check that the static HTML replay animates in a browser with no kernel: headless Chromium screenshots.
 
-    python bench/replay_check.py [--out bench/out] [--chromium chromium]
+    python bench/experiments/replay_check.py [--out bench/out] [--chromium chromium]
 
 Writes a synthetic recording's replay to OUT/replay.html, screenshots it at two virtual times, and checks
 that the two screenshots differ (different frames are on screen). Needs Debian's ``chromium`` package
@@ -26,7 +26,7 @@ def synthetic_recording(n: int = 20000, frames: int = 8):
     centres = np.array([[-6.0, 0.0], [6.0, 0.0], [0.0, 8.0]])
     labels = rng.integers(0, 3, n)
     base = rng.normal(size=(n, 2)) + centres[labels]
-    rec = Recording(labels=labels, metadata={"source": "bench/replay_check.py"})
+    rec = Recording(labels=labels, metadata={"source": "bench/experiments/replay_check.py"})
     for i in range(frames):
         t = (i + 1) / frames
         emb = (base * (0.3 + 0.7 * t)).astype(np.float32)
