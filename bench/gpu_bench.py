@@ -190,8 +190,8 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             # 34-38: negative batches of 5 or 6. Of the active edges of a 20k mixture graph's 200 epochs, 16% have
             # n_neg <= 4, 87% <= 5, 96.5% <= 6 (mean 4.99), so a batch of 4 takes two round trips for most edges.
             # ptxas (sm_90, 2-D): chunked 5 with 4 blocks per SM 63 registers and no spills, 6: 16 bytes of
-            # spills; vertex 5: 4 bytes, 6: 12 bytes. Measured (RESULTS.md, 2026-12-02 04:54): only chunked 5 at 5M
-            # gained (-2.6%, but +3.9% at 1M), so 4 stays
+            # spills; vertex 5: 4 bytes, 6: 12 bytes. Measured (RESULTS.md's history, 2026-12-02 04:54): only
+            # chunked 5 at 5M gained (-2.6%, but +3.9% at 1M), so 4 stays
             ("chunked", "auto", {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
             ("chunked", "auto", {"chunk_neg_batch": 6, "persist_min_blocks": 4}),
             ("vertex", 1, {"vertex_neg_batch": 5}), ("vertex", 1, {"vertex_neg_batch": 6}),
@@ -199,8 +199,8 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             # 39-50: a chunk's apply by sweeping every row (sweep_percent 0) or by its edges (10**6). 2 x edges / rows
             # is about 15 / n_chunks at 1M and 5M (7.4M and 37M active edges an epoch). 45-46: buffered both ways
             # (46: as before). The sweep won up to 64 chunks and lost from 124, so the default became 20%
-            # (RESULTS.md, 2026-12-02 05:55; applying rows by their first claimant, or reading every row before a
-            # third grid barrier instead of exchanging, lost too)
+            # (RESULTS.md's history, 2026-12-02 05:55; applying rows by their first claimant, or reading every row
+            # before a third grid barrier instead of exchanging, lost too)
             ("chunked", 8, {"sweep_percent": 0}), ("chunked", 8, {"sweep_percent": 10**6}),
             ("chunked", 16, {"sweep_percent": 0}), ("chunked", 16, {"sweep_percent": 10**6}),
             ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
@@ -221,7 +221,7 @@ def layout_suite(graph, label: str, modes, variants: list | tuple = (),
     plan += [("buffered", 1, modes[0], None, {})] if "buffered" in include else []
     plan += [("chunked", "shipped", modes[0], None, {})] if "shipped" in include else []
     plan += [("vertex", 1, "persistent", None, {})] if "vertex" in include else []
-    # what each knob buys (all but hogwild's give the same bytes); older knobs: bench/RESULTS.md
+    # what each knob buys (all but hogwild's give the same bytes); older knobs: `git log -p bench/RESULTS.md`
     plan += [(strategy, rule, "persistent", None, tuning) for strategy, rule, tuning in variants]
     paired = {("hogwild", 1), ("chunked", "auto"), ("buffered", 1), ("vertex", 1)} if baseline is not None else set()
     # each baseline run right before the current code's same run, so that drifting clocks hit both alike

@@ -12,7 +12,7 @@ With --device gpu the grids stay on the GPU (as in ``umapviz.render.image``): "s
 plus the copy of the finished image to the host and its off-view markers; each stage ends with a device sync.
 Two frames per size: density only, and 10 coloured labels. Both carry an outlier mask (0.01% of points,
 flung far) and use the robust view, so every stage of a live frame is exercised.
-Targets (issue 4): CPU <= 150 ms/frame at 1M points; GPU <= 30 ms/frame at 10M points.
+Targets: CPU <= 150 ms/frame at 1M points; GPU <= 30 ms/frame at 10M points.
 """
 
 from __future__ import annotations

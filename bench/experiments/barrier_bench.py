@@ -3,7 +3,7 @@ blocks per multiprocessor, for kernels.cu and any earlier versions of it passed 
 
     PYTHONPATH=. python3 bench/experiments/barrier_bench.py [--sources .baseline/kernels.cu] [--reps 20000]
 
-The chunked strategy pays two barriers per chunk (bench/RESULTS.md); this tells how much of its per-chunk cost
+The chunked strategy pays two barriers per chunk; this tells how much of its per-chunk cost
 they are, without the chunk's own work around them.
 """
 

@@ -1,4 +1,4 @@
-"""Spectral init on the GPU against the CPU (issue 3): the same graphs, side by side in one run.
+"""Spectral init on the GPU against the CPU: the same graphs, side by side in one run.
 
 For each graph: ``spectral_init(graph, 2, 0, device="gpu")`` twice (seconds; the second run's bytes must equal
 the first's), the eigen-solves' share of it with their sparse products (the batched solve's steps) and
