@@ -12,7 +12,8 @@
 #   render       bench/render_bench.py --device gpu: frame time at 1M, 10M and 30M points
 #   fps          bench/explorer_fps.py --device gpu: the Explorer's loop on 1M blobs, random init
 #   fps_large    bench/explorer_fps.py --device gpu on LARGE_N (default 10,000,000) points of the mixture_gpu data
-#   notebook     notebooks/05_millions_of_points.ipynb through nbclient -> $OUT/05_gpu.ipynb and 05_gpu.png
+#   notebook     NOTEBOOK (default notebooks/05_millions_of_points.ipynb) through nbclient -> $OUT/05_gpu.ipynb
+#                and its last image, 05_gpu.png
 #   chunk_study  bench/chunk_study.py on the graphs in CELLS; $OUT/gpu.jsonl is bench/chunk_study/gpu.jsonl plus
 #                this call's runs: copy it back and rerun bench/chunk_report.py
 # A new benchmark is one more `case` line below.
@@ -25,6 +26,8 @@ OUT=${OUT:-bench/out}
 BUDGET_S=${BUDGET_S:-570}
 SIZES=${SIZES:-1000000,5000000}
 LARGE_N=${LARGE_N:-10000000}
+NOTEBOOK=${NOTEBOOK:-notebooks/05_millions_of_points.ipynb}
+STUDY_DEVICE=${STUDY_DEVICE:-gpu}  # cpu tries the chunk_study step on a machine without a GPU
 CELLS=${CELLS:-"mixture_gpu:5000000:1 mixture_gpu:2000000:1 mixture_gpu:2000000:2 gaussian:2000000:0"}
 STEPS=("$@")
 ((${#STEPS[@]})) || STEPS=(tests layout fit render)
@@ -114,7 +117,7 @@ run_chunk_study() {  # the study's GPU graphs, appended to a copy of the reposit
   shm=$(df --output=avail -BG /dev/shm 2>/dev/null | tail -1 | tr -dc 0-9)
   [ "${shm:-0}" -ge 24 ] && refs=/dev/shm/chunk_refs  # layouts of 5M graphs are GBs: RAM when it has room
   # shellcheck disable=SC2086  # CELLS is a list of words
-  python3 bench/chunk_study.py --device gpu --cells $CELLS --init-workers 4 --max-chunks 2048 \
+  python3 bench/chunk_study.py --device "$STUDY_DEVICE" --cells $CELLS --init-workers 4 --max-chunks 2048 \
     --budget $((STEP_LIMIT - 60)) --build-margin 90 --out "$OUT/gpu.jsonl" --refs "$refs"
 }
 
@@ -133,7 +136,7 @@ else
   stamp "no .whl/ carried: render, fps, notebook and umap need it (bash bench/device_wheels.sh here)"
 fi
 export PYTHONPATH=$PWD:/tmp/site  # absolute: the notebook's kernel runs in notebooks/
-export OUT CELLS
+export OUT CELLS STUDY_DEVICE
 export -f run_notebook run_chunk_study  # timeout runs programs, so these run in a child bash
 
 for name in "${STEPS[@]}"; do
@@ -148,7 +151,7 @@ for name in "${STEPS[@]}"; do
       --out "$OUT" ;;
     fps_large) step fps_large 300 python3 bench/explorer_fps.py --device gpu --data mixture_gpu \
       --n-samples "$LARGE_N" --init random --out "$OUT" ;;
-    notebook) step notebook 330 bash -c "run_notebook notebooks/05_millions_of_points.ipynb" ;;
+    notebook) step notebook 330 bash -c "run_notebook $NOTEBOOK" ;;
     chunk_study) step chunk_study 480 bash -c run_chunk_study ;;
     *) SUMMARY+=("$name: unknown step (see the top of bench/device_run.sh)") ;;
   esac
