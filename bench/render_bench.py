@@ -36,7 +36,7 @@ STAGES = ("view", "aggregate", "shade", "encode")
 def make_points(n: int, device: str, n_labels: int = 10, seed: int = 0):
     """A mixture of n_labels Gaussian clusters (float32), labels, and an outlier mask with flung points."""
     if device == "gpu":
-        import cupy as xp
+        import cupy as xp  # noqa: PLC0415 - only with --device gpu
     else:
         xp = np
     rng = xp.random.default_rng(seed) if device == "cpu" else xp.random.RandomState(seed)
@@ -53,7 +53,7 @@ def make_points(n: int, device: str, n_labels: int = 10, seed: int = 0):
 
 def sync(device: str) -> None:
     if device == "gpu":
-        import cupy as cp
+        import cupy as cp  # noqa: PLC0415 - only with --device gpu
 
         cp.cuda.Device().synchronize()
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"umapviz render bench: device={args.device}, {args.width}x{args.height}, PNG level {args.png_level}, "
           f"median (and best) of {args.repeats} frames after the first; {cpu}, {os.cpu_count()} cores")  # fmt: skip
     if args.device == "gpu":
-        import cupy as cp
+        import cupy as cp  # noqa: PLC0415 - only with --device gpu
 
         print(f"GPU: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     header = (

@@ -20,14 +20,16 @@ import sys
 import time
 from pathlib import Path
 
+import cupy as cp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
 from gpu_bench import spectral_init_seconds  # noqa: E402 - a script of bench/
 from gpu_mixture_graph import mixture_graph  # noqa: E402
 
-from umapviz.graph import spectral_gpu
-from umapviz.graph.init import spectral_init
+from umapviz.graph import spectral_gpu  # noqa: E402
+from umapviz.graph.init import spectral_init  # noqa: E402
+from umapviz.graph.knn_gpu import build_graph_gpu  # noqa: E402
 
 
 def make_graph(spec: str):
@@ -36,10 +38,6 @@ def make_graph(spec: str):
     if kind == "mixture":
         return mixture_graph(n, seed=0, device="gpu", n_neighbors=15).graph
     if kind == "gaussian":
-        import cupy as cp
-
-        from umapviz.graph.knn_gpu import build_graph_gpu
-
         X = cp.random.RandomState(0).standard_normal((n, 32), dtype=cp.float32)
         return build_graph_gpu(X, n_neighbors=15)
     raise ValueError(f"unknown graph kind {kind!r}: use mixture:N or gaussian:N")
@@ -47,7 +45,6 @@ def make_graph(spec: str):
 
 def timed_gpu_init(graph) -> dict:
     """One GPU spectral_init: total seconds, and per eigen-solve its size, seconds, products and residual."""
-    import cupy as cp
 
     solves, batches = [], []
     solve, batched = spectral_gpu.leading_eigenpairs_gpu, spectral_gpu.leading_eigenpairs_batched
@@ -90,7 +87,6 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    import cupy as cp
 
     shipped = spectral_gpu._NCV
     for spec in args.graphs.split(","):
