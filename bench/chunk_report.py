@@ -25,8 +25,9 @@ from chunk_study import read_results  # noqa: E402 - a sibling script, not a pac
 from umapviz.optimize.chunks import chunks_for  # noqa: E402
 
 RULES = ("shipped", "degree", "auto")
-# bench/RESULTS.md (issue 3, one H200): a chunked epoch costs the buffered one plus ~7 us per chunk, at 1M and
-# at 5M points alike. Used only for the modelled column; the GPU run of the study measures the real thing.
+# On one H200 a chunked epoch costs the buffered one plus ~7 us per chunk, at 1M and at 5M points alike
+# (bench/gpu_bench.py's layout runs). Used only for the modelled column; the study's GPU runs measure the
+# real thing.
 GPU_MS_PER_CHUNK = 0.007
 # A run counts its bounds outliers only when its farthest point (from the coordinate-wise median) lies beyond
 # FAR_FACTOR x the reference's farthest. Small layouts (a few thousand points) drift as a whole, so the bounds

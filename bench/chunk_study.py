@@ -28,7 +28,7 @@ points (checked on 256 sampled rows: ``knn_check`` in each record). That is what
     python bench/chunk_study.py --device gpu --cells mixture_gpu:5000000:0 gaussian:2000000:0 \
         --init-workers 4 --max-chunks 2048 --budget 400 --out $OUT/gpu.jsonl --refs /tmp/chunk_refs
 
-bench/device_study.sh is the device call of issue 7's large graphs.
+On the GPU machine, ``bash bench/device_run.sh chunk_study`` runs the large graphs named in its $CELLS.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def time_ours(graph, strategy: str, epochs: int, threads: int) -> float:
 
 
 def time_umap_learn(graph, epochs: int) -> float:
-    from umap.layouts import optimize_layout_euclidean
+    from umap.layouts import optimize_layout_euclidean  # noqa: PLC0415 - optional: umap-learn, bench only
 
     def layout(n_epochs: int) -> None:
         Y = np.random.default_rng(0).uniform(-10, 10, (graph.n_vertices, 2)).astype(np.float32)

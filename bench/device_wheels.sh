@@ -2,7 +2,7 @@
 # Fills .whl/ (git-ignored) with the wheels the GPU machine lacks for umapviz's viz, widget and notebook parts
 # and for umap-learn: CPython 3.12, manylinux x86_64, exact versions, no dependencies pulled in.
 #   here (needs the package registry):   bash bench/device_wheels.sh
-#   then the lead, with the device tool: command `bash bench/device_extras.sh`, carry [".whl"]
+#   then, with the device tool: command `bash bench/device_run.sh STEP ...`, carry [".whl"]
 #
 # The list is the dependency closure of datashader, holoviews (+ bokeh, panel), ipywidgets, ipykernel, nbclient,
 # nbformat, jupyter_client, umap-learn and pynndescent, minus what the GPU image already has (numpy, scipy, numba,

@@ -1,4 +1,4 @@
-"""GPU benchmarks of issue 3, side by side in one run (run on the GPU machine).
+"""The GPU layout benchmarks, the end-to-end GPU fit and umap-learn, side by side in one run (on the GPU machine).
 
     PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/gpu_bench.py --sizes 1000000,5000000 --out DIR
 
@@ -19,8 +19,8 @@ Before and after in one run: put an earlier commit's engine in a folder and pass
     mkdir -p .baseline && for f in _gpu.py kernels.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
 
 umap-learn is not installed on the GPU machine: bench/device_wheels.sh puts its wheels (with the metadata
-umap-learn asks importlib.metadata for) in .whl/, and bench/device_extras.sh installs them and runs only the
-umap-learn comparison at 30,000 points:
+umap-learn asks importlib.metadata for) in .whl/, and ``bash bench/device_run.sh umap`` installs them and runs
+only the umap-learn comparison at 30,000 points:
     python3 bench/gpu_bench.py --sizes "" --skip-fit --umap-learn 30000 --out DIR
 """
 
@@ -36,12 +36,19 @@ import sys
 import time
 from pathlib import Path
 
+import cupy as cp
 import numpy as np
 from gpu_mixture import mixture_gpu  # a sibling script: bench/ is on sys.path
 
+from umapviz import UMAP, LayoutOptimizer
 from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
+from umapviz.graph.init import random_init, spectral_init
+from umapviz.graph.knn_gpu import build_graph_gpu, exact_knn_gpu, query_knn_gpu
+from umapviz.metrics import fingerprint
 from umapviz.optimize import _gpu as current_engine  # imports no CuPy; --baseline loads another version's
+from umapviz.optimize.chunks import resolve_n_chunks
 from umapviz.optimize.optimizer import learning_rate_at
+from umapviz.optimize.rng import edge_order
 
 TARGETS = {
     "hogwild_gedges": ">= 9 G active edges/s",
@@ -69,10 +76,6 @@ def make_engine(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
                 tuning: dict | None = None, engine=None):
     """(engine, init, n_chunks): a GPU engine of umapviz.optimize._gpu (or of the module `engine`) reset to a
     random init, with `tuning` over the module's TUNING for this engine."""
-    from umapviz.graph.init import random_init
-    from umapviz.optimize.chunks import resolve_n_chunks
-    from umapviz.optimize.rng import edge_order
-
     _gpu = engine or current_engine
     C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
     saved = dict(_gpu.TUNING)
@@ -97,10 +100,6 @@ def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
     """Run the schedule's epochs (all, or the first `epochs`) on the GPU engine (umapviz.optimize._gpu, or
     the module `engine`): ms/epoch, active edges/s, and the result's fingerprint. `tuning` overrides the
     engine module's TUNING for this engine."""
-    import cupy as cp
-
-    from umapviz.metrics import fingerprint
-
     eng, init, C = make_engine(graph, strategy, n_chunks, chunk_mode, seed, tuning, engine)
     run = graph.n_epochs if epochs is None else min(epochs, graph.n_epochs)
     alphas = _alphas(graph.n_epochs)
@@ -128,8 +127,6 @@ def time_kernels(graph, strategy: str, n_chunks=1, seed: int = 0, tuning: dict |
     """Where an epoch's time goes: ms per epoch of each of the engine's kernels (its `_k_*` launches, CUDA
     events around each on the stream it runs on) over a whole run, "total" (events around the run on the
     engine's stream, so that copies and gaps between launches count too) and "window" (epochs per schedule pass)."""
-    import cupy as cp
-
     eng, init, _ = make_engine(graph, strategy, n_chunks, seed=seed, tuning=tuning, engine=engine)
     alphas = _alphas(graph.n_epochs)
     for t in range(2):  # a warm-up that compiles what the first epochs use (CuPy's copy kernels too)
@@ -190,8 +187,8 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             # 34-38: negative batches of 5 or 6. Of the active edges of a 20k mixture graph's 200 epochs, 16% have
             # n_neg <= 4, 87% <= 5, 96.5% <= 6 (mean 4.99), so a batch of 4 takes two round trips for most edges.
             # ptxas (sm_90, 2-D): chunked 5 with 4 blocks per SM 63 registers and no spills, 6: 16 bytes of
-            # spills; vertex 5: 4 bytes, 6: 12 bytes. Measured (RESULTS.md, 2026-12-02 04:54): only chunked 5 at 5M
-            # gained (-2.6%, but +3.9% at 1M), so 4 stays
+            # spills; vertex 5: 4 bytes, 6: 12 bytes. Measured (RESULTS.md's history, 2026-12-02 04:54): only
+            # chunked 5 at 5M gained (-2.6%, but +3.9% at 1M), so 4 stays
             ("chunked", "auto", {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
             ("chunked", "auto", {"chunk_neg_batch": 6, "persist_min_blocks": 4}),
             ("vertex", 1, {"vertex_neg_batch": 5}), ("vertex", 1, {"vertex_neg_batch": 6}),
@@ -199,8 +196,8 @@ VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_bloc
             # 39-50: a chunk's apply by sweeping every row (sweep_percent 0) or by its edges (10**6). 2 x edges / rows
             # is about 15 / n_chunks at 1M and 5M (7.4M and 37M active edges an epoch). 45-46: buffered both ways
             # (46: as before). The sweep won up to 64 chunks and lost from 124, so the default became 20%
-            # (RESULTS.md, 2026-12-02 05:55; applying rows by their first claimant, or reading every row before a
-            # third grid barrier instead of exchanging, lost too)
+            # (RESULTS.md's history, 2026-12-02 05:55; applying rows by their first claimant, or reading every row
+            # before a third grid barrier instead of exchanging, lost too)
             ("chunked", 8, {"sweep_percent": 0}), ("chunked", 8, {"sweep_percent": 10**6}),
             ("chunked", 16, {"sweep_percent": 0}), ("chunked", 16, {"sweep_percent": 10**6}),
             ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
@@ -221,7 +218,7 @@ def layout_suite(graph, label: str, modes, variants: list | tuple = (),
     plan += [("buffered", 1, modes[0], None, {})] if "buffered" in include else []
     plan += [("chunked", "shipped", modes[0], None, {})] if "shipped" in include else []
     plan += [("vertex", 1, "persistent", None, {})] if "vertex" in include else []
-    # what each knob buys (all but hogwild's give the same bytes); older knobs: bench/RESULTS.md
+    # what each knob buys (all but hogwild's give the same bytes); older knobs: `git log -p bench/RESULTS.md`
     plan += [(strategy, rule, "persistent", None, tuning) for strategy, rule, tuning in variants]
     paired = {("hogwild", 1), ("chunked", "auto"), ("buffered", 1), ("vertex", 1)} if baseline is not None else set()
     # each baseline run right before the current code's same run, so that drifting clocks hit both alike
@@ -250,12 +247,6 @@ def layout_suite(graph, label: str, modes, variants: list | tuple = (),
 def full_pipeline(X, n_neighbors: int = 15, seed: int = 0, init: str = "spectral") -> tuple[dict, object]:
     """kNN -> fuzzy set -> edge list -> init -> chunked(auto) layout, all GPU except the edge list's host
     steps and the spectral init's host steps (components, layout); (seconds per stage, the graph)."""
-    import cupy as cp
-
-    from umapviz import LayoutOptimizer
-    from umapviz.graph.init import random_init, spectral_init
-    from umapviz.graph.knn_gpu import build_graph_gpu
-
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
     stages: dict = {}
@@ -281,10 +272,6 @@ def full_pipeline(X, n_neighbors: int = 15, seed: int = 0, init: str = "spectral
 def umap_fit_seconds(X_host: np.ndarray) -> tuple[float, dict]:
     """Seconds of ``UMAP(random_state=0).fit_transform(X_host)`` on the GPU, as a user calls it, and the
     transform timings of that fitted model (:func:`transform_seconds`)."""
-    import cupy as cp
-
-    from umapviz import UMAP
-
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
     est = UMAP(random_state=0, device="gpu")
@@ -296,8 +283,6 @@ def transform_seconds(est, X_train: np.ndarray, n_new: int = 1000) -> dict:
     """Seconds of ``est.transform`` on n_new points near training points, three calls in a row (the first
     uploads and prepares the training data, the others reuse it), and of its neighbour search alone with and
     without the prepared copy (without: what every call did before the copy was kept)."""
-    from umapviz.graph.knn_gpu import query_knn_gpu
-
     rng = np.random.default_rng(9)
     X_new = X_train[rng.choice(len(X_train), n_new, replace=False)]
     X_new = (X_new + rng.normal(scale=0.01, size=X_new.shape)).astype(np.float32)
@@ -341,7 +326,7 @@ def spectral_init_seconds(graph, timeout: float) -> dict:
 
 def umap_learn_subset(X_host, n_sub: int) -> dict:
     try:
-        import umap  # noqa: F401
+        import umap  # noqa: F401, PLC0415 - optional: umap-learn travels in .whl/ only when carried
     except ImportError as exc:
         return {"skipped": f"umap-learn not importable ({exc})"}
     code = (
@@ -363,8 +348,7 @@ def umap_learn_subset(X_host, n_sub: int) -> dict:
 
 
 def device_info() -> dict:
-    import cupy as cp
-
+    """The GPU's name, multiprocessors, memory and driver, and its device-to-device copy bandwidth."""
     props = cp.cuda.runtime.getDeviceProperties(0)
     x = cp.empty(2**30 // 4 * 2, dtype=cp.float32)  # 2 GiB copy: bandwidth ceiling
     y = cp.empty_like(x)
@@ -403,13 +387,9 @@ def markdown(results: dict) -> str:
 
 def bench_size(n: int, args, modes, results: dict) -> None:
     """kNN, graph, schedule and layout timings at one size (results appended in place)."""
-    import cupy as cp
-
     summary = results["summary"]
     X, labels = mixture_gpu(n)
     if n <= 1_000_000:
-        from umapviz.graph.knn_gpu import exact_knn_gpu
-
         # A first call compiles the kernels and loads cuBLAS (CuPy then keeps the binaries on disk, so only a
         # machine's first-ever call pays it): time it apart, as the pipeline's warm-up fit does.
         cp.cuda.Device().synchronize()
@@ -458,10 +438,6 @@ def bench_size(n: int, args, modes, results: dict) -> None:
 def bench_probe(n: int, args, modes, results: dict) -> None:
     """The layout on a graph without hubs, like DESIGN.md's probe (degree 15-30): 2-D blobs, exact GPU kNN.
     It tells the cost of hubs apart from the cost of the code."""
-    import cupy as cp
-
-    from umapviz.graph.knn_gpu import exact_knn_gpu
-
     rng = cp.random.RandomState(0)  # 10 round blobs in the plane
     centres = rng.uniform(-10, 10, (10, 2)).astype(cp.float32)
     X = rng.standard_normal((n, 2), dtype=cp.float32) + centres[rng.randint(0, 10, n)]
@@ -496,8 +472,6 @@ def main() -> None:
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
     args = ap.parse_args()
     args.baseline_engine = load_engine(args.baseline) if args.baseline else None
-    import cupy as cp
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv),

@@ -1,4 +1,4 @@
-"""The data of the GPU benches (issue 3): a 384-d Gaussian mixture of Zipf-sized clusters far apart, made on the GPU.
+"""The data of the GPU benches: a 384-d Gaussian mixture of Zipf-sized clusters far apart, made on the GPU.
 
 Shared by bench/gpu_bench.py and bench/chunk_study.py (dataset "mixture_gpu"). Its clusters lie far apart
 (centres ~N(0, 4) per coordinate: ~55 units between centres against ~28 between two points of one cluster),
@@ -17,11 +17,11 @@ from umapviz.datasets import _zipf_sizes
 
 def mixture_gpu(n: int, d: int = 384, n_clusters: int = 30, seed: int = 0, xp: Any = None) -> tuple[Any, Any]:
     """``(X float32 (n, d), labels int32 (n,))`` on the GPU (``xp`` None: CuPy), or with ``xp=numpy`` on the
-    CPU for tests: the same recipe, other random numbers. The CuPy draws are those of issue 3's graphs."""
+    CPU for tests: the same recipe, other random numbers. The CuPy draws make the GPU benchmarks' graphs."""
     if xp is None:
         import cupy as xp  # noqa: PLC0415 - a GPU machine's module
 
-    # CuPy's legacy RandomState keeps the issue 3 bytes; NumPy's takes no dtype, so the CPU uses a Generator.
+    # CuPy's legacy RandomState keeps the benchmark graphs' bytes; NumPy's takes no dtype, so the CPU uses a Generator.
     rng = np.random.default_rng([seed, 1]) if xp is np else xp.random.RandomState(seed)
     normal = rng.standard_normal
     sizes = _zipf_sizes(n, n_clusters)

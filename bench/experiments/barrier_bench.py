@@ -1,9 +1,9 @@
 """The persistent kernels' grid barrier alone (run on the GPU machine): ns per barrier on grids of 1, 2 and 4
 blocks per multiprocessor, for kernels.cu and any earlier versions of it passed as --sources.
 
-    PYTHONPATH=. python3 bench/barrier_bench.py [--sources .baseline/kernels.cu] [--reps 20000]
+    PYTHONPATH=. python3 bench/experiments/barrier_bench.py [--sources .baseline/kernels.cu] [--reps 20000]
 
-The chunked strategy pays two barriers per chunk (bench/RESULTS.md); this tells how much of its per-chunk cost
+The chunked strategy pays two barriers per chunk; this tells how much of its per-chunk cost
 they are, without the chunk's own work around them.
 """
 

@@ -5,8 +5,8 @@ measure the neighbours' load. Here every n_chunks runs a few epochs per round, t
 n_chunks values, and the best round counts (noise only ever adds time). Epochs are taken from the middle
 of the schedule (after ``--skip`` epochs of a fresh optimizer), where the active edges per epoch are typical.
 
-    .venv/bin/python bench/chunk_timing.py --data gaussian --n 20000 --chunks 1 2 4 8 16 32 64 128
-    python bench/chunk_timing.py --device gpu --data mixture --n 1000000 --chunks 1 16 64 128 256 512
+    .venv/bin/python bench/experiments/chunk_timing.py --data gaussian --n 20000 --chunks 1 2 4 8 16 32 64 128
+    python bench/experiments/chunk_timing.py --device gpu --data mixture --n 1000000 --chunks 1 16 64 128 256 512
 
 Prints a Markdown table; with --out, also writes it (atomically).
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chunk_study import initial_layout, load_graph  # noqa: E402 - a sibling script
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
+from chunk_study import initial_layout, load_graph  # noqa: E402 - a script of bench/
 
 from umapviz.optimize import LayoutOptimizer  # noqa: E402
 

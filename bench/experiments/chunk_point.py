@@ -6,7 +6,7 @@ rank among all degrees (0 = busiest), and how far each lies from its nearest gra
 the median such distance (the test flags above metrics.NEIGHBOR_FACTOR); then, for every point flagged in any
 run, that multiple in each run, so a point flagged once can be told from one that sits near the line every time.
 
-    python3 bench/chunk_point.py mixture_gpu:2000000:2 --n-chunks 256,512,1024 --device gpu
+    python3 bench/experiments/chunk_point.py mixture_gpu:2000000:2 --n-chunks 256,512,1024 --device gpu
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
 from chunk_study import cache_edge_order, initial_layout, layout, load_graph, parse_cell  # noqa: E402
 
 from umapviz import metrics  # noqa: E402

@@ -5,7 +5,7 @@ For each candidate dataset and seed: build the graph, lay it out with sequential
 (bounds against the sequential run of the same seed, neighbour gaps, robust radius), the farthest point,
 trustworthiness and seconds. Prints a Markdown table; with --jsonl, appends one JSON record per run.
 
-    .venv/bin/python bench/outlier_datasets.py --datasets mixture gaussian --n 20000 --seeds 0 1 2
+    .venv/bin/python bench/experiments/outlier_datasets.py --datasets mixture gaussian --n 20000 --seeds 0 1 2
 
 Graphs are cached (data/cache/ by default), so a second pass over the same data skips the kNN.
 """

@@ -8,7 +8,7 @@ this runs, from one spectral init per graph: sequential (the reference), vertex 
 (the rule before), vertex with the current rule, and vertex with 128-wide groups for every vertex above 64
 edges (a stress test of the same semantics), and counts the outliers of each against the reference.
 
-    .venv/bin/python bench/vertex_groups.py --cells gaussian:50000 mixture:50000
+    .venv/bin/python bench/experiments/vertex_groups.py --cells gaussian:50000 mixture:50000
 """
 
 from __future__ import annotations

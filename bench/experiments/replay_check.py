@@ -1,6 +1,6 @@
 """Check that the static HTML replay animates in a browser with no kernel: headless Chromium screenshots.
 
-    python bench/replay_check.py [--out bench/out] [--chromium chromium]
+    python bench/experiments/replay_check.py [--out bench/out] [--chromium chromium]
 
 Writes a synthetic recording's replay to OUT/replay.html, screenshots it at two virtual times, and checks
 that the two screenshots differ (different frames are on screen). Needs Debian's ``chromium`` package
@@ -16,17 +16,21 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
+
+from umapviz import datasets, metrics
+from umapviz.graph import build_graph
+from umapviz.optimize import LayoutOptimizer
+from umapviz.render import Recording, save_html
 
 
 def synthetic_recording(n: int = 20000, frames: int = 8):
     """Three clusters that spread out over the epochs while a growing handful of points is flung away."""
-    from umapviz.render import Recording
-
     rng = np.random.default_rng(0)
     centres = np.array([[-6.0, 0.0], [6.0, 0.0], [0.0, 8.0]])
     labels = rng.integers(0, 3, n)
     base = rng.normal(size=(n, 2)) + centres[labels]
-    rec = Recording(labels=labels, metadata={"source": "bench/replay_check.py"})
+    rec = Recording(labels=labels, metadata={"source": "bench/experiments/replay_check.py"})
     for i in range(frames):
         t = (i + 1) / frames
         emb = (base * (0.3 + 0.7 * t)).astype(np.float32)
@@ -40,11 +44,6 @@ def synthetic_recording(n: int = 20000, frames: int = 8):
 
 def buffered_recording(n: int = 5000, n_epochs: int = 100, every: int = 5):
     """A real run: the kit's default dataset laid out with the buffered strategy, recorded every few epochs."""
-    from umapviz import datasets, metrics
-    from umapviz.graph import build_graph
-    from umapviz.optimize import LayoutOptimizer
-    from umapviz.render import Recording
-
     X, labels = datasets.load(datasets.DEFAULT, n_samples=n, random_state=0)
     graph = build_graph(X, n_epochs=n_epochs, random_state=0, progress=False)
     reference = LayoutOptimizer(graph, strategy="sequential", random_state=0, n_epochs=n_epochs)
@@ -83,10 +82,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.chromium:
         print("no chromium found: apt-get install -y chromium (Debian) or pass --chromium PATH", file=sys.stderr)
         return 2
-    from PIL import Image
-
-    from umapviz.render import save_html
-
     args.out.mkdir(parents=True, exist_ok=True)
     recording = buffered_recording() if args.source == "buffered" else synthetic_recording()
     page = save_html(recording, args.out / "replay.html", fps=4, width=560, height=560,

@@ -2,7 +2,7 @@
 
     ncu --clock-control none -k regex:"epoch_hogwild|chunked_persistent" --launch-skip 8 \
         --launch-count 6 --section SpeedOfLight --section Occupancy --section WarpStateStats \
-        python3 bench/gpu_profile.py [--n N] [STRATEGY ...]
+        python3 bench/experiments/gpu_profile.py [--n N] [STRATEGY ...]
 
 Builds an N-point (default 1M) 384-d mixture graph on the GPU (kNN inside each far-apart cluster, as
 gpu_bench.py does for large sizes), then runs 6 epochs (twice: warm-up and timed) of each strategy named
@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
 
 from gpu_bench import graph_from_knn, knn_within_groups, mixture_gpu, time_layout  # noqa: E402
 

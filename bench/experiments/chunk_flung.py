@@ -2,8 +2,8 @@
 
 Uses the reference layouts that bench/chunk_study.py saved (run the study first for the same cases):
 
-    .venv/bin/python bench/chunk_flung.py mixture:20000:1:1 gaussian:50000:2:2
-    .venv/bin/python bench/chunk_flung.py gaussian:100000:1:1 --collateral 15
+    .venv/bin/python bench/experiments/chunk_flung.py mixture:20000:1:1 gaussian:50000:2:2
+    .venv/bin/python bench/experiments/chunk_flung.py gaussian:100000:1:1 --collateral 15
 
 Each case is data:n:seed:n_chunks. Prints one line per case. With --collateral D, a second line tells the
 flung vertices of degree <= D apart from the others (the hubs): how many of them are joined by an edge to a
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chunk_study import initial_layout, load_array, run_key  # noqa: E402 - a sibling script
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
+from chunk_study import initial_layout, load_array, run_key  # noqa: E402 - a script of bench/
 
 from umapviz import datasets, metrics  # noqa: E402
 from umapviz.graph import build_graph  # noqa: E402

@@ -1,4 +1,4 @@
-"""Spectral init on the GPU against the CPU (issue 3): the same graphs, side by side in one run.
+"""Spectral init on the GPU against the CPU: the same graphs, side by side in one run.
 
 For each graph: ``spectral_init(graph, 2, 0, device="gpu")`` twice (seconds; the second run's bytes must equal
 the first's), the eigen-solves' share of it with their sparse products (the batched solve's steps) and
@@ -7,7 +7,8 @@ process with a time limit.
 Graphs: ``mixture:N`` (the GPU benches' 384-d mixture, kNN within its far-apart clusters, so one component
 per cluster) and ``gaussian:N`` (N x 32 standard normal, exact GPU kNN: one component).
 
-    python bench/spectral_bench.py --graphs mixture:1000000,gaussian:1000000 --cpu-timeout 120 --out bench/out
+    python bench/experiments/spectral_bench.py --graphs mixture:1000000,gaussian:1000000 --cpu-timeout 120 \
+        --out bench/out
 """
 
 from __future__ import annotations
@@ -15,15 +16,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
+import cupy as cp
 import numpy as np
-from gpu_bench import spectral_init_seconds
-from gpu_mixture_graph import mixture_graph
 
-from umapviz.graph import spectral_gpu
-from umapviz.graph.init import spectral_init
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
+from gpu_bench import spectral_init_seconds  # noqa: E402 - a script of bench/
+from gpu_mixture_graph import mixture_graph  # noqa: E402
+
+from umapviz.graph import spectral_gpu  # noqa: E402
+from umapviz.graph.init import spectral_init  # noqa: E402
+from umapviz.graph.knn_gpu import build_graph_gpu  # noqa: E402
 
 
 def make_graph(spec: str):
@@ -32,10 +38,6 @@ def make_graph(spec: str):
     if kind == "mixture":
         return mixture_graph(n, seed=0, device="gpu", n_neighbors=15).graph
     if kind == "gaussian":
-        import cupy as cp
-
-        from umapviz.graph.knn_gpu import build_graph_gpu
-
         X = cp.random.RandomState(0).standard_normal((n, 32), dtype=cp.float32)
         return build_graph_gpu(X, n_neighbors=15)
     raise ValueError(f"unknown graph kind {kind!r}: use mixture:N or gaussian:N")
@@ -43,7 +45,6 @@ def make_graph(spec: str):
 
 def timed_gpu_init(graph) -> dict:
     """One GPU spectral_init: total seconds, and per eigen-solve its size, seconds, products and residual."""
-    import cupy as cp
 
     solves, batches = [], []
     solve, batched = spectral_gpu.leading_eigenpairs_gpu, spectral_gpu.leading_eigenpairs_batched
@@ -86,7 +87,6 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    import cupy as cp
 
     shipped = spectral_gpu._NCV
     for spec in args.graphs.split(","):
