@@ -164,7 +164,7 @@ def load_graph(name: str, n: int, seed: int, device: str, n_neighbors: int) -> t
     start = time.perf_counter()
     if device == "gpu":
         try:
-            from umapviz.graph.knn_gpu import build_graph_gpu  # noqa: PLC0415 - only on a GPU machine
+            from umapviz.graph.build_gpu import build_graph_gpu  # noqa: PLC0415 - only on a GPU machine
         except ImportError:
             build_graph_gpu = None
         if build_graph_gpu is not None:
@@ -594,7 +594,7 @@ def warm_up(device: str) -> None:
     """Compile (or load) the kernels on a tiny graph, so the first timed run does not pay for it."""
     X, _ = datasets.load("gaussian", n_samples=300, random_state=0)
     if device == "gpu":
-        from umapviz.graph.knn_gpu import build_graph_gpu  # noqa: PLC0415 - compiles the kNN kernels too
+        from umapviz.graph.build_gpu import build_graph_gpu  # noqa: PLC0415 - compiles the kNN kernels too
 
         graph = build_graph_gpu(X)
     else:

@@ -9,14 +9,15 @@ cluster (the clusters are far apart, which the script checks against brute force
 Layout: ms per epoch over all epochs of the schedule (200), CUDA events around launches with no host
 round trip, from a random init; active edges per second = all active edges of the run / its time. First,
 for hogwild, chunked "auto" and vertex, each kernel's share of an epoch (time_kernels). Strategies: hogwild,
-chunked with n_chunks="auto" (each launch mode), "shipped" and "degree", buffered, vertex.
+chunked with n_chunks="auto", "shipped" and "degree", buffered, vertex.
 Then a full GPU pipeline on 1M x 384 (kNN, fuzzy set, edge list, spectral init, layout) with each stage's share,
 and umap-learn on the machine's CPU cores on a subset, beside the same pipeline on the GPU.
 Writes results.json and results.md to --out and prints the table last.
 
 Before and after in one run: put an earlier commit's engine in a folder and pass it as --baseline (git ignores
 .baseline/; carry it to the GPU machine):
-    mkdir -p .baseline && for f in _gpu.py kernels.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
+    mkdir -p .baseline && for f in engine_gpu.py engine_gpu.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
+(an engine that takes EngineParams, as engine_gpu.GpuEngine does).
 
 umap-learn is not installed on the GPU machine: bench/device_wheels.sh puts its wheels (with the metadata
 umap-learn asks importlib.metadata for) in .whl/, and ``bash bench/device_run.sh umap`` installs them and runs
@@ -41,13 +42,15 @@ import numpy as np
 from gpu_mixture import mixture_gpu  # a sibling script: bench/ is on sys.path
 
 from umapviz import UMAP, LayoutOptimizer
+from umapviz.graph.build_gpu import build_graph_gpu
 from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
 from umapviz.graph.init import random_init, spectral_init
-from umapviz.graph.knn_gpu import build_graph_gpu, exact_knn_gpu, query_knn_gpu
+from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu
 from umapviz.metrics import fingerprint
-from umapviz.optimize import _gpu as current_engine  # imports no CuPy; --baseline loads another version's
+from umapviz.optimize import engine_gpu as current_engine  # imports no CuPy; --baseline loads another version's
 from umapviz.optimize.chunks import resolve_n_chunks
 from umapviz.optimize.optimizer import learning_rate_at
+from umapviz.optimize.params import EngineParams
 from umapviz.optimize.rng import edge_order
 
 TARGETS = {
@@ -64,30 +67,25 @@ def log(*args) -> None:
 
 
 def load_engine(directory: str):
-    """The GPU engine module of another version of the code: `directory` holds its _gpu.py and kernels.cu
-    (e.g. from `git show REV:umapviz/optimize/_gpu.py`), so that before and after are timed in one run."""
-    spec = importlib.util.spec_from_file_location("umapviz.optimize._gpu_baseline", Path(directory) / "_gpu.py")
+    """The GPU engine module of another version of the code: `directory` holds its engine_gpu.py and engine_gpu.cu
+    (e.g. from `git show REV:umapviz/optimize/engine_gpu.py`), so that before and after are timed in one run."""
+    spec = importlib.util.spec_from_file_location("umapviz.optimize.engine_gpu_baseline",
+                                                  Path(directory) / "engine_gpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def make_engine(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", seed: int = 0,
-                tuning: dict | None = None, engine=None):
-    """(engine, init, n_chunks): a GPU engine of umapviz.optimize._gpu (or of the module `engine`) reset to a
-    random init, with `tuning` over the module's TUNING for this engine."""
-    _gpu = engine or current_engine
+def make_engine(graph, strategy: str, n_chunks, seed: int = 0, engine=None):
+    """(engine, init, n_chunks): a GPU engine of umapviz.optimize.engine_gpu (or of the module `engine`) reset to
+    a random init."""
+    module = engine or current_engine
     C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
-    saved = dict(_gpu.TUNING)
-    _gpu.TUNING.update(tuning or {})
-    try:
-        eng = _gpu.GpuEngine(graph, edge_order(seed, graph.nnz), strategy=strategy, n_chunks=C, seed=seed, a=graph.a,
-                             b=graph.b, gamma=1.0, negative_sample_rate=5, private_head=True, chunk_mode=chunk_mode)
-        init = random_init(graph.n_vertices, 2, seed)
-        eng.reset(init)
-    finally:
-        _gpu.TUNING.clear()
-        _gpu.TUNING.update(saved)
+    params = EngineParams(strategy=strategy, n_chunks=C, seed=seed, a=graph.a, b=graph.b, gamma=1.0,
+                          negative_sample_rate=5)
+    eng = module.GpuEngine(graph, edge_order(seed, graph.nnz), params)
+    init = random_init(graph.n_vertices, 2, seed)
+    eng.reset(init)
     return eng, init, C
 
 
@@ -95,12 +93,10 @@ def _alphas(n_epochs: int) -> list[float]:
     return [learning_rate_at(t, n_epochs) for t in range(n_epochs)]
 
 
-def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", seed: int = 0,
-                epochs: int | None = None, tuning: dict | None = None, engine=None) -> dict:
-    """Run the schedule's epochs (all, or the first `epochs`) on the GPU engine (umapviz.optimize._gpu, or
-    the module `engine`): ms/epoch, active edges/s, and the result's fingerprint. `tuning` overrides the
-    engine module's TUNING for this engine."""
-    eng, init, C = make_engine(graph, strategy, n_chunks, chunk_mode, seed, tuning, engine)
+def time_layout(graph, strategy: str, n_chunks, seed: int = 0, epochs: int | None = None, engine=None) -> dict:
+    """Run the schedule's epochs (all, or the first `epochs`) on the GPU engine (umapviz.optimize.engine_gpu,
+    or the module `engine`): ms/epoch, active edges/s, and the result's fingerprint."""
+    eng, init, C = make_engine(graph, strategy, n_chunks, seed, engine)
     run = graph.n_epochs if epochs is None else min(epochs, graph.n_epochs)
     alphas = _alphas(graph.n_epochs)
     # Warm-up run (compiles, captures graphs) that also counts the active edges of every epoch.
@@ -116,18 +112,18 @@ def time_layout(graph, strategy: str, n_chunks, chunk_mode: str = "persistent", 
     wall = time.perf_counter() - wall
     ms = cp.cuda.get_elapsed_time(start, stop)
     emb = eng.embedding()
-    return {"strategy": strategy, "n_chunks": int(C), "rule": str(n_chunks), "mode": chunk_mode,
-            "tuning": tuning or {}, "code": "current" if engine is None else "baseline", "epochs": run,
+    return {"strategy": strategy, "n_chunks": int(C), "rule": str(n_chunks),
+            "code": "current" if engine is None else "baseline", "epochs": run,
             "ms_per_epoch": ms / run, "host_ms_per_epoch": 1e3 * wall / run,
             "active_edges": int(active), "gedges_per_s": active / (ms * 1e-3) / 1e9,
             "finite": bool(cp.isfinite(emb).all()), "fingerprint": fingerprint(emb)}
 
 
-def time_kernels(graph, strategy: str, n_chunks=1, seed: int = 0, tuning: dict | None = None, engine=None) -> dict:
+def time_kernels(graph, strategy: str, n_chunks=1, seed: int = 0, engine=None) -> dict:
     """Where an epoch's time goes: ms per epoch of each of the engine's kernels (its `_k_*` launches, CUDA
     events around each on the stream it runs on) over a whole run, "total" (events around the run on the
     engine's stream, so that copies and gaps between launches count too) and "window" (epochs per schedule pass)."""
-    eng, init, _ = make_engine(graph, strategy, n_chunks, seed=seed, tuning=tuning, engine=engine)
+    eng, init, _ = make_engine(graph, strategy, n_chunks, seed=seed, engine=engine)
     alphas = _alphas(graph.n_epochs)
     for t in range(2):  # a warm-up that compiles what the first epochs use (CuPy's copy kernels too)
         eng.run_epoch(t, alphas[t])
@@ -158,86 +154,33 @@ def time_kernels(graph, strategy: str, n_chunks=1, seed: int = 0, tuning: dict |
     return out
 
 
-# Knobs of umapviz.optimize._gpu.TUNING timed with --variants (vertex_tile 32 is the 2026-12-01 kernel).
-VARIANTS = [("hogwild", 1, {"hog_min_blocks": 5}), ("hogwild", 1, {"hog_min_blocks": 6, "neg_batch": 4}),
-            ("vertex", 1, {"vertex_tile": 32}), ("vertex", 1, {"vertex_tile": 4}), ("vertex", 1, {"vertex_tile": 16}),
-            ("vertex", 1, {"vertex_heavy": 32}), ("vertex", 1, {"vertex_heavy": 256}),
-            ("chunked", "auto", {"persist_min_blocks": 3}), ("chunked", "auto", {"persist_min_blocks": 4}),
-            ("chunked", "auto", {"persist_threads": 512}), ("buffered", 1, {"persist_min_blocks": 4}),
-            ("vertex", 1, {"vertex_tile": 16, "vertex_heavy": 32}),
-            ("vertex", 1, {"vertex_tile": 16, "vertex_heavy": 128}),
-            ("vertex", 1, {"vertex_tile": 4, "vertex_heavy": 32}),
-            ("vertex", 1, {"vertex_min_blocks": 4}), ("vertex", 1, {"vertex_min_blocks": 5}),
-            ("hogwild", 1, {"sched_min_blocks": 0}), ("chunked", "auto", {"sched_min_blocks": 0}),
-            ("buffered", 1, {"sched_min_blocks": 0}), ("vertex", 1, {"sched_min_blocks": 0}),
-            ("vertex", 1, {"vertex_neg_batch": 8, "vertex_min_blocks": 0}), ("vertex", 1, {"vertex_heavy": 1024}),
-            ("vertex", 1, {"vertex_min_blocks": 0}), ("vertex", 1, {"vertex_neg_batch": 8}),
-            # 64 registers (ptxas): 4 persistent blocks per SM fit, so at 5M (122k edges a chunk) each thread
-            # walks one edge per chunk instead of up to two. Since ddd7227 the chunked kernels take their batch
-            # from chunk_neg_batch (default 4), so "neg_batch" no longer reaches them in 24-28: those now time
-            # the defaults (with the hint levels of 25-28)
-            ("chunked", "auto", {"neg_batch": 4}),
-            # L2 eviction hints (25-30): the active lists streamed; then Y kept; then the accumulators evicted first
-            ("hogwild", 1, {"l2_hints": 1}), ("chunked", "auto", {"neg_batch": 4, "l2_hints": 1}),
-            ("chunked", "auto", {"neg_batch": 4, "l2_hints": 2}), ("chunked", "auto", {"neg_batch": 4, "l2_hints": 3}),
-            ("buffered", 1, {"l2_hints": 2}), ("buffered", 1, {"l2_hints": 3}),
-            # 31-33: the code before chunk_neg_batch 4 and l2_hints 2 became the defaults
-            ("hogwild", 1, {"l2_hints": 0}), ("chunked", "auto", {"l2_hints": 0, "chunk_neg_batch": 8}),
-            ("buffered", 1, {"l2_hints": 0, "chunk_neg_batch": 8}),
-            # 34-38: negative batches of 5 or 6. Of the active edges of a 20k mixture graph's 200 epochs, 16% have
-            # n_neg <= 4, 87% <= 5, 96.5% <= 6 (mean 4.99), so a batch of 4 takes two round trips for most edges.
-            # ptxas (sm_90, 2-D): chunked 5 with 4 blocks per SM 63 registers and no spills, 6: 16 bytes of
-            # spills; vertex 5: 4 bytes, 6: 12 bytes. Measured (RESULTS.md's history, 2026-12-02 04:54): only
-            # chunked 5 at 5M gained (-2.6%, but +3.9% at 1M), so 4 stays
-            ("chunked", "auto", {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
-            ("chunked", "auto", {"chunk_neg_batch": 6, "persist_min_blocks": 4}),
-            ("vertex", 1, {"vertex_neg_batch": 5}), ("vertex", 1, {"vertex_neg_batch": 6}),
-            ("buffered", 1, {"chunk_neg_batch": 5, "persist_min_blocks": 4}),
-            # 39-50: a chunk's apply by sweeping every row (sweep_percent 0) or by its edges (10**6). 2 x edges / rows
-            # is about 15 / n_chunks at 1M and 5M (7.4M and 37M active edges an epoch). 45-46: buffered both ways
-            # (46: as before). The sweep won up to 64 chunks and lost from 124, so the default became 20%
-            # (RESULTS.md's history, 2026-12-02 05:55; applying rows by their first claimant, or reading every row
-            # before a third grid barrier instead of exchanging, lost too)
-            ("chunked", 8, {"sweep_percent": 0}), ("chunked", 8, {"sweep_percent": 10**6}),
-            ("chunked", 16, {"sweep_percent": 0}), ("chunked", 16, {"sweep_percent": 10**6}),
-            ("chunked", 32, {"sweep_percent": 0}), ("chunked", 32, {"sweep_percent": 10**6}),
-            ("buffered", 1, {"sweep_percent": 0}), ("buffered", 1, {"sweep_percent": 10**6}),
-            ("chunked", 64, {"sweep_percent": 0}), ("chunked", 64, {"sweep_percent": 10**6}),
-            ("chunked", 128, {"sweep_percent": 0}), ("chunked", "auto", {"sweep_percent": 0})]
-
-
-def layout_suite(graph, label: str, modes, variants: list | tuple = (),
-                 include=("hogwild", "chunked", "shipped", "degree", "buffered", "vertex"),
+def layout_suite(graph, label: str, include=("hogwild", "chunked", "shipped", "degree", "buffered", "vertex"),
                  baseline=None) -> list[dict]:
-    """Time each strategy in `include` (then each of `variants`) on one graph; with a `baseline` engine module
-    (load_engine), hogwild, chunked "auto", buffered and vertex run on it too, each beside the current code's."""
+    """Time each strategy in `include` on one graph; with a `baseline` engine module (load_engine), hogwild,
+    chunked "auto", buffered and vertex run on it too, each beside the current code's."""
     rows = []
-    plan = [("hogwild", 1, "persistent", None, {})] if "hogwild" in include else []
-    plan += [("chunked", "auto", m, None, {}) for m in modes] if "chunked" in include else []
-    plan += [("chunked", "degree", modes[0], None, {})] if "degree" in include else []
-    plan += [("buffered", 1, modes[0], None, {})] if "buffered" in include else []
-    plan += [("chunked", "shipped", modes[0], None, {})] if "shipped" in include else []
-    plan += [("vertex", 1, "persistent", None, {})] if "vertex" in include else []
-    # what each knob buys (all but hogwild's give the same bytes); older knobs: `git log -p bench/RESULTS.md`
-    plan += [(strategy, rule, "persistent", None, tuning) for strategy, rule, tuning in variants]
+    plan = [("hogwild", 1)] if "hogwild" in include else []
+    plan += [("chunked", "auto")] if "chunked" in include else []
+    plan += [("chunked", "degree")] if "degree" in include else []
+    plan += [("buffered", 1)] if "buffered" in include else []
+    plan += [("chunked", "shipped")] if "shipped" in include else []
+    plan += [("vertex", 1)] if "vertex" in include else []
     paired = {("hogwild", 1), ("chunked", "auto"), ("buffered", 1), ("vertex", 1)} if baseline is not None else set()
     # each baseline run right before the current code's same run, so that drifting clocks hit both alike
-    plan = [run + (engine,) for run in plan
-            for engine in ((baseline, None) if (run[0], run[1]) in paired and run[2] == "persistent" and not run[4]
-                           else (None,))]
-    for strategy, rule, mode, epochs, tuning, engine in plan:
+    plan = [run + (engine,) for run in plan for engine in ((baseline, None) if run in paired else (None,))]
+    for strategy, rule, engine in plan:
         try:
-            r = time_layout(graph, strategy, rule, mode, epochs=epochs, tuning=tuning, engine=engine)
+            r = time_layout(graph, strategy, rule, engine=engine)
         except Exception as exc:  # keep the other numbers
-            log(f"{label} {strategy}/{rule}/{mode}/{tuning} failed: {exc!r}")
+            log(f"{label} {strategy}/{rule} failed: {exc!r}")
             continue
         r["graph"] = label
         rows.append(r)
-        log(f"{label} {r['code']:<8} {strategy:<9} {str(rule):<7} {mode:<10} C={r['n_chunks']:<5} {tuning} "
+        log(f"{label} {r['code']:<8} {strategy:<9} {str(rule):<7} C={r['n_chunks']:<5} "
             f"{r['ms_per_epoch']:.3f} ms/epoch (host {r['host_ms_per_epoch']:.3f}) "
             f"{r['gedges_per_s']:.2f} G edges/s finite={r['finite']} {r['fingerprint']}")
     for code in ("current", "baseline"):  # each against its own code's hogwild
-        hog = next((r for r in rows if r["strategy"] == "hogwild" and not r["tuning"] and r["code"] == code), None)
+        hog = next((r for r in rows if r["strategy"] == "hogwild" and r["code"] == code), None)
         for r in rows:
             if r["code"] == code:
                 r["ratio_to_hogwild"] = r["ms_per_epoch"] / hog["ms_per_epoch"] if hog else float("nan")
@@ -370,13 +313,10 @@ def markdown(results: dict) -> str:
     lines = [f"Device: {results['device']['name']} ({results['device']['sms']} SMs, copy "
              f"{results['device']['copy_TBps']:.2f} TB/s), CuPy {results['device']['cupy']}; "
              f"{results['date']}", ""]
-    lines += ["| graph | code | strategy | n_chunks | mode | tuning | epochs | ms/epoch | G active edges/s "
-              "| x hogwild |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| graph | code | strategy | n_chunks | epochs | ms/epoch | G active edges/s | x hogwild |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in results["layout"]:
-        tuning = ", ".join(f"{k}={v}" for k, v in r["tuning"].items()) or "default"
-        lines.append(f"| {r['graph']} | {r['code']} | {r['strategy']} | {r['n_chunks']} ({r['rule']}) | {r['mode']} | "
-                     f"{tuning} | "
+        lines.append(f"| {r['graph']} | {r['code']} | {r['strategy']} | {r['n_chunks']} ({r['rule']}) | "
                      f"{r['epochs']} | {r['ms_per_epoch']:.3f} | {r['gedges_per_s']:.2f} | "
                      f"{r['ratio_to_hogwild']:.2f} |")
     lines.append("")
@@ -385,7 +325,7 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-def bench_size(n: int, args, modes, results: dict) -> None:
+def bench_size(n: int, args, results: dict) -> None:
     """kNN, graph, schedule and layout timings at one size (results appended in place)."""
     summary = results["summary"]
     X, labels = mixture_gpu(n)
@@ -429,13 +369,11 @@ def bench_size(n: int, args, modes, results: dict) -> None:
             summary[key] = text
             log(f"{key}: {text}")
     include = args.strategies.split(",") if n <= 1_000_000 else args.strategies_large.split(",")
-    picked = args.variants if n <= 1_000_000 else args.variants_large
-    variants = VARIANTS if picked == "all" else [VARIANTS[int(i)] for i in picked.split(",") if i.strip()]
-    results["layout"] += layout_suite(graph, label, modes, variants=variants, include=include,
+    results["layout"] += layout_suite(graph, label, include=include,
                                       baseline=args.baseline_engine)
 
 
-def bench_probe(n: int, args, modes, results: dict) -> None:
+def bench_probe(n: int, args, results: dict) -> None:
     """The layout on a graph without hubs, like DESIGN.md's probe (degree 15-30): 2-D blobs, exact GPU kNN.
     It tells the cost of hubs apart from the cost of the code."""
     rng = cp.random.RandomState(0)  # 10 round blobs in the plane
@@ -448,14 +386,13 @@ def bench_probe(n: int, args, modes, results: dict) -> None:
     label = f"blobs {n / 1e6:g}M"
     results["summary"][f"graph {label}"] = repr(graph)
     log("probe graph", graph)
-    results["layout"] += layout_suite(graph, label, modes[:1], include=("hogwild", "chunked", "buffered", "vertex"))
+    results["layout"] += layout_suite(graph, label, include=("hogwild", "chunked", "buffered", "vertex"))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000000,5000000",
                     help='graph sizes to time; "" for none (e.g. with --skip-fit --umap-learn N)')
-    ap.add_argument("--modes", default="pipelined,persistent,graph,launch", help="chunk launch modes to time")
     ap.add_argument("--strategies", default="hogwild,chunked,shipped,degree,buffered,vertex",
                     help="what to time up to 1M")
     ap.add_argument("--strategies-large", default="hogwild,chunked,shipped,buffered,vertex",
@@ -463,9 +400,7 @@ def main() -> None:
     ap.add_argument("--probe", type=int, default=0, help="also time a hub-free 2-D blobs graph of this size")
     ap.add_argument("--skip-fit", action="store_true")
     ap.add_argument("--skip-kernels", action="store_true", help="no per-kernel timing pass (time_kernels)")
-    ap.add_argument("--variants", default="", help='tuning knobs to time up to 1M: "all" or indices into VARIANTS')
-    ap.add_argument("--variants-large", default="", help="the same above 1M")
-    ap.add_argument("--baseline", default="", help="a folder with another version's _gpu.py and kernels.cu, "
+    ap.add_argument("--baseline", default="", help="a folder with another version's engine_gpu.py and engine_gpu.cu, "
                     "timed beside the current code (before and after in one run)")
     ap.add_argument("--spectral-timeout", type=float, default=0, help="also time CPU spectral init (s limit)")
     ap.add_argument("--umap-learn", type=int, default=0, help="subset size for umap-learn (0: skip)")
@@ -477,12 +412,11 @@ def main() -> None:
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv),
                      "device": device_info(), "layout": [], "summary": {}}
     log("device", results["device"])
-    modes = args.modes.split(",")
     summary = results["summary"]
     sizes = [int(float(v)) for v in args.sizes.split(",") if v.strip()]
     def run_size(n):
         try:
-            bench_size(n, args, modes, results)
+            bench_size(n, args, results)
         except Exception as exc:  # keep what the other sizes measured
             log(f"size {n} failed: {exc!r}")
             summary[f"size {n:,}"] = f"failed: {exc!r}"
@@ -494,7 +428,7 @@ def main() -> None:
             run_size(n)
     if args.probe:
         try:
-            bench_probe(args.probe, args, modes, results)
+            bench_probe(args.probe, args, results)
         except Exception as exc:
             log(f"probe failed: {exc!r}")
     if not args.skip_fit:

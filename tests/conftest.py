@@ -1,4 +1,5 @@
-"""Shared fixtures; GPU-marked tests skip cleanly where CuPy or a GPU is missing."""
+"""Shared fixtures; GPU-marked tests (and the gpu case of the ``device`` fixture) skip cleanly, saying why, where CuPy
+or a GPU is missing."""
 
 from __future__ import annotations
 
@@ -38,3 +39,21 @@ def small_graph(blobs_small):
     from umapviz.graph import build_graph
 
     return build_graph(blobs_small[0], n_neighbors=10, n_epochs=60, knn="exact", cache=False, progress=False)
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def device(request):
+    """Each device a feature test runs on: the CPU, and the GPU (marked ``gpu``: it skips, with the reason, where
+    no GPU is usable)."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def mixture_graph():
+    """3,000 points of the 256-d Zipf mixture and their graph: hubs with high degree, so buffered updates
+    misbehave."""
+    from umapviz import datasets
+    from umapviz.graph import build_graph
+
+    X, _ = datasets.load("mixture", n_samples=3000, random_state=0)
+    return X, build_graph(X, n_neighbors=15, n_epochs=200, knn="exact", cache=False, progress=False)

@@ -4,28 +4,29 @@ modules import without CuPy."""
 from __future__ import annotations
 
 import importlib
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from umapviz.optimize import engine_gpu, vertex_index
+
 ROOT = Path(__file__).resolve().parents[1] / "umapviz"
 CU_FILES = sorted(ROOT.rglob("*.cu"))
-# kernels.cu is specialised by macros at load time: compile the default and the other branches too.
+# engine_gpu.cu is specialised by macros at load time (dimension, private_head, the vertex strategy's n_neg
+# bytes): compile the default and the other branches too.
 VARIANTS = {
-    "kernels.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_TILE=32"],
-                   ["-DUMV_DIM=1", "-DUMV_PORTABLE_POW=1", "-DVTX_TILE=1"],
-                   ["-DVTX_TILE=16", "-DPERSIST_MINB=4", "-DHOG_MINB=6", "-DPERSIST_THREADS=512", "-DVTX_MINB=4",
-                    "-DSCHED_MINB=2"],
-                   ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
+    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"], ["-DUMV_DIM=1"],
+                      ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
     "knn_gpu.cu": [[], ["-DSEL_STAGES=2"], ["-DSEL_STAGES=5"], ["-arch=sm_75"]],  # Turing: no cp.async
 }
 
 
 def test_there_are_cuda_sources():
     names = {p.name for p in CU_FILES}
-    assert {"kernels.cu", "knn_gpu.cu", "spectral_gpu.cu"} <= names
+    assert {"engine_gpu.cu", "knn_gpu.cu", "fuzzy_gpu.cu", "spectral_gpu.cu"} <= names
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
@@ -42,8 +43,8 @@ def test_cuda_source_compiles_to_ptx_without_warnings(source, tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("source, flags", [
-    ("optimize/kernels.cu", ["-arch=sm_90", "-DL2_HINTS=3"]), ("graph/knn_gpu.cu", ["-arch=sm_90"]),
-    ("optimize/kernels.cu", ["-arch=sm_75"]), ("graph/knn_gpu.cu", ["-arch=sm_75"]),
+    ("optimize/engine_gpu.cu", ["-arch=sm_90"]), ("graph/knn_gpu.cu", ["-arch=sm_90"]),
+    ("optimize/engine_gpu.cu", ["-arch=sm_75"]), ("graph/knn_gpu.cu", ["-arch=sm_75"]),
 ], ids=["l2-hints", "async-copies", "layout-on-turing", "knn-on-turing"])
 def test_inline_ptx_assembles(tmp_path, source, flags):
     """PTX output passes inline asm through unchecked; ptxas (a cubin) checks the instructions: the L2 hints of
@@ -55,51 +56,24 @@ def test_inline_ptx_assembles(tmp_path, source, flags):
     assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stdout}\n{run.stderr}"
 
 
-@pytest.mark.parametrize("module", ["umapviz.optimize._gpu", "umapviz.graph.knn_gpu", "umapviz.graph.spectral_gpu"])
+@pytest.mark.parametrize("module", ["umapviz.optimize.engine_gpu", "umapviz.graph.knn_gpu", "umapviz.graph.fuzzy_gpu",
+                                    "umapviz.graph.spectral_gpu"])
 def test_gpu_modules_import_without_touching_cupy(module):
     mod = importlib.import_module(module)
     assert mod.KERNELS.is_file()
 
 
 @pytest.mark.parametrize("macro, attr", [("SCHED_BLOCK", "_SCHED_BLOCK"), ("SCHED_WMAX", "_SCHED_WMAX"),
-                                         ("VTX_WARPS", "_VERTEX_WARPS"), ("VTX_WIDE", "_VERTEX_WIDE")])
+                                         ("VTX_WARPS", "_VERTEX_WARPS"), ("VTX_WIDE", "_VERTEX_WIDE"),
+                                         ("VTX_TILE", "_VERTEX_TILE"), ("PERSIST_THREADS", "PERSIST_THREADS")])
 def test_launch_constants_match_the_kernel_source(macro, attr):
     """The host sizes launches from these; a mismatch would silently skip or repeat work."""
-    import re
-
-    from umapviz.optimize import _gpu
-
-    found = re.search(rf"^#define {macro} (\d+)", _gpu.KERNELS.read_text(), re.M)
-    assert found, f"#define {macro} not found in kernels.cu"
-    assert int(found.group(1)) == getattr(_gpu, attr)
+    found = re.search(rf"^#define {macro} (\d+)", engine_gpu.KERNELS.read_text(), re.M)
+    assert found, f"#define {macro} not found in engine_gpu.cu"
+    assert int(found.group(1)) == getattr(engine_gpu, attr)
 
 
 def test_vertex_groups_are_as_wide_as_the_gpus():
     """The CPU engine folds a vertex's moves in groups as wide as the GPU kernel's warp (its wide groups: the
     GPU engine takes VERTEX_WIDE_GROUP, which the test above ties to VTX_WIDE)."""
-    from umapviz.optimize import engine_cpu
-
-    assert _cpu.VERTEX_GROUP == 32
-
-
-@pytest.mark.parametrize("knob, value", [("vertex_tile", 3), ("vertex_tile", 64), ("persist_threads", 300),
-                                         ("l2_hints", 4), ("sweep_percent", -1), ("sweep_percent", 1.5)])
-def test_bad_compile_time_knobs_are_refused_before_compiling(knob, value):
-    from umapviz.optimize import _gpu
-
-    with pytest.raises(ValueError, match=knob):
-        _gpu._tuning_defines({**_gpu.TUNING, knob: value})
-
-
-def test_compile_time_knobs_become_macros_of_the_kernel_source():
-    from umapviz.optimize import _gpu
-
-    source = _gpu.KERNELS.read_text()
-    defines = dict(_gpu._tuning_defines({**_gpu.TUNING, "neg_batch": 4, "vertex_neg_batch": 2,
-                                         "vertex_min_blocks": 3, "chunk_neg_batch": 6, "l2_hints": 1}))
-    for name in defines:  # each has a default in the source; a misspelt one would be a knob that does nothing
-        assert f"#ifndef {name}\n#define {name} " in source, name
-    assert defines["NEG_BATCH"] == 4 and defines["VTX_TILE"] == _gpu.TUNING["vertex_tile"]
-    assert defines["VTX_NEG_BATCH"] == 2 and defines["VTX_MINB"] == 3
-    assert defines["CHUNK_NEG_BATCH"] == 6 and defines["L2_HINTS"] == 1
-    assert "VTX_MINB" not in dict(_gpu._tuning_defines(_gpu.TUNING))  # None: the source's default
+    assert vertex_index.VERTEX_GROUP == 32

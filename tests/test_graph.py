@@ -19,6 +19,7 @@ from umapviz.graph import (
     find_ab_params,
     fuzzy_simplicial_set,
     random_init,
+    spectral_cpu,
     spectral_init,
 )
 from umapviz.graph import build as build_mod
@@ -27,7 +28,6 @@ from umapviz.graph import fuzzy_cpu as fuzzy_mod
 from umapviz.graph import init as init_mod
 from umapviz.graph import knn as knn_front
 from umapviz.graph import knn_cpu as knn_mod
-from umapviz.graph import spectral_cpu
 from umapviz.graph.cache import default_cache_dir
 
 
@@ -682,3 +682,242 @@ def test_cosine_finds_the_other_all_zero_rows_of_an_all_zero_row():
     # Everything else is as before: a non-zero row never has a zero row nearer than distance 1.
     nonzero = np.setdiff1d(np.arange(len(X)), zero)
     assert not np.isin(idx[nonzero], zero).any()
+
+
+# -- the graph stage on the GPU (tests marked gpu skip, saying why, where no GPU is usable) ------------------
+
+
+def _largest_component(graph):
+    import scipy.sparse.csgraph
+
+    from umapviz.graph.init import _adjacency
+
+    adj = _adjacency(graph)
+    _, labels = scipy.sparse.csgraph.connected_components(adj, directed=False)
+    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
+    return adj[keep][:, keep].tocsr()
+
+@pytest.mark.gpu
+def test_gpu_eigen_solve_finds_the_leading_eigenpairs(mixture_graph):
+    """Against SciPy at a tolerance a million times tighter: eigenvalues, residuals and the spanned subspace."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+
+    from umapviz.graph.spectral_gpu import leading_eigenpairs_gpu
+
+    adj = _largest_component(mixture_graph[1])
+    assert adj.shape[0] > 2000  # the premise: a sparse solve, not the dense one
+    values, vectors = leading_eigenpairs_gpu(adj, 3, tol=1e-4)
+    inv_sqrt = scipy.sparse.diags(1.0 / np.sqrt(np.asarray(adj.sum(axis=1)).ravel()))
+    M = (inv_sqrt @ adj @ inv_sqrt).tocsr()
+    ref_values, ref_vectors = scipy.sparse.linalg.eigsh(M, k=3, which="LA", tol=1e-10, v0=np.ones(adj.shape[0]))
+    np.testing.assert_allclose(np.sort(values), np.sort(ref_values), atol=1e-5)
+    residuals = np.linalg.norm(M @ vectors - vectors * values, axis=0)
+    assert residuals.max() < 1e-3, residuals
+    overlap = np.linalg.svd(ref_vectors.T @ vectors, compute_uv=False)  # cosines of the principal angles
+    assert overlap.min() > 0.999, overlap
+
+@pytest.mark.gpu
+def test_gpu_spectral_init_repeats_its_bytes_and_lays_out_like_the_cpu(monkeypatch):
+    """Points along a noisy curve (well-separated eigenvectors): the GPU's layout is the CPU's dense one."""
+    from umapviz.graph import build_graph
+    from umapviz.graph import init as init_mod
+    from umapviz.graph.init import spectral_init
+
+    rng = np.random.default_rng(10)
+    t = np.sort(rng.uniform(0, 3, size=1200))
+    X = np.column_stack([t, np.sin(t), 0.05 * rng.normal(size=1200)]).astype(np.float32)
+    graph = build_graph(X, n_neighbors=10, cache=False, progress=False)
+    gpu = spectral_init(graph, 2, seed=0, device="gpu")  # 1,200 > 1,000 vertices: solved on the GPU
+    assert gpu.tobytes() == spectral_init(graph, 2, seed=0, device="gpu").tobytes()
+    monkeypatch.setattr(init_mod, "DENSE_EIGEN_MAX", 2000)
+    monkeypatch.setattr(spectral_cpu, "DENSE_EIGEN_MAX", 2000)
+    dense = spectral_init(graph, 2, seed=0)
+    np.testing.assert_allclose(gpu, dense, atol=0.05)
+    assert gpu.tobytes() != dense.tobytes()  # another solver: the GPU path really ran
+
+@pytest.mark.gpu
+def test_gpu_eigen_solve_that_does_not_converge_hands_over_to_the_cpu(mixture_graph, monkeypatch):
+    from umapviz.graph import spectral_gpu
+    from umapviz.graph.init import spectral_init
+
+    _, graph = mixture_graph
+    monkeypatch.setattr(spectral_gpu, "MAX_STEPS", 1)  # one Lanczos pass, no restart: far from 1e-4
+    monkeypatch.setattr(spectral_gpu, "BATCH_STEPS", 1)  # nor the batched solve, where several components are
+    with pytest.warns(UserWarning, match="GPU eigen-solve did not converge"):
+        layout = spectral_init(graph, 2, seed=4, device="gpu")
+    assert layout.tobytes() == spectral_init(graph, 2, seed=4).tobytes()
+
+def _knn_data():
+    """2,501 points: three stages of the selection's scan, the last one partial, and score rows padded to a
+    multiple of 4 columns."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((2501, 24)).astype(np.float32)
+    X[100:110] = X[5]  # duplicates: self must still come first
+    X[200] = 0.0  # a zero row (cosine's special case)
+    return X
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
+    from umapviz.graph.knn_cpu import exact_knn
+    from umapviz.graph.knn_gpu import exact_knn_gpu
+
+    X = _knn_data()
+    idx_c, dist_c = exact_knn(X, 15, metric, progress=False)
+    idx_g, dist_g = exact_knn_gpu(X, 15, metric, precision=precision)
+    assert idx_g.dtype == np.int32 and dist_g.dtype == np.float32
+    np.testing.assert_array_equal(idx_g[:, 0], np.arange(len(X)))
+    np.testing.assert_array_equal(idx_g, idx_c)
+    np.testing.assert_array_equal(dist_g, dist_c)
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
+    from umapviz.graph.knn_cpu import query_knn
+    from umapviz.graph.knn_gpu import query_knn_gpu, reference_index_gpu
+
+    X = _knn_data()
+    queries = np.concatenate([X[:40] + 0.01, X[100:103]])  # the last three: copies of points (and duplicated)
+    idx_c, dist_c = query_knn(X, queries, 15, metric)
+    idx_g, dist_g = query_knn_gpu(X, queries, 15, metric, precision=precision)
+    assert idx_g.shape == (len(queries), 15) and idx_g.dtype == np.int32 and dist_g.dtype == np.float32
+    np.testing.assert_array_equal(idx_g, idx_c)
+    np.testing.assert_array_equal(dist_g, dist_c)
+    reference = reference_index_gpu(X, metric)  # prepared once, for many calls: the same answer
+    for _ in range(2):
+        idx_r, dist_r = query_knn_gpu(X, queries, 15, metric, precision=precision, reference=reference)
+        np.testing.assert_array_equal(idx_r, idx_c)
+        np.testing.assert_array_equal(dist_r, dist_c)
+    assert (dist_g[40:43, 0] == 0).all()  # a query equal to a point finds it at distance 0, not as "self"
+
+@pytest.mark.gpu
+def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_cut():
+    """select_candidates on a hand-made score tile (4 rows of 5,000 columns, 256 threads keeping 16 each, thread t
+    taking columns 4t .. 4t + 3 of every 1,024): the m smallest col_add + scale * G by (score, column), self
+    first; a row is flagged exactly when a thread's 16 kept scores ran out while more were wanted (it may have
+    dropped a smaller one)."""
+    import cupy as cp
+
+    from umapviz.graph import knn_gpu
+
+    n, m, row0 = 5000, 30, 100  # rows 0-3 are points 100-103: column 100 + r is the row's own point
+    columns = np.arange(n)
+
+    def of_thread(t):
+        return columns[(columns % (4 * knn_gpu._SEL_THREADS)) // 4 == t]
+
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(4, n)).astype(np.float32)
+    G[1] = np.round(G[1], 1) + np.float32(0.05)  # many equal scores: ties go to the lower column
+    G[2, of_thread(7)[:20]] = 50.0 + np.arange(20)  # thread 7 holds the 20 best: its 16 run out at round 16
+    G[3, of_thread(9)[:16]] = 50.0 + np.arange(16)  # exactly 16: exhausted too, and so flagged as well
+    col_add = np.zeros(n, dtype=np.float32)
+    scale = np.float32(-2.0)
+    cand = cp.full((4, m), -7, dtype=cp.int32)
+    overflow = cp.zeros(4, dtype=cp.int32)
+    knn_gpu._module().get_function("select_candidates")(
+        (4,), (knn_gpu._SEL_THREADS,),
+        (cp.asarray(G), np.int32(n), np.int64(n), cp.asarray(col_add), scale, np.int64(row0), np.int32(1),
+         np.int32(m), cand, overflow))
+    score = col_add + scale * G  # float32, rounded as the kernel rounds
+    score[np.arange(4), row0 + np.arange(4)] = -np.inf
+    want = np.stack([np.lexsort((columns, row))[:m] for row in score])
+    assert overflow.get().tolist() == [0, 0, 1, 1]
+    np.testing.assert_array_equal(cand.get()[:2], want[:2])
+    assert (cand.get()[2:, 0] == row0 + np.arange(2, 4)).all()  # self first even in a flagged row
+
+@pytest.mark.gpu
+def test_gpu_cosine_knn_of_all_zero_rows_equals_the_cpu():
+    from umapviz.graph.knn_cpu import exact_knn, query_knn
+    from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu
+
+    X = np.random.default_rng(0).normal(size=(400, 12)).astype(np.float32)
+    X[[150, 260, 333, 399]] = 0.0  # empty documents, far down the index order
+    for got, want in ((exact_knn_gpu(X, 8, "cosine"), exact_knn(X, 8, "cosine", progress=False)),
+                      (query_knn_gpu(X, np.zeros((2, 12), np.float32), 6, "cosine"),
+                       query_knn(X, np.zeros((2, 12), np.float32), 6, "cosine"))):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert list(exact_knn_gpu(X, 8, "cosine")[0][150, :4]) == [150, 260, 333, 399]
+
+@pytest.mark.gpu
+def test_gpu_graph_build_stops_when_cancel_says_so(mixture_graph, monkeypatch):
+    """A GPU build asks ``cancel`` before each kNN tile (the host waits for the tile before last, so the asks
+    follow the GPU's work instead of all coming before it starts): it stops at the first tile after cancel says
+    so, and a build that is never stopped is the uncancelled one."""
+    from umapviz.graph import BuildCancelled, build_graph, knn_gpu
+
+    X = mixture_graph[0][:600]
+    monkeypatch.setattr(knn_gpu, "_TILE_BYTES", 4 * 600 * 50)  # tiles of 50 rows: 12 of them
+    asked = []
+
+    def cancel_on_the_fifth_ask():
+        asked.append(1)
+        return len(asked) >= 5
+
+    with pytest.raises(BuildCancelled, match="cancelled"):
+        build_graph(X, n_neighbors=10, cache=False, progress=False, device="gpu", cancel=cancel_on_the_fifth_ask)
+    assert len(asked) == 5  # four tiles ran, the fifth was not started
+    kw = dict(n_neighbors=10, cache=False, progress=False, device="gpu")
+    never = build_graph(X, cancel=lambda: False, **kw)
+    assert len(never.knn_indices) == 600
+    assert never.fingerprint == build_graph(X, **kw).fingerprint
+
+@pytest.mark.gpu
+def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
+    from umapviz.graph.build_gpu import build_graph_gpu
+    from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set
+    from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu
+
+    X, graph = mixture_graph
+    ref = fuzzy_simplicial_set(graph.knn_indices, graph.knn_dists)
+    indptr, indices, data = fuzzy_simplicial_set_gpu(graph.knn_indices, graph.knn_dists)
+    np.testing.assert_array_equal(indptr.get(), ref.indptr)
+    np.testing.assert_array_equal(indices.get(), ref.indices)
+    np.testing.assert_allclose(data.get(), ref.data, rtol=1e-6, atol=0)
+    g = build_graph_gpu(X, n_neighbors=15, n_epochs=200, precision="fp32")
+    np.testing.assert_array_equal(g.knn_indices, graph.knn_indices)
+    np.testing.assert_array_equal(g.head, graph.head)
+    np.testing.assert_array_equal(g.tail, graph.tail)
+    np.testing.assert_allclose(g.weight, graph.weight, rtol=1e-6)
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows", [slice(None), slice(0, 3)])
+def test_gpu_graph_refuses_distances_beyond_float32_with_the_fix(mixture_graph, rows):
+    """Rows near float32's limit overflow their kNN distances to inf on the GPU too: the GPU graph stage names them
+    before its fuzzy set (as the CPU's does), and the data scaled as the message says builds."""
+    from umapviz.graph import build_graph
+    from umapviz.graph.build_gpu import build_graph_gpu
+
+    X = np.clip(mixture_graph[0][:400], -1, 1)
+    X[rows] *= np.float32(3e38)
+    match = r"rows \[0, 1, 2.*overflow float32.*Scale X down first"
+    with pytest.raises(ValueError, match=match):
+        build_graph(X, n_neighbors=15, device="gpu", cache=False, progress=False)
+    with pytest.raises(ValueError, match=match):
+        build_graph_gpu(X, n_neighbors=15)
+    assert build_graph_gpu(X / np.abs(X).max(), n_neighbors=15).nnz > 0
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scale", [1e20, 1e-20])
+def test_gpu_fuzzy_set_of_rows_far_from_unit_scale_matches_the_cpu(mixture_graph, scale):
+    """Rows beyond the bisection's reach are bisected in power-of-two units on both devices (fuzzy.bisection_units):
+    the same sigma and rho, scaled, as the rows of ordinary scale beside them get."""
+    from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist
+    from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
+
+    _, graph = mixture_graph
+    dists = graph.knn_dists.copy()
+    dists[:50] *= np.float32(scale)
+    sigma, rho = smooth_knn_dist(dists)
+    sigma_gpu, rho_gpu = smooth_knn_dist_gpu(dists)
+    np.testing.assert_array_equal(rho_gpu.get(), rho)
+    np.testing.assert_allclose(sigma_gpu.get(), sigma, rtol=1e-6, atol=0)
+    ordinary, _ = smooth_knn_dist(graph.knn_dists)
+    np.testing.assert_allclose(sigma[:50] / np.float32(scale), ordinary[:50], rtol=1e-4)
+    ref = fuzzy_simplicial_set(graph.knn_indices, dists)
+    _, _, data = fuzzy_simplicial_set_gpu(graph.knn_indices, dists)
+    np.testing.assert_allclose(data.get(), ref.data, rtol=1e-6, atol=0)

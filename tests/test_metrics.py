@@ -9,7 +9,7 @@ import pytest
 from sklearn.manifold import trustworthiness as sklearn_trustworthiness
 from sklearn.neighbors import NearestNeighbors
 
-from umapviz import metrics
+from umapviz import LayoutOptimizer, metrics
 
 
 def knn(points: np.ndarray, k: int = 10) -> np.ndarray:
@@ -290,3 +290,22 @@ def test_outlier_thresholds_are_checked(kwargs, error, message):
         metrics.outliers(Y, nbrs, reference=Y, **kwargs)
     with pytest.raises(ValueError, match="n_std=-1 is out of range"):
         metrics.reference_bounds(Y, n_std=-1)
+
+
+@pytest.mark.gpu
+def test_metrics_take_cupy_arrays(mixture_graph):
+    import cupy as cp
+
+    X, graph = mixture_graph
+    opt = LayoutOptimizer(graph, strategy="buffered", device="gpu", random_state=7).run()
+    ref = LayoutOptimizer(graph, strategy="sequential", device="gpu", random_state=7).run()
+    Y, R = opt.device_embedding, ref.device_embedding
+    for method, kw in (("neighbors", {"graph": graph}), ("bounds", {"reference": R}), ("radius", {})):
+        mask = metrics.outliers(Y, method=method, **kw)
+        assert isinstance(mask, cp.ndarray), method
+        host_kw = {k: (v.get() if isinstance(v, cp.ndarray) else v) for k, v in kw.items()}
+        np.testing.assert_array_equal(mask.get(), metrics.outliers(Y.get(), method=method, **host_kw))
+    assert metrics.fingerprint(Y) == metrics.fingerprint(Y.get())
+    t_dev = metrics.trustworthiness(cp.asarray(X), Y, sample=300)
+    t_host = metrics.trustworthiness(X, Y.get(), sample=300)
+    assert abs(t_dev - t_host) <= 1e-9

@@ -330,3 +330,30 @@ def test_repeated_transforms_prepare_the_training_data_once_and_still_pickle(spl
     assert again.transform(X_test[:1]).tobytes() == first[0].tobytes()
     assert again.transform(X_test[:1]).tobytes() == umapviz.UMAP(**est.get_params()).fit(est._fit_data).transform(
         X_test[:1]).tobytes()  # the prepared copy gives the same bytes as a fresh search
+
+
+@pytest.mark.gpu
+def test_transform_after_a_gpu_fit_takes_cupy_input_and_repeats_its_bytes(monkeypatch):
+    import cupy as cp
+    from sklearn.datasets import make_blobs
+
+    import umapviz
+    from umapviz.graph import knn_gpu
+
+    X, y = make_blobs(3000, n_features=16, centers=6, random_state=2)
+    X = X.astype(np.float32)
+    train, test = np.arange(2500), np.arange(2500, 3000)
+    est = umapviz.UMAP(random_state=0, device="gpu", n_epochs=120).fit(cp.asarray(X[train]))
+    assert est.optimizer_.device == "gpu"
+    searches, uploads = [], []  # counted from here: the fit's own kNN prepares the data too
+    real, real_reference = knn_gpu.query_knn_gpu, knn_gpu.reference_index_gpu
+    monkeypatch.setattr(knn_gpu, "query_knn_gpu", lambda *a, **k: searches.append(1) or real(*a, **k))
+    monkeypatch.setattr(knn_gpu, "reference_index_gpu", lambda *a, **k: uploads.append(1) or real_reference(*a, **k))
+    Z = est.transform(cp.asarray(X[test]))  # computed on the host: a NumPy array comes back
+    assert isinstance(Z, np.ndarray) and Z.dtype == np.float32 and Z.shape == (500, 2)
+    assert est.transform(X[test]).tobytes() == Z.tobytes()  # CuPy or NumPy input, the same bytes
+    assert len(searches) == 2  # the neighbour search ran on the GPU
+    assert len(uploads) == 1  # against the training data uploaded and prepared once (each call did it before)
+    d = ((Z[:, None, :].astype(np.float64) - est.embedding_[None, :, :]) ** 2).sum(-1)
+    votes = y[train][np.argsort(d, axis=1)[:, :10]]
+    assert (np.array([np.bincount(v).argmax() for v in votes]) == y[test]).mean() > 0.97

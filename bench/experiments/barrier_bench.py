@@ -1,7 +1,7 @@
 """The persistent kernels' grid barrier alone (run on the GPU machine): ns per barrier on grids of 1, 2 and 4
-blocks per multiprocessor, for kernels.cu and any earlier versions of it passed as --sources.
+blocks per multiprocessor, for engine_gpu.cu and any earlier versions of it passed as --sources.
 
-    PYTHONPATH=. python3 bench/experiments/barrier_bench.py [--sources .baseline/kernels.cu] [--reps 20000]
+    PYTHONPATH=. python3 bench/experiments/barrier_bench.py [--sources .baseline/engine_gpu.cu] [--reps 20000]
 
 The chunked strategy pays two barriers per chunk; this tells how much of its per-chunk cost
 they are, without the chunk's own work around them.
@@ -13,7 +13,7 @@ import argparse
 
 import cupy as cp
 
-from umapviz.optimize._gpu import KERNELS, NVRTC_OPTIONS
+from umapviz.optimize.engine_gpu import KERNELS, NVRTC_OPTIONS
 
 # A loop of barriers, whatever word type the source's grid_barrier takes.
 LOOP = r"""
@@ -44,13 +44,14 @@ def time_barrier(source: str, blocks: int, threads: int, reps: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sources", default="", help="comma-separated earlier kernels.cu files to time beside the current")
+    ap.add_argument("--sources", default="",
+                    help="comma-separated earlier engine_gpu.cu files to time beside the current")
     ap.add_argument("--reps", type=int, default=20000, help="barriers per launch")
     ap.add_argument("--threads", type=int, default=256, help="threads per block")
     args = ap.parse_args()
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     sources = [str(KERNELS)] + [s for s in args.sources.split(",") if s]
-    print(f"| kernels.cu | blocks ({args.threads} threads) | ns per barrier |")
+    print(f"| engine_gpu.cu | blocks ({args.threads} threads) | ns per barrier |")
     print("|---|---|---|")
     for per_sm in (1, 2, 4):
         for path in sources:

@@ -28,8 +28,8 @@ from gpu_bench import spectral_init_seconds  # noqa: E402 - a script of bench/
 from gpu_mixture_graph import mixture_graph  # noqa: E402
 
 from umapviz.graph import spectral_gpu  # noqa: E402
+from umapviz.graph.build_gpu import build_graph_gpu  # noqa: E402
 from umapviz.graph.init import spectral_init  # noqa: E402
-from umapviz.graph.knn_gpu import build_graph_gpu  # noqa: E402
 
 
 def make_graph(spec: str):

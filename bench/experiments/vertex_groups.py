@@ -22,9 +22,9 @@ from tqdm.auto import tqdm
 from umapviz import LayoutOptimizer, datasets, metrics
 from umapviz.graph import build_graph
 from umapviz.graph.init import spectral_init
-from umapviz.optimize import _cpu
+from umapviz.optimize import vertex_index
 
-RULES = {"all 32": 10**12, "current": _cpu.VERTEX_WIDE_ITEMS, "128 above 64": 64}
+RULES = {"all 32": 10**12, "current": vertex_index.VERTEX_WIDE_ITEMS, "128 above 64": 64}
 
 
 def run(graph, init: np.ndarray, strategy: str, seed: int) -> tuple[np.ndarray, float]:
@@ -51,16 +51,16 @@ def main() -> None:
         reference, seconds = run(graph, init, "sequential", args.seed)
         label = f"{name} {int(n):,}"
         print(f"| {label} | {items.max():,} | | sequential | 0 | | | {seconds:.0f} |", flush=True)
-        saved = _cpu.VERTEX_WIDE_ITEMS
+        saved = vertex_index.VERTEX_WIDE_ITEMS
         try:
             for rule, wide_items in RULES.items():
-                _cpu.VERTEX_WIDE_ITEMS = wide_items
+                vertex_index.VERTEX_WIDE_ITEMS = wide_items
                 Y, seconds = run(graph, init, "vertex", args.seed)
                 s = metrics.outlier_summary(Y, graph, reference=reference)
                 print(f"| {label} | {items.max():,} | {int((items > wide_items).sum()):,} | vertex, {rule} | "
                       f"{s['bounds']} | {s['neighbors']} | {s['radius']} | {seconds:.0f} |", flush=True)
         finally:
-            _cpu.VERTEX_WIDE_ITEMS = saved
+            vertex_index.VERTEX_WIDE_ITEMS = saved
 
 
 if __name__ == "__main__":

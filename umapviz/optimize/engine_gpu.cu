@@ -1,27 +1,25 @@
 // GPU kernels of the layout optimizer: one epoch of every strategy, as docs/optimizer.md states them.
 //
-// They mirror umapviz/optimize/_cpu.py operation for operation: the same float32 formulas in the same
-// order, float64 for the schedule and the fixed-point conversions, and the same counter-based hash, so the
-// two backends can agree bit for bit. Build with no fast-math and with FMA contraction off (--fmad=false);
-// products that feed sums are written with __fmul_rn/__dmul_rn anyway, which are never contracted.
-// The one operation that is not correctly rounded is the power d2**b: CUDA's powf and the host C library's
-// powf differ in the last bit on about 6% of calls, and 200 epochs of a chaotic iteration turn that into
-// different layouts. UMV_PORTABLE_POW=1 selects umv_pow_portable (float64 basic operations only): with its
-// Numba twin on the host (tests/test_gpu.py), CPU and GPU layouts are bitwise equal after a full run.
+// They mirror umapviz/optimize/engine_cpu.py (and moves_cpu.py) operation for operation: the same float32
+// formulas in the same order, float64 for the schedule and the fixed-point conversions, and the same
+// counter-based hash. Build with no fast-math and with FMA contraction off (--fmad=false); products that feed
+// sums are written with __fmul_rn/__dmul_rn anyway, which are never contracted. The one operation that is not
+// correctly rounded is the power d2**b: CUDA's powf and the host C library's powf may differ in the last bit,
+// and a chaotic iteration of many epochs turns that into different (equally good) layouts, so the two devices
+// agree on the rules, not on the bytes.
 //
-// Compile-time parameters (set by _gpu.py, defaults for the CI compile check):
+// Compile-time parameters (set by engine_gpu.py; the defaults serve the CI compile check):
 //   UMV_DIM  embedding dimension (1..8), UMV_PH  private_head (1: negatives see the head after its
-//   attraction, the shipped behaviour; 0: they see it as it was before the edge), UMV_PORTABLE_POW,
-//   NEG_BATCH  negative samples whose rows are loaded together (the vertex kernel's: VTX_NEG_BATCH; the
-//   chunked kernels': CHUNK_NEG_BATCH), L2_HINTS, SWEEP_PCT.
+//   attraction; 0: they see it as it was before the edge), VTX_NNEG_BYTES  bytes of the vertex strategy's
+//   per-epoch n_neg. Every other macro below is a tuned constant, defined here with its reason.
 //
 // Per-edge schedule state is stored in *processing order*: position p holds edge order[p] (order = the
 // seed's permutation, or the identity for the vertex strategy), so the schedule pass reads it coalesced.
 // The schedule runs for a window of up to 8 epochs per pass; each epoch's active list is one int4 per
 // active edge, in processing order: (edge id, head, tail, n_neg).
 //
-// Epoch number t and learning rate alpha come from a device word pair `ep` (t, bits of alpha), so that an
-// epoch's launches can be captured once in a CUDA graph and replayed.
+// Epoch number t and learning rate alpha come from a device word pair `ep` (t, bits of alpha), so that the
+// window's epochs share one schedule pass without a host round trip.
 
 #ifndef UMV_DIM
 #define UMV_DIM 2
@@ -29,63 +27,6 @@
 #ifndef UMV_PH
 #define UMV_PH 1
 #endif
-#ifndef UMV_PORTABLE_POW
-#define UMV_PORTABLE_POW 0
-#endif
-
-// x**y for x > 0 from IEEE +, -, *, / in float64 only (no library call), so that any platform that follows
-// the same steps without FMA gets the same bits. Accurate to about 1e-15 before the final float32 rounding.
-// Steps: x = m 2^e with m in [sqrt(1/2), 1); ln m = 2 atanh(s), s = (m - 1)/(m + 1), by its series
-// to s^21; u = y (e ln2 + ln m); exp(u) = 2^k exp(r), r = u - k ln2 (two-part ln2), exp(r) by Taylor to r^13.
-__device__ __forceinline__ float umv_pow_portable(float x, float y) {
-    int e;
-    double md = frexp((double)x, &e);  // x = md 2^e, md in [1/2, 1), exact
-    if (md < 0.7071067811865476) {
-        md = __dmul_rn(md, 2.0);
-        e -= 1;
-    }
-    double s = __ddiv_rn(__dsub_rn(md, 1.0), __dadd_rn(md, 1.0));
-    double s2 = __dmul_rn(s, s);
-    double p = 0.047619047619047616;                 // 1/21
-    p = __dadd_rn(__dmul_rn(p, s2), 0.05263157894736842);   // 1/19
-    p = __dadd_rn(__dmul_rn(p, s2), 0.058823529411764705);  // 1/17
-    p = __dadd_rn(__dmul_rn(p, s2), 0.06666666666666667);   // 1/15
-    p = __dadd_rn(__dmul_rn(p, s2), 0.07692307692307693);   // 1/13
-    p = __dadd_rn(__dmul_rn(p, s2), 0.09090909090909091);   // 1/11
-    p = __dadd_rn(__dmul_rn(p, s2), 0.1111111111111111);    // 1/9
-    p = __dadd_rn(__dmul_rn(p, s2), 0.14285714285714285);   // 1/7
-    p = __dadd_rn(__dmul_rn(p, s2), 0.2);                   // 1/5
-    p = __dadd_rn(__dmul_rn(p, s2), 0.3333333333333333);    // 1/3
-    p = __dadd_rn(__dmul_rn(p, s2), 1.0);
-    double ln_m = __dmul_rn(__dmul_rn(2.0, s), p);
-    double u = __dmul_rn((double)y, __dadd_rn(__dmul_rn((double)e, 0.6931471805599453), ln_m));
-    double kf = rint(__dmul_rn(u, 1.4426950408889634));  // u / ln2, to the nearest integer
-    double r = __dsub_rn(__dsub_rn(u, __dmul_rn(kf, 0.6931471803691238)), __dmul_rn(kf, 1.9082149292705877e-10));
-    double q = 1.6059043836821613e-10;                   // 1/13!
-    q = __dadd_rn(__dmul_rn(q, r), 2.08767569878681e-09);   // 1/12!
-    q = __dadd_rn(__dmul_rn(q, r), 2.505210838544172e-08);  // 1/11!
-    q = __dadd_rn(__dmul_rn(q, r), 2.755731922398589e-07);  // 1/10!
-    q = __dadd_rn(__dmul_rn(q, r), 2.7557319223985893e-06); // 1/9!
-    q = __dadd_rn(__dmul_rn(q, r), 2.48015873015873e-05);   // 1/8!
-    q = __dadd_rn(__dmul_rn(q, r), 0.0001984126984126984);  // 1/7!
-    q = __dadd_rn(__dmul_rn(q, r), 0.001388888888888889);   // 1/6!
-    q = __dadd_rn(__dmul_rn(q, r), 0.008333333333333333);   // 1/5!
-    q = __dadd_rn(__dmul_rn(q, r), 0.041666666666666664);   // 1/4!
-    q = __dadd_rn(__dmul_rn(q, r), 0.16666666666666666);    // 1/3!
-    q = __dadd_rn(__dmul_rn(q, r), 0.5);
-    q = __dadd_rn(__dmul_rn(q, r), 1.0);
-    q = __dadd_rn(__dmul_rn(q, r), 1.0);
-    return __double2float_rn(ldexp(q, (int)kf));
-}
-
-#ifndef UMV_POWF
-#if UMV_PORTABLE_POW
-#define UMV_POWF(x, y) umv_pow_portable((x), (y))
-#else
-#define UMV_POWF(x, y) powf((x), (y))
-#endif
-#endif
-
 #define DIM UMV_DIM
 #define SCHED_BLOCK 1024  // threads (= processing positions) per block of the schedule kernels
 
@@ -95,7 +36,7 @@ typedef long long i64;
 // ------------------------------------------------------------------------------------------ small helpers
 
 __device__ __forceinline__ float clip4(float x) {
-    // Same branches as _cpu._clip (NaN passes through unchanged).
+    // Same branches as moves_cpu.clip (NaN passes through unchanged).
     if (x > 4.0f) return 4.0f;
     if (x < -4.0f) return -4.0f;
     return x;
@@ -141,11 +82,11 @@ __device__ __forceinline__ float apply_fixed(float y, u64 acc) {
 __device__ __forceinline__ int epoch_t(const int* ep) { return ep[0]; }
 __device__ __forceinline__ float epoch_alpha(const int* ep) { return __int_as_float(ep[1]); }
 
-// L2 eviction hints (the l2_hints knob): 1 reads the active lists as streaming data (evict first) where they
-// are read for the last time; 2 (the default) also makes the persistent kernels' 2-D row reads keep the
-// embedding in L2 (evict last) against the accumulators and active lists that share it; 3 also adds into the
-// accumulators with evict-first hints (slower than 2). On an H200 at 5M points 2 takes 3.5% off hogwild and
-// 2.5% off buffered and chunked; at 1M nothing changes (it all fits in L2). The bytes are the same.
+// L2 eviction hints: 1 reads the active lists as streaming data (evict first) where they are read for the last
+// time; 2 also makes the persistent kernels' 2-D row reads keep the embedding in L2 (evict last) against the
+// accumulators and active lists that share it; 3 also adds into the accumulators with evict-first hints. 2 is
+// used: once a graph's embedding and lists no longer fit in L2 together, keeping the embedding there saves
+// the row reads that bound the kernels, and 3 costs more than it saves. The bytes are the same at every level.
 #ifndef L2_HINTS
 #define L2_HINTS 2
 #endif
@@ -174,8 +115,7 @@ __device__ __forceinline__ void acc_add(u64* p, u64 v) {
 }
 
 // Row readers: plain loads, loads that skip L1 (inside the persistent kernels, whose other blocks rewrite
-// rows between grid barriers; L1 is not coherent across multiprocessors), or rows with a pending fixed-point
-// move still to apply (the pipelined chunked kernel). 2-D rows are read as one 8-byte load.
+// rows between grid barriers; L1 is not coherent across multiprocessors). 2-D rows are read as one 8-byte load.
 struct PlainRows {
     const float* Y;
     __device__ __forceinline__ void row(int v, float* out) const {
@@ -210,36 +150,9 @@ struct L2Rows {
     }
 };
 
-// Row v at a chunk's start when the previous chunk's fixed-point sums are still pending: Yr holds every
-// earlier chunk, acc the previous one (its sum is applied exactly as the apply step would apply it).
-struct PendingRows {
-    const float* Yr;
-    const u64* acc;
-    __device__ __forceinline__ void row(int v, float* out) const {
-        u64 s[DIM];
-#if DIM == 2
-        float2 r = __ldcg(reinterpret_cast<const float2*>(Yr + (i64)v * 2));
-        ulonglong2 a = __ldcg(reinterpret_cast<const ulonglong2*>(acc + (i64)v * 2));
-        out[0] = r.x;
-        out[1] = r.y;
-        s[0] = a.x;
-        s[1] = a.y;
-#else
-#pragma unroll
-        for (int d = 0; d < DIM; ++d) {
-            out[d] = __ldcg(Yr + (i64)v * DIM + d);
-            s[d] = __ldcg(acc + (i64)v * DIM + d);
-        }
-#endif
-#pragma unroll
-        for (int d = 0; d < DIM; ++d)
-            if (s[d] != 0ULL) out[d] = apply_fixed(out[d], s[d]);
-    }
-};
-
 // Row writers: a 2-D row is stored as one 8-byte store and a move is added to it by one vector atomic (Hopper,
 // sm_90, adds float2 atomically in global memory): one L2 request per row instead of one per coordinate. The
-// layout kernels are bound by such requests (bench/RESULTS.md). 2-D rows are 8-byte aligned because CuPy's
+// layout kernels are bound by such requests. 2-D rows are 8-byte aligned because CuPy's
 // allocations are. Other dimensions keep one access per coordinate.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define UMV_VECTOR_ATOMICS 1
@@ -284,7 +197,7 @@ __device__ __forceinline__ Curve make_curve(float a, float b, float c_att, float
 
 // ------------------------------------------------------------------------------------------ one edge
 
-// The attraction's gradient coefficient between rows x and y (as _cpu._attract_coef; 0 if they coincide).
+// The attraction's gradient coefficient between rows x and y (as moves_cpu.attract_coef; 0 if they coincide).
 __device__ __forceinline__ float attract_coef(const float* x, const float* y, const Curve& cv) {
     float d2 = 0.0f;
 #pragma unroll
@@ -293,11 +206,11 @@ __device__ __forceinline__ float attract_coef(const float* x, const float* y, co
         d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
     }
     if (!(d2 > 0.0f)) return 0.0f;
-    float pb = UMV_POWF(d2, cv.b);
+    float pb = powf(d2, cv.b);
     return __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
 }
 
-// Attraction of yi towards the tail row yj (as _cpu._attract): moves yi, writes the tail's move into tm.
+// Attraction of yi towards the tail row yj (as moves_cpu.attract): moves yi, writes the tail's move into tm.
 __device__ __forceinline__ void attract(float* yi, const float* yj, const Curve& cv, float alpha, float* tm) {
     float coef = attract_coef(yi, yj, cv);
 #pragma unroll
@@ -328,7 +241,7 @@ __device__ __forceinline__ void load_negatives(NegBatch<B>& nb, const Rows& rows
     }
 }
 
-// One batch of negative samples (as _cpu._repel): each moves yi, computed from yfrom (yi itself when
+// One batch of negative samples (as moves_cpu.repel): each moves yi, computed from yfrom (yi itself when
 // private_head, else the head's row before the edge).
 template <int B>
 __device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const NegBatch<B>& nb, int i,
@@ -343,7 +256,7 @@ __device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const
             d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
         }
         if (d2 > 0.0f) {
-            float pb = UMV_POWF(d2, cv.b);
+            float pb = powf(d2, cv.b);
             float coef = __fdiv_rn(cv.c_rep, __fmul_rn(__fadd_rn(0.001f, d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f)));
 #pragma unroll
             for (int d = 0; d < DIM; ++d)
@@ -381,7 +294,7 @@ __device__ __forceinline__ void head_moves(float* yi, const float* yj, const Row
     }
 }
 
-// All moves of one edge (as _cpu._edge): yi receives the head's new row (y0 its row before the edge), tm the
+// All moves of one edge (as engine_cpu._edge): yi receives the head's new row (y0 its row before the edge), tm the
 // tail's move.
 template <int B = NEG_BATCH, class Rows>
 __device__ __forceinline__ void edge_moves(const Rows& rows, int i, int j, int e, int nneg, u64 seed, int t,
@@ -402,7 +315,7 @@ __device__ __forceinline__ void edge_moves(const Rows& rows, int i, int j, int e
 // edge is active in epoch t when next <= t, i.e. when ceil(next) <= t) lies past the window costs 4 bytes.
 #define SCHED_WMAX 8
 
-// One active epoch of a position (as _cpu.schedule): advances next and next_neg, returns n_neg.
+// One active epoch of a position (as engine_cpu.schedule): advances next and next_neg, returns n_neg.
 // eps_neg = eps / negative_sample_rate is recomputed (one correctly rounded division, as on the host).
 __device__ __forceinline__ int advance(double& next_s, double& next_neg, double eps, double eps_neg, int t) {
     double nn_f = floor(__ddiv_rn(__dsub_rn((double)t, next_neg), eps_neg));
@@ -552,9 +465,14 @@ extern "C" __global__ void win_scan(const int* __restrict__ counts, int n_blocks
 }
 
 // SCHED_MINB > 0: fit that many blocks of the emit and flags passes per multiprocessor (registers capped to
-// match; one 1024-thread block fits otherwise): more of the state's loads in flight.
+// match; one 1024-thread block fits otherwise): more of the state's loads in flight. 2 fits without spills, on
+// the GPUs whose multiprocessors hold 2,048 threads (sm_80, sm_90, sm_100); the others hold fewer, so 0.
 #ifndef SCHED_MINB
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)
+#define SCHED_MINB 2
+#else
 #define SCHED_MINB 0
+#endif
 #endif
 #if SCHED_MINB > 0
 #define SCHED_BOUNDS __launch_bounds__(SCHED_BLOCK, SCHED_MINB)
@@ -729,8 +647,8 @@ extern "C" __global__ void HOG_BOUNDS epoch_hogwild(float* Y, const int4* __rest
 
 // Chunked, gradient half: fixed-point moves of one edge into the row accumulators (order-free int sums).
 // CHUNK_NEG_BATCH: negative rows loaded together here. 4 keeps the persistent kernel at 64 registers for 2-D
-// layouts, so 4 blocks of 256 threads fit per multiprocessor (at 5M points a thread then walks one edge of a
-// chunk, not two: -6% an epoch on an H200, bench/RESULTS.md).
+// layouts, so 4 blocks of 256 threads fit per multiprocessor: on large graphs a thread then walks fewer edges
+// of a chunk between two grid barriers.
 #ifndef CHUNK_NEG_BATCH
 #define CHUNK_NEG_BATCH 4
 #endif
@@ -812,10 +730,10 @@ __device__ __forceinline__ void apply_row(float* Y, u64* acc, int v) {
 }
 
 // Whether the apply of a chunk of `edges` edges sweeps all n rows (apply_rows) rather than walking its edges
-// (apply_edges): when its 2 * edges row places reach SWEEP_PCT percent of the row count (the sweep_percent knob;
-// 0 always sweeps). The same for every thread of a launch. On an H200 the sweep wins at 23% (64 chunks of the
-// 1M and 5M graphs: -4% and -16% an epoch) and loses at 12% (1M: 128 chunks swept 2.45 ms an epoch, 124 walked
-// 1.82; 5M: 128 swept 14.7, 64 walked 13.2); bench/RESULTS.md.
+// (apply_edges): when its 2 * edges row places reach SWEEP_PCT percent of the row count (0 always sweeps). The
+// same for every thread of a launch. A sweep reads every row once, coalesced; walking the edges costs two random
+// exchanges per edge. Timed on million-point graphs, the sweep won with chunks whose row places reached about a
+// quarter of the rows and lost at about an eighth: 20 lies between.
 #ifndef SWEEP_PCT
 #define SWEEP_PCT 20
 #endif
@@ -835,38 +753,14 @@ __device__ __forceinline__ void apply_edges(float* Y, u64* acc, const int4* __re
     }
 }
 
-extern "C" __global__ void chunk_moves(const float* __restrict__ Y, u64* acc, const int4* __restrict__ active,
-                                       const int* __restrict__ n_act, int n_chunks, int c,
-                                       const int* __restrict__ ep, u64 seed, int n, float a, float b, float c_att,
-                                       float c_rep) {
-    int lo, hi;
-    chunk_range(*n_act, n_chunks, c, &lo, &hi);
-    Curve cv = make_curve(a, b, c_att, c_rep, n);
-    PlainRows rows = {Y};
-    int t = epoch_t(ep);
-    float alpha = epoch_alpha(ep);
-    for (int q = lo + spread_index(); q < hi; q += gridDim.x * blockDim.x)
-        chunk_edge(rows, acc, active[q], seed, t, cv, alpha);
-}
-
-extern "C" __global__ void chunk_apply(float* Y, u64* acc, const int4* __restrict__ active,
-                                       const int* __restrict__ n_act, int n_chunks, int c, int n) {
-    int lo, hi;
-    chunk_range(*n_act, n_chunks, c, &lo, &hi);
-    int stride = gridDim.x * blockDim.x;
-    if (sweep_rows(hi - lo, n))
-        apply_rows(Y, acc, n, stride);
-    else
-        apply_edges(Y, acc, active, lo + spread_index(), hi, stride);
-}
-
 // Grid-wide barrier for the persistent kernels (all their blocks are resident: the grid is sized from the
 // occupancy calculator). A ticket barrier: *bar counts every arrival since the counter was made, so round r
 // ends when it reaches (r + 1) * gridDim.x. One thread per block takes a ticket with an acquire-release atomic
 // (publishing its block's writes, ordered before it by __syncthreads) and waits with acquire loads until the
 // counter reaches the end of its round; the last arrival's own atomic releases everyone. It never resets,
-// so it stays valid across launches of the same grid size (a 64-bit count does not wrap). 0.95 us per barrier on
-// an H200 against 1.36-1.61 us for a count-and-generation barrier (bench/barrier_bench.py, bench/RESULTS.md).
+// so it stays valid across launches of the same grid size (a 64-bit count does not wrap). One atomic per block
+// and round makes it faster than a count-and-generation barrier, which resets its count
+// (bench/experiments/barrier_bench.py times both).
 __device__ __forceinline__ void grid_barrier(u64* bar) {
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -934,75 +828,12 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
     }
 }
 
-// Chunked with one grid barrier per chunk instead of two. Phase p computes chunk p's moves into acc[p % 3]
-// while the rows of chunk p - 1 take that chunk's sums and the rows of chunk p - 2 are brought up to date in
-// the other copy of the embedding:
-//   - reads come from Yr = Y[(p - 1) & 1], up to date through chunk p - 2, plus chunk p - 1's pending sums
-//     (acc[(p - 1) % 3], complete after the last barrier), applied on the fly (PendingRows);
-//   - the rows of chunks p - 1 and p - 2 are written into Yw = Y[p & 1] as Yr plus the pending sums (every
-//     writer of a row writes the same bits), and chunk p - 2's sums (acc[(p - 2) % 3]) are cleared.
-// No phase writes what it reads, so one barrier between phases suffices; two extra phases at the end leave
-// both copies equal and every accumulator clear. Arithmetic is that of the two-barrier kernel, so the bytes
-// are the same.
-extern "C" __global__ void PERSIST_BOUNDS chunked_pipelined(float* Y0, float* Y1, u64* acc3, i64 acc_stride,
-                                             const int4* __restrict__ active, const int* __restrict__ n_act,
-                                             int n_chunks, const int* __restrict__ ep, u64 seed, int n, float a,
-                                             float b, float c_att, float c_rep, u64* bar) {
-    Curve cv = make_curve(a, b, c_att, c_rep, n);
-    int t = epoch_t(ep);
-    float alpha = epoch_alpha(ep);
-    int m = *n_act;
-    int stride = gridDim.x * blockDim.x;
-    int first = spread_index();
-    for (int p = 0; p < n_chunks + 2; ++p) {
-        int lo0 = 0, hi0 = 0, lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0;  // chunks p, p - 1, p - 2
-        if (p < n_chunks) chunk_range(m, n_chunks, p, &lo0, &hi0);
-        if (p >= 1 && p - 1 < n_chunks) chunk_range(m, n_chunks, p - 1, &lo1, &hi1);
-        if (p >= 2) chunk_range(m, n_chunks, p - 2, &lo2, &hi2);
-        if (lo0 == hi0 && lo1 == hi1 && lo2 == hi2) continue;  // the same for every block
-        const float* Yr = (p & 1) ? Y0 : Y1;
-        float* Yw = (p & 1) ? Y1 : Y0;
-        const u64* acc_prev = acc3 + ((p + 2) % 3) * acc_stride;
-        u64* acc_cur = acc3 + (p % 3) * acc_stride;
-        u64* acc_old = acc3 + ((p + 1) % 3) * acc_stride;
-        PendingRows rows = {Yr, acc_prev};
-        for (int q = lo0 + first; q < hi0; q += stride) chunk_edge(rows, acc_cur, active[q], seed, t, cv, alpha);
-        for (int q = lo1 + first; q < hi1; q += stride) {
-            int4 r = active[q];
-            float y[DIM];
-            rows.row(r.y, y);
-#pragma unroll
-            for (int d = 0; d < DIM; ++d) __stcg(Yw + (i64)r.y * DIM + d, y[d]);
-            rows.row(r.z, y);
-#pragma unroll
-            for (int d = 0; d < DIM; ++d) __stcg(Yw + (i64)r.z * DIM + d, y[d]);
-        }
-        for (int q = lo2 + first; q < hi2; q += stride) {
-            int4 r = active[q];
-            float y[DIM];
-            rows.row(r.y, y);
-#pragma unroll
-            for (int d = 0; d < DIM; ++d) {
-                __stcg(Yw + (i64)r.y * DIM + d, y[d]);
-                __stcg(acc_old + (i64)r.y * DIM + d, 0ULL);
-            }
-            rows.row(r.z, y);
-#pragma unroll
-            for (int d = 0; d < DIM; ++d) {
-                __stcg(Yw + (i64)r.z * DIM + d, y[d]);
-                __stcg(acc_old + (i64)r.z * DIM + d, 0ULL);
-            }
-        }
-        grid_barrier(bar);
-    }
-}
-
 // Vertex (owner computes): a tile of lanes per vertex order[v] (busiest first); others' rows from the
-// epoch-start snapshot S (as _cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are
+// epoch-start snapshot S (as engine_cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are
 // gathered a group at a time (32 items, or VTX_WIDE = 128 for the widest vertices) into a queue in shared memory
 // (ballot + prefix count keeps their order); item q of a group is computed from the row as it stood at the
 // group's start, and the group's moves (idle slots add 0) are summed in the fixed butterfly tree
-// _cpu._fold_group follows: pairs at distance 16, then 8, 4, 2, 1 (64 and 32 first for a wide group).
+// engine_cpu._fold_group follows: pairs at distance 16, then 8, 4, 2, 1 (64 and 32 first for a wide group).
 // A hub's chain is thus one step per group of its active edges, not one per edge.
 //
 // Tiles: the first n_wide vertices of the order get four warps each (two per block), lane q of the four
@@ -1012,13 +843,13 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_pipelined(float* Y0, float* Y1
 // of the group and adds them pairwise in the tree's first levels (distance 16, then 8, ... down to VTX_TILE)
 // in registers, and the tile's shuffles do the remaining levels: the same tree, so the same bits.
 #define VTX_WARPS 8  // warps per block
-#define VTX_WIDE 128  // items per group of the widest vertices (four warps; _cpu.VERTEX_WIDE_GROUP)
+#define VTX_WIDE 128  // items per group of the widest vertices (four warps; vertex_index.VERTEX_WIDE_GROUP)
 static_assert(VTX_WIDE == 128, "vertex_walk_wide folds the tree's levels 64 and 32 from shared memory");
 #ifndef VTX_TILE
 #define VTX_TILE 8  // lanes per ordinary vertex (1, 2, 4, 8, 16 or 32)
 #endif
 #define FULL_MASK 0xffffffffu
-// The vertex kernel is bound by latency at low occupancy (bench/RESULTS.md): a 2-D layout fits 4 blocks per
+// The vertex kernel is bound by latency at low occupancy: a 2-D layout fits 4 blocks per
 // multiprocessor (64 registers, no spills) when 4 negative rows are loaded together instead of 8; with 8, or
 // in more dimensions, the cap would spill. VTX_MINB > 0: fit that many blocks (registers capped to match).
 #ifndef VTX_NEG_BATCH
@@ -1058,7 +889,7 @@ __device__ __forceinline__ void vertex_item_move(int r, int i, i64 h0, i64 hd, i
 }
 
 // Whether item r of a vertex's `total` items (r < hd: head edge h0 + r; else tail record t0 + r - hd) is active
-// in epoch w of the window. On a mirrored graph (_cpu.mirrored_edges) tail record k is the reverse of head edge
+// in epoch w of the window. On a mirrored graph (vertex_index.mirrored_edges) tail record k is the reverse of head edge
 // h0 + k, active in the same epochs, so its activity is read there (no tail-order flags are written then).
 __device__ __forceinline__ bool item_active(i64 r, i64 total, i64 h0, i64 hd, i64 t0,
                                             const nneg_t* __restrict__ nneg_of_edge,

@@ -1,32 +1,28 @@
 """GPU engine (CuPy): the same backend interface as ``engine_cpu.CpuEngine``, running the kernels of engine_gpu.cu.
 
-The kernels follow docs/optimizer.md and mirror ``engine_cpu.py`` operation for operation (see engine_gpu.cu). This
-module holds the device state and launches one epoch:
+The kernels follow docs/optimizer.md and mirror ``engine_cpu.py`` operation for operation (see engine_gpu.cu).
+This module holds the device state and launches one epoch:
 
-1. schedule: it does not depend on the embedding, so it is computed for a window of up to 8 epochs at a
-   time (``TUNING["sched_window"]``), in three launches (count active positions per block and epoch from
-   one byte of activity bits per edge, scan the counts, write each epoch's active list in the seed's
-   processing order with each edge's n_neg, and the next window's activity bits): the per-edge state is
-   read and written once per window instead of once per epoch; no host round trip;
+1. schedule: it does not depend on the embedding, so it is computed for a window of up to ``SCHED_WINDOW``
+   epochs at a time, in three launches (count active positions per block and epoch from one byte of activity
+   bits per edge, scan the counts, write each epoch's active list in the seed's processing order with each
+   edge's n_neg, and the next window's activity bits): the per-edge state is read and written once per window
+   instead of once per epoch; no host round trip;
 2. the strategy: ``hogwild`` one launch; ``sequential`` one launch of a single thread (small graphs and tests
-   only); ``chunked``/``buffered`` either one persistent launch that walks all chunks with grid-wide barriers
-   (``chunk_mode="persistent"``: per chunk, compute, barrier, apply, barrier; the apply sweeps every row's sum
-   in order unless the chunk touches few rows (buffered's one chunk always sweeps), else it walks its edges;
-   ``"pipelined"``: one barrier per chunk, the apply folded into the next chunk's phase, the same bytes but
-   about three times as slow on an H200, kept for comparison), two launches per chunk (``"launch"``), or those
-   launches captured once in a CUDA graph and replayed each epoch (``"graph"``); ``vertex`` one launch, 32 of
-   a vertex's edges at a time (128 for the widest), busiest vertices first, four warps for each of the widest,
-   a warp for each other hub and a few lanes for each other vertex. Timings: bench/RESULTS.md.
+   only); ``chunked``/``buffered`` one persistent launch that walks all chunks with grid-wide barriers (per
+   chunk: compute, barrier, apply, barrier; the apply sweeps every row's sum in order unless the chunk touches
+   few rows, else it walks its edges), so the host launches one kernel an epoch whatever n_chunks is;
+   ``vertex`` one launch, 32 of a vertex's edges at a time (128 for the widest), busiest vertices first, four
+   warps for each of the widest, a warp for each other hub and a few lanes for each other vertex.
 
-Chunk bounds are computed on the device from the active count, so no mode reads anything back until
-``run_epoch`` returns the epoch's active count.
+Chunk bounds are computed on the device from the active count, so nothing is read back until ``run_epoch``
+returns the epoch's active count.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -38,71 +34,36 @@ from .vertex_index import vertex_group_sizes, vertex_index
 
 KERNELS = Path(__file__).with_name("engine_gpu.cu")
 MAX_DIM = 8
-CHUNK_MODES = ("persistent", "pipelined", "launch", "graph")
-# Knobs that LayoutOptimizer does not expose; benchmarks and tests set them (an engine copies them when it is
-# made). None of them changes any result, except portable_pow (see engine_gpu.cu): True uses the float64
-# power function that a host twin reproduces bit for bit, False CUDA's powf (the CPU engine uses the C
-# library's powf, which differs from CUDA's in the last bit on about 6% of calls).
-TUNING = {
-    "chunk_mode": os.environ.get("UMAPVIZ_GPU_CHUNK_MODE", "persistent"),
-    "sched_window": 8,  # epochs per schedule pass (1 .. 8; fewer when GPU memory is short)
-    "sched_min_blocks": 2,  # > 0: schedule passes' registers capped to fit this many blocks (2: ~5% off hogwild)
-    "neg_batch": None,  # negative samples whose rows are loaded together (None: 8, or 4 above 4 dims)
-    "chunk_neg_batch": None,  # the same in the chunked and buffered kernels (None: 4)
-    "vertex_neg_batch": None,  # the same in the vertex kernel (None: 4)
-    "persist_blocks_per_sm": None,  # None: as many as a typical chunk fills, at most what fits
-    "persist_threads": 256,  # threads per block of the persistent kernels (128, 256, 512 or 1024)
-    "persist_min_blocks": 0,  # > 0: registers capped so that this many of those blocks fit per multiprocessor
-    "hog_min_blocks": 0,  # the same for the hogwild kernel's 256-thread blocks
-    "vertex_tile": 8,  # lanes per ordinary vertex in the vertex kernel (1, 2, 4, 8, 16, 32)
-    "vertex_heavy": 64,  # vertices with more edges (as head and tail) than this get a whole warp
-    "vertex_min_blocks": None,  # > 0: registers capped so that this many vertex blocks fit per multiprocessor
-    # (None: 4 for 2-D layouts, else 0)
-    "l2_hints": 2,  # L2 eviction hints (engine_gpu.cu's L2_HINTS: 0 none .. 3 all)
-    "sweep_percent": 20,  # a chunk is applied by sweeping all rows when 2 x its edges reach this % of the rows
-    "portable_pow": False,
-}
-# Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results can match the CPU.
+# Epochs scheduled per pass (at most _SCHED_WMAX; fewer when GPU memory is short): the per-edge schedule state is
+# read and written once per window.
+SCHED_WINDOW = 8
+# Vertices with more edges (as head and tail) than this get a whole warp in the vertex kernel; the others share
+# a warp, VTX_TILE lanes each (engine_gpu.cu), since most have a handful of active edges an epoch.
+VERTEX_HEAVY = 64
+# Threads per block of the persistent chunked kernel: must equal PERSIST_THREADS in engine_gpu.cu.
+PERSIST_THREADS = 256
+# Share of the edges active in a typical epoch (each edge is active once every epochs_per_sample epochs): the
+# persistent kernel gets enough blocks for a chunk of that many edges, as many as fit at most.
+_TYPICAL_ACTIVE = 0.3
+# Compile flags: no fast-math (NVRTC's default) and no FMA contraction, so float results follow the CPU's steps.
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 
 _SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in engine_gpu.cu
 _SCHED_WMAX = 8  # must equal SCHED_WMAX in engine_gpu.cu
 _THREADS = 256
 _VERTEX_WARPS = 8  # must equal VTX_WARPS in engine_gpu.cu: warps per block of the vertex kernel
+_VERTEX_TILE = 8  # must equal VTX_TILE in engine_gpu.cu: lanes per ordinary vertex
 
 
 @functools.cache
-def _module(dim: int, private_head: bool, defines: tuple[tuple[str, int], ...] = ()):
-    """The compiled kernels for one set of compile-time parameters (cached per process; CuPy also caches
-    the binary on disk). `defines`: further macros of engine_gpu.cu, as from :func:`_tuning_defines`."""
+def _module(dim: int, private_head: bool, nneg_bytes: int | None = None):
+    """The compiled kernels for one embedding dimension and private_head (and, for the vertex strategy, the
+    bytes of its per-epoch n_neg), cached per process; CuPy also caches the binary on disk."""
     cp = cupy()
-    source = KERNELS.read_text()
     options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}")
-    options += tuple(f"-D{name}={int(value)}" for name, value in defines)
-    return cp.RawModule(code=source, options=options)
-
-
-def _tuning_defines(tuning: dict) -> tuple[tuple[str, int], ...]:
-    """The engine_gpu.cu macros that the compile-time knobs of `tuning` set (ValueError for a bad value)."""
-    if tuning["vertex_tile"] not in (1, 2, 4, 8, 16, 32):
-        raise ValueError(f"vertex_tile={tuning['vertex_tile']!r}: use 1, 2, 4, 8, 16 or 32 lanes.")
-    if tuning["persist_threads"] not in (128, 256, 512, 1024):
-        raise ValueError(f"persist_threads={tuning['persist_threads']!r}: use 128, 256, 512 or 1024.")
-    if tuning["l2_hints"] not in (0, 1, 2, 3):
-        raise ValueError(f"l2_hints={tuning['l2_hints']!r}: use 0, 1, 2 or 3.")
-    if not (isinstance(tuning["sweep_percent"], int) and 0 <= tuning["sweep_percent"] <= 2**31 - 1):
-        raise ValueError(f"sweep_percent={tuning['sweep_percent']!r}: use a whole number of percent >= 0.")
-    defines = [("L2_HINTS", tuning["l2_hints"]), ("UMV_PORTABLE_POW", int(bool(tuning["portable_pow"]))),
-               ("VTX_TILE", tuning["vertex_tile"]),
-               ("PERSIST_THREADS", tuning["persist_threads"]), ("PERSIST_MINB", tuning["persist_min_blocks"]),
-               ("HOG_MINB", tuning["hog_min_blocks"]), ("SCHED_MINB", tuning["sched_min_blocks"]),
-               ("SWEEP_PCT", tuning["sweep_percent"])]
-    for knob, macro in (("neg_batch", "NEG_BATCH"), ("chunk_neg_batch", "CHUNK_NEG_BATCH"),
-                        ("vertex_neg_batch", "VTX_NEG_BATCH"),
-                        ("vertex_min_blocks", "VTX_MINB")):
-        if tuning[knob] is not None:  # else engine_gpu.cu's default
-            defines.append((macro, tuning[knob]))
-    return tuple((name, int(value)) for name, value in defines)
+    if nneg_bytes is not None:
+        options += (f"-DVTX_NNEG_BYTES={int(nneg_bytes)}",)
+    return cp.RawModule(code=KERNELS.read_text(), options=options)
 
 
 def _blocks_per_sm(kernel, threads: int) -> int:
@@ -131,7 +92,7 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
     else:
         per_edge += 4 * 3 + 16 * window + 1  # order, head, tail; active lists (int4) per epoch; activity bits
         if strategy in ("chunked", "buffered"):
-            per_vertex += 8 * dim * 4 + 4 * dim  # fixed-point accumulators (1 + 3 rotating), second copy of Y
+            per_vertex += 8 * dim  # fixed-point accumulators
     n_blocks = -(-nnz // _SCHED_BLOCK)
     return per_edge * nnz + per_vertex * (n_vertices + 1) + 8 * n_blocks * _SCHED_WMAX + 4096
 
@@ -160,20 +121,12 @@ class GpuEngine:
     """Optimizer state on the GPU and one-epoch steps for every strategy (the backend behind LayoutOptimizer).
 
     Same constructor and methods as ``engine_cpu.CpuEngine``; ``embedding()`` returns the live CuPy array.
-    ``chunk_mode`` picks how chunked/buffered epochs are launched (see the module docstring); None takes
-    ``TUNING["chunk_mode"]`` (``$UMAPVIZ_GPU_CHUNK_MODE``, default "persistent"). Every mode gives the same
-    bytes. Epochs must run in order after each ``reset`` (LayoutOptimizer does), because the schedule of
+    Epochs must run in order after each ``reset`` (LayoutOptimizer does), because the schedule of
     the next epoch is computed ahead.
     """
 
-    def __init__(self, graph, perm: np.ndarray, params: EngineParams, chunk_mode: str | None = None) -> None:
+    def __init__(self, graph, perm: np.ndarray, params: EngineParams) -> None:
         cp = cupy()
-        self.tuning = dict(TUNING)
-        if chunk_mode is not None:
-            self.tuning["chunk_mode"] = chunk_mode
-        self.chunk_mode = self.tuning["chunk_mode"]
-        if self.chunk_mode not in CHUNK_MODES:
-            raise ValueError(f"chunk_mode={self.chunk_mode!r} is not one of {CHUNK_MODES}.")
         self.params = params
         strategy = self.strategy = params.strategy
         self.n_chunks = int(params.n_chunks)
@@ -189,7 +142,7 @@ class GpuEngine:
         tail = np.ascontiguousarray(graph.tail, dtype=np.int32)
         eps = np.ascontiguousarray(graph.epochs_per_sample, dtype=np.float64)
         # Schedule state in processing order (see engine_gpu.cu); the vertex strategy needs it by edge id.
-        # The permutation's gathers run on the GPU: on the host each costs ~0.2 s at 26M edges.
+        # The permutation's gathers run on the GPU, where they cost far less than on the host.
         self._order = None if strategy == "vertex" else cp.asarray(np.asarray(perm, dtype=np.int32))
         self._head_host, self._tail_host, self._eps_host = head, tail, eps
         # The vertex strategy's index (host work, done once) and what it means for the memory needed.
@@ -206,7 +159,6 @@ class GpuEngine:
         self._win_t0 = None  # first epoch of the scheduled window
         self._act_t0 = None  # first epoch of the window whose activity bits _act holds
         self._next_epoch = None  # the epoch that must come next (None right after reset)
-        self._graphs = {}
         self._acc = None
         self.Y = None
         self.dim = 0
@@ -225,7 +177,7 @@ class GpuEngine:
         if self.Y is None or self.Y.shape != init.shape:
             self.Y = None  # let a previous allocation go before sizing the new one
             self._window = _choose_window(self.n_vertices, self.nnz, dim, self.strategy,
-                                          self.tuning["sched_window"], **self._layout)
+                                          SCHED_WINDOW, **self._layout)
             self.dim = dim
             self._allocate()
         with self._stream:
@@ -238,8 +190,6 @@ class GpuEngine:
             if self._acc is not None:
                 self._barrier.fill(0)  # a fresh count, whatever an interrupted epoch left
                 self._acc.fill(0)
-                self._acc3.fill(0)
-                self._Y1[...] = init
         self._stream.synchronize()
         self._finite = True
         self._win_t0 = None
@@ -281,16 +231,7 @@ class GpuEngine:
             ep = np.array([t, 0], dtype=np.int32)
             ep[1:] = np.array([alpha], dtype=np.float32).view(np.int32)
             self._ep[w].set(ep, stream=self._stream)
-            if self.chunk_mode == "graph" and self.strategy in ("chunked", "buffered"):
-                if w not in self._graphs:
-                    self._stream.begin_capture()
-                    try:
-                        self._launch_strategy(w)
-                    finally:
-                        self._graphs[w] = self._stream.end_capture()
-                self._graphs[w].launch(self._stream)
-            else:
-                self._launch_strategy(w)
+            self._launch_strategy(w)
         return w
 
     @property
@@ -306,16 +247,13 @@ class GpuEngine:
     def _allocate(self) -> None:
         cp = cupy()
         n, dim, nnz, W = self.n_vertices, self.dim, self.nnz, self._window
-        self._graphs = {}
         self.Y = cp.empty((n, dim), dtype=np.float32)
         self._next = cp.empty_like(self._eps)
         self._next_neg = cp.empty_like(self._eps)
         self._due = cp.empty(nnz, dtype=np.int32)
         self._acc = None
-        defines = _tuning_defines(self.tuning)
-        if self.strategy == "vertex":
-            defines += (("VTX_NNEG_BYTES", self._layout["nneg_bytes"]),)
-        self._mod = _module(dim, self.private_head, defines)
+        nneg_bytes = self._layout["nneg_bytes"] if self.strategy == "vertex" else None
+        self._mod = _module(dim, self.private_head, nneg_bytes)
         self._sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
         def k(name):
@@ -336,7 +274,7 @@ class GpuEngine:
             work = np.diff(ix.head_ptr) + np.diff(ix.tail_ptr)
             self._vorder = cp.asarray(np.argsort(-work, kind="stable").astype(np.int32))
             self._n_wide = int(np.count_nonzero(vertex_group_sizes(ix.head_ptr, ix.tail_ptr) == _VERTEX_WIDE))
-            self._n_heavy = max(self._n_wide, int(np.count_nonzero(work > int(self.tuning["vertex_heavy"]))))
+            self._n_heavy = max(self._n_wide, int(np.count_nonzero(work > VERTEX_HEAVY)))
             self._tail = cp.asarray(self._tail_host)
             self._tail_head = cp.asarray(ix.tail_head)
             # A mirrored graph's tail items read their activity at their reverses' places: no tail-order flags.
@@ -366,23 +304,15 @@ class GpuEngine:
             self._k_hog = k("epoch_hogwild")
         else:
             self._acc = cp.zeros((n, dim), dtype=np.uint64)
-            self._acc3 = cp.zeros((3, n, dim), dtype=np.uint64)
-            self._Y1 = cp.empty_like(self.Y)  # the pipelined kernel's second copy (equal to Y between epochs)
-            self._k_moves = k("chunk_moves")
-            self._k_apply = k("chunk_apply")
             self._k_persist = k("chunked_persistent")
-            self._k_pipe = k("chunked_pipelined")
             self._barrier = cp.zeros(1, dtype=np.uint64)  # the grid barrier's ticket counter (engine_gpu.cu)
-            self._persist_threads = threads = int(self.tuning["persist_threads"])
-            fit = min(_blocks_per_sm(self._k_persist, threads), _blocks_per_sm(self._k_pipe, threads))
+            fit = _blocks_per_sm(self._k_persist, PERSIST_THREADS)
             if fit < 1:
-                raise ValueError(f"persist_threads={threads}: a block of the persistent kernels that large does not "
-                                 "fit on one multiprocessor (registers); use 256.")
-            want = self.tuning["persist_blocks_per_sm"]
-            if want is None:  # enough threads for a typical chunk (about 30% of edges are active per epoch)
-                typical = 0.3 * nnz / self.n_chunks
-                want = math.ceil(typical / (self._sms * threads))
-            self._persist_blocks = self._sms * int(min(max(int(want), 1), fit))
+                raise RuntimeError("A block of the persistent chunked kernel does not fit on one multiprocessor of "
+                                   "this GPU (registers); use device='cpu' or another strategy.")
+            # Enough threads for a typical chunk, at most what fits: the grid barrier needs every block resident.
+            want = math.ceil(_TYPICAL_ACTIVE * nnz / self.n_chunks / (self._sms * PERSIST_THREADS))
+            self._persist_blocks = self._sms * int(min(max(want, 1), fit))
 
     def _nneg_bytes(self) -> int:
         """Bytes per n_neg in the vertex strategy's per-epoch array: 1 where n_neg stays below 127 (it is less than
@@ -427,7 +357,7 @@ class GpuEngine:
             n, wide, heavy = self.n_vertices, self._n_wide, self._n_heavy
             wide_blocks = -(-wide // (32 * _VERTEX_WARPS // _VERTEX_WIDE))
             heavy_blocks = -(-(heavy - wide) // _VERTEX_WARPS)
-            per_block = _VERTEX_WARPS * 32 // int(self.tuning["vertex_tile"])  # ordinary vertices per block
+            per_block = _VERTEX_WARPS * 32 // _VERTEX_TILE  # ordinary vertices per block
             blocks = wide_blocks + heavy_blocks + -(-(n - heavy) // per_block)
             self._k_vertex((blocks,), (32 * _VERTEX_WARPS,), (
                 self.Y, self._snap, self._vorder, np.int32(wide), np.int32(wide_blocks), np.int32(heavy),
@@ -440,18 +370,6 @@ class GpuEngine:
         elif self.strategy == "hogwild":
             blocks = min(-(-self.nnz // _THREADS), sms * 16)
             self._k_hog((blocks,), (_THREADS,), (self.Y, active, n_act, ep, *curve))
-        elif self.chunk_mode == "persistent":
-            self._k_persist((self._persist_blocks,), (self._persist_threads,), (
+        else:  # chunked and buffered
+            self._k_persist((self._persist_blocks,), (PERSIST_THREADS,), (
                 self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
-        elif self.chunk_mode == "pipelined":
-            self._k_pipe((self._persist_blocks,), (self._persist_threads,), (
-                self.Y, self._Y1, self._acc3, np.int64(self.n_vertices * self.dim), active, n_act,
-                np.int32(self.n_chunks), ep, *curve, self._barrier))
-        else:  # "launch" and "graph": two launches per chunk, sized for the largest possible chunk
-            c_total = np.int32(self.n_chunks)
-            blocks = max(1, min(-(-math.ceil(self.nnz / self.n_chunks) // _THREADS), sms * 8))
-            for c in range(self.n_chunks):
-                self._k_moves((blocks,), (_THREADS,), (self.Y, self._acc, active, n_act, c_total, np.int32(c), ep,
-                                                       *curve))
-                self._k_apply((blocks,), (_THREADS,), (self.Y, self._acc, active, n_act, c_total, np.int32(c),
-                                                       np.int32(self.n_vertices)))
