@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.datasets import make_blobs
 
+from umapviz import datasets
 from umapviz._backend import _cupy_or_reason
+from umapviz.graph import build_graph
 
 
 def pytest_collection_modifyitems(config, items):
@@ -28,7 +31,6 @@ def _private_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def blobs_small():
     """600 points in 10-D, 4 clusters: fast to build and to lay out."""
-    from sklearn.datasets import make_blobs
 
     X, y = make_blobs(600, n_features=10, centers=4, random_state=0)
     return X.astype(np.float32), y
@@ -36,7 +38,6 @@ def blobs_small():
 
 @pytest.fixture(scope="session")
 def small_graph(blobs_small):
-    from umapviz.graph import build_graph
 
     return build_graph(blobs_small[0], n_neighbors=10, n_epochs=60, knn="exact", cache=False, progress=False)
 
@@ -52,8 +53,6 @@ def device(request):
 def mixture_graph():
     """3,000 points of the 256-d Zipf mixture and their graph: hubs with high degree, so buffered updates
     misbehave."""
-    from umapviz import datasets
-    from umapviz.graph import build_graph
 
     X, _ = datasets.load("mixture", n_samples=3000, random_state=0)
     return X, build_graph(X, n_neighbors=15, n_epochs=200, knn="exact", cache=False, progress=False)

@@ -6,8 +6,11 @@ import re
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import umapviz
+import umapviz._backend as backend
+import umapviz.cli as cli
 from umapviz import datasets, metrics
 from umapviz.cli import compare_summary, format_table, main, run_bench, run_compare, run_demo
 from umapviz.graph import build_graph
@@ -44,7 +47,6 @@ def test_demo_cli_reports_bad_input(capsys):
 
 
 def test_demo_cli_refuses_a_bad_n_chunks_before_any_work(capsys, monkeypatch):
-    import umapviz.cli as cli
 
     monkeypatch.setattr(cli, "run_demo", lambda *a, **k: pytest.fail("the demo ran with a bad --n-chunks"))
     for bad in ("4,bogus", "0", "-2", "2.5"):
@@ -56,7 +58,6 @@ def test_demo_cli_refuses_a_bad_n_chunks_before_any_work(capsys, monkeypatch):
 
 def test_demo_cli_refuses_an_out_that_is_a_file_before_any_work(capsys, monkeypatch, tmp_path):
     """It failed with a FileExistsError traceback after every run had finished."""
-    from umapviz import datasets
 
     monkeypatch.setattr(datasets, "load", lambda *a, **k: pytest.fail("the demo started with a bad --out"))
     existing = tmp_path / "outfile"
@@ -69,7 +70,6 @@ def test_demo_cli_refuses_an_out_that_is_a_file_before_any_work(capsys, monkeypa
 def test_demo_cli_refuses_an_out_it_cannot_make_before_any_work(capsys, monkeypatch, tmp_path):
     """A folder that cannot be made (under a file, or a read-only place) failed with a bare "[Errno 20] Not a
     directory" after every run had finished."""
-    from umapviz import datasets
 
     monkeypatch.setattr(datasets, "load", lambda *a, **k: pytest.fail("the demo started with a bad --out"))
     (tmp_path / "afile").write_text("mine")
@@ -126,7 +126,6 @@ def test_demo_cli_label_column_reaches_the_file_reader(capsys, tmp_path, monkeyp
         seen.update(kwargs)
         raise ValueError("stop here")
 
-    from umapviz import datasets
 
     monkeypatch.setattr(datasets, "load", spy)
     assert main(["demo", "--dataset", str(path), "--label-column", "target"]) == 2
@@ -138,7 +137,6 @@ def test_demo_cli_writes_figures(tmp_path, capsys):
                  "--out", str(tmp_path)])
     assert code == 0
     assert "buffered" in capsys.readouterr().out
-    from PIL import Image
 
     img = np.asarray(Image.open(tmp_path / "side_by_side.png"))
     assert img.ndim == 3 and img.shape[1] > 3 * img.shape[0] / 2  # three panels in a row
@@ -155,7 +153,6 @@ def test_demo_start_computed_once_gives_the_bytes_of_init_spectral():
 
 @pytest.mark.parametrize("command", ["demo", "compare", "bench"])
 def test_every_command_says_there_is_no_gpu_before_loading_data(capsys, monkeypatch, command):
-    import umapviz._backend as backend
 
     def no_gpu():
         raise RuntimeError("device='gpu' was asked for, but no GPU is usable here")  # as on a machine without one
@@ -215,7 +212,6 @@ def test_compare_summary_counts_the_seeds_clean_by_both_tests():
 
 
 def test_compare_cli_prints_both_tables_and_writes_a_row_of_panels_per_seed(tmp_path, capsys):
-    from PIL import Image
 
     flags = ["--dataset", "moons", "--n-samples", "300", "--n-epochs", "10", "--n-chunks", "2,auto"]
     assert main(["compare", *flags, "--seeds", "0", "--out", str(tmp_path / "one")]) == 0

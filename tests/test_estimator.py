@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.base import is_classifier, is_regressor
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 import umapviz
+import umapviz.estimator as estimator
 
 
 def test_fit_transform_follows_sklearn_conventions(blobs_small):
@@ -47,10 +52,6 @@ def test_small_spread_gives_a_bounded_embedding():
 
 def test_sklearn_helpers_work_before_and_after_fit():
     validation = pytest.importorskip("sklearn.utils.validation")
-    from sklearn.base import is_classifier, is_regressor
-    from sklearn.exceptions import NotFittedError
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
 
     est = umapviz.UMAP(n_neighbors=10, n_epochs=20, random_state=0, device="cpu")
     with pytest.raises(NotFittedError):
@@ -107,7 +108,6 @@ def test_a_failed_refit_leaves_the_previous_fit_whole(bad):
     ],
 )
 def test_optimizer_parameters_are_checked_before_the_graph(monkeypatch, tmp_path, kwargs, error, match):
-    import umapviz.estimator as estimator
 
     monkeypatch.setattr(estimator, "build_graph", lambda *a, **k: pytest.fail("build_graph ran with a bad parameter"))
     with pytest.raises(error, match=match):

@@ -1,5 +1,6 @@
 """The graph stage: kNN, fuzzy simplicial set (against umap-learn), pruning, a/b, init, cache, bad input."""
 
+import builtins
 import os
 import time
 import warnings
@@ -9,26 +10,38 @@ import numpy as np
 import pytest
 import scipy.sparse
 import scipy.sparse.csgraph
+import scipy.sparse.linalg
 from scipy.spatial.distance import cdist
 
 import umapviz.graph as graph_mod
 from umapviz._backend import gpu_available
 from umapviz.graph import (
+    BuildCancelled,
     FuzzyGraph,
     build_graph,
     find_ab_params,
     fuzzy_simplicial_set,
+    knn_gpu,
     random_init,
     spectral_cpu,
+    spectral_gpu,
     spectral_init,
 )
 from umapviz.graph import build as build_mod
+from umapviz.graph import cache as cache_mod
 from umapviz.graph import fuzzy as fuzzy_front
 from umapviz.graph import fuzzy_cpu as fuzzy_mod
 from umapviz.graph import init as init_mod
 from umapviz.graph import knn as knn_front
 from umapviz.graph import knn_cpu as knn_mod
+from umapviz.graph.build_gpu import build_graph_gpu
 from umapviz.graph.cache import default_cache_dir
+from umapviz.graph.fuzzy_cpu import smooth_knn_dist
+from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
+from umapviz.graph.init import _adjacency
+from umapviz.graph.knn_cpu import exact_knn, query_knn
+from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu, reference_index_gpu
+from umapviz.graph.spectral_gpu import leading_eigenpairs_gpu
 
 
 def _blobs(n_per=60, dim=6, centres=((0.0,), (50.0,), (100.0,)), seed=0):
@@ -101,7 +114,7 @@ def test_approx_knn_repairs_missing_self_and_short_rows(monkeypatch):
             found[1, 2:] = -1
             self.neighbor_graph = (found, np.zeros(found.shape, dtype=np.float32))
 
-    import pynndescent
+    import pynndescent  # noqa: PLC0415 - optional (absent on the lean GPU image)
 
     monkeypatch.setattr(pynndescent, "NNDescent", FakeNNDescent)
     idx, dist = knn_mod.approx_knn(X, 6, random_state=0)
@@ -114,7 +127,6 @@ def test_approx_knn_repairs_missing_self_and_short_rows(monkeypatch):
 def test_approx_knn_without_pynndescent_names_the_fix(monkeypatch):
     """On a lean install (the GPU machine's image has no pynndescent) the bare ModuleNotFoundError said nothing
     about knn='exact' or the GPU."""
-    import builtins
 
     real_import = builtins.__import__
 
@@ -439,7 +451,6 @@ def test_component_adjacency_is_the_fancy_indexed_block():
 @pytest.mark.parametrize("failure, message", [("memory", "ran out of GPU memory"), ("none", "did not converge")])
 def test_a_failed_gpu_eigen_solve_hands_over_to_the_cpu(monkeypatch, failure, message):
     """No GPU needed: the GPU solve is replaced by one that runs out of memory or does not converge."""
-    from umapviz.graph import spectral_gpu
 
     def failing(adj, n_vec, tol, stats=None):
         if failure == "memory":
@@ -504,7 +515,6 @@ def test_cache_hit_returns_an_equal_graph_without_rebuilding(tmp_path, monkeypat
 
 def test_cache_files_of_other_graph_code_are_not_reused(tmp_path, monkeypatch):
     """A change to the kNN or fuzzy-set code made another graph, yet the old file was loaded."""
-    from umapviz.graph import cache as cache_mod
 
     X = _blobs()
     build_graph(X, n_neighbors=10, cache=tmp_path)
@@ -688,22 +698,18 @@ def test_cosine_finds_the_other_all_zero_rows_of_an_all_zero_row():
 
 
 def _largest_component(graph):
-    import scipy.sparse.csgraph
 
-    from umapviz.graph.init import _adjacency
 
     adj = _adjacency(graph)
     _, labels = scipy.sparse.csgraph.connected_components(adj, directed=False)
     keep = np.flatnonzero(labels == np.bincount(labels).argmax())
     return adj[keep][:, keep].tocsr()
 
+
 @pytest.mark.gpu
 def test_gpu_eigen_solve_finds_the_leading_eigenpairs(mixture_graph):
     """Against SciPy at a tolerance a million times tighter: eigenvalues, residuals and the spanned subspace."""
-    import scipy.sparse
-    import scipy.sparse.linalg
 
-    from umapviz.graph.spectral_gpu import leading_eigenpairs_gpu
 
     adj = _largest_component(mixture_graph[1])
     assert adj.shape[0] > 2000  # the premise: a sparse solve, not the dense one
@@ -717,12 +723,10 @@ def test_gpu_eigen_solve_finds_the_leading_eigenpairs(mixture_graph):
     overlap = np.linalg.svd(ref_vectors.T @ vectors, compute_uv=False)  # cosines of the principal angles
     assert overlap.min() > 0.999, overlap
 
+
 @pytest.mark.gpu
 def test_gpu_spectral_init_repeats_its_bytes_and_lays_out_like_the_cpu(monkeypatch):
     """Points along a noisy curve (well-separated eigenvectors): the GPU's layout is the CPU's dense one."""
-    from umapviz.graph import build_graph
-    from umapviz.graph import init as init_mod
-    from umapviz.graph.init import spectral_init
 
     rng = np.random.default_rng(10)
     t = np.sort(rng.uniform(0, 3, size=1200))
@@ -736,10 +740,9 @@ def test_gpu_spectral_init_repeats_its_bytes_and_lays_out_like_the_cpu(monkeypat
     np.testing.assert_allclose(gpu, dense, atol=0.05)
     assert gpu.tobytes() != dense.tobytes()  # another solver: the GPU path really ran
 
+
 @pytest.mark.gpu
 def test_gpu_eigen_solve_that_does_not_converge_hands_over_to_the_cpu(mixture_graph, monkeypatch):
-    from umapviz.graph import spectral_gpu
-    from umapviz.graph.init import spectral_init
 
     _, graph = mixture_graph
     monkeypatch.setattr(spectral_gpu, "MAX_STEPS", 1)  # one Lanczos pass, no restart: far from 1e-4
@@ -747,6 +750,7 @@ def test_gpu_eigen_solve_that_does_not_converge_hands_over_to_the_cpu(mixture_gr
     with pytest.warns(UserWarning, match="GPU eigen-solve did not converge"):
         layout = spectral_init(graph, 2, seed=4, device="gpu")
     assert layout.tobytes() == spectral_init(graph, 2, seed=4).tobytes()
+
 
 def _knn_data():
     """2,501 points: three stages of the selection's scan, the last one partial, and score rows padded to a
@@ -757,12 +761,11 @@ def _knn_data():
     X[200] = 0.0  # a zero row (cosine's special case)
     return X
 
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
 def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
-    from umapviz.graph.knn_cpu import exact_knn
-    from umapviz.graph.knn_gpu import exact_knn_gpu
 
     X = _knn_data()
     idx_c, dist_c = exact_knn(X, 15, metric, progress=False)
@@ -772,12 +775,11 @@ def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
     np.testing.assert_array_equal(idx_g, idx_c)
     np.testing.assert_array_equal(dist_g, dist_c)
 
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
 def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
-    from umapviz.graph.knn_cpu import query_knn
-    from umapviz.graph.knn_gpu import query_knn_gpu, reference_index_gpu
 
     X = _knn_data()
     queries = np.concatenate([X[:40] + 0.01, X[100:103]])  # the last three: copies of points (and duplicated)
@@ -793,15 +795,15 @@ def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
         np.testing.assert_array_equal(dist_r, dist_c)
     assert (dist_g[40:43, 0] == 0).all()  # a query equal to a point finds it at distance 0, not as "self"
 
+
 @pytest.mark.gpu
 def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_cut():
     """select_candidates on a hand-made score tile (4 rows of 5,000 columns, 256 threads keeping 16 each, thread t
     taking columns 4t .. 4t + 3 of every 1,024): the m smallest col_add + scale * G by (score, column), self
     first; a row is flagged exactly when a thread's 16 kept scores ran out while more were wanted (it may have
     dropped a smaller one)."""
-    import cupy as cp
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
-    from umapviz.graph import knn_gpu
 
     n, m, row0 = 5000, 30, 100  # rows 0-3 are points 100-103: column 100 + r is the row's own point
     columns = np.arange(n)
@@ -829,10 +831,9 @@ def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_c
     np.testing.assert_array_equal(cand.get()[:2], want[:2])
     assert (cand.get()[2:, 0] == row0 + np.arange(2, 4)).all()  # self first even in a flagged row
 
+
 @pytest.mark.gpu
 def test_gpu_cosine_knn_of_all_zero_rows_equals_the_cpu():
-    from umapviz.graph.knn_cpu import exact_knn, query_knn
-    from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu
 
     X = np.random.default_rng(0).normal(size=(400, 12)).astype(np.float32)
     X[[150, 260, 333, 399]] = 0.0  # empty documents, far down the index order
@@ -843,12 +844,12 @@ def test_gpu_cosine_knn_of_all_zero_rows_equals_the_cpu():
         np.testing.assert_array_equal(got[1], want[1])
     assert list(exact_knn_gpu(X, 8, "cosine")[0][150, :4]) == [150, 260, 333, 399]
 
+
 @pytest.mark.gpu
 def test_gpu_graph_build_stops_when_cancel_says_so(mixture_graph, monkeypatch):
     """A GPU build asks ``cancel`` before each kNN tile (the host waits for the tile before last, so the asks
     follow the GPU's work instead of all coming before it starts): it stops at the first tile after cancel says
     so, and a build that is never stopped is the uncancelled one."""
-    from umapviz.graph import BuildCancelled, build_graph, knn_gpu
 
     X = mixture_graph[0][:600]
     monkeypatch.setattr(knn_gpu, "_TILE_BYTES", 4 * 600 * 50)  # tiles of 50 rows: 12 of them
@@ -866,11 +867,9 @@ def test_gpu_graph_build_stops_when_cancel_says_so(mixture_graph, monkeypatch):
     assert len(never.knn_indices) == 600
     assert never.fingerprint == build_graph(X, **kw).fingerprint
 
+
 @pytest.mark.gpu
 def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
-    from umapviz.graph.build_gpu import build_graph_gpu
-    from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set
-    from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu
 
     X, graph = mixture_graph
     ref = fuzzy_simplicial_set(graph.knn_indices, graph.knn_dists)
@@ -884,13 +883,12 @@ def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
     np.testing.assert_array_equal(g.tail, graph.tail)
     np.testing.assert_allclose(g.weight, graph.weight, rtol=1e-6)
 
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("rows", [slice(None), slice(0, 3)])
 def test_gpu_graph_refuses_distances_beyond_float32_with_the_fix(mixture_graph, rows):
     """Rows near float32's limit overflow their kNN distances to inf on the GPU too: the GPU graph stage names them
     before its fuzzy set (as the CPU's does), and the data scaled as the message says builds."""
-    from umapviz.graph import build_graph
-    from umapviz.graph.build_gpu import build_graph_gpu
 
     X = np.clip(mixture_graph[0][:400], -1, 1)
     X[rows] *= np.float32(3e38)
@@ -901,13 +899,12 @@ def test_gpu_graph_refuses_distances_beyond_float32_with_the_fix(mixture_graph, 
         build_graph_gpu(X, n_neighbors=15)
     assert build_graph_gpu(X / np.abs(X).max(), n_neighbors=15).nnz > 0
 
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("scale", [1e20, 1e-20])
 def test_gpu_fuzzy_set_of_rows_far_from_unit_scale_matches_the_cpu(mixture_graph, scale):
     """Rows beyond the bisection's reach are bisected in power-of-two units on both devices (fuzzy.bisection_units):
     the same sigma and rho, scaled, as the rows of ordinary scale beside them get."""
-    from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist
-    from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
 
     _, graph = mixture_graph
     dists = graph.knn_dists.copy()

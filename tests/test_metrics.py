@@ -294,7 +294,7 @@ def test_outlier_thresholds_are_checked(kwargs, error, message):
 
 @pytest.mark.gpu
 def test_metrics_take_cupy_arrays(mixture_graph):
-    import cupy as cp
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
     X, graph = mixture_graph
     opt = LayoutOptimizer(graph, strategy="buffered", device="gpu", random_state=7).run()

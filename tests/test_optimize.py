@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import _thread
+import dataclasses
+import re
+import warnings
+
 import numba
 import numpy as np
 import pytest
+from sklearn.manifold import trustworthiness as sklearn_trustworthiness
 
+from umapviz import datasets
+from umapviz._backend import gpu_available
+from umapviz.graph import build_graph
+from umapviz.graph._types import FuzzyGraph
+from umapviz.graph.init import spectral_init
+from umapviz.graph.knn_gpu import _plan_tile
 from umapviz.metrics import trustworthiness
-from umapviz.optimize import REPRODUCIBLE, STRATEGIES, LayoutOptimizer
+from umapviz.optimize import REPRODUCIBLE, STRATEGIES, LayoutOptimizer, engine_cpu, engine_gpu
 from umapviz.optimize.chunks import chunk_bounds, chunks_for, resolve_n_chunks
+from umapviz.optimize.engine_cpu import scatter_n_neg, schedule
+from umapviz.optimize.engine_gpu import _check_fits
+from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES, sequential_gpu_advice
+from umapviz.optimize.params import EngineParams
 from umapviz.optimize.rng import edge_order, negative_vertex, negative_vertices, resolve_seed
+from umapviz.optimize.vertex_index import VERTEX_WIDE_GROUP, VERTEX_WIDE_ITEMS, vertex_group_sizes, vertex_index
 
 
 def _run(graph, **kw) -> np.ndarray:
@@ -18,12 +35,11 @@ def _run(graph, **kw) -> np.ndarray:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_strategy_lays_out_the_clusters(small_graph, blobs_small, strategy):
-    from sklearn.manifold import trustworthiness
 
     emb = _run(small_graph, strategy=strategy, n_chunks=8, random_state=0)
     assert emb.shape == (small_graph.n_vertices, 2) and emb.dtype == np.float32
     assert np.isfinite(emb).all()
-    assert trustworthiness(blobs_small[0], emb, n_neighbors=10) > 0.85
+    assert sklearn_trustworthiness(blobs_small[0], emb, n_neighbors=10) > 0.85
 
 
 @pytest.mark.parametrize("strategy", sorted(REPRODUCIBLE))
@@ -65,7 +81,6 @@ def test_chunk_apply_takes_the_definitions_bytes():
     """The apply step of a chunk gives every touched row float32(float64(y) + sum * 2**-32) for the integer sum
     of its moves and leaves the sums clear; a coordinate whose sum is 0 keeps its bits (-0.0 stays -0.0, as on
     the GPU)."""
-    from umapviz.optimize import engine_cpu
 
     rng = np.random.default_rng(0)
     n, nnz, dim, lo, hi = 1000, 20000, 2, 1000, 7000
@@ -183,7 +198,6 @@ def test_chunk_bounds_cut_like_array_split():
 def _hub_graph(n_leaves: int, n_ring: int = 0):
     """A hub joined to n_leaves leaves, plus a ring of n_ring other vertices (to add edges without hubs), as a
     FuzzyGraph with both directions of every edge: max_degree = n_leaves."""
-    from umapviz.graph._types import FuzzyGraph
 
     leaves = np.arange(1, n_leaves + 1)
     ring = np.arange(n_leaves + 1, n_leaves + 1 + n_ring)
@@ -430,7 +444,6 @@ def test_not_a_graph():
 
 
 def test_gpu_without_gpu_says_so(small_graph):
-    from umapviz._backend import gpu_available
 
     if gpu_available():
         pytest.skip("a GPU is present here")
@@ -490,7 +503,6 @@ def _vertex_epoch_reference(Y, graph, n_neg_edge, seed, t, alpha, group):
 
 def _first_active_epoch(graph):
     """n_neg per edge in epoch 1 (-1 where inactive), by the CPU schedule; epoch 0 has no active edge."""
-    from umapviz.optimize.engine_cpu import schedule
 
     eps = graph.epochs_per_sample.astype(np.float64)
     state = (eps.copy(), eps / 5, eps, eps / 5)
@@ -518,7 +530,6 @@ def test_vertex_moves_a_hub_once_per_32_of_its_edges():
 
 
 def test_vertex_group_sizes_widen_above_the_threshold():
-    from umapviz.optimize.vertex_index import VERTEX_WIDE_ITEMS, vertex_group_sizes
 
     items = np.array([0, 5, VERTEX_WIDE_ITEMS - 1, VERTEX_WIDE_ITEMS, VERTEX_WIDE_ITEMS + 1, 10 * VERTEX_WIDE_ITEMS])
     head_ptr = np.concatenate([[0], np.cumsum(items // 2)])
@@ -529,7 +540,6 @@ def test_vertex_group_sizes_widen_above_the_threshold():
 def test_vertex_moves_a_wide_hub_once_per_128_of_its_edges():
     """A vertex with more than VERTEX_WIDE_ITEMS edges (as head and tail) takes its active items 128 at a time;
     the others stay at 32."""
-    from umapviz.optimize.vertex_index import VERTEX_WIDE_ITEMS
 
     n_leaves = VERTEX_WIDE_ITEMS // 2 + 20  # the hub: 2 * n_leaves items, all active in epoch 1
     graph = _hub_graph(n_leaves)
@@ -557,7 +567,6 @@ def _vertex_index(graph):
 
 
 def _is_mirrored(graph) -> bool:
-    from umapviz.optimize.vertex_index import vertex_index
 
     ix = vertex_index(graph.head, graph.tail, graph.epochs_per_sample, graph.n_vertices)
     head_ptr, tail_ptr, by_tail = _vertex_index(graph)
@@ -570,9 +579,7 @@ def _is_mirrored(graph) -> bool:
 def test_an_edge_and_its_reverse_share_their_schedule_in_built_graphs(small_graph):
     """What lets the vertex strategy read a tail item's activity at its reverse's place: build_graph's edges come
     in mirrored pairs with equal epochs_per_sample, and then their n_neg agree in every epoch."""
-    import dataclasses
 
-    from umapviz.optimize.engine_cpu import scatter_n_neg, schedule
 
     assert _is_mirrored(small_graph)
     head_ptr, tail_ptr, by_tail = _vertex_index(small_graph)
@@ -599,7 +606,6 @@ def test_an_edge_and_its_reverse_share_their_schedule_in_built_graphs(small_grap
 def test_vertex_on_a_graph_without_mirrored_weights_follows_the_contract():
     """The hub's edges to its leaves due every epoch, the leaves' edges to the hub every other one: a tail
     item's activity is its own edge's, not its reverse's."""
-    import dataclasses
 
     graph = _hub_graph(100, 20)
     eps = np.where(graph.head == 0, 1.0, 2.0)
@@ -622,7 +628,6 @@ def test_ctrl_c_during_an_epoch_leaves_a_consistent_optimizer_that_resumes_to_th
 ):
     """A Ctrl-C during a kernel was raised after the points moved but before the epoch was counted: the optimizer
     said epoch k while holding epoch k+1's layout."""
-    import _thread
 
     whole = _run(small_graph, strategy=strategy, n_chunks=3, random_state=5)
     opt = LayoutOptimizer(small_graph, strategy=strategy, n_chunks=3, random_state=5)
@@ -644,7 +649,6 @@ def test_ctrl_c_during_an_epoch_leaves_a_consistent_optimizer_that_resumes_to_th
 
 
 def test_sequential_gpu_advice_only_for_sequential_on_a_gpu_with_a_big_graph():
-    from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES, sequential_gpu_advice
 
     big = SEQUENTIAL_GPU_EDGES + 1
     advice = sequential_gpu_advice("sequential", "gpu", big)
@@ -680,7 +684,6 @@ def test_deterministic_strategies_repeat_bytes_on_each_device(small_graph, strat
     assert runs[0].tobytes() == runs[1].tobytes()
 
 
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("strategy, constant, value", [
     ("chunked", "SCHED_WINDOW", 1), ("chunked", "SCHED_WINDOW", 3), ("vertex", "SCHED_WINDOW", 3),
@@ -690,7 +693,6 @@ def test_deterministic_strategies_repeat_bytes_on_each_device(small_graph, strat
 def test_gpu_launch_constants_do_not_change_the_bytes(small_graph, monkeypatch, strategy, constant, value):
     """How many epochs one schedule pass covers, and which vertices get a warp of their own, change how the work
     is spread, never the result."""
-    from umapviz.optimize import engine_gpu
 
     if constant == "VERTEX_HEAVY" and value == 24:  # the split must leave vertices on both sides
         work = np.bincount(small_graph.head, minlength=small_graph.n_vertices) + np.bincount(
@@ -702,13 +704,11 @@ def test_gpu_launch_constants_do_not_change_the_bytes(small_graph, monkeypatch, 
     assert ref.tobytes() == other.tobytes()
 
 
-
 @pytest.mark.gpu
 def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatch):
     """The persistent kernel's barrier, 2,000 chunks (up to 4,000 barriers an epoch) on several blocks per
     multiprocessor, gives the bytes of a grid of one block per multiprocessor; and a second run after a reset
     repeats them (the barrier's counter starts over)."""
-    from umapviz.optimize import engine_gpu
 
     small = _opt(small_graph, "chunked", "gpu", n_chunks=2000)
     assert small._engine._persist_blocks == small._engine._sms  # a typical chunk of a few edges: one block each
@@ -719,7 +719,6 @@ def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatc
     assert opt.run().embedding.tobytes() == ref.tobytes()
     opt.reset()
     assert opt.run().embedding.tobytes() == ref.tobytes()
-
 
 
 @pytest.mark.gpu
@@ -842,9 +841,7 @@ def test_chunk_apply_by_rows_or_by_edges_follows_the_cpu(mixture_graph, n_chunks
     SWEEP_PCT % of the rows), else edge by edge; each way repeats its bytes and, after the first active epoch,
     lies where the CPU's layout does (to the last-bit differences of powf). The assertion on the active count
     makes sure each case takes the way it is named for."""
-    import re
 
-    from umapviz.optimize import engine_gpu
 
     _, graph = mixture_graph
     sweep_percent = int(re.search(r"^#define SWEEP_PCT (\d+)", engine_gpu.KERNELS.read_text(), re.M).group(1))
@@ -874,9 +871,7 @@ def test_vertex_wide_hubs_follow_the_cpu(mixture_graph):
     groups of 128: two share a block of the kernel, the third has one to itself) lay out as on the CPU (to the
     last-bit differences of powf, one active epoch), beside the mixture's own hubs (a warp each) and ordinary
     vertices (tiles), and repeat their bytes."""
-    import dataclasses
 
-    from umapviz.optimize.vertex_index import VERTEX_WIDE_GROUP
 
     _, graph = mixture_graph
     n, hubs = graph.n_vertices, np.arange(3, dtype=np.int32)
@@ -908,7 +903,6 @@ def test_vertex_reads_tail_flags_only_where_the_graph_is_not_mirrored(mixture_gr
     """A built graph is mirrored (tail items' activity read at their reverses' places, no tail-order flags); with
     the edges of its first 300 heads made twice as rare as their reverses it is not, and the kernel must read each
     tail item's own flags. Both lay out as on the CPU (one active epoch, to powf's last bits)."""
-    import dataclasses
 
     _, graph = mixture_graph
     eps = graph.epochs_per_sample.astype(np.float64)
@@ -965,7 +959,6 @@ def test_a_gpu_layout_that_overflows_stops_with_an_error(small_graph):
 def test_ctrl_c_during_a_gpu_epoch_leaves_the_epoch_count_with_its_layout(small_graph, strategy, monkeypatch):
     """A Ctrl-C that arrives while a GPU epoch runs is held until the epoch is counted (LayoutOptimizer.step), so
     the optimizer says epoch 10 with epoch 10's layout; chunked then resumes to the uninterrupted run's bytes."""
-    import _thread
 
     opt = _opt(small_graph, strategy, "gpu")
     real = opt._engine.run_epoch
@@ -1006,7 +999,6 @@ def test_gpu_engine_flags_a_non_finite_epoch_and_forgets_it_on_reset(small_graph
 
 @pytest.mark.gpu
 def test_gpu_optimizer_starts_from_the_gpu_spectral_init(mixture_graph):
-    from umapviz.graph.init import spectral_init
 
     _, graph = mixture_graph
     gpu = _opt(graph, "chunked", "gpu")
@@ -1022,11 +1014,7 @@ def test_too_many_components_for_the_gpu(small_graph):
 
 @pytest.mark.gpu
 def test_sequential_on_the_gpu_warns_where_its_one_thread_is_slow(small_graph):
-    import warnings
 
-    from umapviz import datasets
-    from umapviz.graph import build_graph
-    from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES
 
     X, _ = datasets.load("blobs", n_samples=8000, random_state=0)
     big = build_graph(X, n_neighbors=15, n_epochs=20, knn="exact", cache=False, progress=False)
@@ -1045,10 +1033,8 @@ def test_sequential_on_the_gpu_warns_where_its_one_thread_is_slow(small_graph):
 def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, strategy):
     """device_bytes_needed sizes the schedule window and the out-of-memory error, so it must neither
     overstate (a smaller window or a false error) nor understate (an allocation failure) what is allocated."""
-    import cupy as cp
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
-    from umapviz.optimize import engine_gpu
-    from umapviz.optimize.params import EngineParams
 
     _, graph = mixture_graph
     pool = cp.get_default_memory_pool()
@@ -1064,8 +1050,6 @@ def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, strategy):
 
 @pytest.mark.gpu
 def test_too_big_for_gpu_memory_says_how_much():
-    from umapviz.graph.knn_gpu import _plan_tile
-    from umapviz.optimize.engine_gpu import _check_fits
 
     with pytest.raises(MemoryError, match=r"needs \d+\.\d+ GiB of GPU memory"):
         _check_fits(10**10, 2 * 10**11, 2, "chunked")

@@ -7,15 +7,22 @@ Small images and a few thousand points keep this fast (the first datashader call
 from __future__ import annotations
 
 import base64
+import importlib
+import importlib.util
 import io
 import json
 import os
 import re
+from types import SimpleNamespace
 
+import datashader.transfer_functions as tf
 import numpy as np
 import pytest
+import xarray as xr
+from PIL import Image, ImageDraw
 from test_render_colormap import make_grid  # the same grid kinds as the NumPy shading tests (tests/ is on sys.path)
 
+from umapviz._backend import is_cupy, to_host
 from umapviz.render import (
     CLASS_PALETTE,
     DEFAULT_STYLE,
@@ -24,8 +31,10 @@ from umapviz.render import (
     Style,
     View,
     aggregate,
+    encode_png,
     image,
     outlier_chart,
+    record,
     recording_frames,
     render,
     save_gif,
@@ -34,7 +43,19 @@ from umapviz.render import (
     save_png,
     side_by_side,
 )
-from umapviz.render.shade import hex_to_rgb
+from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
+from umapviz.render.shade import (
+    MAX_LABELS_PER_SIDE,
+    class_colors,
+    composite,
+    edge_labels,
+    edge_marker_positions,
+    hex_to_rgb,
+    marker_size,
+    pil_font,
+    shade,
+    shade_points,
+)
 from umapviz.render.view import data_bounds, resolve_view
 
 OUTLIER_RGB = hex_to_rgb(DEFAULT_STYLE.outlier_color)
@@ -190,11 +211,7 @@ def test_class_colours_follow_labels():
 
 @pytest.mark.parametrize("n_labels", [None, 4])
 def test_shading_only_lit_pixels_matches_datashader_on_the_whole_grid(n_labels):
-    import datashader.transfer_functions as tf
-    import xarray as xr
 
-    from umapviz.render.aggregate import Aggregate
-    from umapviz.render.shade import class_colors, composite, shade_points
 
     rng = np.random.default_rng(4)
     shape = (30, 40) if n_labels is None else (30, 40, n_labels)
@@ -202,7 +219,7 @@ def test_shading_only_lit_pixels_matches_datashader_on_the_whole_grid(n_labels):
     agg = Aggregate(counts, None, np.zeros((4, 32), np.uint32), View((0.0, 1.0), (0.0, 1.0)))
     if n_labels is None:
         whole = tf.shade(xr.DataArray(counts, dims=("y", "x")), cmap=list(DEFAULT_STYLE.cmap),
-                         how="eq_hist", min_alpha=DEFAULT_STYLE.min_alpha)  # fmt: skip
+                         how="eq_hist", min_alpha=DEFAULT_STYLE.min_alpha)
     else:
         grid = xr.DataArray(counts, dims=("y", "x", "c"), coords={"c": np.arange(n_labels)})
         whole = tf.shade(grid, color_key=class_colors(n_labels), how="eq_hist", min_alpha=DEFAULT_STYLE.min_alpha)
@@ -307,7 +324,6 @@ def test_recording_rejects_inconsistent_frames():
 
 
 def test_recorder_callback_copies_each_frame():
-    from types import SimpleNamespace
 
     rec = Recording()
     optimizer = SimpleNamespace(embedding=cloud(50))
@@ -329,7 +345,6 @@ def test_html_replay_holds_every_frame_and_needs_nothing_else(tmp_path):
     captions = json.loads(re.search(r"const CAPTIONS = (\[.*?\]);", page).group(1))
     assert len(frames) == len(rec) == len(captions)
     assert captions[2] == "epoch 20 · 6 outliers"
-    from PIL import Image
 
     decoded = [np.asarray(Image.open(io.BytesIO(base64.b64decode(f))).convert("RGBA")) for f in frames]
     assert all(d.shape == (64, 64, 4) for d in decoded)
@@ -346,7 +361,6 @@ def test_shared_view_lets_frames_compare():
 
 
 def test_gif_has_every_frame(tmp_path):
-    from PIL import Image
 
     path = save_gif(make_recording(), tmp_path / "run.gif", width=48, height=48)
     with Image.open(path) as gif:
@@ -354,7 +368,6 @@ def test_gif_has_every_frame(tmp_path):
 
 
 def test_mp4_without_ffmpeg_says_what_to_install(tmp_path, monkeypatch):
-    import importlib.util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -365,7 +378,6 @@ def test_mp4_without_ffmpeg_says_what_to_install(tmp_path, monkeypatch):
 
 
 def test_png_round_trip(tmp_path):
-    from PIL import Image
 
     rgba = image(cloud(300), width=40, height=30)
     path = save_png(rgba, tmp_path / "sub" / "frame.png")
@@ -373,9 +385,7 @@ def test_png_round_trip(tmp_path):
 
 
 def test_png_encoder_output_decodes_to_the_same_pixels():
-    from PIL import Image
 
-    from umapviz.render import encode_png
 
     rng = np.random.default_rng(6)
     translucent = rng.integers(0, 256, size=(7, 5, 4), dtype=np.uint8)  # odd sizes, real alpha
@@ -430,7 +440,7 @@ def test_outlier_chart_lines_rise_with_the_counts():
 
 # -- live view ------------------------------------------------------------------------------------------
 def test_live_view_re_aggregates_at_the_visible_range():
-    from umapviz.render.live import LiveView
+    from umapviz.render.live import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     live = LiveView(width=120, height=120, view="auto")
     emb = np.concatenate([cloud(3000, 1, (-10, 0)), cloud(3000, 2, (10, 0))])
@@ -455,7 +465,7 @@ def test_live_view_re_aggregates_at_the_visible_range():
 
 def test_live_view_push_refuses_bad_labels_and_outliers_at_once():
     """At draw time HoloViews only logs such errors, and the live plot silently stops updating."""
-    from umapviz.render.live import LiveView
+    from umapviz.render.live import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     live = LiveView(width=60, height=60)
     emb = cloud(200)
@@ -469,9 +479,9 @@ def test_live_view_push_refuses_bad_labels_and_outliers_at_once():
 
 
 def test_live_view_updates_a_bokeh_plot_on_zoom_and_push():
-    import holoviews as hv
+    import holoviews as hv  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
-    from umapviz.render.live import LiveView
+    from umapviz.render.live import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     live = LiveView(width=100, height=100)
     emb = cloud(2000)
@@ -488,7 +498,7 @@ def test_live_view_updates_a_bokeh_plot_on_zoom_and_push():
 
 def test_mp4_has_every_frame_when_ffmpeg_is_installed(tmp_path):
     pytest.importorskip("imageio_ffmpeg")
-    import imageio.v2 as imageio
+    import imageio.v2 as imageio  # noqa: PLC0415 - optional: only the MP4 export needs it
 
     path = save_mp4(make_recording(), tmp_path / "run.mp4", width=63, height=48)
     with imageio.get_reader(path) as reader:
@@ -497,9 +507,7 @@ def test_mp4_has_every_frame_when_ffmpeg_is_installed(tmp_path):
 
 
 def test_edge_count_labels_never_overlap_and_the_largest_is_written():
-    from PIL import Image, ImageDraw
 
-    from umapviz.render.shade import MAX_LABELS_PER_SIDE, edge_labels, edge_marker_positions, marker_size, pil_font
 
     counts = np.zeros(64, np.int64)
     counts[20:40] = np.arange(100, 120)  # twenty neighbouring bins, all with three-digit counts
@@ -525,11 +533,10 @@ def test_edge_count_labels_never_overlap_and_the_largest_is_written():
     {"metadata": np.frombuffer(b"[1, 2]", dtype=np.uint8)},  # TypeError from dict()
     {"outliers_recorded": np.array([True])},  # IndexError
     {"format_version": np.array([1, 1])},  # TypeError from int()
-])  # fmt: skip
+])
 def test_a_recording_whose_parts_disagree_is_refused_as_damaged(tmp_path, change):
     """A file that passes its checksum but whose parts do not fit (another writer, a bug) failed with whatever
     error the parts met first, or loaded fewer frames than it holds."""
-    from umapviz.render import record
 
     arrays = {**make_recording()._arrays(), **change}
     arrays["checksum"] = np.frombuffer(record._checksum(arrays).encode(), dtype=np.uint8)
@@ -641,7 +648,7 @@ def test_gpu_image_equals_cpu_image(cp, reference):
         host = image(emb, outliers=outliers, width=160, height=120, view="robust", **kwargs)
         dev_kwargs = {k: cp.asarray(v) for k, v in kwargs.items()}
         device = image(cp.asarray(emb), outliers=cp.asarray(outliers), width=160, height=120, view="robust",
-                       **dev_kwargs)  # fmt: skip
+                       **dev_kwargs)
         np.testing.assert_array_equal(device, host)
 
 
@@ -657,7 +664,7 @@ def test_gpu_large_input_counts_every_point(cp):
 @pytest.mark.gpu
 def test_gpu_live_view_draws_device_embeddings(cp):
     pytest.importorskip("holoviews")  # the live view's own library; absent from the GPU machine's image
-    from umapviz.render.live import LiveView
+    from umapviz.render.live import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     emb = tricky_points(20_000, seed=5)
     host_view, device_view = LiveView(width=90, height=70), LiveView(width=90, height=70)
@@ -673,8 +680,6 @@ def test_gpu_live_view_draws_device_embeddings(cp):
 @pytest.mark.parametrize("k", [None, 3, 10])
 @pytest.mark.parametrize("kind", ["dense", "power law", "sparse", "single point", "zero", "huge"])
 def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
-    from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
-    from umapviz.render.shade import Style, shade
 
     counts = make_grid(kind, k).astype(np.uint32)
     outliers = np.zeros(counts.shape[:2], np.uint32)
@@ -695,11 +700,9 @@ def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
 
 @pytest.mark.gpu
 def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, reference, monkeypatch):
-    import importlib
 
     colormap = importlib.import_module("umapviz.render._colormap")
     shade_module = importlib.import_module("umapviz.render.shade")  # the module, not the function of that name
-    from umapviz._backend import is_cupy, to_host
 
     emb = tricky_points(1_000_000, seed=6)
     labels = np.arange(len(emb)) % 5
@@ -717,8 +720,8 @@ def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, refer
         copied.clear()
         dev_kwargs = {k: cp.asarray(v) for k, v in kwargs.items()}
         rgba, agg = render(cp.asarray(emb), outliers=cp.asarray(outliers), width=160, height=120, view="robust",
-                           **dev_kwargs)  # fmt: skip
+                           **dev_kwargs)
         assert is_cupy(agg.counts) and is_cupy(agg.outlier_counts)  # the grids stayed on the GPU
         assert copied and max(copied) <= rgba.nbytes < emb.nbytes // 10  # the image and small tables only
         np.testing.assert_array_equal(rgba, image(emb, outliers=outliers, width=160, height=120, view="robust",
-                                                  **kwargs))  # fmt: skip
+                                                  **kwargs))

@@ -14,7 +14,11 @@ import zlib
 
 import numpy as np
 import pytest
+from PIL import Image
 
+from umapviz.render import _png, encode_png
+from umapviz.render._colormap import EQ_HIST_BINS, count_levels
+from umapviz.render._png import adler32_combine
 from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
 from umapviz.render.shade import Style, shade, shade_points, shade_points_datashader
 from umapviz.render.view import View
@@ -75,7 +79,6 @@ def test_generic_shading_equals_datashader(kind, k, how):
 
 
 def test_the_huge_grid_takes_the_binned_eq_hist_path_and_the_others_do_not():
-    from umapviz.render._colormap import EQ_HIST_BINS, count_levels
 
     for kind, binned in (("huge", True), ("dense", False)):
         totals = make_grid(kind, None).ravel()
@@ -139,9 +142,7 @@ def idat_payload(png: bytes) -> bytes:
     [((7, 5, 4), False), ((800, 800, 4), True), ((600, 500, 4), False), ((3, 30_000, 4), True), ((41, 3000, 3), True)],
 )
 def test_png_decodes_bit_for_bit(shape, opaque, level):
-    from PIL import Image
 
-    from umapviz.render import encode_png
 
     rng = np.random.default_rng(7)
     rgba = np.zeros(shape, np.uint8)
@@ -159,7 +160,6 @@ def test_png_decodes_bit_for_bit(shape, opaque, level):
 
 
 def test_png_bytes_do_not_depend_on_the_number_of_threads(monkeypatch):
-    from umapviz.render import _png, encode_png
 
     rgba = np.random.default_rng(8).integers(0, 256, (800, 800, 4), dtype=np.uint8)
     threaded = encode_png(rgba)
@@ -168,7 +168,6 @@ def test_png_bytes_do_not_depend_on_the_number_of_threads(monkeypatch):
 
 
 def test_adler32_of_joined_strings_from_the_parts():
-    from umapviz.render._png import adler32_combine
 
     rng = np.random.default_rng(9)
     for n in (0, 1, 5552, 100_000):  # 5552: zlib's own block length for the modulo
@@ -179,7 +178,6 @@ def test_adler32_of_joined_strings_from_the_parts():
 
 
 def test_png_bad_level_or_empty_image_is_named():
-    from umapviz.render import encode_png
 
     with pytest.raises(ValueError, match="compress_level"):
         encode_png(np.zeros((4, 4, 4), np.uint8), compress_level=10)

@@ -6,6 +6,10 @@ Each test reproduces a reported failure and checks the clear error (or the corre
 
 from __future__ import annotations
 
+import os
+import stat
+import tempfile
+
 import numpy as np
 import pytest
 
@@ -16,6 +20,7 @@ from umapviz.render import (
     RecordingError,
     Style,
     View,
+    aggregate,
     image,
     outlier_chart,
     recording_frames,
@@ -27,7 +32,7 @@ from umapviz.render import (
     save_png,
     side_by_side,
 )
-from umapviz.render.shade import dilate, hex_to_rgb
+from umapviz.render.shade import dilate, hex_to_rgb, shade
 
 OUTLIER_RGB = np.array(hex_to_rgb(DEFAULT_STYLE.outlier_color), dtype=np.uint8)
 
@@ -95,8 +100,6 @@ def test_a_large_explicit_n_labels_draws_what_the_default_draws():
 
 def test_classes_that_share_a_colour_draw_the_image_of_their_own_counts():
     """40 classes counted as the palette's 15 colours: the very image that 40 layers of counts give."""
-    from umapviz.render.aggregate import aggregate
-    from umapviz.render.shade import shade
 
     rng = np.random.default_rng(4)
     points = rng.normal(size=(3000, 2)).astype(np.float32)
@@ -151,7 +154,7 @@ def test_bad_width_is_a_clear_error_everywhere(bad):
 
 def test_bad_liveview_size_is_a_clear_error():
     pytest.importorskip("holoviews")
-    from umapviz.render import LiveView
+    from umapviz.render import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     with pytest.raises(ValueError, match=r"height=0 .* whole number of pixels"):
         LiveView(width=100, height=0)
@@ -307,7 +310,6 @@ def test_good_styles_still_draw():
 def test_a_folder_that_takes_no_new_files_is_named_as_the_target(tmp_path, monkeypatch):
     """The error named the temporary file (.a.tmp.995_fjei.png) that the user never asked for. Root ignores
     read-only folders, so the refusal is simulated where the temporary file is made."""
-    import tempfile
 
     def refuse(prefix="", suffix="", dir=None):
         raise PermissionError(13, "Permission denied", f"{dir}/{prefix}x1y2{suffix}")
@@ -321,7 +323,6 @@ def test_a_folder_that_takes_no_new_files_is_named_as_the_target(tmp_path, monke
 
 def test_aggregate_takes_a_fixed_view_as_numbers():
     """aggregate(X, (0, 1, 0, 1)) raised AttributeError: 'tuple' object has no attribute 'x_range'."""
-    from umapviz.render import aggregate
 
     emb = np.array([[0.25, 0.25], [0.75, 0.75], [5.0, 5.0]])
     agg = aggregate(emb, (0, 1, 0, 1), 10, 10)
@@ -393,8 +394,6 @@ def test_a_file_in_the_way_of_the_folder_or_a_folder_at_the_target_says_so(tmp_p
 def test_saving_over_a_symlink_or_a_file_with_its_own_permissions_keeps_them(tmp_path):
     """os.replace put a plain file where the user's symlink was (the file it pointed to kept its old picture), and
     reset a replaced file's permissions to the umask's."""
-    import os
-    import stat
 
     rgba = image(cloud(), width=10, height=10)
     (tmp_path / "real").mkdir()

@@ -11,8 +11,8 @@ import pytest
 import scipy.linalg
 import scipy.sparse as sp
 
+from umapviz.graph import FuzzyGraph, spectral_cpu, spectral_gpu
 from umapviz.graph import init as init_mod
-from umapviz.graph import spectral_cpu, spectral_gpu
 
 
 class HostOps:
@@ -114,7 +114,6 @@ def test_batched_lanczos_with_too_few_steps_solves_nothing():
 
 def _graph_of(components, seed=0):
     """A FuzzyGraph of the components with their vertices shuffled over the ids, as a kNN graph's clusters are."""
-    from umapviz.graph import FuzzyGraph
 
     adj, _ = _stack(components)
     perm = np.random.default_rng(seed).permutation(adj.shape[0])
@@ -159,7 +158,7 @@ def test_spectral_init_solves_large_components_together_and_the_rest_alone(monke
 @pytest.mark.gpu
 def test_gpu_segment_kernels_match_the_host_primitives():
     """Components spanning several tiles, one tile exactly and a few rows; 5 of 7 stored vectors used."""
-    import cupy as cp
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
     components = [_connected(5000, 9000, 1), _connected(3, 2, 2), _connected(spectral_gpu._SEG_TILE, 4000, 3),
                   _connected(2 * spectral_gpu._SEG_TILE + 1, 9000, 4)]

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import pickle
+import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 import umapviz
+from umapviz.graph import knn_cpu as knn
+from umapviz.graph import knn_gpu
 from umapviz.graph.fuzzy_cpu import new_point_memberships, smooth_knn_dist
 from umapviz.graph.knn_cpu import exact_knn, query_knn
 from umapviz.optimize.optimizer import learning_rate_at
@@ -18,7 +26,6 @@ from umapviz.optimize.transform import embed_new_points, transform_n_epochs
 @pytest.fixture(scope="module")
 def split_blobs():
     """2,000 points of 5 well separated 12-D blobs, split 1,600 / 400, and a model fitted on the first part."""
-    from sklearn.datasets import make_blobs
 
     X, y = make_blobs(2000, n_features=12, centers=5, cluster_std=1.0, random_state=3)
     X = X.astype(np.float32)
@@ -80,8 +87,6 @@ def test_transform_is_bitwise_deterministic_and_leaves_the_fit_alone(split_blobs
 
 def test_transform_works_in_a_pipeline():
     pytest.importorskip("sklearn")
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
 
     X = np.random.default_rng(1).normal(size=(300, 5))
     pipe = make_pipeline(StandardScaler(), umapviz.UMAP(n_neighbors=10, n_epochs=30, random_state=0, device="cpu"))
@@ -101,7 +106,6 @@ def test_transform_refuses_bad_input_and_an_unfitted_model(split_blobs):
     with pytest.raises(ValueError, match=r"not fitted yet: call fit\(X\) before transform") as info:
         fresh.transform(X[:5])
     assert isinstance(info.value, AttributeError)
-    from sklearn.exceptions import NotFittedError
 
     assert isinstance(info.value, NotFittedError)
 
@@ -293,9 +297,7 @@ def test_feature_names_on_one_side_only_are_warned_about_as_in_scikit_learn():
 def test_query_knn_memory_is_bounded_by_the_tile(monkeypatch, metric):
     """The queries were transformed for the ranking all at once, through a float64 copy: three times the queries'
     own size held at once (cosine more), whatever the tile; and two tiles' products were alive together."""
-    import tracemalloc
 
-    from umapviz.graph import knn_cpu as knn
 
     monkeypatch.setattr(knn, "_TILE_BYTES", 2**20)
     rng = np.random.default_rng(11)
@@ -315,9 +317,7 @@ def test_query_knn_memory_is_bounded_by_the_tile(monkeypatch, metric):
 def test_repeated_transforms_prepare_the_training_data_once_and_still_pickle(split_blobs, monkeypatch):
     """Each call prepared (centred and scaled) all the training data again: most of the cost of a few new points.
     The prepared copy holds a local function, which pickle cannot store, so it is left out of the pickle."""
-    import pickle
 
-    from umapviz.graph import knn_cpu as knn
 
     est, _, _, X_test, _ = split_blobs
     est = pickle.loads(pickle.dumps(est))  # a fresh copy, nothing prepared yet
@@ -334,11 +334,8 @@ def test_repeated_transforms_prepare_the_training_data_once_and_still_pickle(spl
 
 @pytest.mark.gpu
 def test_transform_after_a_gpu_fit_takes_cupy_input_and_repeats_its_bytes(monkeypatch):
-    import cupy as cp
-    from sklearn.datasets import make_blobs
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
-    import umapviz
-    from umapviz.graph import knn_gpu
 
     X, y = make_blobs(3000, n_features=16, centers=6, random_state=2)
     X = X.astype(np.float32)

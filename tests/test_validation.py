@@ -5,8 +5,18 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse
+from sklearn.datasets import make_blobs
 
-from umapviz._validation import SEED_LIMIT, check_data, check_n_epochs, check_n_neighbors, check_random_state
+import umapviz
+from umapviz import datasets, metrics
+from umapviz._validation import (
+    SEED_LIMIT,
+    check_data,
+    check_n_epochs,
+    check_n_neighbors,
+    check_random_state,
+    non_finite_rows,
+)
 
 
 def test_accepts_lists_and_arrays_as_float32_c_contiguous():
@@ -41,7 +51,6 @@ def test_nan_and_inf_rows_are_counted_and_located():
 
 def test_rows_whose_sum_overflows_are_finite_and_accepted():
     """The NaN/inf scan sums each row first; rows near float32's largest value overflow that sum, yet are data."""
-    from umapviz._validation import non_finite_rows
 
     X = np.random.default_rng(1).normal(size=(40, 8)).astype(np.float32)
     X[3] = 3e38  # sums to inf
@@ -59,7 +68,6 @@ def test_a_float32_cast_that_blurs_columns_is_warned_about():
     X = np.column_stack([1e6 + rng.normal(size=300), rng.normal(size=300)])
     with pytest.warns(UserWarning, match=r"1 column\(s\).*column 0.*X - X.mean\(axis=0\)"):
         check_data(X)
-    import umapviz
 
     with pytest.warns(UserWarning, match="coarse grid") as record:  # also through the estimator, once
         umapviz.UMAP(n_neighbors=5, n_epochs=5, random_state=0, device="cpu").fit(X)
@@ -188,8 +196,6 @@ def test_check_n_epochs():
 def test_every_entry_point_checks_random_state_alike(bad, error, message):
     """One range everywhere ([0, 2**32)): a seed the graph stage takes, the layout takes too, and two seeds
     never collide (a 63-bit mask made 2**63 the seed 0)."""
-    import umapviz
-    from umapviz import datasets, metrics
 
     X = np.random.default_rng(0).normal(size=(60, 4)).astype(np.float32)
     graph = umapviz.build_graph(X, n_neighbors=5, cache=False)
@@ -204,7 +210,6 @@ def test_every_entry_point_checks_random_state_alike(bad, error, message):
 
 
 def test_the_largest_seed_is_taken_and_differs_from_zero():
-    import umapviz
 
     X = np.random.default_rng(0).normal(size=(60, 4)).astype(np.float32)
     graph = umapviz.build_graph(X, n_neighbors=5, cache=False)
@@ -233,7 +238,6 @@ def test_a_generator_gives_one_drawn_seed_per_call(make):
 
 
 def _blobs(n=400, d=6, seed=0):
-    from sklearn.datasets import make_blobs
 
     X, _ = make_blobs(n, n_features=d, centers=3, random_state=seed)
     return X.astype(np.float32)
@@ -241,7 +245,6 @@ def _blobs(n=400, d=6, seed=0):
 
 @pytest.mark.parametrize("make", [np.random.RandomState, np.random.default_rng])
 def test_umap_takes_a_generator_drawing_one_seed_per_fit_for_both_stages(make):
-    import umapviz
 
     X = _blobs()
 
@@ -263,7 +266,6 @@ def test_umap_takes_a_generator_drawing_one_seed_per_fit_for_both_stages(make):
 
 
 def test_layout_optimizer_takes_a_generator_and_keeps_its_seed_on_reset(small_graph):
-    import umapviz
 
     opt = umapviz.LayoutOptimizer(small_graph, init="random", random_state=np.random.default_rng(3))
     assert opt.seed == _drawn(np.random.default_rng(3))
@@ -281,8 +283,6 @@ def test_layout_optimizer_takes_a_generator_and_keeps_its_seed_on_reset(small_gr
 def test_int_seeds_give_the_bytes_they_gave_before_generators_were_accepted(kwargs, expected):
     """Fingerprints computed on the code before random_state took generators (random init keeps the eigen-solver
     out: these bytes depend on the layout code alone). A change here changes every seeded result."""
-    import umapviz
-    from umapviz import metrics
 
     X = _blobs(500, 8, seed=1)
     emb = umapviz.UMAP(n_neighbors=10, n_epochs=50, random_state=0, device="cpu", **kwargs).fit_transform(X)

@@ -10,6 +10,10 @@ import pytest
 pytest.importorskip("ipywidgets")
 pytest.importorskip("datashader")
 
+import umapviz.widgets.explorer as explorer_module
+from umapviz import _backend, datasets
+from umapviz.graph.init import spectral_init
+from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES
 from umapviz.render import Recording  # noqa: E402
 from umapviz.widgets import Explorer, ExplorerError, compare, session  # noqa: E402
 from umapviz.widgets.compare import TABLE_COLUMNS, configurations  # noqa: E402
@@ -201,7 +205,6 @@ def test_bad_parameters_show_an_error_instead_of_raising(blobs_small):
 
 
 def test_missing_gpu_is_reported_in_the_panel(blobs_small, monkeypatch):
-    from umapviz import _backend
 
     if _backend.gpu_available():
         pytest.skip("a GPU is present")
@@ -330,7 +333,6 @@ def test_switching_dataset_in_the_menu_rebuilds_and_can_switch_back(blobs_small,
 
 
 def test_initial_layouts_are_cached_on_disk_and_checked_on_read(small_graph, tmp_path, monkeypatch):
-    from umapviz.graph.init import spectral_init
 
     monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path))
     calls = []
@@ -690,7 +692,6 @@ def test_compare_set_mends_a_grid_that_failed_to_build(blobs_small):
 def test_a_slow_strategy_on_its_device_is_said_in_the_status_and_cleared_by_another(blobs_small, monkeypatch):
     """The GPU's one-thread sequential strategy crawls on a big graph: the panel says so where the user looks
     (no GPU here, so the advice is made to fire for sequential on the CPU; the GPU half is in tests/test_gpu.py)."""
-    import umapviz.widgets.explorer as explorer_module
 
     monkeypatch.setattr(explorer_module, "sequential_gpu_advice",
                         lambda strategy, device, nnz: f"slow: {nnz} edges" if strategy == "sequential" else None)
@@ -710,8 +711,6 @@ def test_a_slow_strategy_on_its_device_is_said_in_the_status_and_cleared_by_anot
 
 @pytest.mark.gpu
 def test_sequential_on_the_gpu_is_said_in_the_status():
-    from umapviz import datasets
-    from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES
 
     X, y = datasets.load("blobs", n_samples=8000, random_state=0)
     ex = Explorer(X, labels=y, device="gpu", strategy="sequential", n_neighbors=15, n_epochs=40, size=96)

@@ -25,6 +25,7 @@ pytest.importorskip("datashader")
 
 from ipywidgets.widgets import widget as ipywidget  # noqa: E402
 
+from umapviz.graph import knn_cpu as knn_mod
 from umapviz.widgets import Explorer, compare  # noqa: E402
 from umapviz.widgets.worker import Worker  # noqa: E402
 
@@ -138,7 +139,6 @@ def test_close_during_a_graph_build_stops_the_build_at_its_next_tile(make, monke
     """close() during a slow build returned at once, but the build ran on to its end in the background (up to
     half a minute of both cores for the largest exact builds). Now the exact kNN asks the closed worker before
     each tile."""
-    from umapviz.graph import knn_cpu as knn_mod
 
     X = np.random.default_rng(31).normal(size=(900, 12)).astype(np.float32)  # not cached by any other test
     monkeypatch.setattr(knn_mod, "_TILE_BYTES", 4 * 900 * 30)  # tiles of 30 rows: 30 of them
