@@ -87,7 +87,7 @@ def main() -> None:
     n_samples = None if args.data == MIXTURE else args.n_samples  # a graph brings its own points
     explorer = Explorer(data, labels=labels, n_samples=n_samples, device=args.device, strategy=args.strategy,
                         epochs_per_frame=args.epochs_per_frame, size=args.size,
-                        colour_by_class=not args.density, init=args.init)  # fmt: skip
+                        colour_by_class=not args.density, init=args.init)
     explorer.frame()
     first_frame = time.perf_counter() - start
     progress(f"first frame in {first_frame:.1f} s: {explorer.timings}")

@@ -35,7 +35,7 @@ COMPARE_SEEDS: tuple[int, ...] = (0, 1, 2)
 # The GPU's sequential strategy is one thread (for tests and small graphs): named, it runs; by default, not.
 REFERENCES = ("sequential", "hogwild")
 BENCH_STRATEGIES = {"cpu": ("hogwild", "sequential", "buffered", "chunked", "vertex"),
-                    "gpu": ("hogwild", "buffered", "chunked", "vertex")}  # fmt: skip
+                    "gpu": ("hogwild", "buffered", "chunked", "vertex")}
 
 # Errors from the Python API name its parameters ("n_neighbors=1 is too small"); the commands' users typed flags.
 # Parameters with an underscore are names wherever they appear; device, init and repeat are words too, so only
@@ -81,7 +81,7 @@ def _strategy(name: str) -> str:
 
 
 _n_chunks = _value(lambda text: check_n_chunks(int(text) if text.isdigit() else text),
-                   f"an n_chunks value: use whole numbers >= 1 or {', '.join(RULES)}")  # fmt: skip
+                   f"an n_chunks value: use whole numbers >= 1 or {', '.join(RULES)}")
 _parse_chunks = _comma_list(_n_chunks)
 _seed = _value(lambda text: check_random_state(int(text)), "a seed: use whole numbers from 0 to 2**32 - 1")
 _parse_seeds = _comma_list(_seed)
@@ -109,7 +109,7 @@ def _data_and_graph(dataset: str | None, n_samples: int | None, random_state: in
     name = datasets.DEFAULT if dataset is None else dataset  # "" is a typo, not a wish for the default
     X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state, label_column=label_column)
     graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state,
-                        progress=progress, device=device)  # fmt: skip
+                        progress=progress, device=device)
     return X, labels, graph
 
 
@@ -153,7 +153,7 @@ def _run_series(graph, runs: Sequence[tuple[str, int | str]], seed: int, start: 
         rows.append({"strategy": strategy, "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
                      "rule": chunks if isinstance(chunks, str) else "", "outliers_bounds": int(bounds.sum()),
                      "outliers_neighbors": int(metrics.outliers(emb, graph, method="neighbors").sum()),
-                     "s_per_epoch": seconds / opt.n_epochs, "fingerprint": metrics.fingerprint(emb)})  # fmt: skip
+                     "s_per_epoch": seconds / opt.n_epochs, "fingerprint": metrics.fingerprint(emb)})
         embeddings.append(emb)
         masks.append(bounds)
         done()
@@ -163,7 +163,7 @@ def _run_series(graph, runs: Sequence[tuple[str, int | str]], seed: int, start: 
 def _titles(rows: list[dict], suffix: str = "") -> list[str]:
     """Panel titles: the strategy, and for chunked its n_chunks and rule."""
     return [r["strategy"] + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
-            + (f" ({r['rule']})" if r["rule"] else "") + suffix for r in rows]  # fmt: skip
+            + (f" ({r['rule']})" if r["rule"] else "") + suffix for r in rows]
 
 
 # --------------------------------------------------------------------------------------------------- demo
@@ -191,7 +191,7 @@ def run_demo(
     out = _figures_folder(out)
     device, reference = _device_and_reference(device, reference)
     X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
-                                       device, progress)  # fmt: skip
+                                       device, progress)
     runs: list[tuple[str, int | str]] = [(reference, 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
     _check_chunks([c for _, c in runs], graph)
@@ -212,7 +212,7 @@ def run_demo(
 DEMO_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("rule", "rule", str),
                 ("outliers(bounds)", "outliers_bounds", str), ("outliers(neighbors)", "outliers_neighbors", str),
                 ("trust", "trustworthiness", "{:.4f}".format), ("s/epoch", "s_per_epoch", "{:.4f}".format),
-                ("fingerprint", "fingerprint", str))  # fmt: skip
+                ("fingerprint", "fingerprint", str))
 
 
 def format_table(rows: list[dict], columns: Sequence[tuple[str, str, Callable]] = DEMO_COLUMNS) -> str:
@@ -253,7 +253,7 @@ def run_compare(
         raise ValueError("--seeds is empty; give at least one layout seed, e.g. --seeds 0,1,2.")
     device, reference = _device_and_reference(device, reference)
     _, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
-                                       device, progress)  # fmt: skip
+                                       device, progress)
     _check_chunks(chunk_values, graph)
     runs = [(reference, 1)] + [("chunked", c) for c in chunk_values]
     rows: list[dict] = []
@@ -289,12 +289,12 @@ def compare_summary(rows: list[dict]) -> list[dict]:
              "clean": f"{sum(r['outliers_bounds'] == 0 and r['outliers_neighbors'] == 0 for r in group)}/{len(group)}",
              "most_bounds": max(r["outliers_bounds"] for r in group),
              "most_neighbors": max(r["outliers_neighbors"] for r in group)}
-            for (strategy, value), group in groups.items()]  # fmt: skip
+            for (strategy, value), group in groups.items()]
 
 
 SUMMARY_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("used", "n_chunks_used", str),
                    ("clean seeds", "clean", str), ("most outliers(bounds)", "most_bounds", str),
-                   ("most outliers(neighbors)", "most_neighbors", str))  # fmt: skip
+                   ("most outliers(neighbors)", "most_neighbors", str))
 
 
 # -------------------------------------------------------------------------------------------------- bench
@@ -324,7 +324,7 @@ def run_bench(
     repeat = check_int("repeat", repeat, 1)
     device = resolve_device(device)  # before any data is loaded, so that a missing GPU is said first
     _, _, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs, device,
-                                  progress)  # fmt: skip
+                                  progress)
     strategies = list(strategies or BENCH_STRATEGIES[device])
     _check_chunks([n_chunks], graph)
     start = _start_layout(graph, init, random_state, device)
@@ -334,7 +334,7 @@ def run_bench(
         for strategy in strategies:
             bar.set_postfix_str(strategy)
             rows.append(_time_strategy(graph, strategy, n_chunks, random_state, start, n_epochs, device, repeat,
-                                       bar.update))  # fmt: skip
+                                       bar.update))
     hogwild = next((r["ms_per_epoch"] for r in rows if r["strategy"] == "hogwild"), None)
     for r in rows:
         r["x_hogwild"] = None if hogwild is None else r["ms_per_epoch"] / hogwild
@@ -360,7 +360,7 @@ def _time_strategy(graph, strategy: str, n_chunks: int | str, seed: int, start: 
     total = float(np.sum(seconds))
     return {"strategy": strategy, "n_chunks": opt.n_chunks if strategy == "chunked" else "-", "setup_s": setup,
             "ms_per_epoch": 1e3 * total / len(seconds), "edges_per_s": sum(active) / total,
-            "fingerprint": prints[0], "repeats": None if repeat == 1 else len(set(prints)) == 1}  # fmt: skip
+            "fingerprint": prints[0], "repeats": None if repeat == 1 else len(set(prints)) == 1}
 
 
 def _repeats_text(row: dict) -> str:
@@ -374,7 +374,7 @@ def _repeats_text(row: dict) -> str:
 BENCH_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("ms/epoch", "ms_per_epoch",
                  "{:.3f}".format), ("M active edges/s", "edges_per_s", lambda v: f"{v / 1e6:.1f}"),
                  ("x hogwild", "x_hogwild", lambda v: "-" if v is None else f"{v:.2f}"),
-                 ("set-up s", "setup_s", "{:.2f}".format), ("fingerprint", "fingerprint", str))  # fmt: skip
+                 ("set-up s", "setup_s", "{:.2f}".format), ("fingerprint", "fingerprint", str))
 
 
 def bench_table(rows: list[dict]) -> str:

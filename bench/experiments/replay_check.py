@@ -64,7 +64,7 @@ def screenshot(chromium: str, page: Path, png: Path, ms: int) -> None:
         chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
         f"--screenshot={png}", "--window-size=720,720", f"--virtual-time-budget={ms}",
         page.resolve().as_uri(),
-    ]  # fmt: skip
+    ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
 
 
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     recording = buffered_recording() if args.source == "buffered" else synthetic_recording()
     page = save_html(recording, args.out / "replay.html", fps=4, width=560, height=560,
-                     title=f"umapviz replay of a {args.source} run (no kernel)")  # fmt: skip
+                     title=f"umapviz replay of a {args.source} run (no kernel)")
     shots = []
     for ms in (100, 1100):  # at 4 frames/s: the first frame, then about the fifth
         png = args.out / f"replay_t{ms}ms.png"

@@ -235,7 +235,7 @@ def gpu_aggregate(
                 np.float64((xmin + xmax) * 0.5), np.float64((ymin + ymax) * 0.5),
                 np.float64((xmax - xmin) * 0.5), np.float64((ymax - ymin) * 0.5),
             ),
-        )  # fmt: skip
+        )
     if keep_on_device:
         return counts, outlier_counts, edge_counts.get()
     return (

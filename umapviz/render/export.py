@@ -71,7 +71,7 @@ def encode_png(rgba: np.ndarray, compress_level: int = 1) -> bytes:
         _png_chunk(b"IHDR", header),
         _png_chunk(b"IDAT", zlib_stream(rgba, compress_level)),
         _png_chunk(b"IEND", b""),
-    ])  # fmt: skip
+    ])
 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
@@ -110,7 +110,7 @@ def recording_frames(
     images = []
     for frame in recording:
         rgba = image(frame.embedding, recording.labels, frame.outliers, width, height, view,
-                     n_labels=n_labels, style=style)  # fmt: skip
+                     n_labels=n_labels, style=style)
         if captions:
             draw_caption(rgba, frame_caption(frame.epoch, frame.outliers))
         images.append(rgba)
@@ -120,7 +120,7 @@ def recording_frames(
 def shared_view(recording: Recording, width: int, height: int) -> View:
     """The union of every frame's robust view (square pixels): one scale for the whole run."""
     return square_pixels(union([resolve_view(f.embedding, "robust", width, height) for f in recording]).bounds,
-                         width, height)  # fmt: skip
+                         width, height)
 
 
 def frame_caption(epoch: int, outliers: np.ndarray | None) -> str:
@@ -184,7 +184,7 @@ def save_mp4(frames: Frames, path: str | os.PathLike, fps: float = 10, **frame_o
 
     def write(tmp: Path) -> None:
         with imageio.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
-                                pixelformat="yuv420p", macro_block_size=2) as writer:  # fmt: skip
+                                pixelformat="yuv420p", macro_block_size=2) as writer:
             for im in images:
                 writer.append_data(np.pad(im[..., :3], ((0, ph), (0, pw), (0, 0)), mode="edge"))
 

@@ -113,7 +113,7 @@ def side_by_side(
         draw.text((x0 + panel_size / 2, header / 2), str(titles[i]), fill=INK, font=title_font, anchor="mm")
         for j, text in enumerate(notes[i]):
             draw.text((x0 + panel_size / 2, header + panel_size + line * (j + 0.5) + 2), text,
-                      fill=INK, font=count_font, anchor="mm")  # fmt: skip
+                      fill=INK, font=count_font, anchor="mm")
     return np.asarray(canvas).copy()
 
 

@@ -69,7 +69,7 @@ class LiveView:
         self.dmap = self.dmap.opts(
             width=width, height=height, framewise=True, active_tools=["wheel_zoom"],
             xaxis=None, yaxis=None, title=title, backend="bokeh",
-        )  # fmt: skip
+        )
 
     def push(
         self,
@@ -113,7 +113,7 @@ class LiveView:
         if self._last is not None and not self._refit and self._last[0] == key:
             return self._last[1]  # the plot echoing back the range we just drew: nothing new to draw
         rgba, agg = render(data.embedding, data.labels, data.outliers, w, h, view,
-                           n_labels=data.n_labels, style=self.style)  # fmt: skip
+                           n_labels=data.n_labels, style=self.style)
         self._refit = False
         xmin, xmax, ymin, ymax = agg.view.bounds
         label = data.caption

@@ -35,7 +35,7 @@ from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
 CLASS_PALETTE = (
     "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#CC79A7",
     "#77AADD", "#EE8866", "#EEDD88", "#FFAABB", "#99DDFF", "#44BB99", "#BBCC33", "#AAAA00", "#DDDDDD",
-)  # fmt: skip
+)
 # Unlabelled density: dark to pale blue, far from the outlier red in every kind of colour vision.
 COUNT_CMAP = ("#16306b", "#2a5caa", "#4f9bd9", "#a9d8f5")
 
@@ -473,7 +473,7 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
             # The tip touches the border; the base lies `size` pixels inside.
             base_c = (x - ox * size, y - oy * size)
             base = [(base_c[0] + ax * size * 0.7, base_c[1] + ay * size * 0.7),
-                    (base_c[0] - ax * size * 0.7, base_c[1] - ay * size * 0.7)]  # fmt: skip
+                    (base_c[0] - ax * size * 0.7, base_c[1] - ay * size * 0.7)]
             draw.polygon([(x, y), *base], fill=color, outline=text_color)
         labels = edge_labels(draw, font, edge_counts[side], positions[side], side, s) if write else []
         for xy, text, anchor in labels:
