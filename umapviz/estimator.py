@@ -28,6 +28,25 @@ class UMAP:
     also be a NumPy ``RandomState`` or ``Generator`` (scikit-learn's convention): each ``fit`` draws one seed from
     it, used by the graph and the layout alike, so a fresh ``RandomState(0)`` repeats its bytes and a shared
     generator gives a new layout per fit. The seed a fit used is ``optimizer_.seed``.
+
+    Parameters
+    ----------
+    n_neighbors, metric, min_dist, spread, knn
+        The graph's, as :func:`umapviz.build_graph` takes them.
+    n_components : int
+        Dimensions of the embedding.
+    n_epochs : int, optional
+        Epochs of the layout; None: 500 up to 10,000 points, else 200.
+    strategy, n_chunks, init, learning_rate, negative_sample_rate, repulsion_strength
+        The layout's, as :class:`umapviz.LayoutOptimizer` takes them.
+    random_state : int, None, numpy.random.RandomState or numpy.random.Generator
+        Seeds the graph (approximate kNN) and the layout; see above.
+    device : str
+        ``"auto"`` (default: the GPU where one is usable), ``"cpu"`` or ``"gpu"``.
+    cache : bool or str
+        The graph cache: False (default), True (the default directory) or a directory.
+    verbose : bool
+        Progress bars for the long stages.
     """
 
     def __init__(

@@ -76,9 +76,21 @@ def outliers(
       - ``"radius"``: distance from the coordinate-wise median beyond median + n_mad x 1.4826 MAD of
         those distances.
 
-    ``graph`` is a FuzzyGraph (its ``knn_indices`` are the neighbours) or an (n, k) integer array of
-    neighbour indices; a point's own index and negative entries are ignored. Rows with NaN or inf are
-    always outliers.
+    Rows with NaN or inf are always outliers.
+
+    Parameters
+    ----------
+    embedding : numpy.ndarray or cupy.ndarray
+        (n, dim) layout.
+    graph : FuzzyGraph or array-like, optional
+        For ``"neighbors"``: a FuzzyGraph (its ``knn_indices`` are the neighbours) or an (n, k) integer array of
+        neighbour indices; a point's own index and negative entries are ignored.
+    method : str
+        ``"neighbors"``, ``"bounds"`` or ``"radius"`` (above).
+    reference : numpy.ndarray or cupy.ndarray, optional
+        For ``"bounds"``: the layout to measure against, of the same shape.
+    factor, n_std, n_mad : float
+        The thresholds of the three methods (defaults: NEIGHBOR_FACTOR, BOUNDS_N_STD, RADIUS_N_MAD).
     """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
@@ -122,7 +134,15 @@ def outliers(
 
 
 def neighbor_distances(embedding: Any, graph: Any) -> Any:
-    """Per point, the embedding distance to its nearest graph neighbour (inf when it has none)."""
+    """Per point, the embedding distance to its nearest graph neighbour (inf when it has none).
+
+    Parameters
+    ----------
+    embedding : numpy.ndarray or cupy.ndarray
+        (n, dim) layout.
+    graph : FuzzyGraph or array-like
+        A FuzzyGraph or an (n, k) integer array of neighbour indices (as :func:`outliers` takes it).
+    """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
     nbrs = _neighbor_indices(graph, Y.shape[0], xp)
@@ -141,7 +161,15 @@ def neighbor_distances(embedding: Any, graph: Any) -> Any:
 
 
 def reference_bounds(reference: Any, n_std: float = BOUNDS_N_STD) -> tuple[np.ndarray, np.ndarray]:
-    """Per-axis (lo, hi) = (min - n_std std, max + n_std std) of a reference embedding, as NumPy arrays."""
+    """Per-axis (lo, hi) = (min - n_std std, max + n_std std) of a reference embedding, as NumPy arrays.
+
+    Parameters
+    ----------
+    reference : numpy.ndarray or cupy.ndarray
+        (n, dim) layout.
+    n_std : float
+        Standard deviations beyond the extremes.
+    """
     R = _check_embedding(reference, what="reference")
     n_std = check_positive_float("n_std", n_std, f"{BOUNDS_N_STD:g} is the default", allow_zero=True)
     xp = xp_of(R)
@@ -153,7 +181,13 @@ def reference_bounds(reference: Any, n_std: float = BOUNDS_N_STD) -> tuple[np.nd
 
 
 def radii(embedding: Any) -> Any:
-    """Per point, the distance from the coordinate-wise median of the embedding (NaN rows give NaN)."""
+    """Per point, the distance from the coordinate-wise median of the embedding (NaN rows give NaN).
+
+    Parameters
+    ----------
+    embedding : numpy.ndarray or cupy.ndarray
+        (n, dim) layout.
+    """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
     finite = _finite_rows(Y)
@@ -168,6 +202,15 @@ def outlier_summary(embedding: Any, graph: Any = None, reference: Any = None) ->
     Keys: ``neighbors`` (None without a graph), ``bounds`` (None without a reference), ``radius``,
     ``max_radius`` and ``median_radius`` (distance from the coordinate-wise median), and
     ``max_gap_ratio`` (largest nearest-neighbour distance over the median one; None without a graph).
+
+    Parameters
+    ----------
+    embedding : numpy.ndarray or cupy.ndarray
+        (n, dim) layout.
+    graph : FuzzyGraph or array-like, optional
+        Neighbours, as :func:`outliers` takes them.
+    reference : numpy.ndarray or cupy.ndarray, optional
+        The layout to measure ``bounds`` against.
     """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
@@ -219,7 +262,20 @@ def trustworthiness(
     estimate's standard error is typically a few thousandths. With every point used the value equals
     scikit-learn's (ties aside).
 
-    ``metric`` ("euclidean" or "cosine") applies to X; the embedding is always euclidean.
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray
+        (n, n_features) data, one row per embedded point.
+    embedding : numpy.ndarray or cupy.ndarray
+        (n, dim) layout, on the device the work runs on.
+    n_neighbors : int
+        Neighbourhood size k.
+    sample : int, optional
+        Query points (above); None: every point up to TRUST_AUTO_SAMPLE, that many beyond.
+    random_state : int, None, numpy.random.RandomState or numpy.random.Generator
+        Which query points are drawn.
+    metric : str
+        ``"euclidean"`` or ``"cosine"``, for X; the embedding is always euclidean.
     """
     Y = _check_embedding(embedding)
     xp = xp_of(Y)
@@ -294,6 +350,11 @@ def fingerprint(embedding: Any) -> str:
     finaliser) and the results are summed modulo 2**64: an order-free sum, so NumPy and CuPy give the same
     value and a CuPy array is hashed where it lives (only 8 bytes come back). Shape, dtype and that sum then
     go through blake2b.
+
+    Parameters
+    ----------
+    embedding : numpy.ndarray or cupy.ndarray
+        Any array; hashed on its own device.
     """
     if embedding is None:
         raise TypeError("fingerprint needs an array (NumPy or CuPy), got None.")

@@ -43,25 +43,34 @@ def build_graph(
 
     Parameters
     ----------
-    X : array-like (n_samples, n_features); anything ``np.asarray`` takes, NaN/inf not allowed.
-    n_neighbors : neighbours per point, counting the point itself.
-    metric : "euclidean" or "cosine" (1 - cosine similarity).
-    min_dist, spread : shape of the low-dimensional curve; give ``a`` and ``b``.
-    n_epochs : the optimizer's epoch count, which sets the pruning threshold ``max(w) / n_epochs``;
-        None means 500 up to 10,000 points, else 200.
-    knn : "exact" (tiled brute force), "approx" (pynndescent), or "auto": exact while
-        ``n_samples**2 * (n_features + 150) <= 1.1e12`` (up to ~30 s on 2 cores: 50k x 256 is exact,
-        100k x 50 approximate), else approx.
-    random_state : seeds the approximate kNN (exact kNN does not depend on it): an int, None, or a NumPy
-        RandomState / Generator, from which one seed is drawn.
-    cache : True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path. An unseeded
+    X : array-like
+        (n_samples, n_features); anything ``np.asarray`` takes, NaN/inf not allowed.
+    n_neighbors : int
+        Neighbours per point, counting the point itself.
+    metric : str
+        ``"euclidean"`` or ``"cosine"`` (1 - cosine similarity).
+    min_dist, spread : float
+        Shape of the low-dimensional curve; they give ``a`` and ``b``.
+    n_epochs : int, optional
+        The optimizer's epoch count, which sets the pruning threshold ``max(w) / n_epochs``; None means 500 up
+        to 10,000 points, else 200.
+    knn : str
+        ``"exact"`` (tiled brute force), ``"approx"`` (pynndescent), or ``"auto"``: exact while
+        ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about half a minute on two cores), else approx.
+    random_state : int, None, numpy.random.RandomState or numpy.random.Generator
+        Seeds the approximate kNN (exact kNN does not depend on it); from a generator one seed is drawn.
+    cache : bool, str or os.PathLike
+        True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path. An unseeded
         approximate kNN (random_state=None) is never cached: each call is a fresh draw.
-    progress : show a progress bar for long exact kNN runs.
-    device : "cpu", "gpu" or "auto". On the GPU the kNN is always exact (tiled GEMM + top-k selection,
-        ``knn`` is then ignored and recorded as "exact-gpu") and so is the fuzzy set.
-    cancel : a no-argument callable (e.g. ``event.is_set`` of a ``threading.Event`` another thread sets),
-        asked before each tile of the exact kNN (CPU or GPU) and after the kNN; when it returns True the build
-        stops with :class:`BuildCancelled`. An approximate search runs to its end before it is asked.
+    progress : bool
+        Show a progress bar for long exact kNN runs.
+    device : str
+        ``"cpu"``, ``"gpu"`` or ``"auto"``. On the GPU the kNN is always exact (tiled GEMM + top-k selection;
+        ``knn`` is then ignored and recorded as ``"exact-gpu"``) and so is the fuzzy set.
+    cancel : callable, optional
+        A no-argument callable (e.g. ``event.is_set`` of a ``threading.Event`` another thread sets), asked
+        before each tile of the exact kNN (CPU or GPU) and after the kNN; when it returns True the build stops
+        with :class:`BuildCancelled`. An approximate search runs to its end before it is asked.
     """
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)

@@ -16,13 +16,13 @@ METRICS = ("euclidean", "cosine")
 KNN_METHODS = ("auto", "exact", "approx")
 
 # knn="auto" uses exact kNN while its cost model n_samples**2 * (n_features + 150) stays at or below this bound,
-# approximate beyond. Per pair of points, exact kNN pays a GEMM term (~0.03 ns per feature plus ~2 ns of memory
-# traffic) and ~1-3 ns of candidate selection, together worth ~150 features. On this project's 2-core CPU (shared,
-# so partly contended) 20k x 256 took 2.5-4.5 s, 50k x 256 23-25 s and 100k x 50 61 s. The bound keeps exact
-# runs under ~30 s and includes the 50k x 256 outlier data sets, whose hub vertices are what the kit studies
-# (approximate kNN would blur them).
+# approximate beyond. Per pair of points, exact kNN pays a GEMM term (well under a nanosecond per feature plus
+# the memory traffic) and the candidate selection, together worth about 150 features. The bound keeps exact runs
+# to about half a minute on two cores and includes the 50k x 256 outlier data sets, whose hub
+# vertices are what the kit studies (approximate kNN would blur them).
 AUTO_EXACT_MAX_WORK = 1.1e12
 _AUTO_FEATURE_OFFSET = 150
+
 
 def check_metric(metric: str) -> str:
     """The metric name, or a clear error listing the choices."""
@@ -49,7 +49,6 @@ def stop_if_cancelled(cancel: Callable[[], bool] | None) -> None:
     """Raise BuildCancelled when ``cancel`` (a no-argument callable, or None) says so."""
     if cancel is not None and cancel():
         raise BuildCancelled("the graph build was cancelled")
-
 
 
 def centre_and_scale(A: Any, centre: bool = True) -> tuple[Any, Any, float]:

@@ -27,7 +27,7 @@ from .._backend import cupy, gpu_memory, to_host
 KERNELS = Path(__file__).with_name("spectral_gpu.cu")
 _THREADS = 256  # threads per block of csr_matvec; 32 (one warp) per row
 MAX_STEPS = 20_000  # Lanczos steps (one sparse product each) before the solve counts as not converged
-_NCV = 64  # Lanczos vectors; fewer products and restarts than 20 or 32 at 1M-2M (bench/RESULTS.md)
+_NCV = 64  # Lanczos vectors: on graphs of millions of points, fewer products and restarts than 20 or 32
 BATCH_STEPS = 300  # Lanczos steps of the batched solve; components not converged by then are solved one by one
 _CHECK_EVERY = 10  # steps between the batched solve's convergence checks (each reads the tridiagonals back)
 _BREAKDOWN = 1e-10  # a Lanczos vector shorter than this: the component's Krylov space is exhausted (exact)

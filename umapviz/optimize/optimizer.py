@@ -26,9 +26,8 @@ from .rng import edge_order, resolve_seed
 STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
 REPRODUCIBLE = frozenset({"sequential", "buffered", "chunked", "vertex"})
 INITS = ("spectral", "random")
-# The GPU's sequential strategy is one thread, for checks against the CPU: on an H200 0.98 s an epoch at 50,000
-# points (~1.3M edges), ~7x the CPU's own sequential run (bench/RESULTS.md, 2026-12-02 22:36). Beyond this many
-# edges a run takes long enough to deserve a word.
+# The GPU's sequential strategy is one thread, for checks against the CPU, and several times slower than the
+# CPU's own sequential run (bench/RESULTS.md). Beyond this many edges a run takes long enough to deserve a word.
 SEQUENTIAL_GPU_EDGES = 100_000
 
 
@@ -40,7 +39,7 @@ def sequential_gpu_advice(strategy: str, device: str, nnz: int) -> str | None:
     return (f"strategy='sequential' on the GPU runs the {nnz:,} edges of this graph one after another on one GPU "
             "thread, for checks against the CPU: about 1 s an epoch at 50,000 points on an H200, ~7x slower than "
             "the CPU. Use device='cpu' for a sequential layout, or strategy='hogwild' for a near-sequential one "
-            "on the GPU.")  # fmt: skip
+            "on the GPU.")
 
 
 def learning_rate_at(epoch: int, n_epochs: int, learning_rate: float = 1.0) -> float:
@@ -59,12 +58,12 @@ class EpochRecord:
 
 
 MAX_NEGATIVE_SAMPLE_RATE = 1000
-# The deterministic strategies' fixed-point sums (_cpu._FIX = 2**32 units in int64) hold a row's moves in one chunk
-# up to 2**31; beyond, they saturated without a sign (buffered at learning_rate 1e9 put every point at +-2**31).
+# The deterministic strategies' fixed-point sums (engine_cpu._FIX = 2**32 units in int64) hold a row's moves in one
+# chunk up to 2**31; beyond, they would wrap or saturate, so a learning rate that could get there is refused.
 FIXED_POINT_LIMIT = 2.0**31
 # An init array's largest magnitude: float32's spacing there is 1/16, so typical moves (0.01-1) are mostly lost
 # above; at 1e8 every move is (its spacing, 8, exceeds the clipped step of 4), and from ~1e18 squared distances
-# overflow float32 (NaN in the float strategies; the fixed-point ones turned the NaN moves into -2**31).
+# overflow float32.
 MAX_INIT = 1e6
 
 
@@ -101,12 +100,47 @@ def check_layout_params(
 class LayoutOptimizer:
     """UMAP's layout optimizer over a FuzzyGraph, stepped epoch by epoch.
 
-    Parameters follow umap-learn where they share a name. ``strategy`` picks how edges read and write the
-    embedding (docs/optimizer.md); ``n_chunks`` (an int in [1, nnz], or a rule: ``"auto"``, ``"shipped"``,
-    ``"degree"``, see umapviz/optimize/chunks.py) only matters for ``"chunked"``. ``private_head=False``
-    computes an edge's negative samples from the head's position before its attraction (the pre-fix GPU
-    behaviour). ``random_state``: an int seed, None (a fresh seed), or a NumPy ``RandomState`` / ``Generator``,
-    from which one seed is drawn here; ``seed`` holds the int used (``reset`` keeps it).
+    Parameters follow umap-learn where they share a name; the exact semantics of every strategy are in
+    docs/optimizer.md.
+
+    Parameters
+    ----------
+    graph : FuzzyGraph
+        The graph to lay out, from :func:`umapviz.build_graph`.
+    strategy : str
+        How edges read and write the embedding: ``"sequential"`` (the reference), ``"hogwild"`` (racy),
+        ``"buffered"`` (every move of an epoch from the epoch's start), ``"chunked"`` (``n_chunks`` such steps an
+        epoch) or ``"vertex"`` (each vertex moves only its own row). All but hogwild are bitwise reproducible.
+    n_chunks : int or str
+        Chunks per epoch for ``"chunked"``: an int in [1, nnz], or a rule, ``"auto"`` (the default, see
+        :mod:`umapviz.optimize.chunks`), ``"shipped"`` or ``"degree"``. Checked for every strategy; buffered
+        uses 1.
+    random_state : int, None, numpy.random.RandomState or numpy.random.Generator
+        The seed of the run: an int in [0, 2**32), None (a fresh one), or a generator from which one is drawn.
+        ``seed`` holds the int used (``reset`` keeps it).
+    init : str or array-like
+        ``"spectral"`` (default), ``"random"``, or an array of shape (n_vertices, n_components).
+    n_epochs : int, optional
+        Epochs of the run; None takes the graph's (the count its pruning assumed).
+    learning_rate : float
+        The first epoch's learning rate; it decays linearly to 0.
+    negative_sample_rate : int
+        Negative samples per active edge and epoch, in [0, 1000].
+    repulsion_strength : float
+        UMAP's gamma: the weight of the negative samples' repulsion.
+    device : str
+        ``"cpu"`` (default), ``"gpu"`` or ``"auto"``.
+    n_components : int
+        Dimensions of the layout (1 to 8 on the GPU).
+    private_head : bool
+        True (default): an edge's negative samples move the head as its attraction left it. False: they are
+        computed from the head before its attraction, as the GPU implementation did before its fix; kept to
+        show the difference, not for use.
+
+    Attributes
+    ----------
+    engine_params : EngineParams
+        The run as both engines take it, built once here.
     """
 
     def __init__(

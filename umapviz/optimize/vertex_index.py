@@ -12,7 +12,7 @@ import numpy as np
 VERTEX_GROUP = 32  # active edges of a vertex whose moves are computed from the same row (one GPU warp)
 # A vertex with more edges than VERTEX_WIDE_ITEMS (as head and as tail together) takes its active edges
 # VERTEX_WIDE_GROUP at a time (four GPU warps): its chain of groups, one after the other, would otherwise bound
-# the GPU epoch (bench/RESULTS.md). 128 is the chunked "auto" rule's bound on one vertex's edges per chunk
+# the GPU epoch. 128 is the chunked "auto" rule's bound on one vertex's edges per chunk
 # (bench/CHUNK_STUDY.md: the least-connected hub that stale updates flung had 282).
 VERTEX_WIDE_ITEMS = 4096
 VERTEX_WIDE_GROUP = 128

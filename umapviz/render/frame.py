@@ -28,12 +28,17 @@ def render(
     """Like ``image`` but also returns the Aggregate (grids, the view used, off-view counts).
 
     The Aggregate's grids are CuPy arrays, still on the GPU, when the embedding is.
+
+    Parameters
+    ----------
+    embedding, labels, outliers, width, height, view, n_labels, style
+        As :func:`image` takes them.
     """
     width, height = check_pixels(width, "width"), check_pixels(height, "height")  # before any work on them
     embedding = check_embedding(embedding)
     resolved = resolve_view(embedding, view, width, height)
     agg = aggregate(embedding, resolved, width, height, labels=labels, n_labels=n_labels, outliers=outliers,
-                    keep_on_device=True, n_colours=len(style.palette))  # fmt: skip
+                    keep_on_device=True, n_colours=len(style.palette))
     return shade(agg, style), agg
 
 
@@ -50,11 +55,24 @@ def image(
 ) -> np.ndarray:
     """An (height, width, 4) uint8 RGBA image of an (N, 2) NumPy or CuPy embedding.
 
-    labels: integer codes 0..K-1, one per point, coloured with a colour-blind-safe palette (of 15 colours:
-        beyond that, classes share colours).
-    outliers: boolean mask (or indices) of points drawn on top as ringed red discs.
-    view: "auto" (all finite points), "robust" (quantile-based; far points become border markers), or fixed
-        (xmin, xmax, ymin, ymax), so frames of different epochs line up.
+    Parameters
+    ----------
+    embedding : numpy.ndarray or cupy.ndarray
+        (N, 2) layout; a CuPy one is aggregated and shaded on the GPU.
+    labels : array-like, optional
+        Integer codes 0..K-1, one per point, coloured with a colour-blind-safe palette (of 15 colours: beyond
+        that, classes share colours).
+    outliers : array-like, optional
+        Boolean mask (or indices) of points drawn on top as ringed red discs.
+    width, height : int
+        Pixels.
+    view : str or tuple
+        ``"auto"`` (all finite points), ``"robust"`` (quantile-based; far points become border markers), or a
+        fixed (xmin, xmax, ymin, ymax), so frames of different epochs line up.
+    n_labels : int, optional
+        K, when the labels do not show every class.
+    style : Style
+        Colours and marks.
     """
     return render(embedding, labels, outliers, width, height, view, n_labels=n_labels, style=style)[0]
 
