@@ -181,7 +181,7 @@ class GpuEngine:
             self.dim = dim
             self._allocate()
         with self._stream:
-            # Copy into the buffers in place: a captured CUDA graph holds their addresses.
+            # Copy into the buffers in place: the same allocations serve every run of this shape.
             self.Y[...] = init
             self._next[...] = self._eps
             self._next_neg[...] = self._eps / self._nsr
@@ -258,7 +258,7 @@ class GpuEngine:
 
         def k(name):
             kernel = self._mod.get_function(name)
-            _ = kernel.kernel  # compile and load now, never inside a graph capture
+            _ = kernel.kernel  # compile and load now, not inside the first epoch
             return kernel
 
         self._k_count = k("win_count")
