@@ -38,7 +38,6 @@ def blobs_small():
 
 @pytest.fixture(scope="session")
 def small_graph(blobs_small):
-
     return build_graph(blobs_small[0], n_neighbors=10, n_epochs=60, knn="exact", cache=False, progress=False)
 
 

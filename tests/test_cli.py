@@ -47,7 +47,6 @@ def test_demo_cli_reports_bad_input(capsys):
 
 
 def test_demo_cli_refuses_a_bad_n_chunks_before_any_work(capsys, monkeypatch):
-
     monkeypatch.setattr(cli, "run_demo", lambda *a, **k: pytest.fail("the demo ran with a bad --n-chunks"))
     for bad in ("4,bogus", "0", "-2", "2.5"):
         with pytest.raises(SystemExit) as exit_info:
@@ -153,7 +152,6 @@ def test_demo_start_computed_once_gives_the_bytes_of_init_spectral():
 
 @pytest.mark.parametrize("command", ["demo", "compare", "bench"])
 def test_every_command_says_there_is_no_gpu_before_loading_data(capsys, monkeypatch, command):
-
     def no_gpu():
         raise RuntimeError("device='gpu' was asked for, but no GPU is usable here")  # as on a machine without one
 
@@ -212,7 +210,6 @@ def test_compare_summary_counts_the_seeds_clean_by_both_tests():
 
 
 def test_compare_cli_prints_both_tables_and_writes_a_row_of_panels_per_seed(tmp_path, capsys):
-
     flags = ["--dataset", "moons", "--n-samples", "300", "--n-epochs", "10", "--n-chunks", "2,auto"]
     assert main(["compare", *flags, "--seeds", "0", "--out", str(tmp_path / "one")]) == 0
     assert main(["compare", *flags, "--seeds", "0,1", "--out", str(tmp_path / "two")]) == 0

@@ -108,7 +108,6 @@ def test_a_failed_refit_leaves_the_previous_fit_whole(bad):
     ],
 )
 def test_optimizer_parameters_are_checked_before_the_graph(monkeypatch, tmp_path, kwargs, error, match):
-
     monkeypatch.setattr(estimator, "build_graph", lambda *a, **k: pytest.fail("build_graph ran with a bad parameter"))
     with pytest.raises(error, match=match):
         umapviz.UMAP(cache=str(tmp_path), device="cpu", **kwargs).fit(_data())

@@ -743,7 +743,6 @@ def test_gpu_spectral_init_repeats_its_bytes_and_lays_out_like_the_cpu(monkeypat
 
 @pytest.mark.gpu
 def test_gpu_eigen_solve_that_does_not_converge_hands_over_to_the_cpu(mixture_graph, monkeypatch):
-
     _, graph = mixture_graph
     monkeypatch.setattr(spectral_gpu, "MAX_STEPS", 1)  # one Lanczos pass, no restart: far from 1e-4
     monkeypatch.setattr(spectral_gpu, "BATCH_STEPS", 1)  # nor the batched solve, where several components are
@@ -766,7 +765,6 @@ def _knn_data():
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
 def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
-
     X = _knn_data()
     idx_c, dist_c = exact_knn(X, 15, metric, progress=False)
     idx_g, dist_g = exact_knn_gpu(X, 15, metric, precision=precision)
@@ -780,7 +778,6 @@ def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
 def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
-
     X = _knn_data()
     queries = np.concatenate([X[:40] + 0.01, X[100:103]])  # the last three: copies of points (and duplicated)
     idx_c, dist_c = query_knn(X, queries, 15, metric)
@@ -834,7 +831,6 @@ def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_c
 
 @pytest.mark.gpu
 def test_gpu_cosine_knn_of_all_zero_rows_equals_the_cpu():
-
     X = np.random.default_rng(0).normal(size=(400, 12)).astype(np.float32)
     X[[150, 260, 333, 399]] = 0.0  # empty documents, far down the index order
     for got, want in ((exact_knn_gpu(X, 8, "cosine"), exact_knn(X, 8, "cosine", progress=False)),
@@ -870,7 +866,6 @@ def test_gpu_graph_build_stops_when_cancel_says_so(mixture_graph, monkeypatch):
 
 @pytest.mark.gpu
 def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
-
     X, graph = mixture_graph
     ref = fuzzy_simplicial_set(graph.knn_indices, graph.knn_dists)
     indptr, indices, data = fuzzy_simplicial_set_gpu(graph.knn_indices, graph.knn_dists)

@@ -35,7 +35,6 @@ def _run(graph, **kw) -> np.ndarray:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_strategy_lays_out_the_clusters(small_graph, blobs_small, strategy):
-
     emb = _run(small_graph, strategy=strategy, n_chunks=8, random_state=0)
     assert emb.shape == (small_graph.n_vertices, 2) and emb.dtype == np.float32
     assert np.isfinite(emb).all()
@@ -444,7 +443,6 @@ def test_not_a_graph():
 
 
 def test_gpu_without_gpu_says_so(small_graph):
-
     if gpu_available():
         pytest.skip("a GPU is present here")
     with pytest.raises(RuntimeError, match="no GPU is usable"):
@@ -530,7 +528,6 @@ def test_vertex_moves_a_hub_once_per_32_of_its_edges():
 
 
 def test_vertex_group_sizes_widen_above_the_threshold():
-
     items = np.array([0, 5, VERTEX_WIDE_ITEMS - 1, VERTEX_WIDE_ITEMS, VERTEX_WIDE_ITEMS + 1, 10 * VERTEX_WIDE_ITEMS])
     head_ptr = np.concatenate([[0], np.cumsum(items // 2)])
     tail_ptr = np.concatenate([[0], np.cumsum(items - items // 2)])
@@ -567,7 +564,6 @@ def _vertex_index(graph):
 
 
 def _is_mirrored(graph) -> bool:
-
     ix = vertex_index(graph.head, graph.tail, graph.epochs_per_sample, graph.n_vertices)
     head_ptr, tail_ptr, by_tail = _vertex_index(graph)
     assert np.array_equal(ix.head_ptr, head_ptr) and np.array_equal(ix.tail_ptr, tail_ptr)
@@ -649,7 +645,6 @@ def test_ctrl_c_during_an_epoch_leaves_a_consistent_optimizer_that_resumes_to_th
 
 
 def test_sequential_gpu_advice_only_for_sequential_on_a_gpu_with_a_big_graph():
-
     big = SEQUENTIAL_GPU_EDGES + 1
     advice = sequential_gpu_advice("sequential", "gpu", big)
     assert f"{big:,} edges" in advice and "device='cpu'" in advice and "strategy='hogwild'" in advice
@@ -1004,7 +999,6 @@ def test_gpu_engine_flags_a_non_finite_epoch_and_forgets_it_on_reset(small_graph
 
 @pytest.mark.gpu
 def test_gpu_optimizer_starts_from_the_gpu_spectral_init(mixture_graph):
-
     _, graph = mixture_graph
     gpu = _opt(graph, "chunked", "gpu")
     assert gpu._init.tobytes() == spectral_init(graph, 2, gpu.seed, device="gpu").tobytes()
@@ -1055,7 +1049,6 @@ def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, strategy):
 
 @pytest.mark.gpu
 def test_too_big_for_gpu_memory_says_how_much():
-
     with pytest.raises(MemoryError, match=r"needs \d+\.\d+ GiB of GPU memory"):
         _check_fits(10**10, 2 * 10**11, 2, "chunked")
     with pytest.raises(MemoryError, match=r"needs about \d+\.\d+ GiB"):

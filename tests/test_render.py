@@ -324,7 +324,6 @@ def test_recording_rejects_inconsistent_frames():
 
 
 def test_recorder_callback_copies_each_frame():
-
     rec = Recording()
     optimizer = SimpleNamespace(embedding=cloud(50))
     callback = rec.recorder(outliers=lambda y: y[:, 0] > 1.0)
@@ -361,14 +360,12 @@ def test_shared_view_lets_frames_compare():
 
 
 def test_gif_has_every_frame(tmp_path):
-
     path = save_gif(make_recording(), tmp_path / "run.gif", width=48, height=48)
     with Image.open(path) as gif:
         assert gif.n_frames == 4 and gif.size == (48, 48)
 
 
 def test_mp4_without_ffmpeg_says_what_to_install(tmp_path, monkeypatch):
-
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a)
@@ -378,7 +375,6 @@ def test_mp4_without_ffmpeg_says_what_to_install(tmp_path, monkeypatch):
 
 
 def test_png_round_trip(tmp_path):
-
     rgba = image(cloud(300), width=40, height=30)
     path = save_png(rgba, tmp_path / "sub" / "frame.png")
     np.testing.assert_array_equal(np.asarray(Image.open(path).convert("RGBA")), rgba)
@@ -680,7 +676,6 @@ def test_gpu_live_view_draws_device_embeddings(cp):
 @pytest.mark.parametrize("k", [None, 3, 10])
 @pytest.mark.parametrize("kind", ["dense", "power law", "sparse", "single point", "zero", "huge"])
 def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
-
     counts = make_grid(kind, k).astype(np.uint32)
     outliers = np.zeros(counts.shape[:2], np.uint32)
     outliers[[0, 9, 36], [0, 20, 52]] = 1  # two in corners: discs clipped at the border
@@ -700,7 +695,6 @@ def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
 
 @pytest.mark.gpu
 def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, reference, monkeypatch):
-
     colormap = importlib.import_module("umapviz.render._colormap")
     shade_module = importlib.import_module("umapviz.render.shade")  # the module, not the function of that name
 

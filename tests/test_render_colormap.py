@@ -79,7 +79,6 @@ def test_generic_shading_equals_datashader(kind, k, how):
 
 
 def test_the_huge_grid_takes_the_binned_eq_hist_path_and_the_others_do_not():
-
     for kind, binned in (("huge", True), ("dense", False)):
         totals = make_grid(kind, None).ravel()
         totals = totals[totals > 0].astype(np.uint32)
@@ -160,7 +159,6 @@ def test_png_decodes_bit_for_bit(shape, opaque, level):
 
 
 def test_png_bytes_do_not_depend_on_the_number_of_threads(monkeypatch):
-
     rgba = np.random.default_rng(8).integers(0, 256, (800, 800, 4), dtype=np.uint8)
     threaded = encode_png(rgba)
     monkeypatch.setattr(_png, "_pool", lambda: None)  # one thread
@@ -168,7 +166,6 @@ def test_png_bytes_do_not_depend_on_the_number_of_threads(monkeypatch):
 
 
 def test_adler32_of_joined_strings_from_the_parts():
-
     rng = np.random.default_rng(9)
     for n in (0, 1, 5552, 100_000):  # 5552: zlib's own block length for the modulo
         data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
@@ -178,7 +175,6 @@ def test_adler32_of_joined_strings_from_the_parts():
 
 
 def test_png_bad_level_or_empty_image_is_named():
-
     with pytest.raises(ValueError, match="compress_level"):
         encode_png(np.zeros((4, 4, 4), np.uint8), compress_level=10)
     with pytest.raises(ValueError, match="at least 1 x 1"):

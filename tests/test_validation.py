@@ -210,7 +210,6 @@ def test_every_entry_point_checks_random_state_alike(bad, error, message):
 
 
 def test_the_largest_seed_is_taken_and_differs_from_zero():
-
     X = np.random.default_rng(0).normal(size=(60, 4)).astype(np.float32)
     graph = umapviz.build_graph(X, n_neighbors=5, cache=False)
     top = umapviz.LayoutOptimizer(graph, random_state=2**32 - 1, init="random").run().embedding
@@ -238,14 +237,12 @@ def test_a_generator_gives_one_drawn_seed_per_call(make):
 
 
 def _blobs(n=400, d=6, seed=0):
-
     X, _ = make_blobs(n, n_features=d, centers=3, random_state=seed)
     return X.astype(np.float32)
 
 
 @pytest.mark.parametrize("make", [np.random.RandomState, np.random.default_rng])
 def test_umap_takes_a_generator_drawing_one_seed_per_fit_for_both_stages(make):
-
     X = _blobs()
 
     def fit(random_state):
@@ -266,7 +263,6 @@ def test_umap_takes_a_generator_drawing_one_seed_per_fit_for_both_stages(make):
 
 
 def test_layout_optimizer_takes_a_generator_and_keeps_its_seed_on_reset(small_graph):
-
     opt = umapviz.LayoutOptimizer(small_graph, init="random", random_state=np.random.default_rng(3))
     assert opt.seed == _drawn(np.random.default_rng(3))
     first = opt.run().embedding

@@ -205,7 +205,6 @@ def test_bad_parameters_show_an_error_instead_of_raising(blobs_small):
 
 
 def test_missing_gpu_is_reported_in_the_panel(blobs_small, monkeypatch):
-
     if _backend.gpu_available():
         pytest.skip("a GPU is present")
     X, _ = blobs_small
@@ -333,7 +332,6 @@ def test_switching_dataset_in_the_menu_rebuilds_and_can_switch_back(blobs_small,
 
 
 def test_initial_layouts_are_cached_on_disk_and_checked_on_read(small_graph, tmp_path, monkeypatch):
-
     monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path))
     calls = []
     monkeypatch.setattr(session, "spectral_init", lambda *a, **k: calls.append(a) or spectral_init(*a, **k))
@@ -711,7 +709,6 @@ def test_a_slow_strategy_on_its_device_is_said_in_the_status_and_cleared_by_anot
 
 @pytest.mark.gpu
 def test_sequential_on_the_gpu_is_said_in_the_status():
-
     X, y = datasets.load("blobs", n_samples=8000, random_state=0)
     ex = Explorer(X, labels=y, device="gpu", strategy="sequential", n_neighbors=15, n_epochs=40, size=96)
     try:
