@@ -372,7 +372,9 @@ def test_a_gpu_layout_that_overflows_stops_with_an_error(small_graph):
 
 
 @pytest.mark.parametrize("strategy", ["chunked", "hogwild"])
-def test_ctrl_c_during_a_gpu_epoch_leaves_the_epoch_count_with_its_layout(small_graph, strategy, monkeypatch):
+def test_ctrl_c_during_a_gpu_epoch_leaves_the_epoch_count_with_its_layout(
+    small_graph, strategy, monkeypatch, ctrl_c_raises
+):
     """A Ctrl-C that arrives while a GPU epoch runs is held until the epoch is counted (LayoutOptimizer.step), so
     the optimizer says epoch 10 with epoch 10's layout; chunked then resumes to the uninterrupted run's bytes."""
     import _thread

@@ -624,7 +624,7 @@ def test_vertex_on_a_graph_without_mirrored_weights_follows_the_contract():
 
 @pytest.mark.parametrize("strategy", ["chunked", "buffered", "sequential"])
 def test_ctrl_c_during_an_epoch_leaves_a_consistent_optimizer_that_resumes_to_the_same_bytes(
-    small_graph, strategy, monkeypatch
+    small_graph, strategy, monkeypatch, ctrl_c_raises
 ):
     """A Ctrl-C during a kernel was raised after the points moved but before the epoch was counted: the optimizer
     said epoch k while holding epoch k+1's layout."""
