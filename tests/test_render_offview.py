@@ -92,3 +92,28 @@ def test_side_by_side_moves_the_off_view_count_under_small_panels():
     large = side_by_side([emb, emb], counts=counts, panel_size=240, view=VIEW)
     large_bare = side_by_side([inside_points()] * 2, counts=counts, panel_size=240, view=VIEW)
     assert large.shape == large_bare.shape  # the panel writes it itself: the layout is as before
+
+
+def test_side_by_side_writes_a_title_above_and_a_caption_below_the_same_panels():
+    rng = np.random.default_rng(3)
+    embeddings = [rng.normal(size=(300, 2)) for _ in range(2)]
+    plain = side_by_side(embeddings, titles=["a", "b"])
+    framed = side_by_side(embeddings, titles=["a", "b"], title="two clouds", caption=["one line", "another line"])
+    h = plain.shape[0]
+    at = [o for o in range(framed.shape[0] - h + 1) if np.array_equal(framed[o : o + h], plain)]
+    assert len(at) == 1 and at[0] > 0  # the panels unchanged, moved down under the title
+    above, below = framed[: at[0], :, :3].astype(int), framed[at[0] + h :, :, :3].astype(int)
+    assert below.shape[0] > 2 * 13
+    for band in (above, below):
+        assert (np.abs(band - band[0, 0]).sum(axis=2) > 100).any()  # text on the background
+
+
+def test_a_long_caption_line_is_wrapped_to_the_figure_width():
+    from umapviz.render import add_title_and_caption
+
+    image = np.zeros((50, 200, 4), np.uint8)
+    one = add_title_and_caption(image, None, ["short"])
+    long = add_title_and_caption(image, None, ["a caption line far longer than two hundred pixels can hold in one go"])
+    assert long.shape[1] == 200 and long.shape[0] > one.shape[0]  # more lines, not a wider image
+    with pytest.raises(ValueError, match=r"\(H, W, 4\) uint8 RGBA"):
+        add_title_and_caption(np.zeros((50, 200)), "t")
