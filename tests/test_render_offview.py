@@ -117,3 +117,37 @@ def test_a_long_caption_line_is_wrapped_to_the_figure_width():
     assert long.shape[1] == 200 and long.shape[0] > one.shape[0]  # more lines, not a wider image
     with pytest.raises(ValueError, match=r"\(H, W, 4\) uint8 RGBA"):
         add_title_and_caption(np.zeros((50, 200)), "t")
+
+
+@pytest.mark.parametrize("size", [200, 400, 800])
+def test_every_off_view_marker_gets_its_count_and_no_two_counts_touch(size):
+    """Only the three largest bins of a side had their count written: a ring of markers was mostly unlabelled."""
+    from PIL import Image, ImageDraw
+
+    from umapviz.render.aggregate import N_EDGE_BINS
+    from umapviz.render.shade import edge_labels, edge_marker_positions, label_bins
+
+    rng = np.random.default_rng(size)
+    counts = rng.integers(0, 3000, size=(4, N_EDGE_BINS)) * (rng.random((4, N_EDGE_BINS)) < 0.7)
+    merged = label_bins(counts, size, size)
+    assert merged.sum() == counts.sum() and merged.shape[1] < N_EDGE_BINS  # fewer, fuller bins; no point lost
+    draw = ImageDraw.Draw(Image.new("RGBA", (size, size)))
+    font = pil_font(marker_font_size(size, size))
+    positions = edge_marker_positions(size, size, merged.shape[1])
+    for side in range(4):
+        labels = edge_labels(draw, font, merged[side], positions[side], side, marker_size(size, size))
+        assert sorted(int(text) for _, text, _ in labels) == sorted(merged[side][merged[side] > 0].tolist())
+        boxes = sorted(draw.textbbox(xy, text, font=font, anchor=anchor) for xy, text, anchor in labels)
+        along = (1, 3) if side < 2 else (0, 2)  # the coordinates along the side
+        for a, b in zip(boxes, boxes[1:]):
+            assert a[along[1]] < b[along[0]] or b[along[1]] < a[along[0]], f"side {side}: {a} touches {b}"
+
+
+def test_a_few_far_points_keep_their_own_markers():
+    """Merging is only as coarse as the counts need: one point a side on a default-size image keeps fine bins."""
+    from umapviz.render.aggregate import N_EDGE_BINS
+    from umapviz.render.shade import label_bins
+
+    counts = np.zeros((4, N_EDGE_BINS), np.uint32)
+    counts[:, 5] = 1
+    assert label_bins(counts, 800, 800).shape[1] >= N_EDGE_BINS // 2
