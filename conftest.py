@@ -49,5 +49,6 @@ def pytest_terminal_summary(terminalreporter):
     """Write :func:`skip_summary`'s line after pytest's own summaries (a wrapper: after the short test summary
     too), so it lands just above the final counts."""
     result = yield
-    terminalreporter.write_line(skip_summary(terminalreporter.stats.get("skipped", [])))
+    if not terminalreporter.config.option.collectonly:  # nothing ran, so nothing was skipped
+        terminalreporter.write_line(skip_summary(terminalreporter.stats.get("skipped", [])))
     return result
