@@ -253,8 +253,8 @@ def explain_columns(columns: Sequence[tuple[str, str, Callable]], dataset: str |
 
 # The lines under the figures: what the count under each panel and the border triangles' numbers are.
 FIGURE_CAPTION = (
-    f"outliers: points outside the first (reference) panel's box, per axis [min - {BOUNDS_N_STD:g} std, "
-    f"max + {BOUNDS_N_STD:g} std], drawn as discs",
+    f"outliers: points outside the box of the row's first panel (the reference), per axis [min - {BOUNDS_N_STD:g} "
+    f"std, max + {BOUNDS_N_STD:g} std], drawn as discs",
     "N points outside the view: points beyond the panel's view (chosen to show the bulk of the points), drawn as "
     "triangles on its border, each with its count",
 )
