@@ -3,6 +3,8 @@ or a GPU is missing."""
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
@@ -26,6 +28,18 @@ def pytest_collection_modifyitems(config, items):
 def _private_cache(tmp_path_factory, monkeypatch):
     """Keep tests away from the user's graph cache."""
     monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own SIGINT handler for the test's duration, the previous one restored after.
+
+    A Ctrl-C test sends SIGINT (``_thread.interrupt_main``) and expects KeyboardInterrupt. A runner started with
+    SIGINT ignored (``nohup``, a background job of a non-interactive shell, some CI runners) passes that on to
+    pytest, and then the signal does nothing: the test would fail for how it was launched, not for the code."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(scope="session")

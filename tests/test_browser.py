@@ -207,6 +207,7 @@ def lab(tmp_path, warm_cache):
          "--allow-root",  # containers and CI runners often run as root; the server listens on 127.0.0.1 only
          "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True"],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
+        stdin=subprocess.DEVNULL,  # never the runner's terminal: a background job reading it would be stopped
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:

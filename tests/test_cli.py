@@ -14,6 +14,7 @@ import umapviz.cli as cli
 from umapviz import datasets, metrics
 from umapviz.cli import compare_summary, format_table, main, run_bench, run_compare, run_demo
 from umapviz.graph import build_graph
+from umapviz.render import side_by_side
 
 SMALL = ["--dataset", "moons", "--n-samples", "40", "--n-epochs", "5"]  # a tiny run's flags, for the checks
 
@@ -217,8 +218,8 @@ def test_compare_cli_prints_both_tables_and_writes_a_row_of_panels_per_seed(tmp_
     assert "clean seeds" in out and re.search(r"chunked\s+auto\s+\d+\s+\d/2", out)
     one = np.asarray(Image.open(tmp_path / "one" / "compare.png"))
     two = np.asarray(Image.open(tmp_path / "two" / "compare.png"))
-    assert two.shape[1] == one.shape[1] and two.shape[0] == 2 * one.shape[0]
-    assert one.shape[1] > 2.5 * one.shape[0]  # sequential and two chunked panels side by side
+    assert two.shape[1] == one.shape[1] and 1.5 * one.shape[0] < two.shape[0] < 2 * one.shape[0]  # one title
+    assert one.shape[1] > 2.5 * (two.shape[0] - one.shape[0])  # a row: sequential and two chunked panels
 
 
 def test_compare_cli_refuses_bad_seeds_and_too_many_chunks_before_any_run(capsys, monkeypatch):
@@ -307,3 +308,52 @@ def test_a_ctrl_c_ends_a_command_with_a_line_not_a_traceback(capsys, monkeypatch
     monkeypatch.setattr(umapviz.LayoutOptimizer, "__init__", interrupted)
     assert main([command, *SMALL, "--n-neighbors", "5"]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == f"umapviz {command}: interrupted"
+
+
+def test_demo_cli_names_the_data_above_the_table_and_explains_each_column_below(capsys):
+    assert main(["demo", "--dataset", "moons", "--n-samples", "200", "--n-epochs", "10", "--n-chunks", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == ["data    moons: 2-D two interleaved half circles (a 1-D manifold)",
+                         "points  200 points x 2 dimensions, 2 classes",
+                         "graph   15 neighbours per point (itself included), 10 epochs per run",
+                         "device  cpu; outliers counted against the sequential layout (the first row)"]  # fmt: skip
+    table = lines.index(next(line for line in lines if line.startswith("strategy ")))
+    assert table > 4 and lines[table + 2].startswith("sequential")
+    legend = lines[table + 6:]  # header, rule, three runs, a blank line
+    heads = ["strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)", "trust", "s/epoch",
+             "fingerprint"]  # fmt: skip
+    assert [line.split()[0] for line in legend] == heads  # one line per column, in the table's order
+    assert "[min - 2 std, max + 2 std]" in legend[3] and "20 x the median distance" in legend[4]
+    assert "about 0.5 here" not in "\n".join(legend)  # moons has structure: no excuse for its trust
+
+
+def test_demo_cli_says_why_trust_is_about_a_half_on_an_isotropic_gaussian(capsys):
+    assert main(["demo", "--dataset", "gaussian", "--n-samples", "500", "--n-epochs", "10", "--n-chunks", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "gaussian: " in out.splitlines()[0] and "500 points x 256 dimensions, no classes" in out
+    trusts = [float(line.split()[-3]) for line in out.splitlines() if line.startswith(("sequential", "buffered"))]
+    assert len(trusts) == 2 and all(0.4 < t < 0.6 for t in trusts)  # what the note below the table explains
+    lines = out.splitlines()
+    trust_line = next(i for i, line in enumerate(lines) if line.startswith("trust "))
+    assert lines[trust_line + 1].strip().startswith("about 0.5 here: an isotropic Gaussian has no structure")
+
+
+def test_compare_cli_names_the_data_and_explains_the_columns_of_both_tables(capsys):
+    flags = ["--dataset", "moons", "--n-samples", "200", "--n-epochs", "10", "--n-chunks", "2", "--seeds", "0,1"]
+    assert main(["compare", *flags, "--n-neighbors", "10"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("data    moons: ") and lines[1] == "points  200 points x 2 dimensions, 2 classes"
+    assert lines[2] == "graph   10 neighbours per point (itself included), 10 epochs per run"
+    explained = [line.split()[0] for line in lines[lines.index("", lines.index("", 5) + 1) + 1:]]
+    assert explained == ["seed", "strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)",
+                         "s/epoch", "fingerprint", "used", "clean", "most", "most"]  # fmt: skip
+
+
+def test_demo_figure_has_a_title_and_explains_its_counts_under_the_panels(tmp_path):
+    rows = run_demo("moons", n_samples=300, n_chunks=[4], n_epochs=10, progress=False, out=tmp_path)
+    figure = np.asarray(Image.open(tmp_path / "side_by_side.png"))
+    plain = side_by_side([np.zeros((300, 2))] * 3, titles=["a", "b", "c"])  # no title, no caption
+    assert len(rows) == 3 and figure.shape[1] == plain.shape[1]
+    assert figure.shape[0] >= plain.shape[0] + 3 * 13  # a title line above, two caption lines below at least
+    title_band = figure[: figure.shape[0] - plain.shape[0] - 2 * 13, :, :3].astype(int)
+    assert (np.abs(title_band - title_band[0, 0]).sum(axis=2) > 100).any()  # something is written up there

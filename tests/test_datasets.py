@@ -249,7 +249,7 @@ def test_nan_rows_are_reported(tmp_path, data):
     X = X.copy()
     X[[3, 7], 1] = np.nan
     np.save(tmp_path / "l.npy", X)
-    with pytest.raises(ValueError, match=r"2 row\(s\) with NaN.*\[3, 7\]"):
+    with pytest.raises(ValueError, match=r"2 row\(s\) with missing \(NaN\).*data rows \[3, 7\], counting from 0"):
         datasets.load(tmp_path / "l.npy")
 
 
@@ -295,7 +295,7 @@ def test_csv_with_a_byte_order_mark(tmp_path):
 
 
 def test_csv_missing_labels_are_an_error_and_integer_ids_are_kept(tmp_path):
-    with pytest.raises(ValueError, match=r"1 label\(s\) missing \(data rows 2"):
+    with pytest.raises(ValueError, match=r"1 label\(s\) missing \(line 4 of missing\.csv\)"):
         datasets.load(_csv(tmp_path, "a,label\n1,0\n2,1\n3,\n", "missing.csv"))
     with pytest.raises(ValueError, match="label"):
         datasets.load(_csv(tmp_path, "a,label\n1,0\n2,2\n3,NA\n", "na.csv"))
@@ -457,3 +457,64 @@ def test_labels_beyond_int64_are_refused(tmp_path, data):
     np.savez(tmp_path / "big.npz", X=X, labels=np.full(len(X), 1e20))
     with pytest.raises(ValueError, match="class ids that fit in int64"):
         datasets.load(tmp_path / "big.npz")
+
+
+# -- CSV cells that are not numbers: what is wrong, in which column, on which lines of the file --------------------
+
+
+def test_csv_blank_cells_in_a_numeric_column_are_missing_values_on_their_lines(tmp_path):
+    """A numeric column with a blank cell was called "not numeric", and its rows were not named."""
+    path = _csv(tmp_path, "a,b,label\n1,2,0\n3,,1\n5,6,0\n7, ,1\n", "data.csv")
+    with pytest.raises(ValueError) as info:
+        datasets.load(path)
+    message = str(info.value)
+    assert "column 'b' has 2 missing value(s) (empty or NaN cells) on lines 3 and 5 of data.csv" in message
+    assert "not numeric" not in message and "text" not in message and "'a'" not in message
+
+
+def test_csv_nan_cells_get_the_message_of_blank_cells(tmp_path):
+    blank = _csv(tmp_path, "a,b\n1,2\n3,\n", "blank.csv")
+    nan = _csv(tmp_path, "a,b\n1,2\n3,NaN\n", "nan.csv")
+    na = _csv(tmp_path, "a,b\n1,2\n3,NA\n", "na.csv")
+    said = []
+    for path in (blank, nan, na):
+        with pytest.raises(ValueError) as info:
+            datasets.load(path)
+        said.append(str(info.value).replace(path.name, "F"))
+    assert said[0] == said[1] == said[2]
+    assert "column 'b' has 1 missing value(s) (empty or NaN cells) on line 3 of F" in said[0]
+
+
+def test_csv_infinite_cells_are_named_with_their_lines(tmp_path):
+    with pytest.raises(ValueError, match=r"column 'a' has 1 infinite value\(s\) on line 4 of inf\.csv"):
+        datasets.load(_csv(tmp_path, "a,b\n1,2\n3,4\n-inf,5\n", "inf.csv"))
+
+
+def test_csv_text_column_hint_names_only_text_columns_and_the_flag(tmp_path):
+    """The hint suggested label_column for the first bad column, a numeric one with a blank cell among them."""
+    path = _csv(tmp_path, "a,b,species\n1,,x\n3,4,y\n", "mixed.csv")
+    with pytest.raises(ValueError) as info:
+        datasets.load(path)
+    message = str(info.value)
+    assert "column(s) 'species' hold text, not numbers ('x' on line 2 of mixed.csv)" in message
+    assert "pick it with label_column='species'" in message and "label_column='b'" not in message
+    assert "column 'b' has 1 missing value(s)" in message
+
+
+def test_csv_text_column_hint_does_not_ask_for_a_label_column_the_file_has(tmp_path):
+    path = _csv(tmp_path, "a,city,label\n1,paris,0\n3,rome,1\n", "cities.csv")
+    with pytest.raises(ValueError) as info:
+        datasets.load(path)
+    message = str(info.value)
+    assert "column(s) 'city' hold text" in message
+    assert "the classes are read from column 'label' already" in message
+    assert "name it 'label'" not in message and "label_column=" not in message
+
+
+def test_csv_lines_count_the_header_and_quoted_line_breaks(tmp_path):
+    """Lines are the file's own, as an editor numbers them: the header is line 1, and a quoted cell that spans two
+    lines moves every later row down one."""
+    path = _csv(tmp_path, 'a,note,label\n1,"two\nlines",0\n,x,1\n', "quoted.csv")
+    with pytest.raises(ValueError) as info:
+        datasets.load(path, label_column="label")
+    assert "on line 4 of quoted.csv" in str(info.value)

@@ -620,7 +620,7 @@ def test_vertex_on_a_graph_without_mirrored_weights_follows_the_contract():
 
 @pytest.mark.parametrize("strategy", ["chunked", "buffered", "sequential"])
 def test_ctrl_c_during_an_epoch_leaves_a_consistent_optimizer_that_resumes_to_the_same_bytes(
-    small_graph, strategy, monkeypatch
+    small_graph, strategy, monkeypatch, ctrl_c_raises
 ):
     """A Ctrl-C during a kernel was raised after the points moved but before the epoch was counted: the optimizer
     said epoch k while holding epoch k+1's layout."""
@@ -956,7 +956,9 @@ def test_a_gpu_layout_that_overflows_stops_with_an_error(small_graph):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("strategy", ["chunked", "hogwild"])
-def test_ctrl_c_during_a_gpu_epoch_leaves_the_epoch_count_with_its_layout(small_graph, strategy, monkeypatch):
+def test_ctrl_c_during_a_gpu_epoch_leaves_the_epoch_count_with_its_layout(
+    small_graph, strategy, monkeypatch, ctrl_c_raises
+):
     """A Ctrl-C that arrives while a GPU epoch runs is held until the epoch is counted (LayoutOptimizer.step), so
     the optimizer says epoch 10 with epoch 10's layout; chunked then resumes to the uninterrupted run's bytes."""
 

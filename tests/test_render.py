@@ -45,7 +45,6 @@ from umapviz.render import (
 )
 from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
 from umapviz.render.shade import (
-    MAX_LABELS_PER_SIDE,
     class_colors,
     composite,
     edge_labels,
@@ -503,8 +502,6 @@ def test_mp4_has_every_frame_when_ffmpeg_is_installed(tmp_path):
 
 
 def test_edge_count_labels_never_overlap_and_the_largest_is_written():
-
-
     counts = np.zeros(64, np.int64)
     counts[20:40] = np.arange(100, 120)  # twenty neighbouring bins, all with three-digit counts
     draw = ImageDraw.Draw(Image.new("RGBA", (400, 400)))
@@ -513,7 +510,7 @@ def test_edge_count_labels_never_overlap_and_the_largest_is_written():
     positions = edge_marker_positions(400, 400, 64)
     for side in range(4):
         labels = edge_labels(draw, font, counts, positions[side], side, s)
-        assert 1 < len(labels) <= MAX_LABELS_PER_SIDE and labels[0][1] == "119"
+        assert 1 < len(labels) < 20 and labels[0][1] == "119"  # bins too close for all: label_bins merges them
         boxes = [draw.textbbox(xy, text, font=font, anchor=anchor) for xy, text, anchor in labels]
         for i, a in enumerate(boxes):
             for b in boxes[i + 1:]:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PIL import Image, ImageDraw
 
-from umapviz.render import render, side_by_side
+from umapviz.render import add_title_and_caption, render, side_by_side
+from umapviz.render.aggregate import N_EDGE_BINS
 from umapviz.render.shade import (
     DEFAULT_STYLE,
     Style,
+    edge_labels,
+    edge_marker_positions,
     hex_to_rgb,
+    label_bins,
     marker_font_size,
     marker_size,
     off_view_summary,
@@ -92,3 +97,52 @@ def test_side_by_side_moves_the_off_view_count_under_small_panels():
     large = side_by_side([emb, emb], counts=counts, panel_size=240, view=VIEW)
     large_bare = side_by_side([inside_points()] * 2, counts=counts, panel_size=240, view=VIEW)
     assert large.shape == large_bare.shape  # the panel writes it itself: the layout is as before
+
+
+def test_side_by_side_writes_a_title_above_and_a_caption_below_the_same_panels():
+    rng = np.random.default_rng(3)
+    embeddings = [rng.normal(size=(300, 2)) for _ in range(2)]
+    plain = side_by_side(embeddings, titles=["a", "b"])
+    framed = side_by_side(embeddings, titles=["a", "b"], title="two clouds", caption=["one line", "another line"])
+    h = plain.shape[0]
+    at = [o for o in range(framed.shape[0] - h + 1) if np.array_equal(framed[o : o + h], plain)]
+    assert len(at) == 1 and at[0] > 0  # the panels unchanged, moved down under the title
+    above, below = framed[: at[0], :, :3].astype(int), framed[at[0] + h :, :, :3].astype(int)
+    assert below.shape[0] > 2 * 13
+    for band in (above, below):
+        assert (np.abs(band - band[0, 0]).sum(axis=2) > 100).any()  # text on the background
+
+
+def test_a_long_caption_line_is_wrapped_to_the_figure_width():
+    image = np.zeros((50, 200, 4), np.uint8)
+    one = add_title_and_caption(image, None, ["short"])
+    long = add_title_and_caption(image, None, ["a caption line far longer than two hundred pixels can hold in one go"])
+    assert long.shape[1] == 200 and long.shape[0] > one.shape[0]  # more lines, not a wider image
+    with pytest.raises(ValueError, match=r"\(H, W, 4\) uint8 RGBA"):
+        add_title_and_caption(np.zeros((50, 200)), "t")
+
+
+@pytest.mark.parametrize("size", [200, 400, 800])
+def test_every_off_view_marker_gets_its_count_and_no_two_counts_touch(size):
+    """Only the three largest bins of a side had their count written: a ring of markers was mostly unlabelled."""
+    rng = np.random.default_rng(size)
+    counts = rng.integers(0, 3000, size=(4, N_EDGE_BINS)) * (rng.random((4, N_EDGE_BINS)) < 0.7)
+    merged = label_bins(counts, size, size)
+    assert merged.sum() == counts.sum() and merged.shape[1] < N_EDGE_BINS  # fewer, fuller bins; no point lost
+    draw = ImageDraw.Draw(Image.new("RGBA", (size, size)))
+    font = pil_font(marker_font_size(size, size))
+    positions = edge_marker_positions(size, size, merged.shape[1])
+    for side in range(4):
+        labels = edge_labels(draw, font, merged[side], positions[side], side, marker_size(size, size))
+        assert sorted(int(text) for _, text, _ in labels) == sorted(merged[side][merged[side] > 0].tolist())
+        boxes = sorted(draw.textbbox(xy, text, font=font, anchor=anchor) for xy, text, anchor in labels)
+        along = (1, 3) if side < 2 else (0, 2)  # the coordinates along the side
+        for a, b in zip(boxes[:-1], boxes[1:], strict=True):
+            assert a[along[1]] < b[along[0]] or b[along[1]] < a[along[0]], f"side {side}: {a} touches {b}"
+
+
+def test_a_few_far_points_keep_their_own_markers():
+    """Merging is only as coarse as the counts need: one point a side on a default-size image keeps fine bins."""
+    counts = np.zeros((4, N_EDGE_BINS), np.uint32)
+    counts[:, 5] = 1
+    assert label_bins(counts, 800, 800).shape[1] >= N_EDGE_BINS // 2

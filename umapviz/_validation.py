@@ -212,7 +212,8 @@ def check_data(
         why = " (values too large for float32)" if overflow else ""
         stage = "building the graph" if reference is None else "transform"
         raise ValueError(
-            f"{name} has {bad.size} row(s) with NaN or infinite values{why}, e.g. rows {describe_rows(bad)}. "
+            f"{name} has {bad.size} row(s) with NaN or infinite values{why}, e.g. rows {describe_rows(bad)} "
+            "(counting from 0). "
             f"Drop them (e.g. {name}[np.isfinite({name}).all(axis=1)]) or impute them "
             f"(e.g. sklearn.impute.SimpleImputer) before {stage}."
         )

@@ -25,6 +25,7 @@ from ._backend import resolve_device
 from ._validation import check_int, check_random_state
 from .graph import build_graph
 from .graph.init import spectral_init
+from .metrics import BOUNDS_N_STD, NEIGHBOR_FACTOR
 from .optimize import LayoutOptimizer
 from .optimize.chunks import RULES, check_n_chunks, resolve_n_chunks
 from .optimize.optimizer import REPRODUCIBLE, STRATEGIES
@@ -166,6 +167,102 @@ def _titles(rows: list[dict], suffix: str = "") -> list[str]:
             + (f" ({r['rule']})" if r["rule"] else "") + suffix for r in rows]
 
 
+# Built-in datasets without structure for a 2-D layout to keep: their trustworthiness sits near a random layout's.
+STRUCTURELESS = ("gaussian", "gaussian1024")
+
+
+def describe_data(dataset: str | None, X: np.ndarray, labels: np.ndarray | None, graph, device: str,
+                  reference: str) -> str:
+    """The lines printed above a command's table: which data (name, points, dimensions, classes), the graph's
+    neighbours and the runs' epochs, the device, and the layout outliers are counted against.
+
+    Parameters
+    ----------
+    dataset : str or None
+        The ``--dataset`` given (None: the default dataset).
+    X : numpy.ndarray
+        The data, (n, d).
+    labels : numpy.ndarray or None
+        Its class codes, or None for data without classes.
+    graph : FuzzyGraph
+        The graph the layouts run on (its neighbours per point and epochs are said).
+    device : str
+        "cpu" or "gpu", as resolved.
+    reference : str
+        The strategy of the reference layout (the first row).
+    """
+    name = datasets.DEFAULT if dataset is None else dataset
+    builtin = datasets.names().get(name)
+    what = f"{name}: {builtin.description}" if builtin is not None else f"{name} (your file)"
+    classes = "no classes" if labels is None else f"{len(np.unique(labels)):,} classes"
+    n_neighbors = graph.knn_indices.shape[1]
+    lines = [("data", what),
+             ("points", f"{X.shape[0]:,} points x {X.shape[1]:,} dimensions, {classes}"),
+             ("graph", f"{n_neighbors} neighbours per point (itself included), {graph.n_epochs:,} epochs per run"),
+             ("device", f"{device}; outliers counted against the {reference} layout (the first row)")]
+    return "\n".join(f"{key:<8}{value}" for key, value in lines)
+
+
+# What each column of the tables means, printed under them (the key is the column's header).
+COLUMN_NOTES = {
+    "seed": "the layout's random seed (the data and the graph stay the same)",
+    "strategy": "how each epoch applies its updates (docs/optimizer.md); the first row is the reference",
+    "n_chunks": "the chunks a chunked run split each epoch's edges into ('-': not a chunked run)",
+    "rule": "the rule that chose n_chunks (auto, degree, ...); empty where a number was given",
+    "outliers(bounds)": "points flung outside the reference layout's box, per axis [min - {n} std, max + {n} std]"
+                        .format(n=f"{BOUNDS_N_STD:g}"),
+    "outliers(neighbors)": f"points over {NEIGHBOR_FACTOR:g} x the median distance from their nearest graph neighbour",
+    "trust": "trustworthiness: are each point's 5 nearest in the layout near it in the data? 1 = all, 0.5 = random",
+    "s/epoch": "seconds per epoch of the run, on this machine",
+    "fingerprint": "a hash of the layout's bytes: the same fingerprint means bitwise the same layout",
+    "used": "the n_chunks each seed's run used (a rule may pick a different one per seed)",
+    "clean seeds": "seeds whose layout had no outlier by either count, of all seeds",
+    "most outliers(bounds)": "the most outliers(bounds) of any seed",
+    "most outliers(neighbors)": "the most outliers(neighbors) of any seed",
+}
+STRUCTURELESS_TRUST = ("about 0.5 here: an isotropic Gaussian has no structure for a 2-D layout to keep (in hundreds",
+                       "of dimensions a point's nearest neighbours are barely nearer than any other point), so no",
+                       "layout does much better than a random one")
+
+
+def explain_columns(columns: Sequence[tuple[str, str, Callable]], dataset: str | None = None) -> str:
+    """The lines printed under a table: one per column, its header and what it means; and, where the table has a
+    trust column and ``dataset`` is one without structure (STRUCTURELESS), why its trust is about 0.5.
+
+    Parameters
+    ----------
+    columns : sequence of (header, key, format)
+        The table's columns, as :func:`format_table` takes them.
+    dataset : str or None
+        The ``--dataset`` given (None: the default dataset).
+    """
+    heads = [h for h, _, _ in columns]
+    width = max(map(len, heads))
+    structureless = (datasets.DEFAULT if dataset is None else dataset) in STRUCTURELESS
+    lines = []
+    for h in heads:
+        lines.append(f"{h:<{width}}  {COLUMN_NOTES[h]}")
+        if h == "trust" and structureless:
+            lines += [f"{'':<{width}}  {text}" for text in STRUCTURELESS_TRUST]
+    return "\n".join(lines)
+
+
+# The lines under the figures: what the count under each panel and the border triangles' numbers are.
+FIGURE_CAPTION = (
+    f"outliers: points outside the box of the row's first panel (the reference), per axis [min - {BOUNDS_N_STD:g} "
+    f"std, max + {BOUNDS_N_STD:g} std], drawn as discs",
+    "N points outside the view: points beyond the panel's view (chosen to show the bulk of the points), drawn as "
+    "triangles on its border, each with its count",
+)
+
+
+def _figure_title(command: str, dataset: str | None, X: np.ndarray, graph, device: str) -> str:
+    """A figure's overall title: the command and the data it laid out."""
+    name = datasets.DEFAULT if dataset is None else Path(dataset).name
+    return (f"umapviz {command}: {name}, {X.shape[0]:,} points x {X.shape[1]:,}-d, "
+            f"{graph.knn_indices.shape[1]} neighbours, {graph.n_epochs:,} epochs, {device}")
+
+
 # --------------------------------------------------------------------------------------------------- demo
 def run_demo(
     dataset: str | None = None,
@@ -180,6 +277,7 @@ def run_demo(
     n_neighbors: int = 15,
     label_column: str | None = None,
     reference: str | None = None,
+    announce: Callable[[str], Any] | None = None,
 ) -> list[dict]:
     """Run the reference layout, buffered and chunked (each n_chunks) on one dataset; return one row per run.
 
@@ -187,11 +285,14 @@ def run_demo(
     max + 2 std]) and "neighbors" (far from all graph neighbours); see umapviz.metrics. ``label_column``
     picks the class column of a data file (see umapviz.datasets.load). ``reference``: "sequential", or "hogwild"
     (near-sequential: its races are rare), the default on a GPU, where sequential runs on one thread.
+    ``announce``, if given, is called with :func:`describe_data`'s lines once the data and graph are ready.
     """
     out = _figures_folder(out)
     device, reference = _device_and_reference(device, reference)
     X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
                                        device, progress)
+    if announce is not None:
+        announce(describe_data(dataset, X, labels, graph, device, reference))
     runs: list[tuple[str, int | str]] = [(reference, 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
     _check_chunks([c for _, c in runs], graph)
@@ -204,7 +305,8 @@ def run_demo(
     if out is not None:
         from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
 
-        image = side_by_side(embeddings, titles=_titles(rows), labels=labels, outliers=masks)
+        image = side_by_side(embeddings, titles=_titles(rows), labels=labels, outliers=masks,
+                             title=_figure_title("demo", dataset, X, graph, device), caption=FIGURE_CAPTION)
         save_png(image, out / "side_by_side.png")
     return rows
 
@@ -241,19 +343,22 @@ def run_compare(
     n_neighbors: int = 15,
     label_column: str | None = None,
     reference: str | None = None,
+    announce: Callable[[str], Any] | None = None,
 ) -> list[dict]:
     """Chunked runs for every n_chunks and layout seed of one graph, each with that seed's reference layout;
     one row per run (the references first). ``random_state`` seeds the data and graph, ``seeds`` the layouts.
     ``reference``: "sequential", or "hogwild", the default on a GPU (see :func:`run_demo`). With ``out``, writes
-    ``compare.png``: a row of panels per seed."""
+    ``compare.png``: a row of panels per seed. ``announce``: as in :func:`run_demo`."""
     out = _figures_folder(out)
     chunk_values = list(n_chunks or COMPARE_CHUNKS)
     seeds = list(COMPARE_SEEDS if seeds is None else seeds)
     if not seeds:
         raise ValueError("--seeds is empty; give at least one layout seed, e.g. --seeds 0,1,2.")
     device, reference = _device_and_reference(device, reference)
-    _, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
+    X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
                                        device, progress)
+    if announce is not None:
+        announce(describe_data(dataset, X, labels, graph, device, reference))
     _check_chunks(chunk_values, graph)
     runs = [(reference, 1)] + [("chunked", c) for c in chunk_values]
     rows: list[dict] = []
@@ -269,9 +374,11 @@ def run_compare(
                 titles = _titles(seed_rows, f", seed {seed}")
                 figure_rows.append(side_by_side(embeddings, titles=titles, labels=labels, outliers=masks))
     if out is not None:
-        from .render import save_png  # noqa: PLC0415 - plotting only when asked for
+        from .render import add_title_and_caption, save_png  # noqa: PLC0415 - plotting only when asked for
 
-        save_png(np.vstack(figure_rows), out / "compare.png")  # equal widths: every row has the same panels
+        grid = np.vstack(figure_rows)  # equal widths: every row has the same panels
+        title = _figure_title("compare", dataset, X, graph, device)
+        save_png(add_title_and_caption(grid, title, FIGURE_CAPTION), out / "compare.png")
     return rows
 
 
@@ -445,6 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     options = {k: v for k, v in vars(args).items() if k != "command"}
     run = {"demo": run_demo, "compare": run_compare, "bench": run_bench}[args.command]
+    if args.command != "bench":  # the data's description first: the runs take a while
+        options["announce"] = lambda text: print(text + "\n", flush=True)
     try:
         rows = run(**options)
     except (ValueError, TypeError, RuntimeError, OSError, ImportError) as exc:  # OSError: an unwritable folder
@@ -455,10 +564,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if args.command == "demo":
         print(format_table(rows))
+        print()
+        print(explain_columns(DEMO_COLUMNS, args.dataset))
     elif args.command == "compare":
         print(format_table(rows, COMPARE_COLUMNS))
         print()
         print(format_table(compare_summary(rows), SUMMARY_COLUMNS))
+        print()
+        print(explain_columns(COMPARE_COLUMNS + SUMMARY_COLUMNS[2:]))
     else:
         print(bench_table(rows))
         broken = [r["strategy"] for r in rows if r["repeats"] is False and r["strategy"] in REPRODUCIBLE]

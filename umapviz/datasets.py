@@ -456,19 +456,16 @@ def _read_csv_text(path: Path, label_column: str | None):
                        dtype=np.float64, ndmin=2, quotechar='"', comments=None, encoding="utf-8-sig")
     except ValueError as exc:
         _column_cells(path, skip, len(names), None)  # a row of the wrong length: say which
-        bad = _non_numeric_columns(path, skip, feature_idx, names)
-        if bad:
-            raise ValueError(
-                f"{path}: column(s) {bad} are not numeric (or have empty cells). Drop them; if one holds the "
-                f"classes, name it 'label' or pick it with label_column={bad[0]!r}."
-            ) from exc
+        _refuse_bad_cells(path, skip, feature_idx, names, label_idx)
         raise ValueError(f"{path} could not be read as CSV numbers: {exc}") from exc
     if X.size == 0:  # no data rows: loadtxt cannot tell the width without usecols
         X = X.reshape(0, len(feature_idx))
+    if not np.isfinite(X).all():  # "nan" and "inf" cells are numbers to loadtxt: said as the blank cells are
+        _refuse_bad_cells(path, skip, feature_idx, names, label_idx)
     labels = None
     if label_idx is not None:
-        cells = _column_cells(path, skip, len(names), label_idx)  # also refuses rows of the wrong length
-        labels = _labels_from_strings(np.array([c.strip() for c in cells]), path)
+        cells, lines = _column_cells(path, skip, len(names), label_idx)  # also refuses rows of the wrong length
+        labels = _labels_from_strings(np.array([c.strip() for c in cells]), path, lines=lines)
     # pandas' df.to_csv(path) writes the row index first, under an empty name: not a feature.
     if has_header and names[0] in ("", "Unnamed: 0") and len(X) and label_idx != 0 \
             and np.array_equal(X[:, 0], np.arange(len(X))):
@@ -478,9 +475,10 @@ def _read_csv_text(path: Path, label_column: str | None):
     return X, labels
 
 
-def _column_cells(path: Path, skip: int, width: int, column: int | None) -> list[str]:
-    """The cells of one column (none when column is None), checking that every row has `width` cells."""
-    cells = []
+def _column_cells(path: Path, skip: int, width: int, column: int | None) -> tuple[list[str], list[int]]:
+    """The cells of one column and the file line of each (none when column is None), checking that every row has
+    `width` cells."""
+    cells, lines = [], []
     with _open_text(path) as fh:
         reader = csv.reader(fh)
         for _ in range(skip):
@@ -495,12 +493,31 @@ def _column_cells(path: Path, skip: int, width: int, column: int | None) -> list
                 )
             if column is not None:
                 cells.append(row[column])
-    return cells
+                lines.append(reader.line_num)
+    return cells, lines
 
 
-def _non_numeric_columns(path: Path, skip: int, columns: list[int], names: list[str]) -> list[str]:
-    """Names of the columns that hold a cell that is not a number (scans the file once)."""
-    bad: set[int] = set()
+# A feature cell that is blank or a word for "no value" (MISSING_LABELS, any case, "nan" among them) is a missing
+# value: a blank cell and a NaN are one problem to the user, so they get one message. Infinite cells are these:
+INFINITE_CELLS = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
+
+
+def _line_list(lines: list[int], total: int, name: str, most: int = 5) -> str:
+    """File lines for a message: "line 4 of d.csv", "lines 3, 5 and 9 of d.csv", "lines 3, 5, ... (12 in all)"."""
+    shown = [str(n) for n in lines[:most]]
+    if total == 1:
+        return f"line {shown[0]} of {name}"
+    if total <= most:
+        return f"lines {', '.join(shown[:-1])} and {shown[-1]} of {name}"
+    return f"lines {', '.join(shown)}, ... ({total:,} in all) of {name}"
+
+
+def _refuse_bad_cells(path: Path, skip: int, columns: list[int], names: list[str], label_idx: int | None) -> None:
+    """ValueError naming each feature column's cells that are not finite numbers, by kind (missing: blank or NaN;
+    infinite; text) with their file lines, and what to do; nothing when every cell is a finite number."""
+    missing: dict[int, list[int]] = {}
+    infinite: dict[int, list[int]] = {}
+    text: dict[int, list[tuple[int, str]]] = {}
     with _open_text(path) as fh:
         reader = csv.reader(fh)
         for _ in range(skip):
@@ -509,25 +526,58 @@ def _non_numeric_columns(path: Path, skip: int, columns: list[int], names: list[
             if not row:
                 continue
             for i in columns:
-                if i >= len(row) or not _is_number(row[i]):
-                    bad.add(i)
-    return [names[i] for i in sorted(bad)]
+                cell = row[i].strip() if i < len(row) else ""
+                word = cell.lower()
+                if word in MISSING_LABELS:
+                    missing.setdefault(i, []).append(reader.line_num)
+                elif word in INFINITE_CELLS:
+                    infinite.setdefault(i, []).append(reader.line_num)
+                elif not _is_number(cell):
+                    text.setdefault(i, []).append((reader.line_num, cell))
+    problems = []
+    for i, lines in missing.items():
+        problems.append(f"column {names[i]!r} has {len(lines):,} missing value(s) (empty or NaN cells) on "
+                        f"{_line_list(lines, len(lines), path.name)}. Fill them in (impute) or drop those rows.")
+    for i, lines in infinite.items():
+        problems.append(f"column {names[i]!r} has {len(lines):,} infinite value(s) on "
+                        f"{_line_list(lines, len(lines), path.name)}. Drop those rows or clip the values.")
+    if text:
+        cols = [names[i] for i in sorted(text)]
+        examples = ", ".join(f"{text[i][0][1]!r} on line {text[i][0][0]}" for i in sorted(text))
+        if label_idx is not None:
+            what = (f"Drop them or turn them into numbers: the classes are read from column {names[label_idx]!r} "
+                    "already.")
+        elif len(cols) == 1:
+            what = f"Drop it, or if it holds the classes, pick it with label_column={cols[0]!r}."
+        else:
+            what = ("Drop them, or if one holds the classes, pick it with label_column (one of "
+                    f"{', '.join(repr(c) for c in cols)}).")
+        problems.append(f"column(s) {', '.join(repr(c) for c in cols)} hold text, not numbers ({examples} of "
+                        f"{path.name}). {what}")
+    if problems:
+        raise ValueError(f"{path}: " + " ".join(problems))
 
 
-def _refuse_missing_labels(missing: np.ndarray, source: str) -> None:
-    """ValueError naming the rows whose label is missing (none: nothing to say)."""
+def _refuse_missing_labels(missing: np.ndarray, source: str, lines: list[int] | None = None) -> None:
+    """ValueError naming the rows whose label is missing (none: nothing to say): by file line where ``lines``
+    gives each data row's line (a CSV file), else by data row counting from 0."""
     if missing.size:
-        rows = ", ".join(str(r) for r in missing[:10]) + (" ..." if missing.size > 10 else "")
+        if lines is not None:
+            where = _line_list([lines[r] for r in missing[:10]], missing.size, Path(str(source)).name, most=10)
+        else:
+            where = "data rows " + ", ".join(str(r) for r in missing[:10]) + (" ..." if missing.size > 10 else "")
+            where += ", counting from 0"
         raise ValueError(
-            f"{source}: {missing.size} label(s) missing (data rows {rows}, counting from 0). Give every row a "
-            "class, or drop those rows."
+            f"{source}: {missing.size} label(s) missing ({where}). Give every row a class, or drop those rows."
         )
 
 
-def _labels_from_strings(values: np.ndarray, source: object = "labels") -> np.ndarray:
+def _labels_from_strings(values: np.ndarray, source: object = "labels", lines: list[int] | None = None) -> np.ndarray:
     """Integer labels from text cells: whole numbers keep their values; any other text becomes codes in sorted
-    order. Missing cells (empty, NA, NaN, None, null) are an error, not a class of their own."""
-    _refuse_missing_labels(np.flatnonzero(np.isin(np.char.lower(values.astype(str)), MISSING_LABELS)), source)
+    order. Missing cells (empty, NA, NaN, None, null) are an error, not a class of their own, said by file line
+    where ``lines`` gives each cell's."""
+    missing = np.flatnonzero(np.isin(np.char.lower(values.astype(str)), MISSING_LABELS))
+    _refuse_missing_labels(missing, source, lines)
     try:
         return np.array([int(v) for v in values], dtype=np.int64)  # exact, beyond float's 2**53
     except (ValueError, OverflowError):
@@ -664,8 +714,9 @@ def _finish(X, labels, source: str) -> tuple[np.ndarray, np.ndarray | None]:
     if not finite.all():
         bad = np.flatnonzero(~finite)
         raise ValueError(
-            f"{source} has {bad.size:,d} row(s) with NaN or inf (first: {bad[:5].tolist()}), or values "
-            "too large for float32. Drop or impute those rows first."
+            f"{source} has {bad.size:,d} row(s) with missing (NaN) or infinite values, or values too large for "
+            f"float32: data rows {bad[:5].tolist()}{' ...' if bad.size > 5 else ''}, counting from 0. Drop or impute "
+            "those rows first."
         )
     if labels is not None:
         labels = np.asarray(labels)

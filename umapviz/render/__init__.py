@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from umapviz.render.aggregate import Aggregate, aggregate
 from umapviz.render.export import encode_png, recording_frames, save_gif, save_html, save_mp4, save_png
-from umapviz.render.figures import outlier_chart, side_by_side
+from umapviz.render.figures import add_title_and_caption, outlier_chart, side_by_side
 from umapviz.render.frame import image, render, warm_up
 from umapviz.render.record import Recording, RecordingError
 from umapviz.render.shade import CLASS_PALETTE, COUNT_CMAP, DEFAULT_STYLE, Style, class_colors, shade
@@ -35,6 +35,7 @@ __all__ = [
     "RecordingError",
     "Style",
     "View",
+    "add_title_and_caption",
     "aggregate",
     "class_colors",
     "encode_png",

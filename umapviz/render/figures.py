@@ -46,6 +46,8 @@ def side_by_side(
     panel_size: int = 400,
     view: ViewSpec = "robust",
     style: Style = DEFAULT_STYLE,
+    title: str | None = None,
+    caption: Sequence[str] = (),
 ) -> np.ndarray:
     """Several embeddings of the same points in a row, each titled, with its outlier count underneath.
 
@@ -57,6 +59,8 @@ def side_by_side(
     labels: integer codes shared by all panels. outliers: one boolean mask (or None) per panel.
     view: "robust" (each panel its own; far points become border markers), "auto", "shared" (one view
         over all panels' robust ranges, so sizes compare), or fixed (xmin, xmax, ymin, ymax).
+    title: the figure's overall title, above the panels (see :func:`add_title_and_caption`).
+    caption: lines under the panels, e.g. what the counts under them mean.
     Returns an (H, W, 4) uint8 image.
     """
     from PIL import Image, ImageDraw  # noqa: PLC0415
@@ -114,7 +118,71 @@ def side_by_side(
         for j, text in enumerate(notes[i]):
             draw.text((x0 + panel_size / 2, header + panel_size + line * (j + 0.5) + 2), text,
                       fill=INK, font=count_font, anchor="mm")
+    figure = np.asarray(canvas).copy()
+    if title is None and not caption:
+        return figure
+    return add_title_and_caption(figure, title, caption, size=max(10, line * 2 // 3))
+
+
+def add_title_and_caption(
+    image: np.ndarray, title: str | None, caption: Sequence[str] = (), *, size: int = 13
+) -> np.ndarray:
+    """``image`` with a title line above it and caption lines below it, on the figure background.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        An (H, W, 4) uint8 RGBA figure, e.g. from :func:`side_by_side`.
+    title : str or None
+        One line above the image, larger than the caption; None for none.
+    caption : sequence of str
+        Lines under the image, left-aligned, e.g. what its counts and markers mean. A line wider than the image is
+        wrapped at spaces.
+    size : int
+        The caption's font size in pixels; the title's is 1.4 times it.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new (H', W, 4) uint8 image.
+    """
+    from PIL import Image, ImageDraw  # noqa: PLC0415
+
+    rgba = np.asarray(image)
+    if rgba.ndim != 3 or rgba.shape[2] != 4 or rgba.dtype != np.uint8:
+        raise ValueError(f"image must be an (H, W, 4) uint8 RGBA array; got {rgba.dtype} {rgba.shape}.")
+    if isinstance(caption, str):  # iterating it would write one character a line
+        caption = [caption]
+    width = rgba.shape[1]
+    title_font, caption_font = pil_font(round(size * 1.4)), pil_font(size)
+    margin = 12
+    lines = [part for text in caption for part in _wrap(str(text), caption_font, width - 2 * margin)]
+    title_h = round(size * 1.4 * 2) if title else 0
+    line_h = round(size * 1.5)
+    height = title_h + rgba.shape[0] + len(lines) * line_h + (margin if lines else 0)
+    canvas = Image.new("RGBA", (width, height), PAPER)
+    canvas.paste(Image.fromarray(rgba), (0, title_h))
+    draw = ImageDraw.Draw(canvas)
+    if title:
+        draw.text((width / 2, title_h / 2), title, fill=INK, font=title_font, anchor="mm")
+    y = title_h + rgba.shape[0]
+    for text in lines:
+        draw.text((margin, y + line_h / 2), text, fill=INK, font=caption_font, anchor="lm")
+        y += line_h
     return np.asarray(canvas).copy()
+
+
+def _wrap(text: str, font: Any, width: float) -> list[str]:
+    """``text`` as lines no wider than ``width`` pixels in ``font``, broken at spaces (a longer word overflows)."""
+    lines, current = [], ""
+    for word in text.split(" "):
+        candidate = f"{current} {word}" if current else word
+        if current and font.getlength(candidate) > width:
+            lines.append(current)
+            current = "  " + word  # a continued line is indented
+        else:
+            current = candidate
+    return lines + [current]
 
 
 def outlier_chart(

@@ -358,7 +358,6 @@ def pil_font(size: int):
     return ImageFont.load_default(size=size)
 
 
-MAX_LABELS_PER_SIDE = 3
 # Text is drawn on an image only where it stays small beside the data: the off-view counts' font may be at most
 # 1/TEXT_SHARE of the image's smaller side (one line of text, at most ~6% of the height), which with the
 # smallest font (11 px) means images of at least 176 x 176 pixels; the total's line must also fit between the
@@ -423,17 +422,40 @@ def edge_marker_positions(width: int, height: int, n_bins: int = N_EDGE_BINS) ->
 _SIDE_FRAMES = {0: ((-1, 0), (0, 1)), 1: ((1, 0), (0, 1)), 2: ((0, 1), (1, 0)), 3: ((0, -1), (1, 0))}
 
 
+def label_bins(edge_counts: np.ndarray, width: int, height: int) -> np.ndarray:
+    """``edge_counts`` with neighbouring bins merged (2, 4, ... into one, the same on every side) until every
+    triangle's count fits beside it without touching the next one's: each marker then shows its count.
+
+    Parameters
+    ----------
+    edge_counts : numpy.ndarray
+        (4, n_bins) off-view counts per side (Aggregate.edge_counts); n_bins a power of two.
+    width, height : int
+        The image's size in pixels.
+    """
+    font = pil_font(marker_font_size(width, height))
+    n_bins = edge_counts.shape[1]
+    _, top, _, bottom = font.getbbox("0123456789")
+    widest = font.getlength(str(int(edge_counts.max(initial=0))))
+    # Room a label needs along its side: its height on the left and right, its width on the top and bottom.
+    need = {0: bottom - top, 1: bottom - top, 2: widest, 3: widest}
+    group = 1
+    while group < n_bins and any(
+        (height if side < 2 else width) * group / n_bins < need[side] + 4 for side in range(4)
+    ):
+        group *= 2
+    return edge_counts.reshape(4, n_bins // group, group).sum(axis=2, dtype=edge_counts.dtype)
+
+
 def edge_labels(draw: Any, font: Any, counts: np.ndarray, positions: np.ndarray, side: int,
                 marker: int) -> list[tuple[tuple[float, float], str, str]]:
-    """(position, text, anchor) of the count labels of one side: the largest bins first, at most
-    MAX_LABELS_PER_SIDE, skipping any whose text would overlap a label already placed."""
+    """(position, text, anchor) of the count labels of one side, one per non-empty bin, the largest first,
+    skipping any whose text would overlap a label already placed (none does on bins from ``label_bins``)."""
     ox, oy = _SIDE_FRAMES[side][0]
     anchor = {0: "lm", 1: "rm", 2: "mb", 3: "mt"}[side]
     bins = np.flatnonzero(counts)
     placed, boxes = [], []
     for b in bins[np.argsort(-counts[bins], kind="stable")]:
-        if len(placed) == MAX_LABELS_PER_SIDE:
-            break
         x, y = positions[b]
         xy, text = (x - ox * (marker + 3), y - oy * (marker + 3)), str(int(counts[b]))
         box = draw.textbbox(xy, text, font=font, anchor=anchor)
@@ -447,9 +469,9 @@ def edge_labels(draw: Any, font: Any, counts: np.ndarray, positions: np.ndarray,
 def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = DEFAULT_STYLE) -> None:
     """Draw a triangle pointing out of the image for each non-empty edge bin, larger for more points.
 
-    The largest bins of each side (at most MAX_LABELS_PER_SIDE) get their count written beside them, and the
-    total off-view count is written in the bottom-left corner, so a ring of markers stays readable. Images too
-    small for text beside the data (see TEXT_SHARE) get the triangles alone.
+    Each triangle gets its count written beside it (neighbouring bins merged where the counts would not fit, see
+    ``label_bins``), and the total off-view count is written in the bottom-left corner. Images too small for
+    text beside the data (see TEXT_SHARE) get the triangles alone.
     """
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
@@ -457,6 +479,8 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
     s = marker_size(w, h)
     font = pil_font(marker_font_size(w, h))
     write = text_fits(w, h)
+    if write:
+        edge_counts = label_bins(edge_counts, w, h)
     pil = Image.fromarray(rgba)
     draw = ImageDraw.Draw(pil)
     color = hex_to_rgb(style.outlier_color)

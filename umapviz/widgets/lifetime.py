@@ -22,11 +22,13 @@ until close() or the kernel's end, as any ipywidget stays in ipywidgets' registr
 
 from __future__ import annotations
 
+import base64
 import functools
 import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .still import still_png
 from .worker import Worker
 
 _ON_SCREEN: set[Any] = set()  # panels displayed and not known to be off screen since: held for as long
@@ -55,8 +57,21 @@ class Panel:
         close_widgets(*panel_widgets(self))
 
     def _repr_mimebundle_(self, **kwargs):
+        """The live widget, and for where it cannot be live (a saved notebook opened later, nbviewer, an HTML
+        export) a still PNG of its pictures as they are now and a line saying what the panel is, instead of the
+        widgets' text dump (see still.py)."""
         shown(self)  # kept from now on, until its views are gone: the frontend reports them only later
-        return self.panel._repr_mimebundle_(**kwargs)
+        bundle = self.panel._repr_mimebundle_(**kwargs)
+        if bundle is None:  # a closed widget shows nothing
+            return None
+        bundle = dict(bundle)
+        name = type(self).__name__
+        bundle["text/plain"] = f"umapviz {name}: a live panel; run the cell with a kernel to use it"
+        still = still_png(self.panel)
+        if still is not None:
+            bundle["image/png"] = base64.b64encode(still).decode("ascii")
+            bundle["text/plain"] += " (the picture: its frame when the cell ran)"
+        return bundle
 
 
 def shown(panel: Any) -> None:
