@@ -294,7 +294,9 @@ def test_compare_on_the_gpu_counts_against_hogwild_and_repeats_its_chunked_bytes
     first = capsys.readouterr().out
     assert main(flags) == 0
     again = capsys.readouterr().out
-    runs = [line.split() for line in first.split("\n\n")[0].splitlines()[2:]]
+    announced, table = first.split("\n\n")[:2]  # the data's lines, then the runs' table
+    assert "device  gpu; outliers counted against the hogwild layout" in announced
+    runs = [line.split() for line in table.splitlines()[2:]]
     assert [r[1] for r in runs] == ["hogwild", "chunked", "chunked"]
     chunked = [r[-1] for r in runs[1:]]  # their fingerprints, the last column
     assert all(fp in again for fp in chunked)  # reproducible on the GPU too

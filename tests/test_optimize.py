@@ -770,6 +770,7 @@ ONE_EPOCH_TOL = {"buffered": 1e-6, "vertex": 1e-5, "chunked": 2e-3, "sequential"
 # The vertex strategy on graphs made to stress it (a hub's chain of ~50 groups, 70 negatives an edge, lopsided
 # schedules) carries more of those last bits along one row than the mixture graph does.
 VERTEX_STRESS_TOL = 1e-4
+WIDE_HUB_LEARNING_RATE = 0.01  # see test_vertex_wide_hubs_follow_the_cpu
 
 
 @pytest.mark.gpu
@@ -859,20 +860,21 @@ def test_chunk_apply_by_rows_or_by_edges_follows_the_cpu(mixture_graph, n_chunks
     assert again.embedding.tobytes() == gpu.embedding.tobytes()
 
 
-def _vertex_pair(graph, negative_sample_rate=5):
+def _vertex_pair(graph, negative_sample_rate=5, **kw):
     """(cpu, gpu): vertex-strategy optimizers of `graph` from the same init."""
-    cpu = _opt(graph, "vertex", "cpu", negative_sample_rate=negative_sample_rate)
-    return cpu, _opt(graph, "vertex", "gpu", init=cpu._init, negative_sample_rate=negative_sample_rate)
+    cpu = _opt(graph, "vertex", "cpu", negative_sample_rate=negative_sample_rate, **kw)
+    return cpu, _opt(graph, "vertex", "gpu", init=cpu._init, negative_sample_rate=negative_sample_rate, **kw)
 
 
 @pytest.mark.gpu
 def test_vertex_wide_hubs_follow_the_cpu(mixture_graph):
     """Three hubs joined to every other vertex by edges due every epoch (about 6,000 active items each, so
-    groups of 128: two share a block of the kernel, the third has one to itself) lay out as on the CPU (to the
-    last-bit differences of powf, one active epoch), beside the mixture's own hubs (a warp each) and ordinary
-    vertices (tiles), and repeat their bytes."""
+    groups of 128: two share a block of the kernel, the third has one to itself) move as on the CPU, beside the
+    mixture's own hubs (a warp each) and ordinary vertices (tiles), and repeat their bytes.
 
-
+    The two devices' powf differ in last bits, and at the default learning rate a hub's 6,000 clipped moves an
+    epoch compound such a bit into a different position; a small learning rate keeps every move in the linear
+    range, so the moves agree to rounding while an item skipped, repeated or read out of order would not."""
     _, graph = mixture_graph
     n, hubs = graph.n_vertices, np.arange(3, dtype=np.int32)
     pairs = [(h, v) for h in hubs for v in range(n) if v != h and not (v in hubs and v < h)]
@@ -885,15 +887,15 @@ def test_vertex_wide_hubs_follow_the_cpu(mixture_graph):
     weight = weight[order]
     wide = dataclasses.replace(graph, head=head[order], tail=tail[order], weight=weight,
                                epochs_per_sample=(weight.max() / weight).astype(np.float64))
-    cpu, gpu = _vertex_pair(wide)
+    cpu, gpu = _vertex_pair(wide, learning_rate=WIDE_HUB_LEARNING_RATE)
     gpu.step(2)
     assert gpu._engine._n_wide == 3 and gpu._engine._n_heavy > 3
     assert (cpu._engine._vertex_arrays()[-1] == VERTEX_WIDE_GROUP).sum() == 3
     cpu.step(2)
     assert not np.array_equal(gpu.embedding, gpu._init)
-    assert _rel_diff(gpu.embedding, cpu.embedding) < VERTEX_STRESS_TOL
+    assert _rel_diff(gpu.embedding - gpu._init, cpu.embedding - cpu._init) < VERTEX_STRESS_TOL
     gpu.step(38)
-    again = _opt(wide, "vertex", "gpu", init=cpu._init)
+    again = _opt(wide, "vertex", "gpu", init=cpu._init, learning_rate=WIDE_HUB_LEARNING_RATE)
     again.step(40)
     assert again.embedding.tobytes() == gpu.embedding.tobytes()
 
