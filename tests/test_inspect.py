@@ -164,6 +164,18 @@ def test_typical_distance_ignores_non_finite_edges():
     assert inspect.typical_neighbor_distance(graph, Y) == pytest.approx(2.5)
 
 
+def test_typical_distance_strides_through_the_edges():
+    # Directed edges in graph order: 0-1, 1-0, 1-2, 2-1, 2-3, 3-2 with lengths 1, 1, 2, 2, 4, 4. Every 2nd edge
+    # (max_edges=3) gives 1, 2, 4; every 3rd (max_edges=2) 1, 2.
+    graph = make_graph([(0, 1), (1, 2), (2, 3)], 4)
+    Y = np.array([[0, 0], [1, 0], [1, 2], [5, 2]], np.float32)
+    assert inspect.typical_neighbor_distance(graph, Y) == pytest.approx(2.0)
+    assert inspect.typical_neighbor_distance(graph, Y, max_edges=3) == pytest.approx(2.0)
+    assert inspect.typical_neighbor_distance(graph, Y, max_edges=2) == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="max_edges"):
+        inspect.typical_neighbor_distance(graph, Y, max_edges=0)
+
+
 def test_isolated_point_has_no_ratio(small):
     graph, Y = small
     info = inspect.point_info(graph, Y, 7, strategy="buffered")
@@ -306,8 +318,12 @@ POLYGONS = {
 
 def test_nearest_point_matches_brute_force():
     Y = cloud()
+    wide = np.zeros((len(Y), 3))
+    wide[:, :2] = Y  # float64, a third column, and a strided view of the first two
     for x, y in [(0.0, 0.0), (1.3, -0.7), (-5.0, 9.0), (1e6, 0.0)]:
         assert inspect.nearest_point(Y, x, y) == brute_nearest(Y, x, y)
+        assert inspect.nearest_point(wide, x, y) == brute_nearest(Y, x, y)
+        assert inspect.nearest_point(wide[:, :2], x, y) == brute_nearest(Y, x, y)
 
 
 def test_nearest_point_ties_to_lowest_index_and_refuses_nothing_finite():
