@@ -154,7 +154,7 @@ class PointInfo:
             lines.append(f"first flagged at recorded epoch {self.first_flagged_epoch}")
         if np.isfinite(self.neighbor_distance_ratio):
             lines.append(
-                f"{self.neighbor_distance_ratio:.3g} typical neighbour distances from the median of its "
+                f"{self.neighbor_distance_ratio:.3g}x the typical neighbour distance away from the median of its "
                 "graph neighbours"
             )
         lines.append(self.mechanism())
