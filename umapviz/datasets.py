@@ -97,6 +97,64 @@ def _mixture(n: int, rng: np.random.Generator, _seed: int | None):
     return X, labels
 
 
+def gaussian_clusters(
+    n_samples: int,
+    rng: np.random.Generator,
+    n_clusters: int = 10,
+    n_features: int = 256,
+    centre_scale: float = 0.7,
+    size_exponent: float = 0.5,
+    spread: tuple[float, float] = (0.6, 1.0),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Labelled isotropic Gaussian clusters in high dimension, of unequal sizes and spreads.
+
+    Each cluster is a round Gaussian, so within it, as in one high-dimensional Gaussian, a few points near its
+    centre are the nearest neighbours of many others (hubs, with hundreds of graph edges): the vertices that
+    stale ``buffered`` updates fling. The clusters stand apart in nearest-neighbour terms, so a layout shows
+    them as separate colours. All draws are float32 from ``rng``, so the bytes are a function of its seed.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of points, at least ``n_clusters``.
+    rng : numpy.random.Generator
+        The source of every random draw.
+    n_clusters : int
+        Number of clusters (labels 0 .. n_clusters - 1, the largest first).
+    n_features : int
+        Dimension of the space.
+    centre_scale : float
+        Standard deviation of the cluster centres per coordinate; the centres lie about
+        ``centre_scale * sqrt(2 * n_features)`` apart.
+    size_exponent : float
+        Cluster ``k`` (from 0) holds a share of the points proportional to ``1 / (k + 1) ** size_exponent``.
+    spread : (float, float)
+        Per-coordinate standard deviation of the smallest and of the largest cluster; the others lie evenly
+        between, by size.
+
+    Returns
+    -------
+    (X, labels) : (numpy.ndarray, numpy.ndarray)
+        ``X`` float32 of shape (n_samples, n_features); ``labels`` int64 of shape (n_samples,), in random order.
+    """
+    if n_samples < n_clusters:
+        raise ValueError(f"gaussian_clusters needs at least one point per cluster: n_samples={n_samples} < "
+                         f"n_clusters={n_clusters}. Ask for more points or fewer clusters.")
+    sizes = _zipf_sizes(n_samples, n_clusters, exponent=size_exponent)
+    centres = rng.standard_normal((n_clusters, n_features), dtype=np.float32) * np.float32(centre_scale)
+    spreads = np.linspace(spread[1], spread[0], n_clusters, dtype=np.float32)  # the largest cluster the widest
+    labels = np.repeat(np.arange(n_clusters, dtype=np.int64), sizes)
+    rng.shuffle(labels)
+    X = centres[labels] + rng.standard_normal((n_samples, n_features), dtype=np.float32) * spreads[labels, None]
+    return X, labels
+
+
+def _clusters(n: int, rng: np.random.Generator, _seed: int | None):
+    # The default picture (bench/DEFAULT_DATASET.md): ten coloured clusters that a layout keeps apart (trust
+    # 0.94), each with hubs that buffered flings within its first epochs while chunked("auto") keeps them home.
+    return gaussian_clusters(n, rng, n_clusters=min(10, n))  # fewer than 10 points: one cluster each
+
+
 def _text_like(n: int, rng: np.random.Generator, _seed: int | None):
     # Sentence-embedding-like data: unit vectors in 384-d from topics of unequal size, each topic a
     # direction plus a few anisotropic directions of variation (a low-rank spread) plus small noise.
@@ -187,8 +245,13 @@ _BUILTINS: dict[str, _Builtin] = {
     b.info.name: b
     for b in (
         _Builtin(
-            DatasetInfo("gaussian", "one 256-d isotropic Gaussian: buffered flings its hubs (the default)", 50_000),
+            DatasetInfo("gaussian", "one 256-d isotropic Gaussian: buffered flings its hubs, no structure", 50_000),
             make=_gaussian,
+        ),
+        _Builtin(
+            DatasetInfo("clusters", "10 Gaussian clusters in 256-d, unequal sizes and spreads, with hubs (the default)",
+                        20_000),
+            make=_clusters,
         ),
         _Builtin(
             DatasetInfo("gaussian1024", "one 1024-d isotropic Gaussian (more hubs per point)", 20_000),

@@ -1,0 +1,172 @@
+"""Which dataset should the Explorer open with? Candidates x layout seeds, played epoch by epoch as the Explorer does.
+
+A default picture teaches when (1) its colours show structure (labelled clusters, trustworthiness >= 0.9 of the
+final layout), (2) ``buffered`` flings points visibly away from their own colour soon after the Explorer starts
+playing (within 60 s on the 2-core CPU, graph cached), and (3) ``chunked`` with ``n_chunks="auto"`` flings none.
+
+For each candidate (data seed 0, as the Explorer loads it) and each layout seed, from the spectral start (timed:
+the Explorer computes it before the first frame), ``buffered`` and ``chunked("auto")`` run one epoch at a time.
+After every epoch the outliers are counted by ``metrics.outliers`` "neighbors" (the graph) and "radius" (no
+reference); after the last, "bounds" too, against the ``sequential`` layout of the same graph and start (the CLI
+demo's reference). Reported per run: trustworthiness (k = 5, as the demo) of the final layout; the first epoch at
+which either per-epoch measure flags a point, and the seconds from the start of the spectral init to the end of
+that epoch (layout time only: the measuring is not counted); the most points flagged in any epoch; the final counts.
+
+    nice -n 10 .venv/bin/python bench/default_dataset.py --candidates all --seeds 0 1 2
+
+Graphs come from the graph cache (UMAPVIZ_CACHE_DIR) after the first build; the graph seconds reported are those
+of this invocation (a cache hit takes a fraction of a second).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from umapviz import datasets, metrics
+from umapviz.graph import build_graph
+from umapviz.graph.init import spectral_init
+from umapviz.optimize import LayoutOptimizer
+
+TRUST_K = 5  # as the CLI demo
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A dataset to try: its name in the table and how to load it at data seed 0."""
+
+    name: str
+    load: Callable[[], tuple[np.ndarray, np.ndarray | None]]
+
+
+def _builtin(name: str, n: int | None = None) -> Candidate:
+    label = name if n is None else f"{name} {n // 1000}k"
+    return Candidate(label, lambda: datasets.load(name, n_samples=n, random_state=0))
+
+
+def _clusters(label: str, n: int, **params) -> Candidate:
+    return Candidate(label, lambda: datasets.gaussian_clusters(n, np.random.default_rng(0), **params))
+
+
+CANDIDATES = {
+    c.name: c
+    for c in (
+        _builtin("gaussian"),  # the default before this study: 50,000 points, no classes
+        _builtin("mixture", 20_000),  # 30 clusters, Zipf sizes, centres 0.5 apart per coordinate
+        _builtin("mnist"),  # 5,000 real images, 10 digits
+        _builtin("clusters"),  # gaussian_clusters' defaults: 10 clusters, sizes ~ 1/sqrt(rank), centres 0.7
+        _clusters("clusters zipf1", 20_000, centre_scale=1.0, size_exponent=1.0),  # sizes ~ 1/rank
+        _clusters("clusters 512-d 12k", 12_000, n_clusters=12, n_features=512, centre_scale=0.6, size_exponent=0.7),
+    )
+}
+
+
+def play(graph, strategy: str, seed: int, start: np.ndarray, init_s: float, reach: float) -> tuple[dict, np.ndarray]:
+    """Run one layout epoch by epoch from ``start``, counting after each epoch the points it flung.
+
+    Flung, in an epoch: flagged by ``metrics.outliers`` "neighbors" and farther from the layout's median than
+    ``reach`` (twice the reference layout's farthest point, the bar of bench/CHUNK_STUDY.md). The spectral start
+    alone has points flagged by "neighbors" and "radius" (it is compressed around a few far points), so those
+    measures by themselves flag points in the first epochs of every strategy; the distance bar keeps the ones
+    thrown out of the picture.
+    """
+    opt = LayoutOptimizer(graph, strategy=strategy, n_chunks="auto", random_state=seed, init=start)
+    opt.step(2)  # compiles the epoch kernels (once per process and strategy): not counted in the seconds
+    opt.reset()
+    layout_s, first_epoch, first_s, last_epoch, most, farthest = 0.0, None, None, None, 0, 0.0
+    while not opt.done:
+        began = time.perf_counter()
+        opt.step()
+        layout_s += time.perf_counter() - began
+        emb = opt.embedding
+        radii = metrics.radii(emb)
+        flung = int((metrics.outliers(emb, graph, method="neighbors") & (radii > reach)).sum())
+        farthest = max(farthest, float(radii.max()))
+        if flung:
+            most, last_epoch = max(most, flung), opt.epoch
+            if first_epoch is None:
+                first_epoch, first_s = opt.epoch, init_s + layout_s
+    row = {"n_chunks": opt.n_chunks, "first_epoch": first_epoch, "first_s": first_s, "last_epoch": last_epoch,
+           "most": most, "farthest": farthest / (reach / 2), "s_per_epoch": layout_s / opt.n_epochs}  # fmt: skip
+    return row, opt.embedding
+
+
+def study(candidate: Candidate, seeds: list[int], bar) -> list[dict]:
+    X, labels = candidate.load()
+    began = time.perf_counter()
+    graph = build_graph(X, random_state=0, progress=False)
+    graph_s = time.perf_counter() - began
+    rows = []
+    for seed in seeds:
+        began = time.perf_counter()
+        start = spectral_init(graph, 2, seed)
+        init_s = time.perf_counter() - began
+        reference = LayoutOptimizer(graph, strategy="sequential", random_state=seed, init=start)
+        reference.run()
+        reach = 2 * float(metrics.radii(reference.embedding).max())
+        for strategy in ("buffered", "chunked"):
+            row, emb = play(graph, strategy, seed, start, init_s, reach)
+            row.update(
+                data=candidate.name, n=len(X), dim=X.shape[1], classes=0 if labels is None else len(np.unique(labels)),
+                max_degree=graph.max_degree, graph_s=graph_s, seed=seed, strategy=strategy, init_s=init_s,
+                trust=float(metrics.trustworthiness(X, emb, n_neighbors=TRUST_K)),
+                final={m: int(metrics.outliers(emb, graph, method=m, reference=reference.embedding).sum())
+                       for m in ("neighbors", "radius", "bounds")},
+            )  # fmt: skip
+            rows.append(row)
+            bar.update()
+    return rows
+
+
+def _fmt(value, spec: str = "") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| data | n | d | classes | max degree | graph s | seed | strategy | n_chunks | trust | "
+            "first flung epoch | s to it | most flung in an epoch | last epoch with one | farthest / reference's | "
+            "final outliers (neighbors / radius / bounds) | s/epoch |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        lines.append(
+            f"| {r['data']} | {r['n']:,d} | {r['dim']} | {r['classes']} | {r['max_degree']} | {r['graph_s']:.1f} | "
+            f"{r['seed']} | {r['strategy']} | {r['n_chunks']} | {r['trust']:.3f} | {_fmt(r['first_epoch'])} | "
+            f"{_fmt(r['first_s'], '.1f')} | {r['most']} | {_fmt(r['last_epoch'])} | {r['farthest']:.1f} | "
+            f"{r['final']['neighbors']} / {r['final']['radius']} / {r['final']['bounds']} | {r['s_per_epoch']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--candidates", nargs="+", default=["all"], help=f"any of {list(CANDIDATES)}, or all")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="layout seeds")
+    args = parser.parse_args()
+    names = list(CANDIDATES) if args.candidates == ["all"] else args.candidates
+    unknown = [n for n in names if n not in CANDIDATES]
+    if unknown:
+        parser.error(f"unknown candidate(s) {unknown}; choose from {list(CANDIDATES)}")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    rows = []
+    with tqdm(total=len(names) * len(args.seeds) * 2, desc="runs") as bar:
+        for name in names:
+            rows += study(CANDIDATES[name], args.seeds, bar)
+    print(f"- **Date**: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; **commit** {commit}")
+    print(f"- **Machine**: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"- **Command**: `.venv/bin/python bench/default_dataset.py --candidates {' '.join(names)} "
+          f"--seeds {' '.join(map(str, args.seeds))}`\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
