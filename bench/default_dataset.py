@@ -60,12 +60,12 @@ def _clusters(label: str, n: int, **params) -> Candidate:
 CANDIDATES = {
     c.name: c
     for c in (
-        _builtin("gaussian"),  # the default before this study: 50,000 points, no classes
-        _builtin("mixture", 20_000),  # 30 clusters, Zipf sizes, centres 0.5 apart per coordinate
         _builtin("mnist"),  # 5,000 real images, 10 digits
         _builtin("clusters"),  # gaussian_clusters' defaults: 10 clusters, sizes ~ 1/sqrt(rank), centres 0.7
         _clusters("clusters zipf1", 20_000, centre_scale=1.0, size_exponent=1.0),  # sizes ~ 1/rank
         _clusters("clusters 512-d 12k", 12_000, n_clusters=12, n_features=512, centre_scale=0.6, size_exponent=0.7),
+        _builtin("mixture", 20_000),  # 30 clusters, Zipf sizes, centres 0.5 apart per coordinate
+        _builtin("gaussian"),  # the default before this study: 50,000 points, no classes
     )
 }
 
@@ -89,7 +89,8 @@ def play(graph, strategy: str, seed: int, start: np.ndarray, init_s: float, reac
         layout_s += time.perf_counter() - began
         emb = opt.embedding
         radii = metrics.radii(emb)
-        flung = int((metrics.outliers(emb, graph, method="neighbors") & (radii > reach)).sum())
+        beyond = radii > reach  # cheap, and usually empty: then nothing is flung, whatever the neighbours say
+        flung = int((metrics.outliers(emb, graph, method="neighbors") & beyond).sum()) if beyond.any() else 0
         farthest = max(farthest, float(radii.max()))
         if flung:
             most, last_epoch = max(most, flung), opt.epoch
@@ -131,19 +132,17 @@ def _fmt(value, spec: str = "") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def table(rows: list[dict]) -> str:
-    head = ("| data | n | d | classes | max degree | graph s | seed | strategy | n_chunks | trust | "
-            "first flung epoch | s to it | most flung in an epoch | last epoch with one | farthest / reference's | "
-            "final outliers (neighbors / radius / bounds) | s/epoch |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        lines.append(
-            f"| {r['data']} | {r['n']:,d} | {r['dim']} | {r['classes']} | {r['max_degree']} | {r['graph_s']:.1f} | "
+HEAD = ("| data | n | d | classes | max degree | graph s | seed | strategy | n_chunks | trust | first flung epoch | "
+        "s to it | most flung in an epoch | last epoch with one | farthest / reference's | "
+        "final outliers (neighbors / radius / bounds) | s/epoch |")
+
+
+def table_row(r: dict) -> str:
+    """One Markdown table row of a run (columns as HEAD)."""
+    return (f"| {r['data']} | {r['n']:,d} | {r['dim']} | {r['classes']} | {r['max_degree']} | {r['graph_s']:.1f} | "
             f"{r['seed']} | {r['strategy']} | {r['n_chunks']} | {r['trust']:.3f} | {_fmt(r['first_epoch'])} | "
             f"{_fmt(r['first_s'], '.1f')} | {r['most']} | {_fmt(r['last_epoch'])} | {r['farthest']:.1f} | "
-            f"{r['final']['neighbors']} / {r['final']['radius']} / {r['final']['bounds']} | {r['s_per_epoch']:.3f} |"
-        )
-    return "\n".join(lines)
+            f"{r['final']['neighbors']} / {r['final']['radius']} / {r['final']['bounds']} | {r['s_per_epoch']:.3f} |")
 
 
 def main() -> None:
@@ -156,16 +155,18 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown candidate(s) {unknown}; choose from {list(CANDIDATES)}")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    rows = []
-    with tqdm(total=len(names) * len(args.seeds) * 2, desc="runs") as bar:
-        for name in names:
-            rows += study(CANDIDATES[name], args.seeds, bar)
     print(f"- **Date**: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; **commit** {commit}")
     print(f"- **Machine**: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
-          f"load average {os.getloadavg()[0]:.1f}")
-    print(f"- **Command**: `.venv/bin/python bench/default_dataset.py --candidates {' '.join(names)} "
+          f"load average {os.getloadavg()[0]:.1f} at the start")
+    print(f"- **Command**: `.venv/bin/python bench/default_dataset.py --candidates {' '.join(map(repr, names))} "
           f"--seeds {' '.join(map(str, args.seeds))}`\n")
-    print(table(rows))
+    print(HEAD)
+    print("|" + "---|" * (HEAD.count("|") - 1), flush=True)
+    with tqdm(total=len(names) * len(args.seeds) * 2, desc="runs") as bar:
+        for name in names:
+            for row in study(CANDIDATES[name], args.seeds, bar):
+                print(table_row(row), flush=True)  # each candidate's rows as soon as its runs are done
+    print(f"\nFinished {datetime.now(timezone.utc):%H:%M} UTC, load average {os.getloadavg()[0]:.1f}.")
 
 
 if __name__ == "__main__":

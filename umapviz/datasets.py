@@ -35,7 +35,7 @@ from ._validation import RandomStateLike, check_random_state, warn_float32_loss
 # 4 of 5 data seeds did so. Smaller or lower-dimensional sets fling hundreds of points early in the run
 # but pull nearly all of them back by the last epoch. It generates in ~0.2 s; its graph takes ~25 s on
 # two cores the first time and comes from the graph cache after that.
-DEFAULT = "gaussian"
+DEFAULT = "clusters"
 
 FILE_SUFFIXES = (".npy", ".npz", ".csv", ".parquet")
 # Column names (any case) read as the class labels of a CSV or Parquet file. Not "y": two-column x,y files are
