@@ -17,6 +17,7 @@ the farthest any point went, over the reference's farthest; the final counts; se
 
     nice -n 10 .venv/bin/python bench/default_dataset.py --candidates all --seeds 0 1 2
     nice -n 10 .venv/bin/python bench/default_dataset.py --candidates clusters --n-chunks 8 12 16 --no-buffered
+    .venv/bin/python bench/default_dataset.py --candidates clusters --figure bench/default_dataset.png
 
 Graphs come from the graph cache (UMAPVIZ_CACHE_DIR) after the first build; the graph seconds reported are those
 of this invocation (a cache hit takes a fraction of a second).
@@ -137,6 +138,25 @@ def _fmt(value, spec: str = "") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def figure(candidate: Candidate, path: str, epoch: int = 4, seed: int = 0) -> None:
+    """What a newcomer sees, as a PNG: ``buffered`` and ``chunked("auto")`` at ``epoch`` and at the end (seed 0),
+    coloured by class, the points flagged by "neighbors" marked."""
+    from umapviz.render import save_png, side_by_side  # noqa: PLC0415 - plotting only for the figure
+
+    X, labels = candidate.load()
+    graph = build_graph(X, random_state=0, progress=False)
+    start = spectral_init(graph, 2, seed)
+    layouts, titles = [], []
+    for strategy in ("buffered", "chunked"):
+        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks="auto", random_state=seed, init=start)
+        for target in (epoch, opt.n_epochs):
+            opt.step(target - opt.epoch)
+            layouts.append(opt.embedding)
+            titles.append(f"{strategy}{'' if strategy == 'buffered' else ' auto'}, epoch {opt.epoch}")
+    masks = [metrics.outliers(emb, graph, method="neighbors") for emb in layouts]
+    save_png(side_by_side(layouts, titles, labels=labels, outliers=masks, panel_size=360), path)
+
+
 HEAD = ("| data | n | d | classes | max degree | graph s | seed | strategy | n_chunks | trust | first flung epoch | "
         "s to it | most flung in an epoch | last epoch with one | farthest / reference's | "
         "final outliers (neighbors / radius / bounds) | s/epoch |")
@@ -157,11 +177,15 @@ def main() -> None:
     parser.add_argument("--n-chunks", nargs="+", default=["auto"],
                         help="n_chunks of the chunked runs (ints or rule names); after a buffered run, unless:")
     parser.add_argument("--no-buffered", action="store_true", help="chunked runs only")
+    parser.add_argument("--figure", default=None, help="only draw the first candidate's panels into this PNG")
     args = parser.parse_args()
     names = list(CANDIDATES) if args.candidates == ["all"] else args.candidates
     unknown = [n for n in names if n not in CANDIDATES]
     if unknown:
         parser.error(f"unknown candidate(s) {unknown}; choose from {list(CANDIDATES)}")
+    if args.figure:
+        figure(CANDIDATES[names[0]], args.figure)
+        return
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"- **Date**: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; **commit** {commit}")
     print(f"- **Machine**: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
