@@ -18,6 +18,7 @@ the farthest any point went, over the reference's farthest; the final counts; se
     nice -n 10 .venv/bin/python bench/default_dataset.py --candidates all --seeds 0 1 2
     nice -n 10 .venv/bin/python bench/default_dataset.py --candidates clusters --n-chunks 8 12 16 --no-buffered
     .venv/bin/python bench/default_dataset.py --candidates clusters --figure bench/default_dataset.png
+    .venv/bin/python bench/default_dataset.py --candidates clusters --who
 
 Graphs come from the graph cache (UMAPVIZ_CACHE_DIR) after the first build; the graph seconds reported are those
 of this invocation (a cache hit takes a fraction of a second).
@@ -157,6 +158,36 @@ def figure(candidate: Candidate, path: str, epoch: int = 4, seed: int = 0) -> No
     save_png(side_by_side(layouts, titles, labels=labels, outliers=masks, panel_size=360), path)
 
 
+def flung_degrees(candidate: Candidate, seeds: list[int], epochs: int = 80) -> None:
+    """Who is flung: per seed and strategy, the distinct points flung in the first ``epochs`` epochs (as ``play``
+    counts them), their graph degrees and degree ranks (0 = the busiest vertex), and their classes."""
+    X, labels = candidate.load()
+    graph = build_graph(X, random_state=0, progress=False)
+    rank = np.empty(graph.n_vertices, dtype=np.int64)
+    rank[np.argsort(-graph.degree, kind="stable")] = np.arange(graph.n_vertices)
+    print(f"{candidate.name}: max degree {graph.max_degree}, 99th percentile {np.percentile(graph.degree, 99):.0f}")
+    for seed in seeds:
+        start = spectral_init(graph, 2, seed)
+        reference = LayoutOptimizer(graph, strategy="sequential", random_state=seed, init=start)
+        reference.run()
+        reach = 2 * float(metrics.radii(reference.embedding).max())
+        for strategy in ("buffered", "chunked"):
+            opt = LayoutOptimizer(graph, strategy=strategy, n_chunks="auto", random_state=seed, init=start)
+            flung = np.zeros(graph.n_vertices, dtype=bool)
+            for _ in range(epochs):
+                opt.step()
+                emb = opt.embedding
+                flung |= metrics.outliers(emb, graph, method="neighbors") & (metrics.radii(emb) > reach)
+            who = np.flatnonzero(flung)
+            if who.size == 0:
+                print(f"seed {seed} {strategy}: none")
+                continue
+            classes = "" if labels is None else f", classes {np.bincount(labels[who]).tolist()}"
+            print(f"seed {seed} {strategy} ({opt.n_chunks} chunks): {who.size} points, degree "
+                  f"{graph.degree[who].min()}-{graph.degree[who].max()} (median {np.median(graph.degree[who]):.0f}), "
+                  f"rank {rank[who].min()}-{rank[who].max()}{classes}")
+
+
 HEAD = ("| data | n | d | classes | max degree | graph s | seed | strategy | n_chunks | trust | first flung epoch | "
         "s to it | most flung in an epoch | last epoch with one | farthest / reference's | "
         "final outliers (neighbors / radius / bounds) | s/epoch |")
@@ -178,11 +209,16 @@ def main() -> None:
                         help="n_chunks of the chunked runs (ints or rule names); after a buffered run, unless:")
     parser.add_argument("--no-buffered", action="store_true", help="chunked runs only")
     parser.add_argument("--figure", default=None, help="only draw the first candidate's panels into this PNG")
+    parser.add_argument("--who", action="store_true", help="only list who is flung in the first 80 epochs")
     args = parser.parse_args()
     names = list(CANDIDATES) if args.candidates == ["all"] else args.candidates
     unknown = [n for n in names if n not in CANDIDATES]
     if unknown:
         parser.error(f"unknown candidate(s) {unknown}; choose from {list(CANDIDATES)}")
+    if args.who:
+        for name in names:
+            flung_degrees(CANDIDATES[name], args.seeds)
+        return
     if args.figure:
         figure(CANDIDATES[names[0]], args.figure)
         return
