@@ -48,7 +48,15 @@ TRUST_K = 5  # as the CLI demo
 
 @dataclass(frozen=True)
 class Candidate:
-    """A dataset to try: its name in the table and how to load it at data seed 0."""
+    """A dataset to try.
+
+    Parameters
+    ----------
+    name : str
+        Its name in the table and on the command line.
+    load : callable
+        () -> (X, labels) at data seed 0.
+    """
 
     name: str
     load: Callable[[], tuple[np.ndarray, np.ndarray | None]]
@@ -85,6 +93,23 @@ def play(graph, strategy: str, n_chunks: int | str, seed: int, start: np.ndarray
     alone has points flagged by "neighbors" and "radius" (it is compressed around a few far points), so those
     measures by themselves flag points in the first epochs of every strategy; the distance bar keeps the ones
     thrown out of the picture.
+
+    Parameters
+    ----------
+    graph : FuzzyGraph
+        The graph to lay out.
+    strategy : str
+        "buffered" or "chunked".
+    n_chunks : int or str
+        For chunked: a count or a rule ("auto").
+    seed : int
+        The layout seed.
+    start : numpy.ndarray
+        The spectral start of this seed, shared by every run.
+    init_s : float
+        Seconds the start took, counted in the seconds to the first flung point.
+    reach : float
+        Distance from the median beyond which a flagged point counts as flung.
     """
     opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=n_chunks, random_state=seed, init=start)
     opt.step(2)  # compiles the epoch kernels (once per process and strategy): not counted in the seconds
@@ -109,6 +134,19 @@ def play(graph, strategy: str, n_chunks: int | str, seed: int, start: np.ndarray
 
 
 def study(candidate: Candidate, seeds: list[int], runs: list[tuple[str, int | str]], bar) -> list[dict]:
+    """One row per layout seed and run of a candidate (see ``play``), with trustworthiness and final outliers.
+
+    Parameters
+    ----------
+    candidate : Candidate
+        The dataset.
+    seeds : list of int
+        Layout seeds.
+    runs : list of (str, int or str)
+        (strategy, n_chunks) pairs.
+    bar : tqdm
+        Progress bar, advanced once per run.
+    """
     X, labels = candidate.load()
     began = time.perf_counter()
     graph = build_graph(X, random_state=0, progress=False)
@@ -140,8 +178,20 @@ def _fmt(value, spec: str = "") -> str:
 
 
 def figure(candidate: Candidate, path: str, epoch: int = 4, seed: int = 0) -> None:
-    """What a newcomer sees, as a PNG: ``buffered`` and ``chunked("auto")`` at ``epoch`` and at the end (seed 0),
-    coloured by class, the points flagged by "neighbors" marked."""
+    """What a newcomer sees, as a PNG: ``buffered`` and ``chunked("auto")`` at ``epoch`` and at the end, coloured
+    by class, the points flagged by "neighbors" marked.
+
+    Parameters
+    ----------
+    candidate : Candidate
+        The dataset.
+    path : str
+        The PNG to write.
+    epoch : int
+        The early epoch shown.
+    seed : int
+        The layout seed.
+    """
     from umapviz.render import save_png, side_by_side  # noqa: PLC0415 - plotting only for the figure
 
     X, labels = candidate.load()
@@ -160,7 +210,17 @@ def figure(candidate: Candidate, path: str, epoch: int = 4, seed: int = 0) -> No
 
 def flung_degrees(candidate: Candidate, seeds: list[int], epochs: int = 80) -> None:
     """Who is flung: per seed and strategy, the distinct points flung in the first ``epochs`` epochs (as ``play``
-    counts them), their graph degrees and degree ranks (0 = the busiest vertex), and their classes."""
+    counts them), their graph degrees and degree ranks (0 = the busiest vertex), and their classes.
+
+    Parameters
+    ----------
+    candidate : Candidate
+        The dataset.
+    seeds : list of int
+        Layout seeds.
+    epochs : int
+        How many epochs to watch.
+    """
     X, labels = candidate.load()
     graph = build_graph(X, random_state=0, progress=False)
     rank = np.empty(graph.n_vertices, dtype=np.int64)
@@ -194,7 +254,13 @@ HEAD = ("| data | n | d | classes | max degree | graph s | seed | strategy | n_c
 
 
 def table_row(r: dict) -> str:
-    """One Markdown table row of a run (columns as HEAD)."""
+    """One Markdown table row of a run (columns as HEAD).
+
+    Parameters
+    ----------
+    r : dict
+        A row from ``study``.
+    """
     return (f"| {r['data']} | {r['n']:,d} | {r['dim']} | {r['classes']} | {r['max_degree']} | {r['graph_s']:.1f} | "
             f"{r['seed']} | {r['strategy']} | {r['n_chunks']} | {r['trust']:.3f} | {_fmt(r['first_epoch'])} | "
             f"{_fmt(r['first_s'], '.1f')} | {r['most']} | {_fmt(r['last_epoch'])} | {r['farthest']:.1f} | "
@@ -202,6 +268,7 @@ def table_row(r: dict) -> str:
 
 
 def main() -> None:
+    """The command line: the study table (default), the chunk sweep, the figure or who is flung."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", nargs="+", default=["all"], help=f"any of {list(CANDIDATES)}, or all")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="layout seeds")

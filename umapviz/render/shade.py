@@ -356,6 +356,13 @@ def outlier_classes(agg: Aggregate, mask: Any) -> Any:
     point's own class when it lies alone there, as a point flung away from the others does. The grids count
     outliers without their classes, so a flagged point inside a crowd of another class takes the crowd's colour.
     Codes index ``class_colors(K)`` as the counts' layers do. On the grids' device (NumPy or CuPy).
+
+    Parameters
+    ----------
+    agg : Aggregate
+        The grids; its ``counts`` are (H, W, K) per class when the points had labels.
+    mask : array of bool, shape (H, W)
+        The outlier pixels, top row first (as ``agg.outlier_counts[::-1] > 0``).
     """
     if agg.counts.ndim != 3:
         return None
@@ -372,7 +379,17 @@ def draw_outliers(image: Any, mask: Any, style: Style = DEFAULT_STYLE, classes: 
     ``classes`` ((H, W) class codes at the outlier pixels, see ``outlier_classes``) each disc takes its class's
     colour from ``style.palette``, inside a ring of ``style.outlier_color`` ``style.outlier_ring`` pixels wide,
     then the halo. Where discs overlap, the higher class code is painted last.
-    ``image``: an (H, W) packed image (see ``pack``), NumPy or CuPy, on the mask's device.
+
+    Parameters
+    ----------
+    image : array of uint32, shape (H, W)
+        A packed image (see ``pack``), NumPy or CuPy, on the mask's device; changed in place.
+    mask : array of bool, shape (H, W)
+        The outlier pixels, top row first.
+    style : Style
+        Colours, disc radius and ring width.
+    classes : array of int, shape (H, W), or None
+        Class codes at the outlier pixels (see ``outlier_classes``); None draws outlier-coloured discs.
     """
     if not bool(mask.any()):
         return
