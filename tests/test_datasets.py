@@ -93,6 +93,25 @@ def test_clusters_with_fewer_points_than_clusters():
         datasets.gaussian_clusters(4, np.random.default_rng(0))
 
 
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"n_clusters": 0}, ValueError, "n_clusters=0 is out of range"),
+        ({"n_clusters": 2.5}, TypeError, "n_clusters must be an integer"),
+        ({"n_features": 0}, ValueError, "n_features=0 is out of range"),
+        ({"centre_scale": -1.0}, ValueError, "centre_scale=-1.0 is out of range"),
+        ({"size_exponent": float("nan")}, ValueError, "size_exponent=nan is out of range"),
+        ({"spread": (0.6,)}, ValueError, "spread must be two numbers"),
+        ({"spread": (0.0, 1.0)}, ValueError, "spread=0.0 is out of range"),
+        ({"rng": 0}, TypeError, "rng must be a numpy.random.Generator"),
+    ],
+)
+def test_gaussian_clusters_refuses_bad_parameters(kwargs, error, message):
+    args = {"n_samples": 100, "rng": np.random.default_rng(0), **kwargs}
+    with pytest.raises(error, match=message):
+        datasets.gaussian_clusters(**args)
+
+
 def test_mixture_cluster_sizes_follow_zipf():
     _, labels = datasets.load("mixture", n_samples=30_000, random_state=0)
     sizes = np.sort(np.bincount(labels))[::-1]

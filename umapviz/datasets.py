@@ -27,7 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from ._files import NPY_MAGIC, check_magic, load_npz
-from ._validation import RandomStateLike, check_random_state, warn_float32_loss
+from ._validation import (
+    RandomStateLike,
+    check_int,
+    check_positive_float,
+    check_random_state,
+    warn_float32_loss,
+)
 
 # The dataset the Explorer, the demo and the notebooks open with, at its default size (20,000 points) and seed 0:
 # ten labelled clusters that a layout keeps apart in colour, whose hubs buffered updates fling out of the picture
@@ -137,12 +143,22 @@ def gaussian_clusters(
     (X, labels) : (numpy.ndarray, numpy.ndarray)
         ``X`` float32 of shape (n_samples, n_features); ``labels`` int64 of shape (n_samples,), in random order.
     """
+    n_samples, n_clusters = check_int("n_samples", n_samples, 1), check_int("n_clusters", n_clusters, 1)
+    n_features = check_int("n_features", n_features, 1)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, e.g. np.random.default_rng(0); got "
+                        f"{type(rng).__name__}.")
+    centre_scale = check_positive_float("centre_scale", centre_scale, "0.7 is the default", allow_zero=True)
+    size_exponent = check_positive_float("size_exponent", size_exponent, "0.5 is the default", allow_zero=True)
+    if len(spread) != 2:
+        raise ValueError(f"spread must be two numbers (smallest cluster's, largest cluster's); got {spread!r}.")
+    low, high = (check_positive_float("spread", v, "(0.6, 1.0) is the default") for v in spread)
     if n_samples < n_clusters:
         raise ValueError(f"gaussian_clusters needs at least one point per cluster: n_samples={n_samples} < "
                          f"n_clusters={n_clusters}. Ask for more points or fewer clusters.")
     sizes = _zipf_sizes(n_samples, n_clusters, exponent=size_exponent)
     centres = rng.standard_normal((n_clusters, n_features), dtype=np.float32) * np.float32(centre_scale)
-    spreads = np.linspace(spread[1], spread[0], n_clusters, dtype=np.float32)  # the largest cluster the widest
+    spreads = np.linspace(high, low, n_clusters, dtype=np.float32)  # the largest cluster first
     labels = np.repeat(np.arange(n_clusters, dtype=np.int64), sizes)
     rng.shuffle(labels)
     X = centres[labels] + rng.standard_normal((n_samples, n_features), dtype=np.float32) * spreads[labels, None]
