@@ -13,7 +13,8 @@ import pytest
 from umapviz import datasets
 
 SYNTHETIC = ["clusters", "gaussian", "gaussian1024", "mixture", "text_like", "blobs", "moons", "circles"]
-DIMS = {"clusters": 256, "gaussian": 256, "gaussian1024": 1024, "mixture": 256, "text_like": 384, "blobs": 2, "moons": 2, "circles": 2}
+DIMS = {"clusters": 256, "gaussian": 256, "gaussian1024": 1024, "mixture": 256, "text_like": 384, "blobs": 2,
+        "moons": 2, "circles": 2}
 
 
 # --- built-in names ---------------------------------------------------------------------------------
