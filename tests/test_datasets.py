@@ -12,8 +12,9 @@ import pytest
 
 from umapviz import datasets
 
-SYNTHETIC = ["gaussian", "gaussian1024", "mixture", "text_like", "blobs", "moons", "circles"]
-DIMS = {"gaussian": 256, "gaussian1024": 1024, "mixture": 256, "text_like": 384, "blobs": 2, "moons": 2, "circles": 2}
+SYNTHETIC = ["clusters", "gaussian", "gaussian1024", "mixture", "text_like", "blobs", "moons", "circles"]
+DIMS = {"clusters": 256, "gaussian": 256, "gaussian1024": 1024, "mixture": 256, "text_like": 384, "blobs": 2,
+        "moons": 2, "circles": 2}
 
 
 # --- built-in names ---------------------------------------------------------------------------------
@@ -48,6 +49,68 @@ def test_generator_shape_dtype_and_determinism(name):
 def test_generator_default_size(name):
     X, _ = datasets.load(name)
     assert X.shape == (datasets.names()[name].default_n_samples, DIMS[name])
+
+
+def test_default_is_the_labelled_clusters_and_the_gaussian_stays_by_name():
+    assert datasets.DEFAULT == "clusters"
+    X, labels = datasets.load(datasets.DEFAULT, n_samples=500)
+    assert labels is not None and len(np.unique(labels)) == 10  # colours to see the structure by
+    assert datasets.load("gaussian", n_samples=500)[1] is None
+
+
+def test_clusters_sizes_spreads_and_bytes():
+    X, labels = datasets.load("clusters", n_samples=20_000, random_state=0)
+    sizes = np.bincount(labels)
+    assert sizes.sum() == 20_000 and len(sizes) == 10
+    # Cluster k holds a share proportional to 1 / sqrt(k + 1), the largest first.
+    np.testing.assert_allclose(sizes / sizes[0], 1 / np.sqrt(np.arange(1, 11)), rtol=0.02)
+    # Per-coordinate spread around each cluster's mean: 1.0 for the largest down to 0.6 for the smallest.
+    spread = [float((X[labels == k] - X[labels == k].mean(axis=0)).std()) for k in (0, 9)]
+    assert spread == [pytest.approx(1.0, rel=0.02), pytest.approx(0.6, rel=0.02)]
+    # The same bytes from a fresh generator of the same seed (and other bytes from another seed).
+    again = datasets.gaussian_clusters(20_000, np.random.default_rng(0))
+    assert X.tobytes() == again[0].tobytes() and labels.tobytes() == again[1].tobytes()
+    assert X.tobytes() != datasets.load("clusters", n_samples=20_000, random_state=1)[0].tobytes()
+
+
+def test_clusters_are_apart_and_have_hubs():
+    """The structure the default picture shows: each point's nearest neighbours are of its own class, and a few
+    points are the neighbours of many (the hubs that buffered updates fling)."""
+    X, labels = datasets.load("clusters", n_samples=2000, random_state=0)
+    sq = (X * X).sum(axis=1)
+    d = sq[:, None] + sq[None, :] - 2 * X @ X.T
+    np.fill_diagonal(d, np.inf)
+    k = 15
+    neighbours = np.argpartition(d, k, axis=1)[:, :k]
+    assert (labels[neighbours] == labels[:, None]).mean() > 0.99
+    occurrences = np.bincount(neighbours.ravel(), minlength=len(X))  # in-degree in the kNN graph
+    assert np.median(occurrences) <= k and occurrences.max() >= 5 * k
+
+
+def test_clusters_with_fewer_points_than_clusters():
+    X, labels = datasets.load("clusters", n_samples=4)
+    assert X.shape == (4, 256) and sorted(labels) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="at least one point per cluster.*n_samples=4 < n_clusters=10"):
+        datasets.gaussian_clusters(4, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"n_clusters": 0}, ValueError, "n_clusters=0 is out of range"),
+        ({"n_clusters": 2.5}, TypeError, "n_clusters must be an integer"),
+        ({"n_features": 0}, ValueError, "n_features=0 is out of range"),
+        ({"centre_scale": -1.0}, ValueError, "centre_scale=-1.0 is out of range"),
+        ({"size_exponent": float("nan")}, ValueError, "size_exponent=nan is out of range"),
+        ({"spread": (0.6,)}, ValueError, "spread must be two numbers"),
+        ({"spread": (0.0, 1.0)}, ValueError, "spread=0.0 is out of range"),
+        ({"rng": 0}, TypeError, "rng must be a numpy.random.Generator"),
+    ],
+)
+def test_gaussian_clusters_refuses_bad_parameters(kwargs, error, message):
+    args = {"n_samples": 100, "rng": np.random.default_rng(0), **kwargs}
+    with pytest.raises(error, match=message):
+        datasets.gaussian_clusters(**args)
 
 
 def test_mixture_cluster_sizes_follow_zipf():
@@ -112,7 +175,7 @@ def test_unknown_name_lists_the_names():
 @pytest.mark.parametrize("bad", [None, 5, ["moons"]])
 def test_name_that_is_not_a_string_or_path(bad):
     """None or a number failed inside os.fspath: "expected str, bytes or os.PathLike object, not NoneType"."""
-    with pytest.raises(TypeError, match="dataset name or a file path.*load\\('gaussian'\\)"):
+    with pytest.raises(TypeError, match=f"dataset name or a file path.*load\\('{datasets.DEFAULT}'\\)"):
         datasets.load(bad)
 
 

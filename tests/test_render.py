@@ -147,6 +147,53 @@ def test_planted_far_point_drawn_in_outlier_colour_where_it_is():
     assert len(where_color(image(emb, width=200, height=200, view=(-60, 60, -60, 60)), OUTLIER_RGB)) == 0
 
 
+def distances_from(pixel: tuple[int, int], shape: tuple[int, int]) -> np.ndarray:
+    """(H, W) Euclidean distance in pixels of every pixel from ``pixel`` (row, col)."""
+    rows, cols = np.mgrid[0 : shape[0], 0 : shape[1]]
+    return np.hypot(rows - pixel[0], cols - pixel[1])
+
+
+def two_flung_points_of_two_classes(style: Style | None = None, labelled: bool = True) -> np.ndarray:
+    """A 200 x 200 image over (-60, 60)^2 of a two-class cloud with point 7 (class 1) flung to (50, 50), i.e.
+    pixel (row 16, col 183), and point 8 (class 0) to (-50, -50), pixel (183, 16); both marked as outliers."""
+    emb = cloud(3000)
+    labels = np.arange(len(emb)) % 2
+    emb[7], emb[8] = [50.0, 50.0], [-50.0, -50.0]
+    mask = np.zeros(len(emb), bool)
+    mask[[7, 8]] = True
+    return image(emb, labels=labels if labelled else None, outliers=mask, width=200, height=200,
+                 view=(-60, 60, -60, 60), style=style or Style())  # fmt: skip
+
+
+@pytest.mark.parametrize("radius, ring", [(4, 2), (2, 3), (0, 1)])
+def test_flung_point_keeps_its_class_colour_inside_a_ring_of_the_outlier_colour(radius, ring):
+    rgba = two_flung_points_of_two_classes(Style(outlier_radius=radius, outlier_ring=ring))
+    halo = hex_to_rgb(DEFAULT_STYLE.halo_color)
+    for pixel, code in (((16, 183), 1), ((183, 16), 0)):
+        d = distances_from(pixel, rgba.shape[:2])
+        own = np.asarray(hex_to_rgb(CLASS_PALETTE[code]), dtype=np.uint8)
+        # Inside the disc: the point's class colour, opaque, on every pixel.
+        assert (rgba[d <= radius][:, :3] == own).all() and (rgba[d <= radius][:, 3] == 255).all()
+        # Around it, a closed annulus in the outlier colour: every pixel between the disc and the ring's width.
+        annulus = (d >= radius + 1) & (d <= radius + ring)
+        assert annulus.any() and (rgba[annulus][:, :3] == np.asarray(OUTLIER_RGB, dtype=np.uint8)).all()
+        # Then the thin halo, and the class colour nowhere outside the disc's rounded edge.
+        near = d <= radius + ring + 2
+        assert len(where_color(rgba * near[..., None], halo)) > 0
+        outside = (d > radius + 1) & (d < 30)
+        assert not (rgba[outside][:, :3] == own).all(axis=1).any()
+
+
+def test_flung_point_without_labels_or_with_fill_outlier_is_an_outlier_coloured_disc():
+    for rgba in (two_flung_points_of_two_classes(Style(outlier_radius=3), labelled=False),
+                 two_flung_points_of_two_classes(Style(outlier_radius=3, outlier_fill="outlier"))):  # fmt: skip
+        for pixel in ((16, 183), (183, 16)):
+            d = distances_from(pixel, rgba.shape[:2])
+            assert (rgba[d <= 3][:, :3] == np.asarray(OUTLIER_RGB, dtype=np.uint8)).all()
+            palette = {hex_to_rgb(c) for c in CLASS_PALETTE[:2]}
+            assert not any(tuple(px) in palette for px in rgba[d <= 6][:, :3])
+
+
 def test_auto_view_puts_the_far_point_in_the_top_right_corner():
     emb = cloud(3000)
     emb[0] = [40.0, 40.0]

@@ -290,6 +290,9 @@ def test_export_suffix_must_match_format(tmp_path):
         {"min_alpha": 300},  # wrapped in uint8: the sparsest pixels were drawn almost black
         {"min_alpha": -1},
         {"outlier_radius": -3},
+        {"outlier_fill": "red"},  # a colour where the rule ("class" or "outlier") goes
+        {"outlier_ring": -1},
+        {"outlier_ring": 1.5},
         {"spread_threshold": 2.0},
         {"extra": {"how": "log"}},  # was "multiple values for keyword argument 'how'" when shading
     ],

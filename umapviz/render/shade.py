@@ -3,10 +3,12 @@
 Points are coloured as datashader's transfer functions colour them (``eq_hist`` by default, so a dense core and
 a sparse halo are both visible), by our own code that runs on NumPy or CuPy grids alike (_colormap): a frame of
 a CuPy embedding is shaded on the GPU and only the finished image comes to the host. Outliers are drawn on top
-as discs a few pixels wide with a ring in a contrasting colour, so a single flung point is visible at any
-image size. Points outside the view become triangles on the image border, pointing to where they are, with
-their count written beside them and in total in the bottom-left corner when the image is large enough for
-text not to cover the data (see ``text_fits``; the count is also ``Aggregate.n_out_of_view``).
+as discs a few pixels wide, so a single flung point is visible at any image size: with class labels the disc
+keeps the point's class colour inside a ring of the outlier colour (the picture says both which class it left
+and that it was flung); without labels it is an outlier-coloured disc. A thin halo rings either. Points
+outside the view become triangles on the image border, pointing to where they are, with their count written
+beside them and in total in the bottom-left corner when the image is large enough for text not to cover the
+data (see ``text_fits``; the count is also ``Aggregate.n_out_of_view``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ def hex_to_rgb(color: str) -> tuple[int, int, int]:
     return int(text[0:2], 16), int(text[2:4], 16), int(text[4:6], 16)
 
 
+OUTLIER_FILLS = ("class", "outlier")
+
+
 @dataclass(frozen=True)
 class Style:
     """How grids become colours. Colours are '#RRGGBB' strings."""
@@ -55,9 +60,13 @@ class Style:
     cmap: tuple[str, ...] = COUNT_CMAP
     palette: tuple[str, ...] = CLASS_PALETTE
     background: str = "#000000"
-    outlier_color: str = "#FF2020"
-    halo_color: str = "#FFFFFF"  # ring around each outlier disc, and the off-view counts' text
-    outlier_radius: int | None = None  # disc radius in pixels; None: about 0.4% of the image size, at least 2
+    outlier_color: str = "#FF2020"  # the ring marking a flung point (its disc too without labels), off-view marks
+    halo_color: str = "#FFFFFF"  # thin outer ring of each outlier mark, and the off-view counts' text
+    outlier_radius: int | None = None  # disc radius in pixels; None: 0.5% of the image size, at least 3
+    # An outlier's disc: "class", the colour of its class where the data has labels (see draw_outliers), else
+    # outlier_color; "outlier", outlier_color always (one colour for every flung point).
+    outlier_fill: str = "class"
+    outlier_ring: int = 2  # width in pixels of the outlier_color ring around a class-coloured disc
     how: str = "eq_hist"  # datashader's colour normalisation: "eq_hist", "log", "cbrt" or "linear"
     min_alpha: int = 120  # alpha of the least dense non-empty pixel: one ordinary point stays visible
     edge_markers: bool = True
@@ -85,6 +94,10 @@ class Style:
         if self.outlier_radius is not None and (isinstance(self.outlier_radius, bool)
                                                 or not isinstance(self.outlier_radius, int) or self.outlier_radius < 0):
             raise ValueError(f"Style outlier_radius={self.outlier_radius!r} must be None or an int >= 0 (pixels).")
+        if self.outlier_fill not in OUTLIER_FILLS:
+            raise ValueError(f"Style outlier_fill={self.outlier_fill!r} must be one of {OUTLIER_FILLS}.")
+        if isinstance(self.outlier_ring, bool) or not isinstance(self.outlier_ring, int) or self.outlier_ring < 0:
+            raise ValueError(f"Style outlier_ring={self.outlier_ring!r} must be an int >= 0 (pixels; 0: no ring).")
         if not 0 <= self.spread_threshold <= 1:
             raise ValueError(f"Style spread_threshold={self.spread_threshold!r} must lie in [0, 1] (0 turns it off).")
         clash = sorted({"how", "min_alpha", "cmap", "color_key", "color_baseline"} & set(self.extra))
@@ -103,7 +116,7 @@ def class_colors(n_labels: int, palette: tuple[str, ...] = CLASS_PALETTE) -> lis
 def outlier_radius(style: Style, width: int, height: int) -> int:
     if style.outlier_radius is not None:
         return max(0, int(style.outlier_radius))
-    return max(2, round(min(width, height) / 250))
+    return max(3, round(min(width, height) / 200))  # large enough for a class colour to read inside its ring
 
 
 def shade(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
@@ -120,7 +133,9 @@ def shade(agg: Aggregate, style: Style = DEFAULT_STYLE) -> np.ndarray:
     if style.spread_threshold > 0:
         spread_sparse_points(image, agg.total[::-1] > 0, style.spread_threshold)
     if agg.outlier_counts is not None:
-        draw_outliers(image, agg.outlier_counts[::-1] > 0, style)
+        mask = agg.outlier_counts[::-1] > 0
+        classes = outlier_classes(agg, mask) if style.outlier_fill == "class" else None
+        draw_outliers(image, mask, style, classes)
     rgba = unpack(to_host(image))
     if style.edge_markers and agg.n_out_of_view:
         draw_edge_markers(rgba, agg.edge_counts, style)
@@ -334,20 +349,64 @@ def dilate(mask: Any, radius: int) -> Any:
     return out
 
 
-def draw_outliers(image: Any, mask: Any, style: Style = DEFAULT_STYLE) -> None:
-    """Paint outlier pixels (``mask``, top row first) as ringed discs, in place.
+def outlier_classes(agg: Aggregate, mask: Any) -> Any:
+    """(H, W) int class code per outlier pixel (``mask``, top row first; -1 elsewhere), or None without labels.
 
-    ``image``: an (H, W) packed image (see ``pack``), NumPy or CuPy, on the mask's device.
+    The code is that of the class with the most points in the pixel (the lowest code on a tie): the flung
+    point's own class when it lies alone there, as a point flung away from the others does. The grids count
+    outliers without their classes, so a flagged point inside a crowd of another class takes the crowd's colour.
+    Codes index ``class_colors(K)`` as the counts' layers do. On the grids' device (NumPy or CuPy).
+
+    Parameters
+    ----------
+    agg : Aggregate
+        The grids; its ``counts`` are (H, W, K) per class when the points had labels.
+    mask : array of bool, shape (H, W)
+        The outlier pixels, top row first (as ``agg.outlier_counts[::-1] > 0``).
+    """
+    if agg.counts.ndim != 3:
+        return None
+    xp = xp_of(agg.counts)
+    classes = xp.full(mask.shape, -1, dtype=np.int64)
+    classes[mask] = agg.counts[::-1][mask].argmax(axis=1)
+    return classes
+
+
+def draw_outliers(image: Any, mask: Any, style: Style = DEFAULT_STYLE, classes: Any = None) -> None:
+    """Paint outlier pixels (``mask``, top row first) as discs, in place.
+
+    Without ``classes`` each disc is ``style.outlier_color``, ringed by a 1-pixel ``halo_color`` halo. With
+    ``classes`` ((H, W) class codes at the outlier pixels, see ``outlier_classes``) each disc takes its class's
+    colour from ``style.palette``, inside a ring of ``style.outlier_color`` ``style.outlier_ring`` pixels wide,
+    then the halo. Where discs overlap, the higher class code is painted last.
+
+    Parameters
+    ----------
+    image : array of uint32, shape (H, W)
+        A packed image (see ``pack``), NumPy or CuPy, on the mask's device; changed in place.
+    mask : array of bool, shape (H, W)
+        The outlier pixels, top row first.
+    style : Style
+        Colours, disc radius and ring width.
+    classes : array of int, shape (H, W), or None
+        Class codes at the outlier pixels (see ``outlier_classes``); None draws outlier-coloured discs.
     """
     if not bool(mask.any()):
         return
     xp = xp_of(image)
     radius = outlier_radius(style, mask.shape[1], mask.shape[0])
     disc = dilate(mask, radius)
-    ring = dilate(disc, 1) & ~disc
+    ring = dilate(disc, style.outlier_ring) if classes is not None else disc
+    halo = dilate(ring, 1) & ~ring
     pixels = _flat_pixels(image)
-    pixels[xp.flatnonzero(ring)] = packed_colour(style.halo_color)
-    pixels[xp.flatnonzero(disc)] = packed_colour(style.outlier_color)
+    pixels[xp.flatnonzero(halo)] = packed_colour(style.halo_color)
+    pixels[xp.flatnonzero(ring)] = packed_colour(style.outlier_color)
+    if classes is None:
+        return
+    n_layers = int(classes.max()) + 1
+    colours = class_colors(n_layers, style.palette)
+    for code in to_host(xp.unique(classes[mask])).tolist():  # a few classes: one small dilation each
+        pixels[xp.flatnonzero(dilate(mask & (classes == code), radius))] = packed_colour(colours[code])
 
 
 @functools.lru_cache(maxsize=16)
