@@ -85,7 +85,7 @@ def test_demo_cli_refuses_too_many_chunks_before_any_run(capsys, monkeypatch):
 
 
 def test_demo_cli_refuses_an_empty_dataset_name(capsys):
-    assert main(["demo", "--dataset", ""]) == 2  # ran the 50,000-point default instead
+    assert main(["demo", "--dataset", ""]) == 2  # ran the default dataset instead
     assert "neither a built-in dataset nor a supported file" in capsys.readouterr().err
 
 

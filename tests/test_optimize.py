@@ -239,7 +239,7 @@ def test_auto_caps_the_busiest_vertex_at_128_edges_per_chunk(max_degree, expecte
 @pytest.mark.parametrize(
     ("n_vertices", "nnz", "max_degree", "expected"),
     [
-        (1_000_000, 26_065_370, 15_750, 124),  # issue 3's 1M graph: the degree bound (shipped: 261)
+        (1_000_000, 26_065_370, 15_750, 124),  # the GPU benchmark's 1M mixture graph: the degree bound (shipped: 261)
         (5_000_000, 132_522_268, 41_523, 325),  # its 5M graph (shipped: 1,326)
         (100_000, 2_681_232, 9358, 27),  # the study's 100k Gaussian: the edge count caps it (degree bound: 74)
         (50_000, 1_293_746, 3955, 13),

@@ -63,7 +63,8 @@ def image(
         Integer codes 0..K-1, one per point, coloured with a colour-blind-safe palette (of 15 colours: beyond
         that, classes share colours).
     outliers : array-like, optional
-        Boolean mask (or indices) of points drawn on top as ringed red discs.
+        Boolean mask (or indices) of points drawn on top as discs in a ring (``style.outlier_ring`` pixels of
+        ``style.outlier_color``); with labels a disc keeps its class colour (``style.outlier_fill``).
     width, height : int
         Pixels.
     view : str or tuple
