@@ -24,10 +24,10 @@ from numba import njit
 from ._backend import to_host, xp_of
 from ._validation import check_int, check_random_state
 from .graph._types import FuzzyGraph
-from .optimize._cpu import VERTEX_GROUP, VERTEX_WIDE_GROUP, VERTEX_WIDE_ITEMS
 from .optimize.chunks import chunk_bounds, resolve_n_chunks
 from .optimize.optimizer import STRATEGIES
 from .optimize.rng import edge_order
+from .optimize.vertex_index import VERTEX_GROUP, VERTEX_WIDE_GROUP, VERTEX_WIDE_ITEMS
 
 __all__ = [
     "PointInfo",
