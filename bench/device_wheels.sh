@@ -4,7 +4,7 @@
 #   here (needs the package registry):   bash bench/device_wheels.sh
 #   then, with the device tool: command `bash bench/device_run.sh STEP ...`, carry [".whl"]
 #
-# The list is the dependency closure of datashader, holoviews (+ bokeh, panel), ipywidgets, ipykernel, nbclient,
+# The list is the dependency closure of datashader, holoviews (+ bokeh, panel), ipywidgets, jupyter_bokeh, ipykernel, nbclient,
 # nbformat, jupyter_client, umap-learn and pynndescent, minus what the GPU image already has (numpy, scipy, numba,
 # pandas, scikit-learn, pillow, jinja2, pyyaml, requests, narwhals, markdown(-it-py), multipledispatch, toolz,
 # xarray, tqdm, ...; /work/.library/device/KINDS.md). Left out on purpose, though declared as dependencies, since
@@ -24,7 +24,7 @@ WHEELS=(
   holoviews==1.23.2 bokeh==3.10.2 xyzservices==2026.9.1 tornado==6.6.1
   panel==1.10.0 pyviz-comms==3.0.6 linkify-it-py==2.2.0 mdit-py-plugins==0.7.0
   # widgets and IPython
-  ipywidgets==8.1.9 comm==0.2.3 traitlets==5.16.1
+  ipywidgets==8.1.9 comm==0.2.3 traitlets==5.16.1 jupyter-bokeh==4.1.0
   ipython==9.18.1 ipython-pygments-lexers==1.1.1 prompt-toolkit==3.0.53 wcwidth==0.9.4 pexpect==4.9.0
   ptyprocess==0.7.0 stack-data==0.6.3 asttokens==3.0.2 executing==2.3.0 pure-eval==0.2.4 matplotlib-inline==0.2.2
   # kernel and notebook execution
