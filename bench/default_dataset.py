@@ -129,7 +129,7 @@ def play(graph, strategy: str, n_chunks: int | str, seed: int, start: np.ndarray
             if first_epoch is None:
                 first_epoch, first_s = opt.epoch, init_s + layout_s
     row = {"n_chunks": opt.n_chunks, "first_epoch": first_epoch, "first_s": first_s, "last_epoch": last_epoch,
-           "most": most, "farthest": farthest / (reach / 2), "s_per_epoch": layout_s / opt.n_epochs}  # fmt: skip
+           "most": most, "farthest": farthest / (reach / 2), "s_per_epoch": layout_s / opt.n_epochs}
     return row, opt.embedding
 
 
@@ -167,7 +167,7 @@ def study(candidate: Candidate, seeds: list[int], runs: list[tuple[str, int | st
                 trust=float(metrics.trustworthiness(X, emb, n_neighbors=TRUST_K)),
                 final={m: int(metrics.outliers(emb, graph, method=m, reference=reference.embedding).sum())
                        for m in ("neighbors", "radius", "bounds")},
-            )  # fmt: skip
+            )
             rows.append(row)
             bar.update()
     return rows

@@ -146,9 +146,9 @@ def commit() -> str:
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()  # fmt: skip
+                              check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+                               capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+changes" if dirty else "")
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
         view = zoomed_view()
         rng = np.random.default_rng(1)
         queries = zip(rng.uniform(*view.x_range, args.repeats + 1), rng.uniform(*view.y_range, args.repeats + 1),
-                      strict=True)  # fmt: skip
+                      strict=True)
         first, hover_times = timed(lambda: inspect.nearest_point(emb, *next(queries)), args.repeats, sync)
         rows.append(("(b) hover: nearest_point", f"{n:,}", f"{1e3 * first:.0f}", stats_ms(hover_times)))
         bar.update()
@@ -242,16 +242,16 @@ def main(argv: list[str] | None = None) -> None:
                 def call(strategy=strategy, n_chunks=n_chunks, info=info, **kw):
                     info["info"] = inspect.point_info(graph, emb_device, busiest, strategy=strategy,
                                                       n_chunks=n_chunks, random_state=0, labels=labels_info,
-                                                      outlier_masks={"given": flagged_info}, **kw)  # fmt: skip
+                                                      outlier_masks={"given": flagged_info}, **kw)
 
                 first, times = timed(call, args.repeats, sync)
                 _, given = timed(lambda call=call: call(typical_distance=typical), args.repeats, sync)
                 p = info["info"]
                 what = (f"(c) point_info, {strategy} ({p.n_chunks} chunks): degree {p.degree:,} rank "
-                        f"{p.degree_rank}, max {p.max_edges_in_one_chunk:,} in one chunk")  # fmt: skip
+                        f"{p.degree_rank}, max {p.max_edges_in_one_chunk:,} in one chunk")
                 rows.append((what, f"{n_info:,} ({graph.nnz:,} edges)", f"{1e3 * first:.0f}", stats_ms(times)))
                 rows.append((f"(c) point_info, {strategy}, typical distance given", f"{n_info:,}", "",
-                             stats_ms(given)))  # fmt: skip
+                             stats_ms(given)))
             bar.update()
 
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

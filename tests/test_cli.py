@@ -148,7 +148,7 @@ def test_demo_start_computed_once_gives_the_bytes_of_init_spectral():
     graph = _graph("blobs", 500, 20)
     assert [r["fingerprint"] for r in rows] == [_fingerprint(graph, "sequential", 0),
                                                 _fingerprint(graph, "buffered", 0),
-                                                _fingerprint(graph, "chunked", 0, 3)]  # fmt: skip
+                                                _fingerprint(graph, "chunked", 0, 3)]
 
 
 @pytest.mark.parametrize("command", ["demo", "compare", "bench"])
@@ -174,7 +174,7 @@ def test_compare_runs_every_n_chunks_per_seed_against_that_seeds_sequential_layo
     rows = run_compare("blobs", n_samples=500, n_chunks=[1, 5], seeds=[0, 3], n_epochs=20, progress=False)
     assert [(r["seed"], r["strategy"], r["n_chunks"]) for r in rows] == [
         (0, "sequential", "-"), (0, "chunked", 1), (0, "chunked", 5),
-        (3, "sequential", "-"), (3, "chunked", 1), (3, "chunked", 5)]  # fmt: skip
+        (3, "sequential", "-"), (3, "chunked", 1), (3, "chunked", 5)]
     graph = _graph("blobs", 500, 20)
     for r in rows:  # each run is what a LayoutOptimizer of that seed makes (one chunk: buffered's bytes)
         strategy = "buffered" if r["n_chunks"] == 1 else r["strategy"]
@@ -187,7 +187,7 @@ def test_compare_runs_every_n_chunks_per_seed_against_that_seeds_sequential_layo
 def test_demo_and_compare_take_hogwild_as_their_reference_when_asked():
     """The GPU's default (its sequential strategy is one thread); on the CPU only when asked."""
     rows = run_compare("moons", n_samples=200, n_chunks=[2], seeds=[0], n_epochs=10, progress=False,
-                       reference="hogwild")  # fmt: skip
+                       reference="hogwild")
     assert [r["strategy"] for r in rows] == ["hogwild", "chunked"] and rows[0]["outliers_bounds"] == 0
     for run in (run_compare, run_demo):
         with pytest.raises(ValueError, match=r"reference='buffered' is not one of \('sequential', 'hogwild'\)"):
@@ -199,10 +199,10 @@ def test_demo_and_compare_take_hogwild_as_their_reference_when_asked():
 def test_compare_summary_counts_the_seeds_clean_by_both_tests():
     def row(seed, chunks, bounds, neighbors, rule=""):
         return {"seed": seed, "strategy": "chunked", "n_chunks": chunks, "rule": rule,
-                "outliers_bounds": bounds, "outliers_neighbors": neighbors}  # fmt: skip
+                "outliers_bounds": bounds, "outliers_neighbors": neighbors}
 
     rows = [row(0, 4, 0, 0), row(0, 7, 0, 0, "auto"), row(1, 4, 0, 2), row(1, 9, 3, 0, "auto"), row(2, 4, 0, 0),
-            row(2, 8, 0, 0, "auto")]  # fmt: skip
+            row(2, 8, 0, 0, "auto")]
     summary = {s["n_chunks"]: s for s in compare_summary(rows)}
     assert summary[4]["clean"] == "2/3" and summary[4]["most_bounds"] == 0 and summary[4]["most_neighbors"] == 2
     # A rule is one group whatever it picked for each seed, and it says what it picked.
@@ -236,7 +236,7 @@ def test_compare_cli_refuses_bad_seeds_and_too_many_chunks_before_any_run(capsys
 # --------------------------------------------------------------------------------------------------- bench
 def test_bench_times_each_strategy_and_checks_the_repeats():
     rows = run_bench("blobs", n_samples=500, strategies=["hogwild", "buffered", "chunked"], n_chunks=3,
-                     n_epochs=12, repeat=2, progress=False)  # fmt: skip
+                     n_epochs=12, repeat=2, progress=False)
     assert [r["strategy"] for r in rows] == ["hogwild", "buffered", "chunked"]
     assert rows[0]["x_hogwild"] == 1.0 and rows[2]["n_chunks"] == 3
     assert rows[1]["repeats"] is True and rows[2]["repeats"] is True
@@ -280,7 +280,7 @@ def test_bench_cli_refuses_bad_strategies_and_repeats(capsys):
 @pytest.mark.gpu
 def test_bench_on_the_gpu_runs_its_strategies_and_they_repeat(capsys):
     assert main(["bench", "--device", "gpu", "--dataset", "blobs", "--n-samples", "3000", "--n-epochs", "30",
-                 "--repeat", "2"]) == 0  # fmt: skip
+                 "--repeat", "2"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in table[2:]] == ["hogwild", "buffered", "chunked", "vertex"]
     assert all(line.rstrip().endswith("same bytes") for line in table[3:])  # the reproducible three
@@ -289,7 +289,7 @@ def test_bench_on_the_gpu_runs_its_strategies_and_they_repeat(capsys):
 @pytest.mark.gpu
 def test_compare_on_the_gpu_counts_against_hogwild_and_repeats_its_chunked_bytes(capsys):
     flags = ["compare", "--device", "gpu", "--dataset", "blobs", "--n-samples", "3000", "--n-epochs", "30",
-             "--seeds", "0", "--n-chunks", "1,auto"]  # fmt: skip
+             "--seeds", "0", "--n-chunks", "1,auto"]
     assert main(flags) == 0
     first = capsys.readouterr().out
     assert main(flags) == 0
@@ -318,12 +318,12 @@ def test_demo_cli_names_the_data_above_the_table_and_explains_each_column_below(
     assert lines[:4] == ["data    moons: 2-D two interleaved half circles (a 1-D manifold)",
                          "points  200 points x 2 dimensions, 2 classes",
                          "graph   15 neighbours per point (itself included), 10 epochs per run",
-                         "device  cpu; outliers counted against the sequential layout (the first row)"]  # fmt: skip
+                         "device  cpu; outliers counted against the sequential layout (the first row)"]
     table = lines.index(next(line for line in lines if line.startswith("strategy ")))
     assert table > 4 and lines[table + 2].startswith("sequential")
     legend = lines[table + 6:]  # header, rule, three runs, a blank line
     heads = ["strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)", "trust", "s/epoch",
-             "fingerprint"]  # fmt: skip
+             "fingerprint"]
     assert [line.split()[0] for line in legend] == heads  # one line per column, in the table's order
     assert "[min - 2 std, max + 2 std]" in legend[3] and "20 x the median distance" in legend[4]
     assert "about 0.5 here" not in "\n".join(legend)  # moons has structure: no excuse for its trust
@@ -348,7 +348,7 @@ def test_compare_cli_names_the_data_and_explains_the_columns_of_both_tables(caps
     assert lines[2] == "graph   10 neighbours per point (itself included), 10 epochs per run"
     explained = [line.split()[0] for line in lines[lines.index("", lines.index("", 5) + 1) + 1:]]
     assert explained == ["seed", "strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)",
-                         "s/epoch", "fingerprint", "used", "clean", "most", "most"]  # fmt: skip
+                         "s/epoch", "fingerprint", "used", "clean", "most", "most"]
 
 
 def test_demo_figure_has_a_title_and_explains_its_counts_under_the_panels(tmp_path):

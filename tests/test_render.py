@@ -162,7 +162,7 @@ def two_flung_points_of_two_classes(style: Style | None = None, labelled: bool =
     mask = np.zeros(len(emb), bool)
     mask[[7, 8]] = True
     return image(emb, labels=labels if labelled else None, outliers=mask, width=200, height=200,
-                 view=(-60, 60, -60, 60), style=style or Style())  # fmt: skip
+                 view=(-60, 60, -60, 60), style=style or Style())
 
 
 @pytest.mark.parametrize("radius, ring", [(4, 2), (2, 3), (0, 1)])
@@ -186,7 +186,7 @@ def test_flung_point_keeps_its_class_colour_inside_a_ring_of_the_outlier_colour(
 
 def test_flung_point_without_labels_or_with_fill_outlier_is_an_outlier_coloured_disc():
     for rgba in (two_flung_points_of_two_classes(Style(outlier_radius=3), labelled=False),
-                 two_flung_points_of_two_classes(Style(outlier_radius=3, outlier_fill="outlier"))):  # fmt: skip
+                 two_flung_points_of_two_classes(Style(outlier_radius=3, outlier_fill="outlier"))):
         for pixel in ((16, 183), (183, 16)):
             d = distances_from(pixel, rgba.shape[:2])
             assert (rgba[d <= 3][:, :3] == np.asarray(OUTLIER_RGB, dtype=np.uint8)).all()

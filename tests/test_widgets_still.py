@@ -16,7 +16,7 @@ from umapviz.widgets.still import GAP, still_png
 def test_a_displayed_grid_hands_out_a_still_picture_of_its_panels_and_no_widget_dump(blobs_small):
     X, y = blobs_small
     grid = compare(X, labels=y, strategy=["sequential", "buffered"], n_epochs=10, autoplay=False, panel_size=96,
-                   n_neighbors=10)  # fmt: skip
+                   n_neighbors=10)
     try:
         grid.run(block=True)
         bundle = grid._repr_mimebundle_()
@@ -39,7 +39,7 @@ def test_still_png_lays_the_shown_pictures_side_by_side_and_is_none_without_any(
     assert still_png(w.VBox([w.Image(format="png"), w.HTML("text")])) is None  # no frame drawn yet
     hidden = w.Image(value=_png(50, 50, (0, 0, 255)), format="png", layout=w.Layout(display="none"))
     root = w.VBox([w.HBox([w.Image(value=_png(30, 20, (255, 0, 0)), format="png"), hidden]),
-                   w.Image(value=_png(40, 10, (0, 255, 0)), format="png")])  # fmt: skip
+                   w.Image(value=_png(40, 10, (0, 255, 0)), format="png")])
     still = np.asarray(Image.open(io.BytesIO(still_png(root))).convert("RGB"))
     assert still.shape == (20, 30 + GAP + 40, 3)  # the hidden one left out, the others in layout order
     assert tuple(still[5, 5]) == (255, 0, 0) and tuple(still[5, 30 + GAP + 5]) == (0, 255, 0)
