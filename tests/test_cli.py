@@ -322,8 +322,8 @@ def test_demo_cli_names_the_data_above_the_table_and_explains_each_column_below(
     table = lines.index(next(line for line in lines if line.startswith("strategy ")))
     assert table > 4 and lines[table + 2].startswith("sequential")
     legend = lines[table + 6:]  # header, rule, three runs, a blank line
-    heads = ["strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)", "trust", "s/epoch",
-             "fingerprint"]
+    heads = ["strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)", "peak(neighbors)", "trust",
+             "s/epoch", "fingerprint"]
     assert [line.split()[0] for line in legend] == heads  # one line per column, in the table's order
     assert "[min - 2 std, max + 2 std]" in legend[3] and "20 x the median distance" in legend[4]
     assert "about 0.5 here" not in "\n".join(legend)  # moons has structure: no excuse for its trust
@@ -348,7 +348,26 @@ def test_compare_cli_names_the_data_and_explains_the_columns_of_both_tables(caps
     assert lines[2] == "graph   10 neighbours per point (itself included), 10 epochs per run"
     explained = [line.split()[0] for line in lines[lines.index("", lines.index("", 5) + 1) + 1:]]
     assert explained == ["seed", "strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)",
-                         "s/epoch", "fingerprint", "used", "clean", "most", "most"]
+                         "peak(neighbors)", "s/epoch", "fingerprint", "used", "clean", "most", "most"]
+
+
+def test_demo_reports_the_most_outliers_after_any_epoch_and_when():
+    """A point flung early and pulled back by the last epoch is in the peak column, not the final count."""
+    rows = run_demo("clusters", n_samples=2000, n_chunks=[4], n_epochs=12, progress=False)
+    graph = build_graph(datasets.load("clusters", n_samples=2000, random_state=0)[0], n_neighbors=15, n_epochs=12,
+                        random_state=0, progress=False)
+    start = cli._start_layout(graph, "spectral", 0, "cpu")
+    assert rows[1]["strategy"] == "buffered" and rows[1]["peak_neighbors"] != "0"  # its hubs fly early
+    for row in rows:
+        opt = umapviz.LayoutOptimizer(graph, strategy=row["strategy"], n_chunks=4, random_state=0, init=start,
+                                      n_epochs=12)
+        counts = []
+        while not opt.done:
+            opt.step(1)
+            counts.append(int(metrics.outliers(opt.embedding, graph, method="neighbors").sum()))
+        most = max(counts)
+        assert row["peak_neighbors"] == (f"{most} @ {counts.index(most) + 1}" if most else "0")
+        assert most >= row["outliers_neighbors"] == counts[-1]
 
 
 def test_demo_figure_has_a_title_and_explains_its_counts_under_the_panels(tmp_path):
