@@ -10,6 +10,7 @@
 #   profile      bench/fit_profile.py: cProfile of that fit, stage by stage
 #   umap         bench/gpu_bench.py: umap-learn on 30,000 points beside the GPU pipeline on the same points
 #   render       bench/render_bench.py --device gpu: frame time at 1M, 10M and 30M points
+#   explore      bench/explore_bench.py --device gpu: zoom re-render and hover at 10M, point_info at 1M
 #   fps          bench/explorer_fps.py --device gpu: the Explorer's loop on 1M blobs, random init
 #   fps_large    bench/explorer_fps.py --device gpu on LARGE_N (default 10,000,000) points of the mixture_gpu data
 #   notebook     NOTEBOOK (default notebooks/05_millions_of_points.ipynb) through nbclient -> $OUT/05_gpu.ipynb
@@ -147,6 +148,7 @@ for name in "${STEPS[@]}"; do
     profile) step profile 200 python3 bench/fit_profile.py ;;
     umap) step umap 200 python3 bench/gpu_bench.py --sizes "" --skip-fit --umap-learn 30000 --out "$OUT/umap" ;;
     render) step render 120 python3 bench/render_bench.py --device gpu --repeats 5 ;;
+    explore) step explore 150 python3 bench/explore_bench.py --device gpu ;;
     fps) step fps 150 python3 bench/explorer_fps.py --device gpu --data blobs --n-samples 1000000 --init random \
       --out "$OUT" ;;
     fps_large) step fps_large 300 python3 bench/explorer_fps.py --device gpu --data mixture_gpu \
