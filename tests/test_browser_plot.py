@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from test_browser import (
     _SKIP,
     CHROMIUM,
     CHROMIUM_ARGS,
+    _command,
     _free_port,
     _get,
     _open_notebook,
@@ -46,12 +48,25 @@ SETUP = textwrap.dedent("""\
                 on_select=lambda idx: selections.append(len(idx)))
     plot.push(embedding, labels=labels, caption="epoch 0")
     widgets.VBox([widgets.HTML("<b class='umapviz-plot-title'>plot</b>"), plot.widget])""")
+# Two linked plots of the same points (the second one shifted), side by side in an HBox.
+LINKED = textwrap.dedent("""\
+    from umapviz.render.linked import LinkedViews
+
+    pair = [Plot(300, 300, view=(-20.0, 20.0, -20.0, 20.0)) for _ in range(2)]
+    link = LinkedViews(pair)
+    for shift, view in zip((0.0, 1.0), pair):
+        view.push(embedding + shift, labels=labels)
+    widgets.HBox([view.widget for view in pair])""")
+LINKED_REPORT = (
+    "print('linked:', json.dumps({'ranges': [v.view_range for v in pair],\n"
+    "                             'selected': [len(v.selection) for v in pair]}))"
+)
 REPORT = "print('report:', json.dumps({'range': plot.view_range, 'taps': taps, 'selections': selections}))"
-CELLS = (SETUP, REPORT)
+CELLS = (SETUP, REPORT, LINKED, LINKED_REPORT)
 
 
-def _report(page) -> dict:
-    return json.loads(_run_for_output(page, 1, "report:", timeout=20).split("report:", 1)[1])
+def _report(page, cell: int = 1, prefix: str = "report:") -> dict:
+    return json.loads(_run_for_output(page, cell, prefix, timeout=20).split(prefix, 1)[1])
 
 
 @pytest.fixture
@@ -163,5 +178,26 @@ def test_plot_zooms_clicks_and_selects_in_jupyterlab(plot_lab):
             page.mouse.click(*_to_page(frame, zoomed["range"], 0.0, 0.0))
             tapped = _wait_for(lambda: (r := _report(page))["taps"] and r, 30, "a click's index")
             assert tapped["taps"] == [40_000]
+
+            # Two linked plots: a zoom in the right one moves the left one; a box selection in the left one
+            # selects the same points in the right one.
+            _command(page, "notebook:run-cell", 2)
+            page.wait_for_function(f"() => ({FRAMES})().length == 3", timeout=60_000, polling=200)
+            page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea").scroll_into_view_if_needed()
+            time.sleep(0.5)
+            left, right = page.evaluate(FRAMES)[1:]
+            start = _report(page, 3, "linked:")["ranges"]
+            page.mouse.move(*_to_page(right, start[1], 10.0, 10.0))
+            page.mouse.wheel(0, -200)
+            moved = _wait_for(lambda: (r := _report(page, 3, "linked:"))["ranges"][1] != start[1] and r, 30, "a zoom")
+            assert moved["ranges"][0] == moved["ranges"][1] != start[0]
+            page.locator(".bk-tool-icon-box-select").nth(1).click()
+            (x0, x1), (y0, y1) = moved["ranges"][0]
+            page.mouse.move(*_to_page(left, moved["ranges"][0], x0 + 0.1 * (x1 - x0), y1 - 0.1 * (y1 - y0)))
+            page.mouse.down()
+            page.mouse.move(*_to_page(left, moved["ranges"][0], x0 + 0.9 * (x1 - x0), y0 + 0.1 * (y1 - y0)), steps=5)
+            page.mouse.up()
+            linked = _wait_for(lambda: (r := _report(page, 3, "linked:"))["selected"][0] and r, 30, "a selection")
+            assert linked["selected"][0] == linked["selected"][1] > 0
         finally:
             browser.close()
