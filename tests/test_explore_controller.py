@@ -1,0 +1,223 @@
+"""The panels' widget-free controllers, driven directly: parameters as traits, state traits that views follow,
+the shared error rule, and the weak control <-> trait links the views are made of."""
+
+from __future__ import annotations
+
+import _thread
+import gc
+import subprocess
+import sys
+import threading
+import time
+import weakref
+
+import numpy as np
+import pytest
+from traitlets import HasTraits, Int, validate
+
+from umapviz.widgets import Explorer, ExplorerController, ExplorerError, GridController
+from umapviz.widgets.binding import KEEP, dlink, link
+from umapviz.widgets.params import ParameterError
+from umapviz.widgets.status import Status
+
+SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 64}
+
+
+@pytest.fixture
+def controller(blobs_small):
+    X, y = blobs_small
+    c = ExplorerController(X, labels=y, **SMALL)
+    c.wait()
+    yield c
+    c.close()
+
+
+def test_the_controllers_import_no_widget_or_plotting_library():
+    code = ("import sys, umapviz.widgets.controller, umapviz.widgets.grid, umapviz.widgets.binding\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'ipywidgets', 'bokeh', 'holoviews', 'panel'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_state_traits_follow_the_run_and_can_be_observed(controller):
+    seen = []
+    controller.observe(lambda change: seen.append(change["new"]), names="epoch")
+    state = controller.play(epochs=3)
+    assert state.epoch == controller.epoch == 3 and seen[-1] == 3 and seen == sorted(seen)
+    assert controller.fingerprint == state.fingerprint and controller.outliers == state.outliers
+    assert controller.n_epochs == 40 and controller.n_chunks_used == state.n_chunks_used
+    assert controller.frames.image.shape == (64, 64, 4) and not controller.running
+
+
+def test_a_parameter_trait_restarts_the_layout_and_a_graph_trait_rebuilds_it(controller):
+    graph = controller.graph
+    controller.step(2)
+    controller.params.strategy = "buffered"  # as a bound control would
+    state = controller.wait()
+    assert (state.strategy, state.epoch, state.n_chunks_used) == ("buffered", 0, 1) and controller.graph is graph
+    controller.params.n_neighbors = 8
+    controller.wait()
+    assert controller.graph is not graph and controller.graph.knn_indices.shape[1] == 8
+
+
+def test_set_is_all_or_nothing_and_names_the_bad_value(controller):
+    with pytest.raises(ValueError, match="epochs_per_frame=0 must be a positive integer") as info:
+        controller.set(strategy="buffered", epochs_per_frame=0)
+    assert isinstance(info.value, ParameterError)
+    assert controller.params.strategy == "chunked" and controller.params.epochs_per_frame == 1
+    with pytest.raises(ValueError, match="colour_by_class='yes' must be True or False"):
+        controller.params.colour_by_class = "yes"
+    with pytest.raises(TypeError, match="n_chunk"):
+        controller.set(n_chunk=4)
+    controller.params.random_state = np.random.RandomState(7)  # drawn once, into the seed a restart repeats
+    assert controller.params.random_state == int(np.random.RandomState(7).randint(0, 2**32, dtype=np.uint32))
+    controller.params.n_chunks = np.int64(4)
+    assert type(controller.params.n_chunks) is int and controller.wait().n_chunks_used == 4
+
+
+def test_a_bad_layout_parameter_is_shown_sticky_until_a_build_succeeds(controller):
+    errors = []
+    controller.status.observe(lambda change: errors.append(change["new"]), names="error")
+    controller.params.strategy = "fastest"
+    controller.wait()
+    assert "fastest" in controller.status.error and controller.status.sticky and errors[-1] == controller.status.error
+    assert controller.step(1).epoch == 1  # the last good layout stays usable, its error shown
+    assert "fastest" in controller.status.error
+    controller.params.strategy = "buffered"
+    assert controller.wait().error == "" and errors[-1] == ""
+
+
+def test_the_shared_error_rule():
+    status = Status()
+    since = status.begin()
+    status.show_error(ValueError("passing"))
+    with pytest.raises(ExplorerError, match="ValueError: passing"):
+        status.check(since, has_layout=True)
+    since = status.begin()  # a passing error goes at the next action ...
+    assert status.error == "" and status.check(since, has_layout=True) is None
+    status.show_error(RuntimeError("build failed"), sticky=True)
+    since = status.begin()  # ... a failed build's stays
+    assert "build failed" in status.error
+    status.check(since, has_layout=True)  # an old error does not make a working call raise
+    with pytest.raises(ExplorerError, match="build failed"):
+        status.check(since, has_layout=False)  # unless there is nothing to act on
+    status.show_error(MemoryError("big"))
+    assert "n_samples" in status.error  # a hint the user can act on
+
+
+def test_keyboard_interrupt_during_a_blocking_play_stops_the_layout(blobs_small):
+    X, y = blobs_small
+    c = ExplorerController(X, labels=y, n_neighbors=10, n_epochs=100_000, size=48)
+    try:
+        c.wait()
+        timer = threading.Timer(0.5, _thread.interrupt_main)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            c.play(block=True)
+        timer.join()
+        assert not c.worker.playing and not c.running
+        epoch = c.pause().epoch
+        time.sleep(0.2)
+        assert c.state.epoch == epoch and 0 < epoch < 100_000
+    finally:
+        c.close()
+
+
+def test_a_dropped_controller_stops_its_thread_and_calls_on_gone(blobs_small):
+    X, y = blobs_small
+    c = ExplorerController(X, labels=y, **SMALL)
+    c.wait()
+    gone = threading.Event()
+    c.on_gone(gone.set)
+    ref, thread = weakref.ref(c), c.worker.thread
+    del c
+    assert gone.wait(30) and ref() is None
+    thread.join(30)
+    assert not thread.is_alive()
+
+
+def test_the_grid_controller_runs_headless_on_one_graph(blobs_small):
+    X, y = blobs_small
+    grid = GridController(X, n_chunks=[1, 4], random_state=0, labels=y, n_neighbors=10, n_epochs=12,
+                          epochs_per_frame=6, panel_size=32)  # fmt: skip
+    try:
+        frames = []
+        grid.observe(lambda change: frames.append(change["new"]), names="frame_id")
+        grid.start()
+        grid.run()
+        rows = grid.rows()
+        assert [r["epoch"] for r in rows] == [12, 12] and [r["n_chunks_used"] for r in rows] == [1, 4]
+        assert frames == [1, 2, 3] and all(im.shape == (32, 32, 4) for im in grid.images())
+        assert all(run.graph is grid.graph for run in grid.runs)
+        with pytest.raises(ExplorerError, match="bogus"):
+            grid.set(strategy="bogus")
+        assert grid.status.sticky and [r["epoch"] for r in grid.rows()] == [12, 12]  # the last good layouts
+    finally:
+        grid.close()
+
+
+# -- the links views bind their controls with ------------------------------------------------------------------
+
+
+class _Model(HasTraits):
+    value = Int(3)
+
+    @validate("value")
+    def _positive(self, proposal):
+        if proposal["value"] < 1:
+            raise ParameterError(f"value={proposal['value']} must be a positive integer.")
+        return proposal["value"]
+
+
+def test_a_link_follows_both_ways_reports_a_refused_value_and_holds_the_model_weakly():
+    ipywidgets = pytest.importorskip("ipywidgets")
+    model, slider, errors = _Model(), ipywidgets.IntSlider(min=0, max=10), []
+    link(model, "value", slider, on_error=errors.append)
+    assert slider.value == 3  # the control shows the model's value from the start
+    slider.value = 5
+    assert model.value == 5
+    model.value = 40  # beyond the slider's range: the range widens instead of clamping
+    assert (slider.value, slider.max) == (40, 40)
+    slider.value = 0  # refused by the model: reported, and the control shows the value in use again
+    assert model.value == 40 and slider.value == 40 and "positive" in str(errors[-1])
+    label = ipywidgets.Label()
+    dlink(model, "value", label, to_control=lambda v: KEEP if v > 100 else f"{v} points")
+    model.value = 7
+    assert label.value == "7 points"
+    model.value = 200
+    assert label.value == "7 points"  # KEEP: left as it was
+    ref = weakref.ref(model)
+    errors.clear()  # the exception's traceback holds the frames that held the model
+    del model
+    gc.collect()
+    assert ref() is None  # the controls (alive in ipywidgets' registry) do not keep it
+    slider.value = 2  # and a control whose model is gone changes nothing else
+    slider.close()
+    label.close()
+
+
+def test_a_control_of_the_explorer_and_its_trait_follow_each_other(blobs_small):
+    pytest.importorskip("ipywidgets")
+    pytest.importorskip("datashader")
+    X, y = blobs_small
+    ex = Explorer(X, labels=y, **SMALL)
+    try:
+        c, ws = ex.controller, ex.widgets
+        ex.wait()
+        ws["strategy"].value = "buffered"  # the control -> the trait -> a restart
+        assert c.params.strategy == "buffered" and ex.wait().strategy == "buffered"
+        c.params.n_chunks = 8  # the trait -> both n_chunks controls
+        assert ws["n_chunks_mode"].value == "fixed" and ws["n_chunks"].value == 8
+        c.params.n_chunks = "degree"
+        assert ws["n_chunks_mode"].value == "degree"
+        c.params.random_state = None
+        assert ws["random_state"].value == -1
+        ws["random_state"].value = 5
+        assert c.params.random_state == 5
+        assert ws["n_epochs"].value == 40 and c.params.n_epochs == 40
+        c.status.show_error(ValueError("shown"))
+        assert ws["error"].layout.display == "block" and "shown" in ws["error"].value
+        assert ws["play"].disabled is False and ws["pause"].disabled is True
+    finally:
+        ex.close()
+
