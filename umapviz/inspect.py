@@ -1,0 +1,630 @@
+"""Inspect a point of a layout: which point is where, and why a point was flung.
+
+A point flies when many of its edges' moves are computed from one stale copy of its row and then added up: each
+move is sized for the row as it stood, so their sum overshoots. How many are summed at once is fixed by the graph
+(its degree), the strategy and ``n_chunks`` (docs/optimizer.md). ``point_info`` gathers that number beside the
+point's degree, its rank among the busiest vertices, the outlier measures and how far it sits from its graph
+neighbours; ``flung`` lists the flagged points busiest first; ``nearest_point``, ``points_in_box`` and
+``points_in_polygon`` find points under a cursor, a box or a lasso.
+
+Core module: NumPy and Numba (CuPy embeddings are handled through their own array module, imported lazily).
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from ._backend import to_host, xp_of
+from ._validation import check_int, check_random_state
+from .graph._types import FuzzyGraph
+from .optimize._cpu import VERTEX_GROUP, VERTEX_WIDE_GROUP, VERTEX_WIDE_ITEMS
+from .optimize.chunks import chunk_bounds, resolve_n_chunks
+from .optimize.optimizer import STRATEGIES
+from .optimize.rng import edge_order
+
+__all__ = [
+    "PointInfo",
+    "point_info",
+    "flung",
+    "typical_neighbor_distance",
+    "update_steps",
+    "degree_rank",
+    "nearest_point",
+    "points_in_box",
+    "points_in_polygon",
+]
+
+# Strategies whose edges read the live embedding: no sum of moves shares a stale row by construction.
+LIVE_STRATEGIES = ("sequential", "hogwild")
+# Edges measured for the typical neighbour distance (see typical_neighbor_distance).
+TYPICAL_DISTANCE_EDGES = 1 << 18
+
+
+@dataclass(frozen=True, eq=False)
+class PointInfo:
+    """What is known about one point of a layout, and the mechanism that can fling it.
+
+    Parameters
+    ----------
+    index : int
+        The point's row in the embedding (its vertex in the graph).
+    label : int or None
+        Its class code, or None without labels.
+    degree : int
+        Its edges in the graph: the edges whose head it is (the graph holds both directions, so it is also the
+        number of edges whose tail it is, and of its graph neighbours).
+    degree_rank : int
+        1 for the busiest vertex (highest degree), ties ranked by index.
+    n_vertices : int
+        Vertices in the graph (what ``degree_rank`` ranks among).
+    flagged : dict of str to bool
+        For each outlier method given, whether it flags the point now.
+    first_flagged_epoch : int or None
+        The first recorded epoch at which the shown outlier method flagged the point; None if none did or no
+        history was given.
+    neighbor_distance_ratio : float
+        Distance from the point to the coordinate-wise median position of its graph neighbours, divided by the
+        layout's typical neighbour distance (``typical_neighbor_distance``: the median length of the graph's
+        edges, over at most 262,144 of them evenly spread).
+        About 1 or less for a point among its neighbours; NaN for a point with no neighbours.
+    typical_distance : float
+        That typical neighbour distance, in layout units.
+    strategy : str
+        The strategy the mechanism is worked out for.
+    n_chunks : int or None
+        Chunks an epoch is cut into (1 under buffered); None for the strategies that do not chunk (sequential,
+        hogwild, vertex).
+    max_edges_in_one_chunk : int
+        The largest entry of ``edges_per_chunk``: how many of its edges' attractions (and negative samples) it
+        receives summed from one stale position. Equal to ``degree`` under buffered.
+    max_moves_in_one_chunk : int
+        The same, counting also the pulls it receives as the tail of the reverse edges, which are summed with the
+        others (about twice ``max_edges_in_one_chunk`` for chunks; ``2 * degree`` under buffered).
+    edges_per_chunk : numpy.ndarray
+        int64; one entry per update step of its row, counting its edges (as head) in that step. chunked and
+        buffered: one entry per chunk (``n_chunks`` entries, zeros included). vertex: one per group of its
+        items. sequential and hogwild: one per edge, all 1.
+    neighbors : numpy.ndarray
+        int64, its graph neighbours (the tails of its edges), ascending.
+    position : tuple of float
+        Its (x, y) in the layout.
+    """
+
+    index: int
+    label: int | None
+    degree: int
+    degree_rank: int
+    n_vertices: int
+    flagged: dict[str, bool]
+    first_flagged_epoch: int | None
+    neighbor_distance_ratio: float
+    typical_distance: float
+    strategy: str
+    n_chunks: int | None
+    max_edges_in_one_chunk: int
+    max_moves_in_one_chunk: int
+    edges_per_chunk: np.ndarray
+    neighbors: np.ndarray
+    position: tuple[float, float]
+
+    def mechanism(self) -> str:
+        """One sentence: how many of the point's edges are summed from one stale position under its strategy."""
+        d, m = self.degree, self.max_edges_in_one_chunk
+        if self.degree == 0:
+            return "it has no edges, so no attraction moves it"
+        if self.strategy == "sequential":
+            return "under sequential every edge reads its row as the previous one left it (1 at a time)"
+        if self.strategy == "hogwild":
+            return (
+                "under hogwild every edge reads its live row (1 at a time), except for edges racing on "
+                "other threads at the same moment"
+            )
+        if self.strategy == "vertex":
+            return (
+                f"under vertex its edges are summed {m} at a time ({len(self.edges_per_chunk)} groups), "
+                "each group from its row as the previous group left it"
+            )
+        if self.strategy == "buffered" or self.n_chunks == 1:
+            return (
+                f"under buffered all {d:,} of its edges are summed from one stale position "
+                f"({self.max_moves_in_one_chunk:,} moves with the reverse edges' pulls)"
+            )
+        busy = int(np.count_nonzero(self.edges_per_chunk))
+        return (
+            f"under chunked with {self.n_chunks:,} chunks at most {m:,} of its {d:,} edges are summed from "
+            f"one stale position (its edges fall in {busy:,} chunks)"
+        )
+
+    def summary(self) -> str:
+        """A short explanation in words: who the point is, whether it is flagged, and why it may have flown."""
+        label = "" if self.label is None else f", class {self.label}"
+        lines = [f"point {self.index:,}{label} at ({self.position[0]:.4g}, {self.position[1]:.4g})"]
+        lines.append(f"degree {self.degree:,} (rank {self.degree_rank:,} of {self.n_vertices:,})")
+        if self.flagged:
+            now = ", ".join(f"{k}: {'flagged' if v else 'not flagged'}" for k, v in self.flagged.items())
+            lines.append(f"outliers now: {now}")
+        if self.first_flagged_epoch is not None:
+            lines.append(f"first flagged at recorded epoch {self.first_flagged_epoch}")
+        if np.isfinite(self.neighbor_distance_ratio):
+            lines.append(
+                f"{self.neighbor_distance_ratio:.3g} typical neighbour distances from the median of its "
+                "graph neighbours"
+            )
+        lines.append(self.mechanism())
+        return "; ".join(lines[:2]) + "\n" + "\n".join(lines[2:])
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Checks.
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _check_graph(graph: Any) -> FuzzyGraph:
+    if not isinstance(graph, FuzzyGraph):
+        raise TypeError(f"graph must be a FuzzyGraph (from umapviz.build_graph), got {type(graph).__name__}.")
+    return graph
+
+
+def _check_points(embedding: Any, name: str = "embedding") -> Any:
+    """An (n, >=2) float array, NumPy or CuPy, left on its device."""
+    xp = xp_of(embedding)
+    Y = embedding if xp is not np else np.asarray(embedding)
+    if Y.ndim != 2 or Y.shape[1] < 2:
+        raise ValueError(
+            f"{name} must have shape (n_points, 2) (or more columns; the first two are used), got {tuple(Y.shape)}."
+        )
+    if Y.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must hold numbers, got dtype {Y.dtype}.")
+    return Y
+
+
+def _check_index(index: Any, n: int) -> int:
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+        raise TypeError(f"index must be an integer (a point's row), got {index!r} ({type(index).__name__}).")
+    if not -n <= index < n:
+        raise IndexError(f"index={int(index)} is out of range: the layout has {n:,} points (0 to {n - 1:,}).")
+    return int(index) % n
+
+
+def _check_number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
+    return float(value)
+
+
+def _check_range(name: str, value: Any) -> tuple[float, float]:
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (low, high) of finite numbers, got {value!r}.") from None
+    lo, hi = _check_number(f"{name}[0]", lo), _check_number(f"{name}[1]", hi)
+    return (lo, hi) if lo <= hi else (hi, lo)
+
+
+def _check_mask(name: str, mask: Any, n: int) -> np.ndarray:
+    host = to_host(mask)
+    if host.dtype != np.bool_:
+        raise TypeError(f"{name} must be a boolean mask, got dtype {host.dtype}.")
+    if host.shape != (n,):
+        raise ValueError(f"{name} has shape {host.shape}, but the layout has {n:,} points: pass one bool per point.")
+    return host
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The graph side: degree, rank, neighbours, and which step each edge falls in.
+# ------------------------------------------------------------------------------------------------------------
+
+
+def degree_rank(degree: np.ndarray, index: int) -> int:
+    """Rank of vertex ``index`` by degree: 1 for the busiest, ties ranked by index.
+
+    Parameters
+    ----------
+    degree : numpy.ndarray
+        Every vertex's degree.
+    index : int
+        The vertex to rank.
+    """
+    d = degree[index]
+    return int(np.count_nonzero(degree > d) + np.count_nonzero(degree[:index] == d) + 1)
+
+
+def flung(outlier_mask: Any, graph: FuzzyGraph) -> np.ndarray:
+    """The flagged points, busiest first: degree descending, ties by index ascending.
+
+    Parameters
+    ----------
+    outlier_mask : array of bool, shape (n_vertices,)
+        Which points an outlier measure flags now (``umapviz.metrics.outliers``); NumPy or CuPy.
+    graph : FuzzyGraph
+        The graph the layout was made from: its degrees order the result.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 indices of the flagged points.
+    """
+    graph = _check_graph(graph)
+    mask = _check_mask("outlier_mask", outlier_mask, graph.n_vertices)
+    idx = np.flatnonzero(mask)
+    order = np.lexsort((idx, -graph.degree[idx].astype(np.int64)))
+    return idx[order].astype(np.int64)
+
+
+@functools.lru_cache(maxsize=1)
+def _edge_places(seed: int, nnz: int) -> np.ndarray:
+    """Each edge's place in the seed's processing order (int32, read-only). Drawing the order shuffles every edge
+    (seconds at tens of millions), so the last one is kept: inspecting point after point, or changing n_chunks,
+    reuses it; a new seed or graph replaces it."""
+    places = np.empty(nnz, np.int32)
+    places[edge_order(seed, nnz)] = np.arange(nnz, dtype=np.int32)
+    places.flags.writeable = False
+    return places
+
+
+def _head_range(graph: FuzzyGraph, index: int) -> tuple[int, int]:
+    """Edges index's head edges occupy in graph order (the graph is sorted by head)."""
+    key = graph.head.dtype.type(index)  # a Python int would make searchsorted convert the whole array first
+    lo = int(np.searchsorted(graph.head, key, side="left"))
+    hi = int(np.searchsorted(graph.head, key, side="right"))
+    return lo, hi
+
+
+def _chunk_steps(graph: FuzzyGraph, index: int, n_chunks: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per chunk of an epoch in which every edge is active: index's edges as head, and as tail, in that chunk."""
+    if n_chunks == 1:  # one chunk holds every edge, whatever the order
+        lo, hi = _head_range(graph, index)
+        return (np.array([hi - lo], np.int64), np.array([np.count_nonzero(graph.tail == index)], np.int64))
+    place = _edge_places(seed, graph.nnz)
+    bounds = chunk_bounds(graph.nnz, n_chunks)
+    lo, hi = _head_range(graph, index)
+    as_head = np.searchsorted(bounds, place[lo:hi], side="right") - 1
+    as_tail = np.searchsorted(bounds, place[np.flatnonzero(graph.tail == index)], side="right") - 1
+    return (
+        np.bincount(as_head, minlength=n_chunks).astype(np.int64),
+        np.bincount(as_tail, minlength=n_chunks).astype(np.int64),
+    )
+
+
+def _vertex_steps(n_head: int, n_tail: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group of the vertex strategy, with every edge active: head items, then all items (head items come
+    first, then tail items, taken VERTEX_GROUP at a time, or VERTEX_WIDE_GROUP above VERTEX_WIDE_ITEMS items)."""
+    items = n_head + n_tail
+    width = VERTEX_WIDE_GROUP if items > VERTEX_WIDE_ITEMS else VERTEX_GROUP
+    starts = np.arange(0, items, width, dtype=np.int64)
+    heads = np.clip(n_head - starts, 0, width)
+    total = np.minimum(items - starts, width)
+    return heads, total
+
+
+def update_steps(
+    graph: FuzzyGraph, index: int, strategy: str, n_chunks: int | str = "auto", random_state: int | None = None
+) -> tuple[int | None, np.ndarray, int]:
+    """How a vertex's edges are grouped into updates of its row, in an epoch where every edge is active.
+
+    The active list of epoch t holds the edges due then (``next[e] <= t``), in the processing order; the edges of
+    the largest weight are due every epoch, the others every ``epochs_per_sample`` epochs. Counting as if every
+    edge were due gives a number fixed by the graph, strategy, n_chunks and seed: the same in every epoch (a
+    played layout's number does not flicker), and under buffered exactly the degree, where a real epoch, holding
+    only the edges then due, would show fewer. A real epoch cuts its shorter active list into as many chunks, each
+    spanning about the same stretch of the processing order, so its counts are about those shares of these.
+
+    Parameters
+    ----------
+    graph : FuzzyGraph
+        The graph.
+    index : int
+        The vertex.
+    strategy : str
+        One of ``umapviz.STRATEGIES``.
+    n_chunks : int or str
+        As ``LayoutOptimizer`` takes it (an int, or a rule such as ``"auto"``); used by chunked only.
+    random_state : int or None
+        The optimizer's seed (``optimizer.seed``): it fixes the processing order and so which chunk an edge falls
+        in. Needed by chunked with more than one chunk.
+
+    Returns
+    -------
+    tuple
+        (n_chunks used or None, edges per step as head, moves in the largest step counting tail items too).
+    """
+    graph = _check_graph(graph)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy={strategy!r} is not known; choose one of {STRATEGIES}.")
+    index = _check_index(index, graph.n_vertices)
+    lo, hi = _head_range(graph, index)
+    n_head = hi - lo
+    if strategy in LIVE_STRATEGIES:  # each edge reads the row the previous one left
+        return None, np.ones(n_head, np.int64), int(n_head > 0 or np.any(graph.tail == index))
+    if strategy == "vertex":
+        heads, total = _vertex_steps(n_head, int(np.count_nonzero(graph.tail == index)))
+        return None, heads, int(total.max(initial=0))
+    used = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
+    seed = check_random_state(random_state)
+    if used > 1 and seed is None:
+        raise ValueError(
+            f"strategy='chunked' with {used} chunks needs random_state=: the optimizer's seed (optimizer.seed), "
+            "which fixes the processing order and so which chunk each edge falls in."
+        )
+    heads, tails = _chunk_steps(graph, index, used, 0 if seed is None else seed)
+    return used, heads, int((heads + tails).max(initial=0))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The layout side.
+# ------------------------------------------------------------------------------------------------------------
+
+
+def typical_neighbor_distance(graph: FuzzyGraph, embedding: Any, max_edges: int = TYPICAL_DISTANCE_EDGES) -> float:
+    """The layout's typical neighbour distance: the median length of the graph's edges in the layout.
+
+    The median is taken over every ``stride``-th edge in graph order, ``stride = ceil(nnz / max_edges)`` (every
+    edge up to ``max_edges`` edges): the graph is sorted by head, so the sample covers every part of it, and the
+    median of 262,144 lengths (the default) lies within a fraction of a percent of the full one at any size, at a
+    fixed cost (a click should not wait for a pass over a billion-edge graph). Each undirected edge is stored in both
+    directions with the same length, so this is also the median over undirected edges. Edges with a non-finite
+    end are left out. Computed in float64 on the embedding's device.
+
+    Parameters
+    ----------
+    graph : FuzzyGraph
+        The graph whose edges are measured.
+    embedding : array, shape (n_vertices, >= 2)
+        The layout (NumPy or CuPy); the first two columns are used.
+    max_edges : int
+        The most edges measured.
+    """
+    graph = _check_graph(graph)
+    Y = _check_points(embedding)
+    if Y.shape[0] != graph.n_vertices:
+        raise ValueError(f"embedding has {Y.shape[0]:,} rows but the graph has {graph.n_vertices:,} vertices.")
+    stride = -(-graph.nnz // check_int("max_edges", max_edges, 1))
+    xp = xp_of(Y)
+    head = xp.asarray(np.ascontiguousarray(graph.head[::stride]))
+    tail = xp.asarray(np.ascontiguousarray(graph.tail[::stride]))
+    diff = Y[head, :2].astype(xp.float64) - Y[tail, :2]
+    length = (diff * diff).sum(axis=1)
+    length = xp.sqrt(length[xp.isfinite(length)])  # the root before the median: with an even count they differ
+    return float(xp.median(length)) if length.size else float("nan")
+
+
+def _first_flagged(index: int, n: int, history_epochs: Any, history_masks: Any) -> int | None:
+    if history_masks is None:
+        return None
+    if history_epochs is None:
+        raise ValueError("history_masks needs history_epochs=: the epoch each recorded mask belongs to.")
+    epochs = [int(e) for e in history_epochs]
+    masks = list(history_masks)
+    if len(epochs) != len(masks):
+        raise ValueError(
+            f"history_epochs has {len(epochs)} entries but history_masks has {len(masks)}: "
+            "pass one epoch per recorded mask."
+        )
+    for epoch, mask in zip(epochs, masks, strict=True):
+        if _check_mask("each of history_masks", mask, n)[index]:
+            return epoch
+    return None
+
+
+def point_info(
+    graph: FuzzyGraph,
+    embedding: Any,
+    index: int,
+    *,
+    strategy: str,
+    n_chunks: int | str = "auto",
+    random_state: int | None = None,
+    labels: Any = None,
+    outlier_masks: Mapping[str, Any] | None = None,
+    history_epochs: Sequence[int] | None = None,
+    history_masks: Sequence[Any] | None = None,
+    typical_distance: float | None = None,
+) -> PointInfo:
+    """Everything ``PointInfo`` holds about point ``index`` of a layout of ``graph``.
+
+    The chunk histogram is that of an epoch in which every edge is active (see ``update_steps``): under buffered
+    its one entry is the degree; under chunked each of the point's edges (as head) is counted in the chunk its
+    place in the seed's processing order falls in, cut as ``numpy.array_split`` cuts the active list.
+
+    Parameters
+    ----------
+    graph : FuzzyGraph
+        The graph the layout was made from.
+    embedding : array, shape (n_vertices, >= 2)
+        The layout now (NumPy or CuPy); the first two columns are used.
+    index : int
+        The point (negative counts from the end, as in NumPy).
+    strategy : str
+        The optimizer's strategy, one of ``umapviz.STRATEGIES``.
+    n_chunks : int or str
+        The optimizer's ``n_chunks`` (an int or a rule name); chunked only.
+    random_state : int or None
+        The optimizer's seed (``optimizer.seed``); needed by chunked with more than one chunk.
+    labels : array of int, shape (n_vertices,), optional
+        Class codes; ``label`` is the point's.
+    outlier_masks : dict of str to bool array, optional
+        For each outlier method, the mask it gives now (``umapviz.metrics.outliers``).
+    history_epochs : sequence of int, optional
+        The recorded epochs, in order.
+    history_masks : sequence of bool arrays, optional
+        The shown outlier method's mask at each recorded epoch; ``first_flagged_epoch`` is the first that flags
+        the point.
+    typical_distance : float, optional
+        ``typical_neighbor_distance(graph, embedding)`` when already known (it reads every edge).
+
+    Returns
+    -------
+    PointInfo
+    """
+    graph = _check_graph(graph)
+    Y = _check_points(embedding)
+    n = graph.n_vertices
+    if Y.shape[0] != n:
+        raise ValueError(
+            f"embedding has {Y.shape[0]:,} rows but the graph has {n:,} vertices: pass the layout made from this graph."
+        )
+    index = _check_index(index, n)
+    label = None
+    if labels is not None:
+        host_labels = to_host(labels)
+        if host_labels.shape != (n,):
+            raise ValueError(f"labels has shape {host_labels.shape}, but the layout has {n:,} points.")
+        label = host_labels[index].item()
+    flagged = {
+        str(method): bool(_check_mask(f"outlier_masks[{method!r}]", mask, n)[index])
+        for method, mask in (outlier_masks or {}).items()
+    }
+    first = _first_flagged(index, n, history_epochs, history_masks)
+
+    used, steps, max_moves = update_steps(graph, index, strategy, n_chunks, random_state)
+    lo, hi = _head_range(graph, index)
+    neighbors = np.unique(graph.tail[lo:hi]).astype(np.int64)
+    position = to_host(Y[index, :2]).astype(np.float64)
+    if typical_distance is None:
+        typical_distance = typical_neighbor_distance(graph, Y)
+    ratio = float("nan")
+    if neighbors.size:
+        centre = np.median(to_host(Y[xp_of(Y).asarray(neighbors), :2]).astype(np.float64), axis=0)
+        distance = float(np.hypot(*(position - centre)))
+        ratio = distance / typical_distance if typical_distance > 0 else (0.0 if distance == 0 else float("inf"))
+    return PointInfo(
+        index=index,
+        label=label,
+        degree=int(graph.degree[index]),
+        degree_rank=degree_rank(graph.degree, index),
+        n_vertices=n,
+        flagged=flagged,
+        first_flagged_epoch=first,
+        neighbor_distance_ratio=ratio,
+        typical_distance=float(typical_distance),
+        strategy=strategy,
+        n_chunks=used,
+        max_edges_in_one_chunk=int(steps.max(initial=0)),
+        max_moves_in_one_chunk=max_moves,
+        edges_per_chunk=steps,
+        neighbors=neighbors,
+        position=(float(position[0]), float(position[1])),
+    )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Picking points: under the cursor, in a box, in a lasso. NumPy or CuPy, through the embedding's array module.
+# ------------------------------------------------------------------------------------------------------------
+
+
+def nearest_point(embedding: Any, x: float, y: float) -> int:
+    """The index of the point nearest to (x, y) (euclidean, first two columns; rows with NaN or inf ignored;
+    the lowest index among equally near points).
+
+    Parameters
+    ----------
+    embedding : array, shape (n, >= 2)
+        The layout, NumPy or CuPy (the search runs on its device).
+    x, y : float
+        The query position, in layout units.
+    """
+    Y = _check_points(embedding)
+    x, y = _check_number("x", x), _check_number("y", y)
+    xp = xp_of(Y)
+    if xp is np:  # one pass, no temporaries: a few ms at a million points, as a hover needs
+        best = _nearest_host(Y, x, y)
+    else:
+        dx = Y[:, 0].astype(xp.float64) - x
+        dy = Y[:, 1].astype(xp.float64) - y
+        d2 = dx * dx
+        d2 += dy * dy
+        d2[~xp.isfinite(d2)] = xp.inf  # NaN rows; inf rows are inf already
+        best = int(xp.argmin(d2)) if d2.size else -1
+        if best >= 0 and not np.isfinite(float(d2[best])):
+            best = -1
+    if best < 0:
+        raise ValueError("the embedding has no point with finite coordinates near enough to pick.")
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _nearest_host(Y, x, y):
+    """nearest_point's loop on the host: the first row of least squared distance (float64); NaN and inf rows never
+    compare less than the best so far. -1 when no row is finite."""
+    best = -1
+    best_d = np.inf
+    for i in range(Y.shape[0]):
+        dx = np.float64(Y[i, 0]) - x
+        dy = np.float64(Y[i, 1]) - y
+        d = dx * dx + dy * dy
+        if d < best_d:
+            best = i
+            best_d = d
+    return best
+
+
+def points_in_box(embedding: Any, x_range: tuple[float, float], y_range: tuple[float, float]) -> Any:
+    """Indices of the points inside a box, edges included (rows with NaN or inf are never inside).
+
+    Parameters
+    ----------
+    embedding : array, shape (n, >= 2)
+        The layout, NumPy or CuPy; the result is on the same device.
+    x_range, y_range : pair of float
+        The box's (low, high) per axis, in layout units; a reversed pair means the same box.
+    """
+    Y = _check_points(embedding)
+    (x0, x1), (y0, y1) = _check_range("x_range", x_range), _check_range("y_range", y_range)
+    xp = xp_of(Y)
+    px, py = Y[:, 0], Y[:, 1]
+    return xp.flatnonzero((px >= x0) & (px <= x1) & (py >= y0) & (py <= y1))
+
+
+def points_in_polygon(embedding: Any, xs: Any, ys: Any) -> Any:
+    """Indices of the points inside a polygon (a lasso), by the even-odd rule, ascending.
+
+    A point is inside when a ray from it towards +x crosses the polygon's edges an odd number of times; an edge
+    from (x1, y1) to (x2, y2) is crossed when exactly one end lies above the point (``(y1 > py) != (y2 > py)``)
+    and the point lies left of the edge at its height. The polygon closes itself (last vertex to first).
+
+    Points are sorted by y once, so each edge tests only the points in its band of y: the work is about the
+    points times the edges crossing a horizontal line, not times all edges.
+
+    Parameters
+    ----------
+    embedding : array, shape (n, >= 2)
+        The layout, NumPy or CuPy; the work and the result stay on its device.
+    xs, ys : sequence of float
+        The polygon's vertices (at least 3, finite), in layout units.
+    """
+    Y = _check_points(embedding)
+    vx = np.asarray(to_host(xs) if not isinstance(xs, (list, tuple)) else xs, dtype=np.float64)
+    vy = np.asarray(to_host(ys) if not isinstance(ys, (list, tuple)) else ys, dtype=np.float64)
+    if vx.ndim != 1 or vy.ndim != 1 or vx.shape != vy.shape:
+        raise ValueError(f"xs and ys must be 1-D and of the same length, got shapes {vx.shape} and {vy.shape}.")
+    if vx.size < 3:
+        raise ValueError(f"a polygon needs at least 3 vertices, got {vx.size}.")
+    if not (np.isfinite(vx).all() and np.isfinite(vy).all()):
+        raise ValueError("the polygon's vertices must be finite numbers.")
+    xp = xp_of(Y)
+    px = Y[:, 0].astype(xp.float64)
+    py = Y[:, 1].astype(xp.float64)
+    candidates = xp.flatnonzero((px >= vx.min()) & (px <= vx.max()) & (py >= vy.min()) & (py <= vy.max()))
+    by_y = candidates[xp.argsort(py[candidates])]
+    cx, cy = px[by_y], py[by_y]
+    inside = xp.zeros(by_y.size, dtype=bool)
+    for x1, y1, x2, y2 in zip(vx, vy, np.roll(vx, -1), np.roll(vy, -1), strict=True):
+        if y1 == y2:  # a horizontal edge is never crossed
+            continue
+        start, stop = (int(s) for s in xp.searchsorted(cy, xp.asarray([min(y1, y2), max(y1, y2)]), side="left"))
+        if start == stop:
+            continue
+        band = slice(start, stop)  # the points with min(y1, y2) <= py < max(y1, y2): one end above, one not
+        x_at = x1 + (cy[band] - y1) * ((x2 - x1) / (y2 - y1))
+        inside[band] ^= cx[band] < x_at
+    return xp.sort(by_y[inside])
