@@ -221,3 +221,116 @@ def test_a_control_of_the_explorer_and_its_trait_follow_each_other(blobs_small):
     finally:
         ex.close()
 
+
+
+# -- inspect, view range, selection --------------------------------------------------------------------------
+
+
+def test_inspect_keeps_its_point_over_restarts_and_follows_the_chunks(controller):
+    hub = int(np.argmax(controller.graph.degree))
+    seen = []
+    controller.observe(lambda change: seen.append(change["new"]), names="point")
+    controller.set(strategy="buffered")
+    info = controller.inspect(hub)
+    assert (info.index, info.degree, info.degree_rank) == (hub, int(controller.graph.degree[hub]), 1)
+    assert controller.inspected == hub and controller.point is info and seen[-1] is info
+    assert info.max_edges_in_one_chunk == info.degree  # buffered: every edge from one stale copy
+    controller.set(strategy="chunked", n_chunks=8)  # a restart keeps the point and recomputes its info
+    chunked = controller.point
+    assert controller.inspected == hub and chunked is not info and chunked.n_chunks == 8
+    assert chunked.max_edges_in_one_chunk < info.max_edges_in_one_chunk
+    assert set(chunked.flagged) == {"neighbors", "radius"}
+    assert controller.inspect(-1).index == controller.graph.n_vertices - 1  # counted from the end, as in NumPy
+    for bad, message in ((600, "out of range"), (2.5, "must be an integer"), (True, "must be an integer")):
+        with pytest.raises(ValueError, match=message):
+            controller.inspect(bad)
+    assert controller.inspected == 599  # a refused index changes nothing
+
+
+def test_new_data_drops_the_inspected_point_the_selection_and_the_zoom(controller, blobs_small):
+    controller.inspect(3)
+    controller.select([1, 2])
+    controller.zoom((0, 1), (0, 1))
+    controller.set(data=blobs_small[0][:300])
+    assert controller.inspected is None and controller.point is None
+    assert controller.selection.size == 0 and controller.view_range is None
+
+
+def test_flung_lists_the_flagged_points_busiest_first(controller):
+    controller.set(strategy="buffered", n_epochs=200, epochs_per_frame=50)
+    controller.play()
+    flung, mask, degree = controller.flung(), controller.run.mask, controller.graph.degree
+    assert flung.dtype == np.int64 and sorted(flung) == list(np.flatnonzero(mask))
+    assert np.all(np.diff(degree[flung]) <= 0)
+    assert len(flung) == controller.outliers
+
+
+def test_trail_follows_a_point_through_the_recorded_epochs(controller):
+    start = controller.optimizer.embedding[7].copy()
+    controller.play(epochs=3)
+    epochs, positions = controller.trail(7)
+    assert epochs.tolist() == [0, 1, 2, 3] and positions.shape == (4, 2)
+    assert np.array_equal(positions[0], start) and np.array_equal(positions[-1], controller.optimizer.embedding[7])
+    with pytest.raises(ValueError, match="out of range"):
+        controller.trail(10_000)
+
+
+def test_zoom_redraws_the_range_and_reset_view_goes_back(controller):
+    whole = controller.frame()
+    x, y = controller.optimizer.embedding[:, 0], controller.optimizer.embedding[:, 1]
+    x_range, y_range = (float(x.min()), float(np.median(x))), (float(y.min()), float(np.median(y)))
+    assert controller.zoom(x_range, y_range) == (x_range, y_range) == controller.view_range
+    controller.wait()
+    zoomed = controller.frame()
+    assert not np.array_equal(zoomed, whole)
+    controller.step(1)
+    assert controller.view_range == (x_range, y_range)  # kept while the layout moves
+    controller.reset()
+    assert np.array_equal(controller.frame(), zoomed)  # same layout, same range, same picture
+    controller.reset_view()
+    controller.wait()
+    assert controller.view_range is None and np.array_equal(controller.frame(), whole)
+    for x_bad, message in (((1, 1), "x_range=.*low < high"), ((0, np.inf), "x_range=.*finite"),
+                           ("wide", "x_range=.*pair")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            controller.zoom(x_bad, (0, 1))
+    with pytest.raises(ValueError, match=r"view_range=.*\(\(x0, x1\), \(y0, y1\)\)"):
+        controller.view_range = 5
+    assert controller.view_range is None  # a refused range changes nothing
+
+
+def test_select_validates_and_normalises_indices(controller):
+    assert controller.select([5, 3, 3]).tolist() == [3, 5] and controller.selection.dtype == np.int64
+    for bad, message in (([600], "out of range"), ([-1], "out of range"), (np.array([1.5]), "dtype float64"),
+                         (np.ones(600, bool), "np.flatnonzero"), ([[1, 2]], "one-dimensional"),
+                         (None, "empty list")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            controller.select(bad)
+    assert controller.selection.tolist() == [3, 5]  # unchanged by the refusals
+    assert controller.select([]).size == 0
+    with pytest.raises(ValueError):
+        controller.selection[:] = 1  # read-only: a view cannot change it behind the observers' backs
+
+
+def test_the_grid_shares_one_selection_and_one_view_range(blobs_small):
+    X, y = blobs_small
+    grid = GridController(X, n_chunks=[1, 8], random_state=0, labels=y, n_neighbors=10, n_epochs=60,
+                          epochs_per_frame=30, panel_size=32)  # fmt: skip
+    try:
+        grid.start()
+        grid.run()
+        first = grid.flung(0)
+        assert sorted(first) == list(np.flatnonzero(grid.runs[0].mask))
+        assert grid.select(first).tolist() == sorted(first.tolist())
+        with pytest.raises(ValueError, match="cell=2"):
+            grid.flung(2)
+        whole = grid.images()
+        grid.zoom((-1, 1), (-1, 1))
+        zoomed = grid.images()
+        assert all(not np.array_equal(a, b) for a, b in zip(whole, zoomed, strict=True))
+        grid.set(n_chunks=[2])  # the same graph: selection and zoom stay
+        assert grid.selection.tolist() == sorted(first.tolist()) and grid.view_range == ((-1.0, 1.0), (-1.0, 1.0))
+        grid.set(n_neighbors=8)  # a new graph: both go
+        assert grid.selection.size == 0 and grid.view_range is None
+    finally:
+        grid.close()

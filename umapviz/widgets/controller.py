@@ -11,7 +11,9 @@ follow. Views (explorer.py) only bind controls to these traits and draw what the
 controller directly.
 
 Its worker jobs live in two mixins, for size: SetupJobs (setup_jobs.py: a parameter change -> restart or
-rebuild) and PlayJobs (play_jobs.py: play, step, reset, draw, publish).
+rebuild) and PlayJobs (play_jobs.py: play, step, reset, draw, publish); what the user looks at and picks (view
+range, selection, the inspected point: ``zoom``, ``reset_view``, ``select``, ``inspect``, ``flung``, ``trail``)
+in Inspection (focus.py).
 
 The worker holds the controller weakly (it is the worker's owner): once nothing refers to the controller (its
 view dropped), the worker stops and calls what ``on_gone`` collected (a view closes its widgets that way).
@@ -27,9 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from traitlets import Bool, Float, HasTraits, Int, Unicode
+from traitlets import Bool, Float, Int, Unicode, observe
 
 from .. import datasets
+from .focus import Inspection
 from .frames import Frames, export
 from .lifetime import call_each, weak_callback
 from .params import ExplorerParams
@@ -69,7 +72,7 @@ class ExplorerState:
     error: str  # the message shown in the panel, "" when none
 
 
-class ExplorerController(SetupJobs, PlayJobs, HasTraits):
+class ExplorerController(SetupJobs, PlayJobs, Inspection):
     """One layout, live, on a background thread: parameters, graph, run, errors; no widget.
 
     Parameters
@@ -162,6 +165,10 @@ class ExplorerController(SetupJobs, PlayJobs, HasTraits):
 
     def _is_quiet(self) -> bool:
         return getattr(self._quiet, "depth", 0) > 0
+
+    @observe("view_range")
+    def _view_range_changed(self, _change: Any) -> None:
+        self._redraw()  # at full resolution, with the project's renderer; while playing, the next frame does it
 
     # -- programmatic control ------------------------------------------------------------------------------
     def play(self, epochs: int | None = None, block: bool = True) -> ExplorerState:

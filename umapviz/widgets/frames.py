@@ -57,8 +57,11 @@ class Frames(HasTraits):
         self.recorded_shown = recorded
         self.frame_id += 1
 
-    def view_spec(self, run: LayoutRun, size: int, lock_view: bool) -> Any:
-        """What ``render.image`` is given as the view: a robust range of this frame, or the locked one."""
+    def view_spec(self, run: LayoutRun, size: int, lock_view: bool, view_range: Any = None) -> Any:
+        """What ``render.image`` is given as the view: the zoomed ``view_range`` ((x0, x1), (y0, y1)) when set,
+        else a robust range of this frame, or the locked one."""
+        if view_range is not None:
+            return (*view_range[0], *view_range[1])
         if not lock_view:
             return "robust"
         if self.fixed_view is None:
@@ -67,15 +70,16 @@ class Frames(HasTraits):
             self.fixed_view = resolve_view(run.optimizer.device_embedding, "robust", size, size)
         return self.fixed_view
 
-    def render_current(self, run: LayoutRun, size: int, lock_view: bool) -> None:
-        """Draw the run's current embedding and show it."""
-        self.show(run.image(size, size, self.view_spec(run, size, lock_view)))
+    def render_current(self, run: LayoutRun, size: int, lock_view: bool, view_range: Any = None) -> None:
+        """Draw the run's current embedding and show it (``view_range``: see ``view_spec``)."""
+        self.show(run.image(size, size, self.view_spec(run, size, lock_view, view_range)))
 
-    def render_recorded(self, run: LayoutRun, index: int, size: int, lock_view: bool) -> tuple[int, int] | None:
+    def render_recorded(self, run: LayoutRun, index: int, size: int, lock_view: bool,
+                        view_range: Any = None) -> tuple[int, int] | None:
         """Draw and show the ``index``-th recorded frame; (epoch, outliers) of it, None when there is none."""
         if run.log is None or not 0 <= index < len(run.log):
             return None
-        epoch, rgba = run.recorded_image(index, size, size, self.view_spec(run, size, lock_view))
+        epoch, rgba = run.recorded_image(index, size, size, self.view_spec(run, size, lock_view, view_range))
         self.show(rgba, recorded=index)
         return epoch, int(run.log.outliers[index].sum())
 

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from traitlets import HasTraits, Int, Unicode
+from traitlets import Int, Unicode, observe
 
 from .. import datasets, metrics
+from .. import inspect as inspect_core
+from .focus import Focus
 from .lifetime import call_each
 from .session import (
     OUTLIER_METHODS,
@@ -68,8 +70,12 @@ def configurations(strategy: Any, n_chunks: Any, random_state: Any) -> list[Conf
     return configs
 
 
-class GridController(HasTraits):
+class GridController(Focus):
     """Layouts of one graph under several configurations, on a background thread; see ``umapviz.compare``.
+
+    The cells share one graph, one view range (``zoom``, ``reset_view``) and one selection (``select``), so a
+    point picked in one cell is the same point in every other, and ``flung(cell)`` of the buffered cell,
+    selected, shows where those points sit under chunked.
 
     Parameters
     ----------
@@ -129,6 +135,39 @@ class GridController(HasTraits):
     def close(self) -> None:
         """Stop the worker thread (a build under way stops at its next tile)."""
         self.worker.close()
+
+    def focus_points(self) -> int:
+        """Points of the graph every cell lays out (0 before one)."""
+        return 0 if self.graph is None else int(self.graph.n_vertices)
+
+    def flung(self, cell: int = 0) -> np.ndarray:
+        """The points the outlier measure flags now in cell ``cell``, busiest (highest degree) first.
+
+        Parameters
+        ----------
+        cell : int
+            The configuration's position in ``configs``.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 point indices, the same points in every cell.
+        """
+        runs = self.runs
+        if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell < len(runs):
+            raise ValueError(f"cell={cell!r} must be an int from 0 to {len(runs) - 1} (one per configuration)"
+                             if runs else self.status.error or "the grid has no layouts yet.")  # fmt: skip
+        run = runs[cell]
+
+        def job() -> np.ndarray:  # on the worker: between two frames, the mask and the layout agree
+            return inspect_core.flung(run.mask, run.graph)
+
+        return job() if self.worker.in_worker else self.worker.submit(job).result()
+
+    @observe("view_range")
+    def _view_range_changed(self, _change: Any) -> None:
+        if self.runs and not self.worker.playing:  # while running, the next frame draws it
+            self.worker.submit(self._show_all, key="redraw")
 
     # -- programmatic control ------------------------------------------------------------------------------
     def run(self, epochs: int | None = None, block: bool = True) -> None:
@@ -234,11 +273,13 @@ class GridController(HasTraits):
                 params["n_chunks"] = config.n_chunks
             optimizer = make_optimizer(graph, params)
             runs.append(LayoutRun(graph, optimizer, source.labels, self.settings["outlier_method"], record=False))
+        rebuilt = graph is not self.graph
         with self._lock:
             self.source, self.graph, self.runs = source, graph, runs
             self._images = [None] * len(runs)
             self._trust.clear()
             self._target = None
+        self._refocus(rebuilt)
         if new_cells:
             self.cells_id += 1
         self.status.clear_error()
@@ -299,7 +340,10 @@ class GridController(HasTraits):
         from ..render.view import union  # noqa: PLC0415
 
         size = self.settings["panel_size"]
-        view = union([resolve_view(run.optimizer.device_embedding, "robust", size, size) for run in self.runs])
+        if self.view_range is not None:  # zoomed: the same range in every cell
+            view = (*self.view_range[0], *self.view_range[1])
+        else:
+            view = union([resolve_view(run.optimizer.device_embedding, "robust", size, size) for run in self.runs])
         images = [run.image(size, size, view) for run in self.runs]
         with self._lock:
             self._images = images

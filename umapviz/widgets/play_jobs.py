@@ -72,7 +72,7 @@ class PlayJobs:
         if run is None:
             return
         run.colour_by_class = p.colour_by_class
-        shown = self.frames.render_recorded(run, index, p.size, p.lock_view)
+        shown = self.frames.render_recorded(run, index, p.size, p.lock_view, self.view_range)
         if shown is not None:
             self.status.note = (f"showing recorded epoch {shown[0]} ({shown[1]:,} outliers); "
                                 "press play to continue from the latest epoch")  # fmt: skip
@@ -83,10 +83,12 @@ class PlayJobs:
         run.colour_by_class = p.colour_by_class
         fingerprint = run.fingerprint()
         self._publish(run, fingerprint)
-        self.frames.render_current(run, p.size, p.lock_view)
+        self.frames.render_current(run, p.size, p.lock_view, self.view_range)
         self.status.note = ""
         if extras:
             self._follow_history()
+            if self.inspected is not None:  # its flags and distance move with the layout
+                self.point = self.point_info(self.inspected)
 
     def _publish(self, run: LayoutRun, fingerprint: str) -> None:
         opt = run.optimizer

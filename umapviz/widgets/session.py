@@ -372,6 +372,14 @@ class LayoutRun:
         if self.log is not None:  # a copy: on the CPU the optimizer's embedding is updated in place
             self.log.add(epoch, np.array(to_host(embedding), dtype=np.float32), mask)
 
+    def outlier_masks(self) -> dict[str, Any]:
+        """Every outlier method's mask of the current embedding: the shown method's as measured, the others
+        computed now (for inspecting a point)."""
+        embedding = self.optimizer.device_embedding
+        return {method: self.mask if method == self.outlier_method
+                else metrics.outliers(embedding, self._neighbors, method=method)
+                for method in OUTLIER_METHODS}  # fmt: skip
+
     def reset(self) -> None:
         self.optimizer.reset()
         self.history_epochs.clear()

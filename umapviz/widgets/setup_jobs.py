@@ -105,6 +105,7 @@ class SetupJobs:
         """The (re)build itself; on success the new layout is shown and its data adopted."""
         p, status = self.params, self.status
         graph, source = self.graph, self.source
+        shown_graph = graph
         if level >= REBUILD or graph is None:
             status.set_busy("loading data...", 0)
             source = load_source(p.data, p.labels, p.n_samples)
@@ -130,6 +131,7 @@ class SetupJobs:
             self.has_labels = source.labels is not None
             self.graph_given = source.graph is not None
             self.graph_nnz = int(graph.nnz)
+        self._refocus(rebuilt=graph is not shown_graph)
         status.set_busy("first frame...", 3)
         status.clear_error()
         self._show_current()
