@@ -355,28 +355,56 @@ class GridController(Focus):
     def current_rows(self) -> list[dict]:
         """One row per configuration as the layouts are now (on the worker thread, or with the worker idle)."""
         X = self.source.X if self.source is not None else None
-        rows = []
-        for i, (config, run) in enumerate(zip(self.configs, self.runs, strict=True)):
-            key = (i, run.epoch)
-            if key not in self._trust:
-                self._trust[key] = float("nan") if X is None else self._trustworthiness(X, run)
-            rows.append({"strategy": config.strategy, "n_chunks": config.n_chunks,
-                         "n_chunks_used": run.optimizer.n_chunks, "random_state": config.random_state,
-                         "epoch": run.epoch, "n_epochs": run.optimizer.n_epochs, "outliers": run.n_outliers,
-                         "trustworthiness": self._trust[key], "fingerprint": run.fingerprint(),
-                         "ms_per_epoch": run.ms_per_epoch})  # fmt: skip
-        return rows
+        return [row(config, run, self._trust_of(i, run, X))
+                for i, (config, run) in enumerate(zip(self.configs, self.runs, strict=True))]  # fmt: skip
 
-    def _trustworthiness(self, X: np.ndarray, run: LayoutRun) -> float:
-        sample = self.settings["trust_sample"]
-        sample = None if sample is None else min(int(sample), X.shape[0])
-        k = min(5, max(1, (X.shape[0] - 1) // 2))  # the measure needs k < n / 2
-        return metrics.trustworthiness(X, run.optimizer.embedding, n_neighbors=k, sample=sample)
+    def _trust_of(self, i: int, run: LayoutRun, X: np.ndarray | None) -> float:
+        """Trustworthiness of cell ``i`` at its epoch, computed once per epoch (NaN for a graph given as data)."""
+        key = (i, run.epoch)
+        if key not in self._trust:
+            self._trust[key] = float("nan") if X is None else trustworthiness(X, run, self.settings["trust_sample"])
+        return self._trust[key]
 
     def _report(self, exc: BaseException) -> None:
         """The worker's error report: shown in ``status`` (a failed set-up's error sticks)."""
         sticky, self._sticky = self._sticky, False
         self.status.show_error(exc, sticky=sticky)
+
+
+def row(config: Config, run: LayoutRun, trust: float) -> dict[str, Any]:
+    """The table's row (TABLE_COLUMNS) of one configuration.
+
+    Parameters
+    ----------
+    config : Config
+        The configuration.
+    run : LayoutRun
+        Its layout now.
+    trust : float
+        Its trustworthiness now.
+    """
+    opt = run.optimizer
+    return {"strategy": config.strategy, "n_chunks": config.n_chunks, "n_chunks_used": opt.n_chunks,
+            "random_state": config.random_state, "epoch": run.epoch, "n_epochs": opt.n_epochs,
+            "outliers": run.n_outliers, "trustworthiness": trust, "fingerprint": run.fingerprint(),
+            "ms_per_epoch": run.ms_per_epoch}  # fmt: skip
+
+
+def trustworthiness(X: np.ndarray, run: LayoutRun, trust_sample: int | None) -> float:
+    """``metrics.trustworthiness`` of the run's layout of ``X`` (k=5, or less for tiny data).
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        The data the graph was built from.
+    run : LayoutRun
+        The layout.
+    trust_sample : int or None
+        Query points (None: the measure's default).
+    """
+    sample = None if trust_sample is None else min(int(trust_sample), X.shape[0])
+    k = min(5, max(1, (X.shape[0] - 1) // 2))  # the measure needs k < n / 2
+    return metrics.trustworthiness(X, run.optimizer.embedding, n_neighbors=k, sample=sample)
 
 
 def _checked(settings: dict[str, Any]) -> dict[str, Any]:
