@@ -33,8 +33,10 @@ def controller(blobs_small):
 
 
 def test_the_controllers_import_no_widget_or_plotting_library():
-    code = ("import sys, umapviz.widgets.controller, umapviz.widgets.grid, umapviz.widgets.binding\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'ipywidgets', 'bokeh', 'holoviews', 'panel'}))")
+    code = (
+        "import sys, umapviz.widgets.controller, umapviz.widgets.grid, umapviz.widgets.binding\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'ipywidgets', 'bokeh', 'holoviews', 'panel'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -138,8 +140,9 @@ def test_a_dropped_controller_stops_its_thread_and_calls_on_gone(blobs_small):
 
 def test_the_grid_controller_runs_headless_on_one_graph(blobs_small):
     X, y = blobs_small
-    grid = GridController(X, n_chunks=[1, 4], random_state=0, labels=y, n_neighbors=10, n_epochs=12,
-                          epochs_per_frame=6, panel_size=32)  # fmt: skip
+    grid = GridController(
+        X, n_chunks=[1, 4], random_state=0, labels=y, n_neighbors=10, n_epochs=12, epochs_per_frame=6, panel_size=32
+    )
     try:
         frames = []
         grid.observe(lambda change: frames.append(change["new"]), names="frame_id")
@@ -222,7 +225,6 @@ def test_a_control_of_the_explorer_and_its_trait_follow_each_other(blobs_small):
         ex.close()
 
 
-
 # -- inspect, view range, selection --------------------------------------------------------------------------
 
 
@@ -290,8 +292,11 @@ def test_zoom_redraws_the_range_and_reset_view_goes_back(controller):
     controller.reset_view()
     controller.wait()
     assert controller.view_range is None and np.array_equal(controller.frame(), whole)
-    for x_bad, message in (((1, 1), "x_range=.*low < high"), ((0, np.inf), "x_range=.*finite"),
-                           ("wide", "x_range=.*pair")):  # fmt: skip
+    for x_bad, message in (
+        ((1, 1), "x_range=.*low < high"),
+        ((0, np.inf), "x_range=.*finite"),
+        ("wide", "x_range=.*pair"),
+    ):
         with pytest.raises(ValueError, match=message):
             controller.zoom(x_bad, (0, 1))
     with pytest.raises(ValueError, match=r"view_range=.*\(\(x0, x1\), \(y0, y1\)\)"):
@@ -301,9 +306,14 @@ def test_zoom_redraws_the_range_and_reset_view_goes_back(controller):
 
 def test_select_validates_and_normalises_indices(controller):
     assert controller.select([5, 3, 3]).tolist() == [3, 5] and controller.selection.dtype == np.int64
-    for bad, message in (([600], "out of range"), ([-1], "out of range"), (np.array([1.5]), "dtype float64"),
-                         (np.ones(600, bool), "np.flatnonzero"), ([[1, 2]], "one-dimensional"),
-                         (None, "empty list")):  # fmt: skip
+    for bad, message in (
+        ([600], "out of range"),
+        ([-1], "out of range"),
+        (np.array([1.5]), "dtype float64"),
+        (np.ones(600, bool), "np.flatnonzero"),
+        ([[1, 2]], "one-dimensional"),
+        (None, "empty list"),
+    ):
         with pytest.raises(ValueError, match=message):
             controller.select(bad)
     assert controller.selection.tolist() == [3, 5]  # unchanged by the refusals
@@ -314,8 +324,9 @@ def test_select_validates_and_normalises_indices(controller):
 
 def test_the_grid_shares_one_selection_and_one_view_range(blobs_small):
     X, y = blobs_small
-    grid = GridController(X, n_chunks=[1, 8], random_state=0, labels=y, n_neighbors=10, n_epochs=60,
-                          epochs_per_frame=30, panel_size=32)  # fmt: skip
+    grid = GridController(
+        X, n_chunks=[1, 8], random_state=0, labels=y, n_neighbors=10, n_epochs=60, epochs_per_frame=30, panel_size=32
+    )
     try:
         grid.start()
         grid.run()

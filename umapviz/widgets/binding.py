@@ -51,9 +51,18 @@ class WeakLink:
         Called with the exception when the model refuses a value from the control.
     """
 
-    def __init__(self, model: Any, name: str, control: Any, control_name: str = "value", *,
-                 to_control: Callable[[Any], Any] | None = None, to_model: Callable[[Any], Any] | None = None,
-                 one_way: bool = False, on_error: Callable[[BaseException], Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        name: str,
+        control: Any,
+        control_name: str = "value",
+        *,
+        to_control: Callable[[Any], Any] | None = None,
+        to_model: Callable[[Any], Any] | None = None,
+        one_way: bool = False,
+        on_error: Callable[[BaseException], Any] | None = None,
+    ) -> None:
         self._model = weakref.ref(model)
         self.name, self.control, self.control_name = name, control, control_name
         self._to_control = to_control or _same

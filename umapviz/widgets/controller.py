@@ -46,8 +46,16 @@ from .setup_jobs import REBUILD, SetupJobs
 from .status import ExplorerError, Status
 from .worker import Worker
 
-OWN_SETTINGS = ("data", "labels", "n_samples", "epochs_per_frame", "size", "colour_by_class", "lock_view",
-                "outlier_method")  # fmt: skip
+OWN_SETTINGS = (
+    "data",
+    "labels",
+    "n_samples",
+    "epochs_per_frame",
+    "size",
+    "colour_by_class",
+    "lock_view",
+    "outlier_method",
+)
 LAYOUT_SETTINGS = ("strategy", "n_chunks", "random_state", "init", "n_epochs", "device")
 
 
@@ -105,8 +113,15 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
     graph_nnz = Int(0, help="edges of the graph in use")
     advice = Unicode("", help="a warning about the chosen strategy on its device ('' when none)")
 
-    def __init__(self, data: Any = datasets.DEFAULT, *, labels: Any = None, n_samples: int | None = None,
-                 start: bool = True, **params: Any) -> None:
+    def __init__(
+        self,
+        data: Any = datasets.DEFAULT,
+        *,
+        labels: Any = None,
+        n_samples: int | None = None,
+        start: bool = True,
+        **params: Any,
+    ) -> None:
         super().__init__()
         self.params = ExplorerParams()
         self.status = Status()
@@ -135,8 +150,12 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         self.params.observe(weak_callback(self._param_changed))
         self.frames.observe(weak_callback(self._scrubbed), names="recorded_index")
         # The worker holds this controller weakly; ``on_gone`` must not refer to it.
-        self.worker = Worker(self._play_frame, self._report, name="umapviz-explorer",
-                             on_owner_gone=functools.partial(call_each, self._gone))
+        self.worker = Worker(
+            self._play_frame,
+            self._report,
+            name="umapviz-explorer",
+            on_owner_gone=functools.partial(call_each, self._gone),
+        )
         if start:
             self.start()
 

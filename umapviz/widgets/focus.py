@@ -37,8 +37,9 @@ class Focus(HasTraits):
         Initial trait values, as for any ``traitlets.HasTraits``.
     """
 
-    view_range = AnyTrait(None, allow_none=True,
-                          help="((x0, x1), (y0, y1)) in data units, or None for the automatic range")  # fmt: skip
+    view_range = AnyTrait(
+        None, allow_none=True, help="((x0, x1), (y0, y1)) in data units, or None for the automatic range"
+    )
     selection = AnyTrait(allow_none=False, help="indices of the selected points: int64, ascending, unique, read-only")
 
     @default("selection")
@@ -58,8 +59,9 @@ class Focus(HasTraits):
         try:
             x_range, y_range = value
         except (TypeError, ValueError):
-            raise ParameterError(f"view_range={value!r} must be ((x0, x1), (y0, y1)) in data units, or None for "
-                                 "the automatic range.") from None  # fmt: skip
+            raise ParameterError(
+                f"view_range={value!r} must be ((x0, x1), (y0, y1)) in data units, or None for the automatic range."
+            ) from None
         return check_range("x_range", x_range), check_range("y_range", y_range)
 
     def zoom(self, x_range: Any, y_range: Any) -> tuple:
@@ -196,10 +198,17 @@ class Inspection(Focus):
         run = self.run
         opt, log = run.optimizer, run.log
         return inspect_core.point_info(
-            run.graph, opt.device_embedding, index, strategy=opt.strategy, n_chunks=opt.n_chunks,
-            random_state=opt.seed, labels=run.labels, outlier_masks=run.outlier_masks(),
+            run.graph,
+            opt.device_embedding,
+            index,
+            strategy=opt.strategy,
+            n_chunks=opt.n_chunks,
+            random_state=opt.seed,
+            labels=run.labels,
+            outlier_masks=run.outlier_masks(),
             history_epochs=None if log is None else list(log.epochs),
-            history_masks=None if log is None else list(log.outliers))  # fmt: skip
+            history_masks=None if log is None else list(log.outliers),
+        )
 
     def _need_layout(self, what: str) -> Any:
         run = self.run
@@ -224,6 +233,53 @@ class Inspection(Focus):
             self.inspected = None
         elif self.inspected is not None:
             self.point = self.point_info(self.inspected)
+
+
+class CellsFocus(Focus):
+    """The grid's focus: one view range and one selection for all its cells, which lay out one graph (a mixin of
+    GridController, whose ``graph``, ``runs``, ``worker``, ``status`` and ``_show_all`` it uses).
+
+    Parameters
+    ----------
+    **kwargs
+        Initial trait values, as for any ``traitlets.HasTraits``.
+    """
+
+    def focus_points(self) -> int:
+        """Points of the graph every cell lays out (0 before one)."""
+        return 0 if self.graph is None else int(self.graph.n_vertices)
+
+    def flung(self, cell: int = 0) -> np.ndarray:
+        """The points the outlier measure flags now in cell ``cell``, busiest (highest degree) first.
+
+        Parameters
+        ----------
+        cell : int
+            The configuration's position in ``configs``.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 point indices, the same points in every cell.
+        """
+        runs = self.runs
+        if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell < len(runs):
+            raise ValueError(
+                f"cell={cell!r} must be an int from 0 to {len(runs) - 1} (one per configuration)"
+                if runs
+                else self.status.error or "the grid has no layouts yet."
+            )
+        run = runs[cell]
+
+        def job() -> np.ndarray:  # on the worker: between two frames, the mask and the layout agree
+            return inspect_core.flung(run.mask, run.graph)
+
+        return job() if self.worker.in_worker else self.worker.submit(job).result()
+
+    @observe("view_range")
+    def _view_range_changed(self, _change: Any) -> None:
+        if self.runs and not self.worker.playing:  # while running, the next frame draws it
+            self.worker.submit(self._show_all, key="redraw")
 
 
 def check_range(name: str, value: Any) -> tuple[float, float]:
@@ -291,8 +347,10 @@ def check_indices(value: Any, n: int, name: str = "indices") -> np.ndarray:
         raise ParameterError("there is no layout yet: wait for the panel to build one (wait()).")
     bad = arr[(arr < 0) | (arr >= n)]
     if bad.size:
-        raise ParameterError(f"{name} has {bad.size:,} index(es) out of range (e.g. {int(bad[0])}): the layout has "
-                             f"{n:,} points, 0 to {n - 1:,}.")  # fmt: skip
+        raise ParameterError(
+            f"{name} has {bad.size:,} index(es) out of range (e.g. {int(bad[0])}): the layout has "
+            f"{n:,} points, 0 to {n - 1:,}."
+        )
     out = np.unique(arr.astype(np.int64))
     out.setflags(write=False)
     return out

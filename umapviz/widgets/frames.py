@@ -74,8 +74,9 @@ class Frames(HasTraits):
         """Draw the run's current embedding and show it (``view_range``: see ``view_spec``)."""
         self.show(run.image(size, size, self.view_spec(run, size, lock_view, view_range)))
 
-    def render_recorded(self, run: LayoutRun, index: int, size: int, lock_view: bool,
-                        view_range: Any = None) -> tuple[int, int] | None:
+    def render_recorded(
+        self, run: LayoutRun, index: int, size: int, lock_view: bool, view_range: Any = None
+    ) -> tuple[int, int] | None:
         """Draw and show the ``index``-th recorded frame; (epoch, outliers) of it, None when there is none."""
         if run.log is None or not 0 <= index < len(run.log):
             return None

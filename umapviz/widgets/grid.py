@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from traitlets import Int, Unicode, observe
+from traitlets import Int, Unicode
 
 from .. import datasets, metrics
-from .. import inspect as inspect_core
-from .focus import Focus
+from .focus import CellsFocus
 from .lifetime import call_each
 from .session import (
     OUTLIER_METHODS,
@@ -35,11 +34,25 @@ from .session import (
 from .status import ExplorerError, Status, describe
 from .worker import Worker
 
-TABLE_COLUMNS = ("strategy", "n_chunks", "n_chunks_used", "random_state", "epoch", "n_epochs", "outliers",
-                 "trustworthiness", "fingerprint", "ms_per_epoch")  # fmt: skip
+TABLE_COLUMNS = (
+    "strategy",
+    "n_chunks",
+    "n_chunks_used",
+    "random_state",
+    "epoch",
+    "n_epochs",
+    "outliers",
+    "trustworthiness",
+    "fingerprint",
+    "ms_per_epoch",
+)
 # The grid's own settings: (name, what None means; None where None is refused).
-COUNTS = (("epochs_per_frame", None), ("panel_size", None), ("columns", "up to 4 panels a row"),
-          ("trust_sample", "metrics.trustworthiness's default"))  # fmt: skip
+COUNTS = (
+    ("epochs_per_frame", None),
+    ("panel_size", None),
+    ("columns", "up to 4 panels a row"),
+    ("trust_sample", "metrics.trustworthiness's default"),
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,7 @@ def configurations(strategy: Any, n_chunks: Any, random_state: Any) -> list[Conf
     return configs
 
 
-class GridController(Focus):
+class GridController(CellsFocus):
     """Layouts of one graph under several configurations, on a background thread; see ``umapviz.compare``.
 
     The cells share one graph, one view range (``zoom``, ``reset_view``) and one selection (``select``), so a
@@ -92,10 +105,22 @@ class GridController(Focus):
     cells_id = Int(0, help="raised by one when the configurations changed (the view makes new cells)")
     caption = Unicode("starting...", help="what the grid does or shows")
 
-    def __init__(self, data: Any = datasets.DEFAULT, n_chunks: Any = (1, 4, 16, "auto"), random_state: Any = (0, 1),
-                 strategy: Any = "chunked", *, labels: Any = None, n_samples: int | None = None,
-                 epochs_per_frame: int = 10, panel_size: int = 240, columns: int | None = None,
-                 outlier_method: str = "neighbors", trust_sample: int | None = 1000, **params: Any) -> None:
+    def __init__(
+        self,
+        data: Any = datasets.DEFAULT,
+        n_chunks: Any = (1, 4, 16, "auto"),
+        random_state: Any = (0, 1),
+        strategy: Any = "chunked",
+        *,
+        labels: Any = None,
+        n_samples: int | None = None,
+        epochs_per_frame: int = 10,
+        panel_size: int = 240,
+        columns: int | None = None,
+        outlier_method: str = "neighbors",
+        trust_sample: int | None = 1000,
+        **params: Any,
+    ) -> None:
         super().__init__()
         graph_params, optimizer_params = split_params(params)
         for name in ("strategy", "n_chunks", "random_state"):
@@ -103,8 +128,15 @@ class GridController(Focus):
         # strategy, n_chunks and random_state as asked for (seeds drawn once), for set() to change one of them
         self.choice = {"strategy": strategy, "n_chunks": n_chunks, "random_state": _seeds(random_state)}
         self.configs = configurations(**self.choice)
-        self.settings = _checked({"epochs_per_frame": epochs_per_frame, "panel_size": panel_size, "columns": columns,
-                                  "trust_sample": trust_sample, "outlier_method": outlier_method})  # fmt: skip
+        self.settings = _checked(
+            {
+                "epochs_per_frame": epochs_per_frame,
+                "panel_size": panel_size,
+                "columns": columns,
+                "trust_sample": trust_sample,
+                "outlier_method": outlier_method,
+            }
+        )
         self.data = {"data": data, "labels": labels, "n_samples": n_samples}
         self.graph_params, self.optimizer_params = graph_params, optimizer_params
         self.graph_n_epochs = optimizer_params.get("n_epochs")  # pruning threshold of a graph built here
@@ -118,8 +150,12 @@ class GridController(Focus):
         self._target: int | None = None
         self._sticky = False  # the error about to be reported is a failed set-up's
         self._gone: list = []
-        self.worker = Worker(self._play_frame, self._report, name="umapviz-compare",
-                             on_owner_gone=functools.partial(call_each, self._gone))
+        self.worker = Worker(
+            self._play_frame,
+            self._report,
+            name="umapviz-compare",
+            on_owner_gone=functools.partial(call_each, self._gone),
+        )
 
     # -- life cycle ----------------------------------------------------------------------------------------
     def start(self, autoplay: bool = False) -> None:
@@ -135,39 +171,6 @@ class GridController(Focus):
     def close(self) -> None:
         """Stop the worker thread (a build under way stops at its next tile)."""
         self.worker.close()
-
-    def focus_points(self) -> int:
-        """Points of the graph every cell lays out (0 before one)."""
-        return 0 if self.graph is None else int(self.graph.n_vertices)
-
-    def flung(self, cell: int = 0) -> np.ndarray:
-        """The points the outlier measure flags now in cell ``cell``, busiest (highest degree) first.
-
-        Parameters
-        ----------
-        cell : int
-            The configuration's position in ``configs``.
-
-        Returns
-        -------
-        numpy.ndarray
-            int64 point indices, the same points in every cell.
-        """
-        runs = self.runs
-        if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell < len(runs):
-            raise ValueError(f"cell={cell!r} must be an int from 0 to {len(runs) - 1} (one per configuration)"
-                             if runs else self.status.error or "the grid has no layouts yet.")  # fmt: skip
-        run = runs[cell]
-
-        def job() -> np.ndarray:  # on the worker: between two frames, the mask and the layout agree
-            return inspect_core.flung(run.mask, run.graph)
-
-        return job() if self.worker.in_worker else self.worker.submit(job).result()
-
-    @observe("view_range")
-    def _view_range_changed(self, _change: Any) -> None:
-        if self.runs and not self.worker.playing:  # while running, the next frame draws it
-            self.worker.submit(self._show_all, key="redraw")
 
     # -- programmatic control ------------------------------------------------------------------------------
     def run(self, epochs: int | None = None, block: bool = True) -> None:
@@ -199,26 +202,7 @@ class GridController(Focus):
 
     def set(self, block: bool = True, **params: Any) -> None:
         """Change parameters in place and start again from epoch 0, paused; see ``Comparison.set``."""
-        choice = dict(self.choice)
-        for name in choice:
-            if name in params:
-                value = params.pop(name)
-                choice[name] = _seeds(value) if name == "random_state" else value
-        changes: dict[str, Any] = {"choice": choice, "configs": configurations(**choice)}
-        own = {name: params.pop(name) for name in (*dict(COUNTS), "outlier_method") if name in params}
-        if own:
-            changes["settings"] = {**self.settings, **_checked(own)}
-        data = {name: params.pop(name) for name in ("data", "labels", "n_samples") if name in params}
-        if "data" in data:
-            data.setdefault("labels", None)
-        if data:
-            changes["data"] = {**self.data, **data}
-        graph_params, optimizer_params = split_params(params)  # an unknown name is a TypeError, as in compare
-        rebuild = bool(graph_params or data)
-        if graph_params:
-            changes["graph_params"] = {**self.graph_params, **graph_params}
-        if optimizer_params:
-            changes["optimizer_params"] = {**self.optimizer_params, **optimizer_params}
+        changes, rebuild = planned_changes(self, params)
         self.status.begin()
         future = self.worker.submit(lambda: self._apply(changes, rebuild))
         if block:
@@ -263,8 +247,13 @@ class GridController(Focus):
         if rebuild or graph is None:
             self.caption = "building graph..."
             source = load_source(**self.data)
-            graph = build(source, self.graph_params, n_epochs=self.graph_n_epochs,
-                          device=self.optimizer_params.get("device"), cancel=self.worker.stopping)
+            graph = build(
+                source,
+                self.graph_params,
+                n_epochs=self.graph_n_epochs,
+                device=self.optimizer_params.get("device"),
+                cancel=self.worker.stopping,
+            )
         runs = []
         for i, config in enumerate(self.configs):
             self.caption = f"initial layouts ({i + 1}/{len(self.configs)})..."
@@ -348,15 +337,19 @@ class GridController(Focus):
         with self._lock:
             self._images = images
         epoch = max(run.epoch for run in self.runs)
-        self.caption = (f"epoch {epoch} / {max(r.optimizer.n_epochs for r in self.runs)} · "
-                        f"{self.graph.n_vertices:,} points · shared view")  # fmt: skip
+        self.caption = (
+            f"epoch {epoch} / {max(r.optimizer.n_epochs for r in self.runs)} · "
+            f"{self.graph.n_vertices:,} points · shared view"
+        )
         self.frame_id += 1
 
     def current_rows(self) -> list[dict]:
         """One row per configuration as the layouts are now (on the worker thread, or with the worker idle)."""
         X = self.source.X if self.source is not None else None
-        return [row(config, run, self._trust_of(i, run, X))
-                for i, (config, run) in enumerate(zip(self.configs, self.runs, strict=True))]  # fmt: skip
+        return [
+            row(config, run, self._trust_of(i, run, X))
+            for i, (config, run) in enumerate(zip(self.configs, self.runs, strict=True))
+        ]
 
     def _trust_of(self, i: int, run: LayoutRun, X: np.ndarray | None) -> float:
         """Trustworthiness of cell ``i`` at its epoch, computed once per epoch (NaN for a graph given as data)."""
@@ -384,10 +377,18 @@ def row(config: Config, run: LayoutRun, trust: float) -> dict[str, Any]:
         Its trustworthiness now.
     """
     opt = run.optimizer
-    return {"strategy": config.strategy, "n_chunks": config.n_chunks, "n_chunks_used": opt.n_chunks,
-            "random_state": config.random_state, "epoch": run.epoch, "n_epochs": opt.n_epochs,
-            "outliers": run.n_outliers, "trustworthiness": trust, "fingerprint": run.fingerprint(),
-            "ms_per_epoch": run.ms_per_epoch}  # fmt: skip
+    return {
+        "strategy": config.strategy,
+        "n_chunks": config.n_chunks,
+        "n_chunks_used": opt.n_chunks,
+        "random_state": config.random_state,
+        "epoch": run.epoch,
+        "n_epochs": opt.n_epochs,
+        "outliers": run.n_outliers,
+        "trustworthiness": trust,
+        "fingerprint": run.fingerprint(),
+        "ms_per_epoch": run.ms_per_epoch,
+    }
 
 
 def trustworthiness(X: np.ndarray, run: LayoutRun, trust_sample: int | None) -> float:
@@ -405,6 +406,41 @@ def trustworthiness(X: np.ndarray, run: LayoutRun, trust_sample: int | None) -> 
     sample = None if trust_sample is None else min(int(trust_sample), X.shape[0])
     k = min(5, max(1, (X.shape[0] - 1) // 2))  # the measure needs k < n / 2
     return metrics.trustworthiness(X, run.optimizer.embedding, n_neighbors=k, sample=sample)
+
+
+def planned_changes(grid: GridController, params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """What ``grid.set(**params)`` changes (attribute -> new value) and whether it needs a new graph; a bad value
+    of the grid's own settings, an unknown name or no configuration raises here, before anything changed.
+
+    Parameters
+    ----------
+    grid : GridController
+        The grid as it is.
+    params : dict
+        The keyword arguments of ``set``.
+    """
+    params = dict(params)
+    choice = dict(grid.choice)
+    for name in choice:
+        if name in params:
+            value = params.pop(name)
+            choice[name] = _seeds(value) if name == "random_state" else value
+    changes: dict[str, Any] = {"choice": choice, "configs": configurations(**choice)}
+    own = {name: params.pop(name) for name in (*dict(COUNTS), "outlier_method") if name in params}
+    if own:
+        changes["settings"] = {**grid.settings, **_checked(own)}
+    data = {name: params.pop(name) for name in ("data", "labels", "n_samples") if name in params}
+    if "data" in data:
+        data.setdefault("labels", None)
+    if data:
+        changes["data"] = {**grid.data, **data}
+    graph_params, optimizer_params = split_params(params)  # an unknown name is a TypeError, as in compare
+    rebuild = bool(graph_params or data)
+    if graph_params:
+        changes["graph_params"] = {**grid.graph_params, **graph_params}
+    if optimizer_params:
+        changes["optimizer_params"] = {**grid.optimizer_params, **optimizer_params}
+    return changes, rebuild
 
 
 def _checked(settings: dict[str, Any]) -> dict[str, Any]:

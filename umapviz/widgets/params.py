@@ -24,9 +24,17 @@ from .session import check_count, draw_seed
 
 # Which traits redo what when they change.
 REBUILD_TRAITS = ("data", "labels", "n_samples", "n_neighbors", "graph_options")
-RESTART_TRAITS = ("strategy", "n_chunks", "random_state", "init", "n_epochs", "device", "outlier_method",
-                  "optimizer_options")  # fmt: skip
-REDRAW_TRAITS = ("colour_by_class", "lock_view")
+RESTART_TRAITS = (
+    "strategy",
+    "n_chunks",
+    "random_state",
+    "init",
+    "n_epochs",
+    "device",
+    "outlier_method",
+    "optimizer_options",
+)
+REDRAW_TRAITS = ("colour_by_class", "lock_view", "size")
 N_CHUNKS_MODES = ("auto", "shipped", "degree")  # the named rules; "fixed" in the menu means an int
 
 
@@ -89,8 +97,13 @@ class ExplorerParams(HasTraits):
 
     def layout_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``make_optimizer``: the layout traits set, and the other options."""
-        params = {"strategy": self.strategy, "n_chunks": self.n_chunks, "random_state": self.random_state,
-                  "init": self.init, **self.optimizer_options}  # fmt: skip
+        params = {
+            "strategy": self.strategy,
+            "n_chunks": self.n_chunks,
+            "random_state": self.random_state,
+            "init": self.init,
+            **self.optimizer_options,
+        }
         for name in ("n_epochs", "device"):
             if getattr(self, name) is not None:
                 params[name] = getattr(self, name)

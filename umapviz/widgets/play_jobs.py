@@ -32,8 +32,9 @@ class PlayJobs:
         """One frame while playing: advance, measure, show. False stops playing."""
         run = self.run
         with self._lock:
-            target = None if run is None else (run.optimizer.n_epochs if self._target_epoch is None
-                                               else self._target_epoch)  # fmt: skip
+            target = (
+                None if run is None else (run.optimizer.n_epochs if self._target_epoch is None else self._target_epoch)
+            )
         n = 0 if run is None or run.done else min(self.params.epochs_per_frame, target - run.epoch)
         if n <= 0:
             self.running = False
@@ -74,8 +75,10 @@ class PlayJobs:
         run.colour_by_class = p.colour_by_class
         shown = self.frames.render_recorded(run, index, p.size, p.lock_view, self.view_range)
         if shown is not None:
-            self.status.note = (f"showing recorded epoch {shown[0]} ({shown[1]:,} outliers); "
-                                "press play to continue from the latest epoch")  # fmt: skip
+            self.status.note = (
+                f"showing recorded epoch {shown[0]} ({shown[1]:,} outliers); "
+                "press play to continue from the latest epoch"
+            )
 
     def _show_current(self, extras: bool = True) -> None:
         """Draw the run's current embedding, publish what it is at, and with ``extras`` the chart and scrubber."""
@@ -121,6 +124,11 @@ class PlayJobs:
 
     def _metadata(self, run: LayoutRun) -> dict:
         opt = run.optimizer
-        return {"dataset": self.source.name, "strategy": opt.strategy, "n_chunks": int(opt.n_chunks),
-                "seed": int(opt.seed), "n_epochs": int(opt.n_epochs), "outlier_method": run.outlier_method}  # fmt: skip
-
+        return {
+            "dataset": self.source.name,
+            "strategy": opt.strategy,
+            "n_chunks": int(opt.n_chunks),
+            "seed": int(opt.seed),
+            "n_epochs": int(opt.n_epochs),
+            "outlier_method": run.outlier_method,
+        }

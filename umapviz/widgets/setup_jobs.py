@@ -65,7 +65,7 @@ class SetupJobs:
             p.dataset = name
 
     def _redraw(self) -> None:
-        """The view lock or the colouring changed: draw the current frame again."""
+        """The view lock, the view range, the colouring or the size changed: draw the current frame again."""
         self.status.begin()  # a frame that failed to draw may draw now (density only): its error goes
         self.frames.fixed_view = None
         if self.run is not None and not self.worker.playing:
@@ -111,8 +111,9 @@ class SetupJobs:
             source = load_source(p.data, p.labels, p.n_samples)
             clock.lap("data")
             status.set_busy(f"building graph ({source.n_points:,} points)...", 1)
-            graph = build(source, p.graph_kwargs(), n_epochs=self.graph_n_epochs, device=p.device,
-                          cancel=self.worker.stopping)  # fmt: skip
+            graph = build(
+                source, p.graph_kwargs(), n_epochs=self.graph_n_epochs, device=p.device, cancel=self.worker.stopping
+            )
             clock.lap("graph")
         status.set_busy("initial layout...", 2)
         run = LayoutRun(graph, make_optimizer(graph, p.layout_kwargs()), source.labels, p.outlier_method)
@@ -136,6 +137,7 @@ class SetupJobs:
         status.clear_error()
         self._show_current()
         clock.lap("first frame")
+
 
 class _StageClock:
     """Seconds per named stage, for ``timings``."""
@@ -167,4 +169,3 @@ def data_name(data: Any) -> str:
 
 def _is_builtin(data: Any) -> bool:
     return isinstance(data, str) and data in datasets.names()
-

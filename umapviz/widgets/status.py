@@ -91,6 +91,7 @@ def describe(exc: BaseException) -> str:
     name = type(exc).__name__
     text = str(exc) or name
     if isinstance(exc, MemoryError) or "OutOfMemory" in name:
-        return (f"out of memory ({name}: {text}). Try fewer points (n_samples=...), device='cpu', "
-                "or a smaller n_neighbors.")  # fmt: skip
+        return (
+            f"out of memory ({name}: {text}). Try fewer points (n_samples=...), device='cpu', or a smaller n_neighbors."
+        )
     return f"{name}: {text}"
