@@ -345,3 +345,37 @@ def test_the_grid_shares_one_selection_and_one_view_range(blobs_small):
         assert grid.selection.size == 0 and grid.view_range is None
     finally:
         grid.close()
+
+
+def test_picking_by_hover_box_and_lasso(controller):
+    controller.step(2)
+    Y = controller.optimizer.embedding
+    x, y = float(Y[11, 0]) + 1e-4, float(Y[11, 1])
+    assert controller.nearest(x, y) == int(np.argmin(np.hypot(Y[:, 0] - x, Y[:, 1] - y)))
+    x_range, y_range = (float(np.median(Y[:, 0])), float(Y[:, 0].max())), (float(Y[:, 1].min()), float(Y[:, 1].max()))
+    inside = np.flatnonzero(Y[:, 0] >= x_range[0])
+    assert 0 < inside.size < len(Y)
+    assert controller.select_box(x_range, y_range).tolist() == inside.tolist() == controller.selection.tolist()
+    lo, hi = Y.min(axis=0) - 1, Y.max(axis=0) + 1  # a lasso around everything
+    everything = controller.select_lasso([lo[0], hi[0], hi[0], lo[0]], [lo[1], lo[1], hi[1], hi[1]])
+    assert everything.tolist() == list(range(len(Y)))
+    with pytest.raises(ValueError, match="cell=1"):
+        controller.nearest(0, 0, cell=1)
+
+
+def test_a_box_drawn_in_one_cell_selects_the_same_points_in_every_cell(blobs_small):
+    X, y = blobs_small
+    grid = GridController(X, n_chunks=[1, 8], random_state=0, labels=y, n_neighbors=10, n_epochs=20, panel_size=32)
+    try:
+        grid.start()
+        grid.run()
+        Y = grid.runs[1].optimizer.embedding
+        x_range = (float(np.median(Y[:, 0])), float(Y[:, 0].max()))
+        y_range = (float(Y[:, 1].min()), float(Y[:, 1].max()))
+        picked = grid.select_box(x_range, y_range, cell=1)
+        assert picked.tolist() == np.flatnonzero(Y[:, 0] >= x_range[0]).tolist()
+        assert grid.nearest(*Y[5, :2], cell=1) == 5
+        with pytest.raises(ValueError, match="cell=2"):
+            grid.select_box(x_range, y_range, cell=2)
+    finally:
+        grid.close()

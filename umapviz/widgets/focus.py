@@ -105,6 +105,57 @@ class Focus(HasTraits):
         self.selection = check_indices(indices, self.focus_points())  # None named here: the trait refuses it unnamed
         return self.selection
 
+    def layout_of(self, cell: int = 0) -> Any:
+        """The embedding of cell ``cell`` (NumPy or CuPy) to pick points in; a controller provides it."""
+        raise NotImplementedError
+
+    # -- picking: read the layout as it is, without waiting for a frame in progress (a hover must not wait) --
+    def nearest(self, x: float, y: float, cell: int = 0) -> int:
+        """The point nearest to (x, y) in cell ``cell``'s layout (for a hover).
+
+        Parameters
+        ----------
+        x, y : float
+            The position, in data units.
+        cell : int
+            The grid's cell (0 for the Explorer).
+        """
+        return inspect_core.nearest_point(self.layout_of(cell), x, y)
+
+    def select_box(self, x_range: Any, y_range: Any, cell: int = 0) -> np.ndarray:
+        """Select the points inside a box of cell ``cell``'s layout (a box selection).
+
+        Parameters
+        ----------
+        x_range, y_range : pair of float
+            The box's (low, high) per axis, in data units.
+        cell : int
+            The grid's cell the box was drawn in (0 for the Explorer); the selection holds in every cell.
+
+        Returns
+        -------
+        numpy.ndarray
+            The selection now, as ``select`` returns it.
+        """
+        return self.select(to_host(inspect_core.points_in_box(self.layout_of(cell), x_range, y_range)))
+
+    def select_lasso(self, xs: Any, ys: Any, cell: int = 0) -> np.ndarray:
+        """Select the points inside a polygon (a lasso) drawn in cell ``cell``'s layout.
+
+        Parameters
+        ----------
+        xs, ys : sequence of float
+            The polygon's vertices, in data units (at least 3).
+        cell : int
+            The grid's cell the lasso was drawn in (0 for the Explorer); the selection holds in every cell.
+
+        Returns
+        -------
+        numpy.ndarray
+            The selection now, as ``select`` returns it.
+        """
+        return self.select(to_host(inspect_core.points_in_polygon(self.layout_of(cell), xs, ys)))
+
     def _refocus(self, rebuilt: bool) -> None:
         """A new layout was adopted: new data (``rebuilt``) drops the view range and the selection, which belonged
         to other points; a restart on the same graph keeps both."""
@@ -210,6 +261,12 @@ class Inspection(Focus):
             history_masks=None if log is None else list(log.outliers),
         )
 
+    def layout_of(self, cell: int = 0) -> Any:
+        """The layout now (the Explorer has one: ``cell`` must be 0)."""
+        if cell != 0:
+            raise ValueError(f"cell={cell!r}: the Explorer shows one layout, cell 0.")
+        return self._need_layout("pick points in").optimizer.device_embedding
+
     def _need_layout(self, what: str) -> Any:
         run = self.run
         if run is None:
@@ -262,19 +319,26 @@ class CellsFocus(Focus):
         numpy.ndarray
             int64 point indices, the same points in every cell.
         """
-        runs = self.runs
-        if isinstance(cell, bool) or not isinstance(cell, int) or not 0 <= cell < len(runs):
-            raise ValueError(
-                f"cell={cell!r} must be an int from 0 to {len(runs) - 1} (one per configuration)"
-                if runs
-                else self.status.error or "the grid has no layouts yet."
-            )
-        run = runs[cell]
+        run = self._run_of(cell)
 
         def job() -> np.ndarray:  # on the worker: between two frames, the mask and the layout agree
             return inspect_core.flung(run.mask, run.graph)
 
         return job() if self.worker.in_worker else self.worker.submit(job).result()
+
+    def layout_of(self, cell: int = 0) -> Any:
+        """Cell ``cell``'s layout now."""
+        return self._run_of(cell).optimizer.device_embedding
+
+    def _run_of(self, cell: int) -> Any:
+        runs = self.runs
+        if isinstance(cell, bool) or not isinstance(cell, numbers.Integral) or not 0 <= cell < len(runs):
+            raise ValueError(
+                f"cell={cell!r} must be an int from 0 to {len(runs) - 1} (one per configuration)"
+                if runs
+                else self.status.error or "the grid has no layouts yet."
+            )
+        return runs[int(cell)]
 
     @observe("view_range")
     def _view_range_changed(self, _change: Any) -> None:
