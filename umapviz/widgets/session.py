@@ -376,9 +376,11 @@ class LayoutRun:
         """Every outlier method's mask of the current embedding: the shown method's as measured, the others
         computed now (for inspecting a point)."""
         embedding = self.optimizer.device_embedding
-        return {method: self.mask if method == self.outlier_method
-                else metrics.outliers(embedding, self._neighbors, method=method)
-                for method in OUTLIER_METHODS}  # fmt: skip
+        masks = {self.outlier_method: self.mask}
+        for method in OUTLIER_METHODS:
+            if method not in masks:
+                masks[method] = metrics.outliers(embedding, self._neighbors, method=method)
+        return masks
 
     def reset(self) -> None:
         self.optimizer.reset()
