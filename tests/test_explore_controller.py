@@ -379,3 +379,32 @@ def test_a_box_drawn_in_one_cell_selects_the_same_points_in_every_cell(blobs_sma
             grid.select_box(x_range, y_range, cell=2)
     finally:
         grid.close()
+
+
+@pytest.mark.gpu
+def test_inspect_zoom_and_picking_on_the_gpu(blobs_small):
+    X, y = blobs_small
+    c = ExplorerController(X, labels=y, device="gpu", strategy="buffered", n_neighbors=10, n_epochs=40, size=64)
+    try:
+        assert c.wait().error == ""
+        c.play(epochs=3)
+        hub = int(np.argmax(c.graph.degree))
+        info = c.inspect(hub)
+        assert info.max_edges_in_one_chunk == info.degree and set(info.flagged) == {"neighbors", "radius"}
+        c.set(strategy="chunked", n_chunks=8)
+        assert c.point.max_edges_in_one_chunk < info.degree
+        epochs, positions = c.trail(hub)
+        assert epochs.tolist() == [0] and positions.shape == (1, 2)  # the restart began a new recording
+        assert isinstance(c.flung(), np.ndarray)
+        Y = c.optimizer.embedding
+        assert c.nearest(*Y[5, :2]) == 5
+        picked = c.select_box(
+            (float(Y[:, 0].min()), float(Y[:, 0].max())), (float(Y[:, 1].min()), float(Y[:, 1].max()))
+        )
+        assert isinstance(picked, np.ndarray) and picked.size == len(Y)
+        whole = c.frame()
+        c.zoom((float(Y[:, 0].min()), float(np.median(Y[:, 0]))), (float(Y[:, 1].min()), float(Y[:, 1].max())))
+        c.wait()
+        assert not np.array_equal(c.frame(), whole)
+    finally:
+        c.close()
