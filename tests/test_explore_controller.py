@@ -408,3 +408,12 @@ def test_inspect_zoom_and_picking_on_the_gpu(blobs_small):
         assert not np.array_equal(c.frame(), whole)
     finally:
         c.close()
+
+
+def test_a_value_a_control_cannot_show_is_reported_not_raised():
+    ipywidgets = pytest.importorskip("ipywidgets")
+    model, menu, errors = _Model(), ipywidgets.Dropdown(options=[3, 4], description="count"), []
+    link(model, "value", menu, on_error=errors.append)
+    model.value = 9  # not one of the menu's options: the model keeps it, the menu its entry, the error is said
+    assert model.value == 9 and menu.value == 3 and "count=9 cannot be shown" in str(errors[-1])
+    menu.close()

@@ -87,8 +87,15 @@ class WeakLink:
         if shown is KEEP:
             return
         with self._busy():
-            widen(self.control, self.control_name, shown)
-            setattr(self.control, self.control_name, shown)
+            try:
+                widen(self.control, self.control_name, shown)
+                setattr(self.control, self.control_name, shown)
+            except Exception as exc:  # a value the control cannot show: said, and the control left as it was
+                on_error = self._on_error()
+                if on_error is None:
+                    raise
+                label = getattr(self.control, "description", "") or self.name
+                on_error(ValueError(f"{label}={shown!r} cannot be shown in the panel: {exc}"))
 
     def _model_changed(self, change: Any) -> None:
         if not self._updating:
