@@ -57,7 +57,7 @@ UNNAMED_CELLS = (
         def show(strategy):  # display a panel from a function: nothing refers to it afterwards
             panel = umapviz.Explorer(strategy=strategy)
             panel.wait()  # built: no queued job holds it
-            shown.append((weakref.ref(panel), panel._worker._thread))
+            shown.append((weakref.ref(panel), panel.controller.worker.thread))
             display(panel)
 
 
