@@ -201,3 +201,24 @@ def test_the_plot_is_an_ipywidget_inside_a_layout(clusters):
     plot.zoom((-1.0, 1.0), (-1.0, 1.0))
     assert plot.view_range == ((-1.0, 1.0), (-1.0, 1.0))
     plot.close()
+
+
+def test_a_frame_drawn_elsewhere_asks_its_owner_for_a_zoom_and_keeps_picking(clusters):
+    embedding, labels = clusters
+    asked, taps = [], []
+    live = LiveView(100, 100, on_range=asked.append, on_tap=taps.append)
+    rgba, agg = render(embedding, labels, None, 100, 100, (-20.0, 20.0, -20.0, 20.0))
+    live.push_frame(rgba, agg.view, embedding, labels, caption="drawn by the controller")
+    assert np.array_equal(live.frame(), rgba) and live.view_range == ((-20.0, 20.0), (-20.0, 20.0))
+    live.range_stream.event(x_range=(-20.0, 20.0), y_range=(-20.0, 20.0))  # the plot echoing the frame: no zoom
+    live.range_stream.event(x_range=(-5.0, 5.0), y_range=(-5.0, 5.0))
+    assert [None if v is None else v.bounds for v in asked] == [(-5.0, 5.0, -5.0, 5.0)]
+    assert np.array_equal(live.frame(), rgba)  # nothing drawn here: the owner sends the zoomed frame
+    live.reset_stream.event(resetting=True)
+    assert asked[-1] is None
+    live.tap_stream.event(x=0.0, y=0.0)
+    assert taps == [LEFT + RIGHT]
+    live.select([LEFT + RIGHT])
+    assert (live.frame()[..., :3] == hex_to_rgb(SELECTION_COLOR)).all(axis=-1).sum() == 9  # one 3x3 disc
+    with pytest.raises(ValueError, match=r"rgba must be an \(H, W, 4\) uint8 image"):
+        live.push_frame(rgba[..., :3], agg.view, embedding)

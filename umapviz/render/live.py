@@ -37,6 +37,15 @@ TOOLS = ["tap", "box_select", "lasso_select"]  # besides HoloViews' pan, wheel z
 
 
 @dataclass(frozen=True)
+class _Frame:
+    """A frame drawn elsewhere (``push_frame``): its RGBA, the View it shows and the number of its push."""
+
+    rgba: np.ndarray
+    view: View
+    serial: int
+
+
+@dataclass(frozen=True)
 class _Pushed:
     embedding: Any
     labels: Any
@@ -70,6 +79,9 @@ class LiveView(PointPicking):
     on_tap, on_select, on_hover : callable, optional
         Called with the clicked point's index, the indices selected by a box or lasso, and the hovered
         ``(index, label)`` (or None away from any point).
+    on_range : callable, optional
+        For frames drawn elsewhere (``push_frame``): called with the View the user zoomed or panned to, or None
+        for a reset; the owner draws the range asked for and pushes it.
     """
 
     def __init__(
@@ -84,30 +96,34 @@ class LiveView(PointPicking):
         on_tap: Callable[[int], Any] | None = None,
         on_select: Callable[[np.ndarray], Any] | None = None,
         on_hover: Callable[[tuple[int, Any] | None], Any] | None = None,
+        on_range: Callable[[View | None], Any] | None = None,
     ) -> None:
         self.width, self.height = check_pixels(width, "width"), check_pixels(height, "height")
         if not isinstance(view, str):
             view = as_view(view)  # a bad fixed view fails here, not at the first draw
         self.view, self.style, self.follow, self.title = view, style, follow, title
-        self.on_tap, self.on_select, self.on_hover = on_tap, on_select, on_hover
+        self.on_tap, self.on_select, self.on_hover, self.on_range = on_tap, on_select, on_hover, on_range
         self._lock = threading.RLock()  # the browser's events and a worker's pushes render from two threads
         self._data: _Pushed | None = None
+        self._given: _Frame | None = None  # a frame drawn elsewhere (push_frame), None when this view draws
         self._marks = Marks()
         self._marks_serial = 0  # counts changes of the marks: part of the key of the frame drawn
         self._user_view: View | None = None  # set by a zoom (the user's or zoom()) until reset_view()
         self._locked_view: View | None = None  # follow=False: the frame kept across pushes
         self._recent_views: deque[View] = deque(maxlen=ECHO_MEMORY)
-        self._shown: tuple[tuple, np.ndarray, Any] | None = None  # (render key, marked RGBA, Aggregate)
+        # (render key, marked RGBA, View, Aggregate or None for a frame drawn elsewhere)
+        self._shown: tuple[tuple, np.ndarray, View, Any] | None = None
         self.hovered: tuple[int, Any] | None = None
         self.selection = np.empty(0, dtype=np.int64)
 
         self.pipe = Pipe(data=None)
-        self.range_stream, self.size_stream, self.reset_stream = RangeXY(), PlotSize(), PlotReset()
-        self.range_stream.add_subscriber(self._on_range, precedence=0)  # before the plot re-renders
+        self.size_stream, self.reset_stream = PlotSize(), PlotReset()
         self.reset_stream.add_subscriber(self._on_reset, precedence=0)
-        self.image = hv.DynamicMap(
-            self._element, streams=[self.pipe, self.range_stream, self.size_stream, self.reset_stream]
-        )
+        # The range does not trigger a draw by itself: a zoom redraws through the pipe once it is known to be the
+        # user's, and a frame drawn elsewhere stays where the user put it until its owner sends the new one.
+        self.image = hv.DynamicMap(self._element, streams=[self.pipe, self.size_stream, self.reset_stream])
+        self.range_stream = RangeXY(source=self.image)
+        self.range_stream.add_subscriber(self._on_range, precedence=0)
         self.pointer_stream = PointerXY(source=self.image)
         self.tap_stream = Tap(source=self.image)
         self.box_stream = BoundsXY(source=self.image)
@@ -175,6 +191,58 @@ class LiveView(PointPicking):
             serial = self._data.serial + 1 if self._data is not None else 1
             names = tuple(str(v) for v in label_names) if label_names is not None else None
             self._data = _Pushed(embedding, labels, outliers, n_labels, caption, names, serial)
+            self._given = None
+            self._marks = marks
+            self._marks_serial += 1
+            if marks.selection is not None:
+                self.selection = marks.selection
+        self.pipe.send(self._data)
+
+    def push_frame(
+        self,
+        rgba: np.ndarray,
+        view: Any,
+        embedding: Any,
+        labels: Any = None,
+        *,
+        caption: str = "",
+        label_names: Any = None,
+        highlight: Any = None,
+        trail: Any = None,
+        selection: Any = None,
+    ) -> None:
+        """Show a frame drawn elsewhere (e.g. by a controller that owns the view range), with marks over it.
+
+        Zoom, pan and reset then call ``on_range`` instead of drawing here; hover, click and selection pick
+        points in ``embedding``.
+
+        Parameters
+        ----------
+        rgba : (H, W, 4) uint8 array
+            The frame, row 0 at the top.
+        view : View or (xmin, xmax, ymin, ymax)
+            The data range it shows.
+        embedding : (N, 2) array
+            The positions drawn (NumPy or CuPy), to pick points in and place marks at.
+        labels, caption, label_names, highlight, trail, selection
+            As for ``push``.
+        """
+        rgba = np.asarray(rgba)
+        if rgba.ndim != 3 or rgba.shape[2] != 4 or rgba.dtype != np.uint8:
+            raise ValueError(f"rgba must be an (H, W, 4) uint8 image; got shape {rgba.shape}, dtype {rgba.dtype}.")
+        view = as_view(view)
+        embedding = check_embedding(embedding)
+        n = int(embedding.shape[0])
+        n_labels = None
+        if labels is not None:
+            labels, n_labels = check_labels(labels, n, None)
+        marks = self._checked_marks(n, highlight, trail, selection)
+        with self._lock:
+            serial = self._data.serial + 1 if self._data is not None else 1
+            names = tuple(str(v) for v in label_names) if label_names is not None else None
+            self._data = _Pushed(embedding, labels, None, n_labels, caption, names, serial)
+            self._given = _Frame(rgba, view, serial)
+            self._user_view = None  # the frame's owner keeps the range
             self._marks = marks
             self._marks_serial += 1
             if marks.selection is not None:
@@ -218,8 +286,9 @@ class LiveView(PointPicking):
 
     @property
     def last_aggregate(self):
-        """The Aggregate behind the image shown (grids, view, off-view counts); None before a frame."""
-        return self._shown[2] if self._shown is not None else None
+        """The Aggregate behind the image shown (grids, view, off-view counts); None before a frame, and for
+        a frame drawn elsewhere."""
+        return self._shown[3] if self._shown is not None else None
 
     # -- the visible range ----------------------------------------------------------------------------------
     @property
@@ -228,17 +297,25 @@ class LiveView(PointPicking):
         with self._lock:
             if self._data is None:
                 return None
-            view = self._target_view(*self._size())
+            view = self._given.view if self._given is not None else self._target_view(*self._size())
             return view.x_range, view.y_range
 
     def zoom(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> None:
         """Show the data range ``x_range`` x ``y_range`` (kept across pushes until ``reset_view()``)."""
         view = View(tuple(map(float, x_range)), tuple(map(float, y_range)))  # checks finite, low < high
+        self._zoom_to(view)
+
+    def _zoom_to(self, view: View) -> None:
         with self._lock:
             if view == self._user_view:  # already shown: linked views zooming each other stop here
                 return
             self._user_view = view
-        self._redraw()
+            given = self._given is not None
+        if given:
+            if self.on_range is not None:
+                self.on_range(view)
+        else:
+            self._redraw()
 
     @property
     def zoomed_view(self) -> View | None:
@@ -246,10 +323,16 @@ class LiveView(PointPicking):
         return self._user_view
 
     def reset_view(self) -> None:
-        """Forget the zoom and re-frame to the data (the constructor's view mode) now."""
+        """Forget the zoom and re-frame to the data (the constructor's view mode) now; for frames drawn
+        elsewhere, ask their owner to (``on_range(None)``)."""
         with self._lock:
             self._user_view = self._locked_view = None
-        self._redraw()
+            given = self._given is not None
+        if given:
+            if self.on_range is not None:
+                self.on_range(None)
+        else:
+            self._redraw()
 
     def _target_view(self, width: int, height: int) -> View:
         if self._user_view is not None:
@@ -269,25 +352,32 @@ class LiveView(PointPicking):
         except ValueError:  # a degenerate range from the plot: nothing to draw at
             return
         with self._lock:
-            if not any(_same_view(view, seen) for seen in self._recent_views):
-                self._user_view = view
+            if any(_same_view(view, seen) for seen in self._recent_views):
+                return
+        self._zoom_to(view)
 
     def _on_reset(self, resetting: bool = False) -> None:
         if resetting:
-            with self._lock:
-                self._user_view = self._locked_view = None
+            self.reset_view()
 
     # -- drawing --------------------------------------------------------------------------------------------
     def _size(self) -> tuple[int, int]:
         width, height = self.size_stream.width, self.size_stream.height
         return int(width or self.width), int(height or self.height)
 
-    def _render(self, width: int, height: int) -> tuple[tuple, np.ndarray, Any]:
-        """(key, marked RGBA, Aggregate) for the current data, view, size and marks; cached by key."""
-        data = self._data
+    def _render(self, width: int, height: int) -> tuple[tuple, np.ndarray, View, Any]:
+        """(key, marked RGBA, View, Aggregate or None) for the current data, view, size and marks; cached by key."""
+        data, given = self._data, self._given
         if data is None:
             blank = np.zeros((height, width, 4), dtype=np.uint8)
-            return (None,), blank, None
+            return (None,), blank, View((-1.0, 1.0), (-1.0, 1.0)), None
+        if given is not None:
+            key = (data.serial, self._marks_serial)
+            if self._shown is None or self._shown[0] != key:
+                rgba = draw_marks(given.rgba, given.view, data.embedding, self._marks, self.style.background)
+                self._recent_views.append(given.view)
+                self._shown = (key, rgba, given.view, None)
+            return self._shown
         view = self._target_view(width, height)
         key = (data.serial, width, height, view, self._marks_serial)
         if self._shown is not None and self._shown[0] == key:
@@ -297,15 +387,15 @@ class LiveView(PointPicking):
         )
         rgba = draw_marks(rgba, agg.view, data.embedding, self._marks, self.style.background)
         self._recent_views.append(agg.view)
-        self._shown = (key, rgba, agg)
+        self._shown = (key, rgba, agg.view, agg)
         return self._shown
 
     def _element(self, **stream_values):  # the streams only trigger it: it draws the current state
         with self._lock:
-            _, rgba, agg = self._render(*self._size())
-            if agg is None:  # nothing pushed yet: an empty black square
+            if self._data is None:  # nothing pushed yet: an empty black square
                 return hv.RGB(np.zeros((2, 2, 4), dtype=np.uint8), bounds=(-1, -1, 1, 1))
-            xmin, xmax, ymin, ymax = agg.view.bounds
+            _, rgba, view, _agg = self._render(*self._size())
+            xmin, xmax, ymin, ymax = view.bounds
             # The caption goes into the title through a hook: as the element's label it would change the
             # overlay's layer key on every frame, and HoloViews would stop updating the image shown.
             return hv.RGB(rgba, bounds=(xmin, ymin, xmax, ymax))

@@ -27,11 +27,11 @@ class PointPicking:
         if data is None or x is None or y is None or data.embedding.shape[0] == 0:
             return None
         index = int(nearest_point(data.embedding, float(x), float(y)))
-        if shown is not None and shown[2] is not None:
-            view = shown[2].view
+        if shown is not None:
+            rgba, view = shown[1], shown[2]
             per_px = max(
-                (view.x_range[1] - view.x_range[0]) / shown[2].width,
-                (view.y_range[1] - view.y_range[0]) / shown[2].height,
+                (view.x_range[1] - view.x_range[0]) / rgba.shape[1],
+                (view.y_range[1] - view.y_range[0]) / rgba.shape[0],
             )
             px, py = (float(v) for v in data.embedding[index])
             if not math.hypot(px - x, py - y) <= radius_px * per_px:
