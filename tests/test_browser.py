@@ -81,17 +81,33 @@ UNNAMED_CELLS = (
     "fate('live')",
 )
 
-VIEW_READY = """() => {
-  const im = document.querySelector('img.umapviz-view');
-  return im !== null && im.complete && im.naturalWidth > 0;
+# The Explorer's view is a bokeh plot (umapviz.widgets.plot): its frame is the image of an ImageRGBA glyph, in
+# the column "image" of a ColumnDataSource of one of the page's bokeh documents (a 2 x 2 placeholder before).
+_IMAGE_OF = """(model) => {
+  const data = model ? model.data : undefined;
+  return data instanceof Map ? data.get('image') : (data ? data.image : undefined);
 }"""
-# Count the frames that reach the page: every new image is a new blob URL in the view's src.
-WATCH_FRAMES = """() => {
-  const im = document.querySelector('img.umapviz-view');
+VIEW_READY = f"""() => {{
+  if (!window.Bokeh) {{ return false; }}
+  const imageOf = {_IMAGE_OF};
+  for (const doc of window.Bokeh.documents) {{
+    for (const model of doc.all_models) {{
+      const image = imageOf(model);
+      if (image && image[0] && image[0].length > 4) {{ return true; }}
+    }}
+  }}
+  return false;
+}}"""
+# Count the frames that reach the page: every new frame changes the image column of a plot's data source.
+WATCH_FRAMES = f"""() => {{
+  const imageOf = {_IMAGE_OF};
   window.__frames = [];
-  new MutationObserver(() => window.__frames.push(performance.now()))
-    .observe(im, {attributes: true, attributeFilter: ['src']});
-}"""
+  for (const doc of window.Bokeh.documents) {{
+    doc.on_change((event) => {{
+      if (imageOf(event.model || event.column_source) !== undefined) {{ window.__frames.push(performance.now()); }}
+    }});
+  }}
+}}"""
 
 
 def _skip_reason() -> str | None:
@@ -256,7 +272,7 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
             timings = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
             timings.wait_for(timeout=30_000)
             results["kernel_stage_s"] = json.loads(timings.inner_text())
-            view = page.locator("img.umapviz-view")
+            view = page.locator(".umapviz-plot")
             panel = page.locator(".umapviz-explorer")
             assert _status(page)["epoch"] == 0
 

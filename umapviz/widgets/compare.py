@@ -15,9 +15,20 @@ import numpy as np
 
 from .. import datasets
 from .binding import dlink
-from .explorer import _error_html, encode_frame
+from .explorer import _error_html
 from .grid import TABLE_COLUMNS, Config, GridController, configurations
 from .lifetime import Panel, close_widgets, weak_callback
+from .plot import Plot
+
+# Said under the grid, so that the cells' two counts never look contradictory.
+GRID_LEGEND = (
+    "Every panel lays out <b>one graph</b> ({points:,} points, {edges:,} edges) from the same initial layout; "
+    "they differ only in the strategy, n_chunks and random_state in their titles. <b>Red rings</b>: that "
+    "panel's outliers, the points the <i>{method}</i> measure flags now (the count under it). <b>Edge arrows "
+    "and their numbers</b>: that panel's points outside the shared view, flagged or not; zooming changes them, "
+    "not the outlier count. Zoom, pan or select in one panel: all follow; selected points are drawn in yellow "
+    "in every panel."
+)
 
 __all__ = ["Comparison", "compare", "Config", "configurations", "TABLE_COLUMNS"]
 
@@ -38,7 +49,8 @@ class Comparison(Panel):
     Notes
     -----
     ``controller`` is the widget-free GridController behind the grid; ``widgets`` its buttons and outputs by
-    name ("run", "pause", "reset", "status", "error", "table", "grid", "images", "counts").
+    name ("run", "pause", "reset", "status", "error", "table", "grid", "legend", "images" (the cells' plots'
+    widgets), "counts"). ``zoom``, ``reset_view``, ``select`` and ``selection`` act on every panel at once.
     """
 
     def __init__(self, data: Any = datasets.DEFAULT, n_chunks: Any = (1, 4, 16, "auto"), random_state: Any = (0, 1),
@@ -111,6 +123,58 @@ class Comparison(Panel):
         """The panels' current images, (size, size, 4) uint8 each, in configuration order."""
         return self.controller.images()
 
+    def zoom(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> tuple:
+        """Show ``x_range`` x ``y_range`` (data units) in every panel, at full resolution.
+
+        Parameters
+        ----------
+        x_range, y_range : pair of float
+            (low, high), finite, low < high.
+        """
+        view_range = self.controller.zoom(x_range, y_range)
+        if not self.controller.worker.playing:
+            self.controller.worker.wait_idle()  # the zoomed frames drawn
+        return view_range
+
+    def reset_view(self) -> None:
+        """Back to the shared automatic range."""
+        self.controller.reset_view()
+
+    @property
+    def view_range(self) -> tuple | None:
+        """((x0, x1), (y0, y1)) shown in every panel, in data units (None before the first frames)."""
+        return self.controller.view_range or (self.plots[0].view_range if self.plots else None)
+
+    def select(self, indices: Any) -> np.ndarray:
+        """Select the points ``indices`` in every panel (drawn in yellow over dimmed layouts); empty clears it.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            Point indices, the same points in every panel.
+        """
+        return self.controller.select(indices)
+
+    @property
+    def selection(self) -> np.ndarray:
+        """The selected points' indices."""
+        return self.controller.selection
+
+    def flung(self, cell: int = 0) -> np.ndarray:
+        """The points flagged now in panel ``cell``, busiest first.
+
+        Parameters
+        ----------
+        cell : int
+            The panel's position in ``configs``.
+        """
+        return self.controller.flung(cell)
+
+    def marked_frames(self) -> list[np.ndarray]:
+        """The panels' images as shown: the shared range, with the selection drawn."""
+        self.controller.images()  # waits for queued work
+        return [plot.frame() for plot in self.plots]
+
     @property
     def error(self) -> str:
         """The error shown, '' when none."""
@@ -128,6 +192,8 @@ class Comparison(Panel):
         ws["status"] = w.HTML("starting...")
         ws["error"] = w.HTML("", layout=w.Layout(display="none"))
         ws["table"] = w.HTML("")
+        ws["legend"] = w.HTML("", layout=w.Layout(max_width="1000px"))
+        ws["legend"].add_class("umapviz-grid-legend")
         # Callbacks and links hold the grid and its controller weakly (see lifetime.py): a dropped grid is collected.
         ws["run"].on_click(weak_callback(self._run_clicked))
         ws["pause"].on_click(weak_callback(self._pause_clicked))
@@ -138,24 +204,35 @@ class Comparison(Panel):
         c.observe(weak_callback(self._replace_cells), names="cells_id")
         c.observe(weak_callback(self._show_images), names="frame_id")
         c.observe(weak_callback(self._show_table), names="table_id")
+        c.observe(weak_callback(self._show_selection), names="selection")
         controls = w.HBox([ws["run"], ws["pause"], ws["reset"], ws["status"]])
-        self.panel = w.VBox([ws["error"], controls, ws["grid"], ws["table"]])
+        self.panel = w.VBox([ws["error"], controls, ws["grid"], ws["legend"], ws["table"]])
         self.panel.add_class("umapviz-compare")
 
     def _make_cells(self) -> list:
-        """One cell per configuration: title, image, outlier count (kept in widgets "images" and "counts")."""
+        """One cell per configuration: title, plot, outlier count (kept in widgets "images" and "counts"; the
+        plots in ``plots``). A zoom, pan or selection in any plot goes to the controller, which all follow."""
         import ipywidgets as w  # noqa: PLC0415
 
         size = self.controller.settings["panel_size"]
+        for plot in getattr(self, "plots", []):
+            plot.close()
+        self.plots: list[Plot] = []
         self.widgets["images"], self.widgets["counts"], cells = [], [], []
         for config in self.controller.configs:
             title = w.HTML(f"<b>{html.escape(config.title)}</b>", layout=w.Layout(width=f"{size}px"))
-            image = w.Image(format="jpeg", width=size, height=size,
-                            layout=w.Layout(width=f"{size}px", height=f"{size}px"))  # fmt: skip
+            plot = Plot(
+                size,
+                size,
+                on_range=weak_callback(self._zoomed),
+                on_select=weak_callback(self._selected),
+                on_tap=weak_callback(self._tapped),
+            )
             count = w.HTML("", layout=w.Layout(width=f"{size}px"))
-            self.widgets["images"].append(image)
+            self.plots.append(plot)
+            self.widgets["images"].append(plot.widget)
             self.widgets["counts"].append(count)
-            cells.append(w.VBox([title, image, count]))
+            cells.append(w.VBox([title, plot.widget, count]))
         return cells
 
     def _grid_columns(self) -> str:
@@ -172,14 +249,44 @@ class Comparison(Panel):
         close_widgets(*old)
 
     def _show_images(self, _change=None) -> None:
+        """New frames (on the worker, before the layouts move on): each with the shared view and the selection."""
         c = self.controller
-        for i, (run, image, count) in enumerate(zip(c.runs, self.widgets["images"], self.widgets["counts"],
-                                                    strict=False)):  # fmt: skip
+        if not c.runs:
+            return
+        view = shared_view(c)
+        for i, (run, plot, count) in enumerate(zip(c.runs, self.plots, self.widgets["counts"], strict=False)):
             rgba = c.image(i)
             if rgba is not None:
-                image.value = encode_frame(rgba)
+                labels = run.labels if run.colour_by_class else None
+                plot.push_frame(rgba, view, run.optimizer.device_embedding, labels, selection=c.selection)
             plural = "" if run.n_outliers == 1 else "s"
-            count.value = f"epoch {run.epoch} · <b>{run.n_outliers:,}</b> outlier{plural}"
+            count.value = f"epoch {run.epoch} · <b>{run.n_outliers:,}</b> outlier{plural} ({run.outlier_method})"
+        run = c.runs[0]
+        self.widgets["legend"].value = GRID_LEGEND.format(
+            points=c.graph.n_vertices, edges=c.graph.nnz, method=html.escape(run.outlier_method)
+        )
+
+    def _show_selection(self, _change=None) -> None:
+        for plot in self.plots:
+            if plot.view_range is not None:
+                plot.select(self.controller.selection)
+
+    # -- plots -> controller (each error goes to the grid: a callback that raises shows nothing) -----------
+    def _zoomed(self, view: Any) -> None:
+        c = self.controller
+        self._guarded(lambda: c.reset_view() if view is None else c.zoom(view.x_range, view.y_range))
+
+    def _selected(self, indices: np.ndarray) -> None:
+        self._guarded(lambda: self.controller.select(indices))
+
+    def _tapped(self, index: int) -> None:
+        self._guarded(lambda: self.controller.select([index]))
+
+    def _guarded(self, action: Any) -> None:
+        try:
+            action()
+        except Exception as exc:
+            self.controller.status.show_error(exc)
 
     def _show_table(self, _change=None) -> None:
         import pandas as pd  # noqa: PLC0415
@@ -195,6 +302,25 @@ class Comparison(Panel):
 
     def _reset_clicked(self, _button=None) -> None:
         self.controller.reset(block=False)
+
+
+def shared_view(controller: GridController) -> Any:
+    """The View every cell shows: the zoomed range, or the union of the layouts' robust ranges (as the
+    controller draws them).
+
+    Parameters
+    ----------
+    controller : GridController
+        A grid with runs.
+    """
+    from ..render import View, resolve_view  # noqa: PLC0415 - datashader is slow to import
+    from ..render.view import union  # noqa: PLC0415
+
+    size = controller.settings["panel_size"]
+    if controller.view_range is not None:
+        (x0, x1), (y0, y1) = controller.view_range
+        return View((x0, x1), (y0, y1))
+    return union([resolve_view(run.optimizer.device_embedding, "robust", size, size) for run in controller.runs])
 
 
 def compare(

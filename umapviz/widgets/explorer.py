@@ -21,6 +21,7 @@ from .._backend import gpu_available
 from ..optimize import STRATEGIES
 from .binding import KEEP, dlink, link
 from .controller import ExplorerController, ExplorerState
+from .explorer_view import ExplorerView
 from .lifetime import Panel, panel_widgets, weak_callback
 from .session import OUTLIER_METHODS
 from .status import ExplorerError
@@ -85,8 +86,11 @@ class Explorer(Panel):
                                              epochs_per_frame=epochs_per_frame, size=size,
                                              outlier_method=outlier_method, colour_by_class=colour_by_class,
                                              **params)  # fmt: skip
-        #: The panel's controls and outputs by name ("strategy", "play", "view", "status", ...).
-        self.widgets, self.panel = make_widgets(self.controller.params.size, self.controller.status.stages)
+        self._view = ExplorerView(self.controller, self.controller.params.size)
+        #: The panel's controls and outputs by name ("strategy", "play", "view", "status", "inspector", ...).
+        self.widgets, self.panel = make_widgets(
+            self.controller.params.size, self.controller.status.stages, self._view.widgets
+        )
         self._bind()
         # A panel the user drops is collected, and its widgets (the device menu too, never shown without a GPU)
         # closed.
@@ -133,8 +137,69 @@ class Explorer(Panel):
         return self.controller.state
 
     def frame(self) -> np.ndarray:
-        """The image the view shows now, (size, size, 4) uint8 RGBA (waits for queued work unless playing)."""
-        return self.controller.frame()
+        """The image the view shows now, (size, size, 4) uint8 RGBA (waits for queued work unless playing):
+        the visible range, with the selection, the inspected point and its trail drawn over it."""
+        return self._view.frame()
+
+    # -- looking closer (the controller's focus) -------------------------------------------------------------
+    @property
+    def plot(self):
+        """The interactive plot (``umapviz.widgets.plot.Plot``): its HoloViews streams are the browser's events."""
+        return self._view.plot
+
+    def zoom(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> tuple:
+        """Show ``x_range`` x ``y_range`` (data units) at full resolution, kept across frames until
+        ``reset_view()``; returns the view range.
+
+        Parameters
+        ----------
+        x_range, y_range : pair of float
+            (low, high), finite, low < high.
+        """
+        view_range = self.controller.zoom(x_range, y_range)
+        if not self.controller.worker.playing:
+            self.controller.wait()  # the zoomed frame drawn, as frame() will show it
+        return view_range
+
+    @property
+    def view_range(self) -> tuple | None:
+        """((x0, x1), (y0, y1)) of the frame shown, in data units (None before the first frame)."""
+        return self._view.view_range
+
+    def reset_view(self) -> None:
+        """Back to the automatic range (the layout's robust range, or the locked one)."""
+        self.controller.reset_view()
+
+    def inspect(self, index: int):
+        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.inspect.PointInfo`` and shows
+        it in the inspector, the point and its graph neighbours highlighted. The point stays inspected across a
+        change of strategy or n_chunks, its information recomputed.
+
+        Parameters
+        ----------
+        index : int
+            The point's row in the layout.
+        """
+        return self.controller.inspect(index)
+
+    def flung(self) -> np.ndarray:
+        """The points the outlier measure flags now, busiest (highest degree) first."""
+        return self.controller.flung()
+
+    def select(self, indices: Any) -> np.ndarray:
+        """Draw the points ``indices`` selected (as a box or lasso selection does); empty clears it.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            Point indices.
+        """
+        return self.controller.select(indices)
+
+    @property
+    def selection(self) -> np.ndarray:
+        """The selected points' indices."""
+        return self.controller.selection
 
     @property
     def graph(self):
@@ -244,9 +309,6 @@ class Explorer(Panel):
             self.widgets["n_epochs"].value = change["new"]
 
     def _frame_changed(self, _change=None) -> None:
-        image = self.controller.frames.image
-        if image is not None:
-            self.widgets["view"].value = encode_frame(image)
         if self.controller.frames.recorded_shown < 0 and self.controller.run is not None:
             self.widgets["status"].value = status_html(self.controller)
 
@@ -288,7 +350,7 @@ class Explorer(Panel):
         self._guarded(lambda: self.controller.export_in_background(self.widgets["export_path"].value))
 
 
-def make_widgets(size: int, stages: int) -> tuple[dict[str, Any], Any]:
+def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """The Explorer's widgets by name, and the top box that lays them out (CSS classes ``umapviz-*``, which
     the browser tests find them by).
 
@@ -298,6 +360,8 @@ def make_widgets(size: int, stages: int) -> tuple[dict[str, Any], Any]:
         The view's width and height in pixels.
     stages : int
         Steps of the progress bar.
+    view : dict
+        The view's widgets (ExplorerView.widgets): "view", "trail", "legend", "inspector".
     """
     import ipywidgets as w  # noqa: PLC0415
 
@@ -333,8 +397,7 @@ def make_widgets(size: int, stages: int) -> tuple[dict[str, Any], Any]:
     ws["pause"] = w.Button(description="Pause", icon="pause", layout=button, disabled=True)
     ws["step"] = w.Button(description="Step", icon="step-forward", layout=button)
     ws["reset"] = w.Button(description="Reset", icon="undo", layout=button)
-    ws["view"] = w.Image(format=FRAME_FORMAT, width=size, height=size,
-                         layout=w.Layout(width=f"{size}px", height=f"{size}px"))  # fmt: skip
+    ws.update(view)
     ws["scrub"] = w.IntSlider(value=0, min=0, max=0, description="recorded", continuous_update=True,
                               layout=w.Layout(width=f"{size}px"))  # fmt: skip
     ws["export_path"] = w.Text(value="umapviz-run.gif", layout=w.Layout(width="220px"),
@@ -358,13 +421,13 @@ def make_widgets(size: int, stages: int) -> tuple[dict[str, Any], Any]:
     controls += [w.HBox([ws["play"], ws["pause"], ws["step"], ws["reset"]]), ws["advanced"]]
     column = {"flex": "0 0 auto", "margin": "0px 8px 8px 0px"}  # columns keep their size and wrap instead
     left = w.VBox(controls, layout=w.Layout(width="330px", **column))
-    centre = w.VBox([ws["view"], ws["scrub"], w.HBox([ws["export_path"], ws["export"]]), ws["note"]],
-                    layout=w.Layout(**column))  # fmt: skip
-    right = w.VBox([ws["status"], ws["chart"]], layout=w.Layout(**column))
+    centre = w.VBox([ws["view"], ws["legend"], ws["scrub"], ws["trail"], w.HBox([ws["export_path"], ws["export"]]),
+                     ws["note"]], layout=w.Layout(**column))  # fmt: skip
+    right = w.VBox([ws["status"], ws["inspector"], ws["chart"]], layout=w.Layout(**column))
     body = w.HBox([left, centre, right], layout=w.Layout(flex_flow="row wrap"))
     panel = w.VBox([ws["error"], ws["busy_box"], body])
     panel.add_class("umapviz-explorer")
-    for name in ("view", "play", "pause", "step", "reset", "strategy", "status", "chart", "error", "scrub"):
+    for name in ("play", "pause", "step", "reset", "strategy", "status", "chart", "error", "scrub"):
         ws[name].add_class(f"umapviz-{name}")
     ws["busy_box"].add_class("umapviz-busy")
     return ws, panel

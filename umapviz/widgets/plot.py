@@ -1,45 +1,59 @@
 """The interactive plot as an ipywidget: a LiveView placed inside ipywidgets layouts in JupyterLab.
 
-Panel's ``pn.ipywidget`` wraps the HoloViews plot in a jupyter_bokeh ``BokehModel``: the bokeh document
-lives in the kernel, the browser's zoom, pan, hover, click and selection events come back over the widget's
-comm and fire the LiveView's HoloViews streams, and new frames go out the same way.
+The HoloViews plot goes into a bokeh document through Panel (``pn.panel(...).get_root``, as ``pn.ipywidget``
+does) and is shown by a jupyter_bokeh ``BokehModel``: the document lives in the kernel, the browser's zoom,
+pan, hover, click and selection events come back over the widget's comm and fire the LiveView's HoloViews
+streams, and new frames go out the same way.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import ipywidgets
 import panel as pn
+from bokeh.document import Document
+from jupyter_bokeh.widgets import BokehModel
 
 from umapviz.render.live import LiveView
+
+
+class PlotModel(BokehModel):
+    """jupyter_bokeh's widget, closed at most once: its own ``close()`` unhooks the document each time it is
+    called and fails (KeyError) the second time, which ipywidgets makes when it collects a closed widget."""
+
+    def close(self) -> None:
+        """Close the comm and unhook the document, once."""
+        if not getattr(self, "_umapviz_closed", False):
+            self._umapviz_closed = True
+            super().close()
 
 
 class Plot(LiveView):
     """A LiveView that can sit inside an ipywidgets layout (``plot.widget``) or be displayed on its own.
 
-    Takes LiveView's arguments. ``push``, ``zoom``, ``view_range``, ``reset_view``, ``frame``, ``select``,
-    ``set_marks`` and the ``on_tap`` / ``on_select`` / ``on_hover`` callbacks work the same, shown or not.
+    Takes LiveView's arguments. ``push``, ``push_frame``, ``zoom``, ``view_range``, ``reset_view``, ``frame``,
+    ``select``, ``set_marks`` and the ``on_tap`` / ``on_select`` / ``on_hover`` / ``on_range`` callbacks work
+    the same, shown or not.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._widget = None
+        self._widget: PlotModel | None = None
 
     @property
-    def widget(self):
+    def widget(self) -> PlotModel:
         """The ipywidget (a jupyter_bokeh BokehModel) showing this plot; made on first use."""
         if self._widget is None:
             _load_bokehjs()
-            self._widget = pn.ipywidget(pn.pane.HoloViews(self.dmap, backend="bokeh"))
+            root = pn.pane.HoloViews(self.dmap, backend="bokeh").get_root(doc=Document())
+            self._widget = PlotModel(root, combine_events=True)
+            self._widget.add_class("umapviz-plot")
         return self._widget
 
     def close(self) -> None:
         """Close the ipywidget, if one was made (its comm and the bokeh document it holds)."""
         if self._widget is not None:
-            # The comm only: jupyter_bokeh's own close() also unhooks the document, which fails (KeyError) when
-            # done twice, and ipywidgets calls it again when the widget is collected.
-            ipywidgets.Widget.close(self._widget)
+            self._widget.close()
             self._widget = None
 
     def _repr_mimebundle_(self, include=None, exclude=None):
