@@ -16,6 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_browser import (
     _SKIP,
@@ -26,6 +27,7 @@ from test_browser import (
     _get,
     _open_notebook,
     _run_for_output,
+    _shrink_copy,
     _wait_for,
     _write_notebook,
 )
@@ -63,6 +65,34 @@ LINKED_REPORT = (
 )
 REPORT = "print('report:', json.dumps({'range': plot.view_range, 'taps': taps, 'selections': selections}))"
 CELLS = (SETUP, REPORT, LINKED, LINKED_REPORT)
+# The Explorer and a grid on a small data set, paused: their plots' events go to their controllers.
+EXPLORE = textwrap.dedent("""\
+    import json
+    import numpy as np
+    from IPython.display import display
+    from sklearn.datasets import make_blobs
+    from umapviz import Explorer, compare
+
+    X, y = make_blobs(3000, n_features=10, centers=5, random_state=0)
+    X = X.astype(np.float32)
+    explorer = Explorer(X, labels=y, strategy="buffered", n_epochs=100, size=400)
+    explorer.play(20)
+    display(explorer)""")
+EXPLORE_REPORT = (
+    "print('explorer:', json.dumps({'range': explorer.view_range, 'zoomed': explorer.controller.view_range,\n"
+    "      'inspected': explorer.controller.inspected, 'layout': explorer.controller.layout_of().tolist(),\n"
+    "      'error': explorer.state.error}))"
+)
+GRID = textwrap.dedent("""\
+    grid = compare(X, labels=y, strategy=["buffered", "chunked"], n_chunks="auto", random_state=0, n_epochs=100,
+                   panel_size=300, autoplay=False)
+    grid.run(20)
+    display(grid)""")
+GRID_REPORT = (
+    "print('grid:', json.dumps({'range': grid.view_range, 'selection': grid.selection.tolist(),\n"
+    "      'shown': [plot.selection.tolist() for plot in grid.plots], 'error': grid.error}))"
+)
+EXPLORE_CELLS = (EXPLORE, EXPLORE_REPORT, GRID, GRID_REPORT)
 
 
 def _report(page, cell: int = 1, prefix: str = "report:") -> dict:
@@ -75,6 +105,7 @@ def plot_lab(tmp_path):
     root = tmp_path / "lab"
     root.mkdir()
     _write_notebook(root / "plot.ipynb", CELLS)
+    _write_notebook(root / "explore.ipynb", EXPLORE_CELLS)
     port, token = _free_port(), os.urandom(12).hex()
     env = dict(
         os.environ,
@@ -201,3 +232,77 @@ def test_plot_zooms_clicks_and_selects_in_jupyterlab(plot_lab):
             assert linked["selected"][0] == linked["selected"][1] > 0
         finally:
             browser.close()
+
+
+def _drag(page, frame, view_range, start: tuple[float, float], end: tuple[float, float]) -> None:
+    """Drag from data point ``start`` to ``end`` in a plot (a box selection with the box select tool on)."""
+    page.mouse.move(*_to_page(frame, view_range, *start))
+    page.mouse.down()
+    page.mouse.move(*_to_page(frame, view_range, *end), steps=5)
+    page.mouse.up()
+
+
+def test_explorer_and_grid_zoom_inspect_and_select_in_jupyterlab(plot_lab):
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415 - optional test dependency
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = _open_notebook(browser, plot_lab, "explore.ipynb")
+            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=30_000)
+            _command(page, "notebook:run-cell", 0)
+            page.wait_for_function(f"() => window.Bokeh && ({FRAMES})().length == 1", timeout=120_000, polling=200)
+            frame = page.evaluate(FRAMES)[0]
+            before = _report(page, 1, "explorer:")
+            assert before["zoomed"] is None and before["error"] == ""
+
+            # The wheel over the plot's centre: the controller's view range is set and the frame drawn at it.
+            (x0, x1), (y0, y1) = before["range"]
+            page.mouse.move(*_to_page(frame, before["range"], (x0 + x1) / 2, (y0 + y1) / 2))
+            page.mouse.wheel(0, -200)
+            zoomed = _wait_for(lambda: (r := _report(page, 1, "explorer:"))["zoomed"] and r, 30, "a zoom")
+            assert zoomed["zoomed"][0][1] - zoomed["zoomed"][0][0] < x1 - x0
+            _wait_for(lambda: _report(page, 1, "explorer:")["range"] == zoomed["zoomed"], 30, "the zoomed frame")
+
+            # A click on a point inspects it: the inspector shows its index.
+            layout = np.asarray(zoomed["layout"])
+            (zx0, zx1), (zy0, zy1) = zoomed["zoomed"]
+            visible = np.flatnonzero(
+                (layout[:, 0] > zx0) & (layout[:, 0] < zx1) & (layout[:, 1] > zy0) & (layout[:, 1] < zy1)
+            )
+            target = int(visible[0])
+            page.mouse.click(*_to_page(frame, zoomed["zoomed"], *layout[target]))
+            inspected = _wait_for(
+                lambda: (r := _report(page, 1, "explorer:"))["inspected"] is not None and r,
+                30,
+                "a click to inspect a point",
+            )
+            index = inspected["inspected"]
+            assert np.hypot(*(layout[index] - layout[target])) < 0.1 * (zx1 - zx0)  # the point clicked, or one as near
+            page.wait_for_selector(f".umapviz-inspector [data-index='{index}']", timeout=30_000)
+            _shot(page.locator(".umapviz-explorer"), "browser_explorer_inspect.png")
+
+            # The grid: a box selection in the buffered panel selects the same points in the chunked one.
+            _command(page, "notebook:run-cell", 2)
+            page.wait_for_function(f"() => ({FRAMES})().length == 3", timeout=120_000, polling=200)
+            page.locator(".umapviz-compare").scroll_into_view_if_needed()
+            time.sleep(0.5)
+            buffered = page.evaluate(FRAMES)[1]
+            grid = _report(page, 3, "grid:")
+            page.locator(".umapviz-compare .bk-tool-icon-box-select").first.click()
+            (gx0, gx1), (gy0, gy1) = grid["range"]
+            _drag(page, buffered, grid["range"], (gx0, gy1), ((gx0 + gx1) / 2, (gy0 + gy1) / 2))  # the upper left
+            selected = _wait_for(lambda: (r := _report(page, 3, "grid:"))["selection"] and r, 30, "a grid selection")
+            assert selected["shown"] == [selected["selection"]] * 2 and selected["error"] == ""
+            _shot(page.locator(".umapviz-compare"), "browser_grid_selection.png")
+        finally:
+            browser.close()
+
+
+def _shot(locator, name: str) -> None:
+    """Save a screenshot to bench/out/ and, when UMAPVIZ_UPDATE_SCREENSHOTS=1, a small copy to bench/screenshots/."""
+    out = Path(__file__).resolve().parents[1] / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    locator.screenshot(path=str(out / name))
+    if os.environ.get("UMAPVIZ_UPDATE_SCREENSHOTS") == "1":
+        _shrink_copy(out / name, out.parent / "screenshots" / name)

@@ -53,8 +53,16 @@ class Comparison(Panel):
     widgets), "counts"). ``zoom``, ``reset_view``, ``select`` and ``selection`` act on every panel at once.
     """
 
-    def __init__(self, data: Any = datasets.DEFAULT, n_chunks: Any = (1, 4, 16, "auto"), random_state: Any = (0, 1),
-                 strategy: Any = "chunked", *, autoplay: bool = True, **options: Any) -> None:
+    def __init__(
+        self,
+        data: Any = datasets.DEFAULT,
+        n_chunks: Any = (1, 4, 16, "auto"),
+        random_state: Any = (0, 1),
+        strategy: Any = "chunked",
+        *,
+        autoplay: bool = True,
+        **options: Any,
+    ) -> None:
         self.controller = GridController(data, n_chunks, random_state, strategy, **options)
         #: The grid's buttons and outputs by name.
         self.widgets: dict[str, Any] = {}

@@ -21,20 +21,24 @@ from .._backend import gpu_available
 from ..optimize import STRATEGIES
 from .binding import KEEP, dlink, link
 from .controller import ExplorerController, ExplorerState
-from .explorer_view import ExplorerView
+from .explorer_view import ExplorerView, LookingCloser
 from .lifetime import Panel, panel_widgets, weak_callback
 from .session import OUTLIER_METHODS
 from .status import ExplorerError
 
 __all__ = ["Explorer", "ExplorerError", "ExplorerState", "encode_frame"]
 
-N_CHUNKS_MODES = (("auto (hub-aware rule)", "auto"), ("shipped GPU rule", "shipped"), ("degree rule", "degree"),
-                  ("fixed", "fixed"))  # fmt: skip
+N_CHUNKS_MODES = (
+    ("auto (hub-aware rule)", "auto"),
+    ("shipped GPU rule", "shipped"),
+    ("degree rule", "degree"),
+    ("fixed", "fixed"),
+)
 FRAME_FORMAT = "jpeg"  # live frames; see encode_frame
 ERROR_STYLE = "background:#fdecea;color:#611a15;border-left:4px solid #d32f2f;padding:6px 10px"
 
 
-class Explorer(Panel):
+class Explorer(Panel, LookingCloser):
     """A live view of UMAP's layout optimizer with controls, in a Jupyter notebook.
 
     Parameters
@@ -79,13 +83,30 @@ class Explorer(Panel):
     (``Out``, ``_``) keeps every panel shown that way, each run's, as long as the kernel lives.
     """
 
-    def __init__(self, data: Any = datasets.DEFAULT, *, labels: Any = None, n_samples: int | None = None,
-                 epochs_per_frame: int = 1, size: int = 480, outlier_method: str = "neighbors",
-                 colour_by_class: bool = True, autoplay: bool = False, **params: Any) -> None:
-        self.controller = ExplorerController(data, labels=labels, n_samples=n_samples, start=False,
-                                             epochs_per_frame=epochs_per_frame, size=size,
-                                             outlier_method=outlier_method, colour_by_class=colour_by_class,
-                                             **params)  # fmt: skip
+    def __init__(
+        self,
+        data: Any = datasets.DEFAULT,
+        *,
+        labels: Any = None,
+        n_samples: int | None = None,
+        epochs_per_frame: int = 1,
+        size: int = 480,
+        outlier_method: str = "neighbors",
+        colour_by_class: bool = True,
+        autoplay: bool = False,
+        **params: Any,
+    ) -> None:
+        self.controller = ExplorerController(
+            data,
+            labels=labels,
+            n_samples=n_samples,
+            start=False,
+            epochs_per_frame=epochs_per_frame,
+            size=size,
+            outlier_method=outlier_method,
+            colour_by_class=colour_by_class,
+            **params,
+        )
         self._view = ExplorerView(self.controller, self.controller.params.size)
         #: The panel's controls and outputs by name ("strategy", "play", "view", "status", "inspector", ...).
         self.widgets, self.panel = make_widgets(
@@ -141,66 +162,6 @@ class Explorer(Panel):
         the visible range, with the selection, the inspected point and its trail drawn over it."""
         return self._view.frame()
 
-    # -- looking closer (the controller's focus) -------------------------------------------------------------
-    @property
-    def plot(self):
-        """The interactive plot (``umapviz.widgets.plot.Plot``): its HoloViews streams are the browser's events."""
-        return self._view.plot
-
-    def zoom(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> tuple:
-        """Show ``x_range`` x ``y_range`` (data units) at full resolution, kept across frames until
-        ``reset_view()``; returns the view range.
-
-        Parameters
-        ----------
-        x_range, y_range : pair of float
-            (low, high), finite, low < high.
-        """
-        view_range = self.controller.zoom(x_range, y_range)
-        if not self.controller.worker.playing:
-            self.controller.wait()  # the zoomed frame drawn, as frame() will show it
-        return view_range
-
-    @property
-    def view_range(self) -> tuple | None:
-        """((x0, x1), (y0, y1)) of the frame shown, in data units (None before the first frame)."""
-        return self._view.view_range
-
-    def reset_view(self) -> None:
-        """Back to the automatic range (the layout's robust range, or the locked one)."""
-        self.controller.reset_view()
-
-    def inspect(self, index: int):
-        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.inspect.PointInfo`` and shows
-        it in the inspector, the point and its graph neighbours highlighted. The point stays inspected across a
-        change of strategy or n_chunks, its information recomputed.
-
-        Parameters
-        ----------
-        index : int
-            The point's row in the layout.
-        """
-        return self.controller.inspect(index)
-
-    def flung(self) -> np.ndarray:
-        """The points the outlier measure flags now, busiest (highest degree) first."""
-        return self.controller.flung()
-
-    def select(self, indices: Any) -> np.ndarray:
-        """Draw the points ``indices`` selected (as a box or lasso selection does); empty clears it.
-
-        Parameters
-        ----------
-        indices : sequence of int
-            Point indices.
-        """
-        return self.controller.select(indices)
-
-    @property
-    def selection(self) -> np.ndarray:
-        """The selected points' indices."""
-        return self.controller.selection
-
     @property
     def graph(self):
         """The FuzzyGraph in use (None until built)."""
@@ -227,8 +188,10 @@ class Explorer(Panel):
 
     def __repr__(self) -> str:
         s = self.state
-        return (f"Explorer(dataset={s.dataset!r}, strategy={s.strategy!r}, n_chunks={s.n_chunks!r}, "
-                f"epoch={s.epoch}/{s.n_epochs}, outliers={s.outliers})")  # fmt: skip
+        return (
+            f"Explorer(dataset={s.dataset!r}, strategy={s.strategy!r}, n_chunks={s.n_chunks!r}, "
+            f"epoch={s.epoch}/{s.n_epochs}, outliers={s.outliers})"
+        )
 
     # -- widgets ---------------------------------------------------------------------------------------------
     def _bind(self) -> None:
@@ -245,15 +208,38 @@ class Explorer(Panel):
         link(p, "init", ws["init"], to_control=_one_of(("spectral", "random")), on_error=report)
         link(p, "outlier_method", ws["outlier_method"], to_control=_one_of(OUTLIER_METHODS), on_error=report)
         link(p, "n_neighbors", ws["n_neighbors"], to_control=_int_or_keep, on_error=report)
-        link(p, "random_state", ws["random_state"], to_control=lambda v: -1 if v is None else _int_or_keep(v),
-             to_model=lambda v: None if v < 0 else v, on_error=report)  # fmt: skip
-        link(p, "n_epochs", ws["n_epochs"], to_control=_int_or_keep, on_error=report,
-             to_model=weak_callback(self._n_epochs_asked))
-        link(p, "n_chunks", ws["n_chunks_mode"], on_error=report,
-             to_control=lambda v: v if isinstance(v, str) and v in dict(N_CHUNKS_MODES).values() else "fixed",
-             to_model=lambda mode: int(round(ws["n_chunks"].value)) if mode == "fixed" else mode)  # fmt: skip
-        link(p, "n_chunks", ws["n_chunks"], to_control=weak_callback(self._fixed_chunks_shown), on_error=report,
-             to_model=lambda v: int(round(v)) if ws["n_chunks_mode"].value == "fixed" else KEEP)  # fmt: skip
+        link(
+            p,
+            "random_state",
+            ws["random_state"],
+            to_control=lambda v: -1 if v is None else _int_or_keep(v),
+            to_model=lambda v: None if v < 0 else v,
+            on_error=report,
+        )
+        link(
+            p,
+            "n_epochs",
+            ws["n_epochs"],
+            to_control=_int_or_keep,
+            on_error=report,
+            to_model=weak_callback(self._n_epochs_asked),
+        )
+        link(
+            p,
+            "n_chunks",
+            ws["n_chunks_mode"],
+            on_error=report,
+            to_control=lambda v: v if isinstance(v, str) and v in dict(N_CHUNKS_MODES).values() else "fixed",
+            to_model=lambda mode: int(round(ws["n_chunks"].value)) if mode == "fixed" else mode,
+        )
+        link(
+            p,
+            "n_chunks",
+            ws["n_chunks"],
+            to_control=weak_callback(self._fixed_chunks_shown),
+            on_error=report,
+            to_model=lambda v: int(round(v)) if ws["n_chunks_mode"].value == "fixed" else KEEP,
+        )
         link(c.frames, "recorded_index", ws["scrub"], on_error=report)
         dlink(c, "running", ws["play"], "disabled")
         dlink(c, "running", ws["pause"], "disabled", to_control=lambda running: not running)
@@ -320,8 +306,9 @@ class Explorer(Panel):
             return
         opt = run.optimizer
         name = opt.strategy + (f" ({opt.n_chunks} chunks)" if opt.strategy == "chunked" else "")
-        chart = outlier_chart({name: (run.history_epochs, run.history_counts)}, width=360, height=220,
-                              title="outliers per epoch")  # fmt: skip
+        chart = outlier_chart(
+            {name: (run.history_epochs, run.history_counts)}, width=360, height=220, title="outliers per epoch"
+        )
         self.widgets["chart"].value = encode_png(chart)
 
     def _scrub_range(self, change) -> None:
@@ -376,53 +363,78 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     ws["dataset"] = menu(list(datasets.names()), "dataset")
     ws["strategy"] = menu(list(STRATEGIES), "strategy")
     ws["n_chunks_mode"] = menu(N_CHUNKS_MODES, "n_chunks")
-    ws["n_chunks"] = w.FloatLogSlider(value=4, base=2, min=0, max=16, step=1, description="fixed n_chunks",
-                                      readout_format=".0f", continuous_update=False, style=label_width,
-                                      layout=row)  # fmt: skip
-    ws["random_state"] = w.IntText(value=0, description="random_state", style=label_width, layout=row,
-                                   tooltip="a negative value draws a fresh seed on each restart")  # fmt: skip
-    ws["n_epochs"] = w.BoundedIntText(value=200, min=1, max=1_000_000, description="n_epochs",
-                                      style=label_width, layout=row)  # fmt: skip
-    ws["epochs_per_frame"] = w.IntSlider(value=1, min=1, max=50, description="epochs/frame", style=label_width,
-                                         layout=row)  # fmt: skip
+    ws["n_chunks"] = w.FloatLogSlider(
+        value=4,
+        base=2,
+        min=0,
+        max=16,
+        step=1,
+        description="fixed n_chunks",
+        readout_format=".0f",
+        continuous_update=False,
+        style=label_width,
+        layout=row,
+    )
+    ws["random_state"] = w.IntText(
+        value=0,
+        description="random_state",
+        style=label_width,
+        layout=row,
+        tooltip="a negative value draws a fresh seed on each restart",
+    )
+    ws["n_epochs"] = w.BoundedIntText(
+        value=200, min=1, max=1_000_000, description="n_epochs", style=label_width, layout=row
+    )
+    ws["epochs_per_frame"] = w.IntSlider(
+        value=1, min=1, max=50, description="epochs/frame", style=label_width, layout=row
+    )
     ws["device"] = menu(["cpu", "gpu"], "device")
     ws["init"] = menu(["spectral", "random"], "init")
-    ws["n_neighbors"] = w.IntSlider(value=15, min=2, max=100, description="n_neighbors", style=label_width,
-                                    continuous_update=False, layout=row)  # fmt: skip
+    ws["n_neighbors"] = w.IntSlider(
+        value=15, min=2, max=100, description="n_neighbors", style=label_width, continuous_update=False, layout=row
+    )
     ws["outlier_method"] = menu(list(OUTLIER_METHODS), "outlier measure")
     ws["lock_view"] = w.Checkbox(value=False, description="lock the view range", indent=False)
-    ws["colour_by_class"] = w.Checkbox(value=True, description="colour by class (off: density only, faster)",
-                                       indent=False)  # fmt: skip
+    ws["colour_by_class"] = w.Checkbox(
+        value=True, description="colour by class (off: density only, faster)", indent=False
+    )
     ws["play"] = w.Button(description="Play", icon="play", layout=button, button_style="success")
     ws["pause"] = w.Button(description="Pause", icon="pause", layout=button, disabled=True)
     ws["step"] = w.Button(description="Step", icon="step-forward", layout=button)
     ws["reset"] = w.Button(description="Reset", icon="undo", layout=button)
     ws.update(view)
-    ws["scrub"] = w.IntSlider(value=0, min=0, max=0, description="recorded", continuous_update=True,
-                              layout=w.Layout(width=f"{size}px"))  # fmt: skip
-    ws["export_path"] = w.Text(value="umapviz-run.gif", layout=w.Layout(width="220px"),
-                               tooltip="name ending in .png, .gif, .html, .mp4 or .npz")  # fmt: skip
+    ws["scrub"] = w.IntSlider(
+        value=0, min=0, max=0, description="recorded", continuous_update=True, layout=w.Layout(width=f"{size}px")
+    )
+    ws["export_path"] = w.Text(
+        value="umapviz-run.gif",
+        layout=w.Layout(width="220px"),
+        tooltip="name ending in .png, .gif, .html, .mp4 or .npz",
+    )
     ws["export"] = w.Button(description="Export", icon="download", layout=w.Layout(width="90px"))
     ws["chart"] = w.Image(format="png", width=360, height=220)
     ws["status"] = w.HTML(value="starting...", layout=w.Layout(width="360px", overflow="hidden"))
     ws["note"] = w.HTML(value="", layout=w.Layout(width=f"{size}px"))
     ws["error"] = w.HTML(value="", layout=w.Layout(display="none", width="100%"))
     ws["busy"] = w.HTML(value="")
-    ws["progress"] = w.IntProgress(value=0, min=0, max=stages, bar_style="info",
-                                   layout=w.Layout(width="200px"))  # fmt: skip
+    ws["progress"] = w.IntProgress(value=0, min=0, max=stages, bar_style="info", layout=w.Layout(width="200px"))
     ws["busy_box"] = w.HBox([ws["progress"], ws["busy"]], layout=w.Layout(display="none"))
 
     advanced = w.VBox([ws[n] for n in ("init", "n_neighbors", "outlier_method", "lock_view", "colour_by_class")])
     ws["advanced"] = w.Accordion(children=[advanced], titles=("advanced",), layout=w.Layout(width="310px"))
-    controls = [ws[n] for n in ("dataset", "strategy", "n_chunks_mode", "n_chunks", "random_state", "n_epochs",
-                                "epochs_per_frame")]  # fmt: skip
+    controls = [
+        ws[n]
+        for n in ("dataset", "strategy", "n_chunks_mode", "n_chunks", "random_state", "n_epochs", "epochs_per_frame")
+    ]
     if gpu_available():
         controls.append(ws["device"])
     controls += [w.HBox([ws["play"], ws["pause"], ws["step"], ws["reset"]]), ws["advanced"]]
     column = {"flex": "0 0 auto", "margin": "0px 8px 8px 0px"}  # columns keep their size and wrap instead
     left = w.VBox(controls, layout=w.Layout(width="330px", **column))
-    centre = w.VBox([ws["view"], ws["legend"], ws["scrub"], ws["trail"], w.HBox([ws["export_path"], ws["export"]]),
-                     ws["note"]], layout=w.Layout(**column))  # fmt: skip
+    centre = w.VBox(
+        [ws["view"], ws["legend"], ws["scrub"], ws["trail"], w.HBox([ws["export_path"], ws["export"]]), ws["note"]],
+        layout=w.Layout(**column),
+    )
     right = w.VBox([ws["status"], ws["inspector"], ws["chart"]], layout=w.Layout(**column))
     body = w.HBox([left, centre, right], layout=w.Layout(flex_flow="row wrap"))
     panel = w.VBox([ws["error"], ws["busy_box"], body])

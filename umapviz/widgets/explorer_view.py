@@ -122,5 +122,68 @@ class ExplorerView:
             self.controller.status.show_error(exc)
 
 
+class LookingCloser:
+    """The Explorer's zoom, inspection and selection (a mixin: it uses the panel's ``controller`` and ``_view``)."""
+
+    @property
+    def plot(self):
+        """The interactive plot (``umapviz.widgets.plot.Plot``): its HoloViews streams are the browser's events."""
+        return self._view.plot
+
+    def zoom(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> tuple:
+        """Show ``x_range`` x ``y_range`` (data units) at full resolution, kept across frames until
+        ``reset_view()``; returns the view range.
+
+        Parameters
+        ----------
+        x_range, y_range : pair of float
+            (low, high), finite, low < high.
+        """
+        view_range = self.controller.zoom(x_range, y_range)
+        if not self.controller.worker.playing:
+            self.controller.wait()  # the zoomed frame drawn, as frame() will show it
+        return view_range
+
+    @property
+    def view_range(self) -> tuple | None:
+        """((x0, x1), (y0, y1)) of the frame shown, in data units (None before the first frame)."""
+        return self._view.view_range
+
+    def reset_view(self) -> None:
+        """Back to the automatic range (the layout's robust range, or the locked one)."""
+        self.controller.reset_view()
+
+    def inspect(self, index: int):
+        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.inspect.PointInfo`` and shows
+        it in the inspector, the point and its graph neighbours highlighted. The point stays inspected across a
+        change of strategy or n_chunks, its information recomputed.
+
+        Parameters
+        ----------
+        index : int
+            The point's row in the layout.
+        """
+        return self.controller.inspect(index)
+
+    def flung(self) -> np.ndarray:
+        """The points the outlier measure flags now, busiest (highest degree) first."""
+        return self.controller.flung()
+
+    def select(self, indices: Any) -> np.ndarray:
+        """Draw the points ``indices`` selected (as a box or lasso selection does); empty clears it.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            Point indices.
+        """
+        return self.controller.select(indices)
+
+    @property
+    def selection(self) -> np.ndarray:
+        """The selected points' indices."""
+        return self.controller.selection
+
+
 def _ranges(view: Any) -> tuple:
     return view.x_range, view.y_range
