@@ -25,6 +25,9 @@ SELECTION_COLOR = "#FFD400"
 NEIGHBOUR_COLOR = "#00E5FF"  # the inspected point's graph neighbours, and the lines to them
 FOCUS_COLOR = "#FFFFFF"  # the ring around the inspected point
 TRAIL_COLOR = "#FF9F1C"
+# Lines from the inspected point to its neighbours are drawn up to this many neighbours: a hub's thousands
+# would cover the frame; its neighbours are then ringed only.
+MAX_NEIGHBOUR_LINES = 30
 # Coordinates are clipped to this many image sizes beyond the frame before drawing: a flung point a million
 # widths away still draws its line towards the right side, and PIL never sees an overflowing coordinate.
 _CLIP_SIZES = 4.0
@@ -40,7 +43,7 @@ class Marks:
         Indices of selected points: drawn in SELECTION_COLOR over a dimmed frame.
     highlight : array of int, optional
         The inspected point first, then its graph neighbours: the point ringed, its neighbours ringed in
-        NEIGHBOUR_COLOR with a line from the point to each.
+        NEIGHBOUR_COLOR, with a line from the point to each (up to MAX_NEIGHBOUR_LINES neighbours).
     trail : (T, 2) array, optional
         Positions of one point over recorded epochs, oldest first: drawn as a line with a dot per epoch.
     """
@@ -182,11 +185,12 @@ def _draw_highlight(out: np.ndarray, view: View, xy: np.ndarray) -> None:
     draw = ImageDraw.Draw(image)
     focus, neighbours = pixels[0], pixels[1:]
     neighbours = neighbours[np.isfinite(neighbours).all(axis=1)]
-    if np.isfinite(focus).all():
+    if np.isfinite(focus).all() and len(neighbours) <= MAX_NEIGHBOUR_LINES:
         for x, y in neighbours.tolist():
             draw.line((focus[0], focus[1], x, y), fill=NEIGHBOUR_COLOR, width=1)
+    radius = 3 if len(neighbours) <= MAX_NEIGHBOUR_LINES else 2
     for x, y in neighbours.tolist():
-        draw.ellipse((x - 3, y - 3, x + 3, y + 3), outline=NEIGHBOUR_COLOR, width=1)
+        draw.ellipse((x - radius, y - radius, x + radius, y + radius), outline=NEIGHBOUR_COLOR, width=1)
     if np.isfinite(focus).all():
         # Kept inside the frame, so a point flung out of the view still shows where it lies.
         x = float(np.clip(focus[0], 4, width - 5))
