@@ -46,12 +46,14 @@ CELLS = (
         explorer.wait()
         display(explorer)"""),
     textwrap.dedent("""\
-        # Zoom into the densest class (a quarter of the layout's width around its median), then play.
+        # Play a while, then zoom into the densest class (a quarter of the layout's width around its median)
+        # and play on.
+        explorer.play(20)
         layout, labels = np.asarray(explorer.controller.layout_of()), explorer.controller.run.labels
         (x0, x1), _ = explorer.view_range
         crowd = layout[labels == np.bincount(labels).argmax()] if labels is not None else layout
         cx, cy = np.median(crowd, axis=0)
-        half = (x1 - x0) / 8
+        half = (x1 - x0) / 8  # a quarter of the width
         explorer.zoom((cx - half, cx + half), (cy - half, cy + half))
         explorer.play(block=False)
         print("zoomed:", explorer.view_range)"""),

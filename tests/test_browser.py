@@ -318,6 +318,10 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
             results["buffered_epoch"], results["buffered_outliers"] = buffered["epoch"], buffered["outliers"]
             errors = page.inner_text(".umapviz-error")
             assert errors.strip() == "", errors
+        except Exception:
+            page.screenshot(path=str(OUT / "browser_failed.png"))  # what the page showed, for the failure's report
+            print("status at failure:", page.inner_text(".umapviz-status"), page.inner_text(".umapviz-error"))
+            raise
         finally:
             browser.close()
 

@@ -18,8 +18,31 @@ from umapviz.render.live import LiveView
 
 
 class PlotModel(BokehModel):
-    """jupyter_bokeh's widget, closed at most once: its own ``close()`` unhooks the document each time it is
-    called and fails (KeyError) the second time, which ipywidgets makes when it collects a closed widget."""
+    """jupyter_bokeh's widget, brought up to date when first shown and closed at most once.
+
+    Its views are built from ``render_bundle``, the document as it was when the widget was made, and later
+    changes reach only the views that exist: a plot shown after frames were pushed (a grid run before being
+    displayed) would show its first state. The frontend counts views (``_view_count``); when the first one
+    appears, the bundle is made again from the document as it is now (as ``pn.ipywidget`` does). Its own
+    ``close()`` unhooks the document each time and fails (KeyError) the second time, which ipywidgets makes
+    when it collects a closed widget.
+
+    Parameters
+    ----------
+    model : bokeh LayoutDOM
+        The root of the document to show.
+    **kwargs
+        As for ``jupyter_bokeh.BokehModel``.
+    """
+
+    def __init__(self, model: Any, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self._view_count = 0  # a number: the frontend's views count themselves (None: they do not)
+        self.observe(self._views_changed, names="_view_count")
+
+    def _views_changed(self, change: dict) -> None:
+        if change["old"] == 0 and change["new"]:
+            self.render_bundle = self._model_to_traits(self._model)
 
     def close(self) -> None:
         """Close the comm and unhook the document, once."""
