@@ -154,7 +154,7 @@ class PointInfo:
             lines.append(f"first flagged at recorded epoch {self.first_flagged_epoch}")
         if np.isfinite(self.neighbor_distance_ratio):
             lines.append(
-                f"{self.neighbor_distance_ratio:.3g} typical neighbour distances from the median of its "
+                f"{self.neighbor_distance_ratio:.3g}x the typical neighbour distance away from the median of its "
                 "graph neighbours"
             )
         lines.append(self.mechanism())
@@ -574,15 +574,20 @@ def points_in_box(embedding: Any, x_range: tuple[float, float], y_range: tuple[f
     Parameters
     ----------
     embedding : array, shape (n, >= 2)
-        The layout, NumPy or CuPy; the result is on the same device.
+        The layout, NumPy or CuPy (the test runs on its device).
     x_range, y_range : pair of float
         The box's (low, high) per axis, in layout units; a reversed pair means the same box.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 indices, ascending, on the host whatever the embedding's device (a selection goes to the views).
     """
     Y = _check_points(embedding)
     (x0, x1), (y0, y1) = _check_range("x_range", x_range), _check_range("y_range", y_range)
     xp = xp_of(Y)
     px, py = Y[:, 0], Y[:, 1]
-    return xp.flatnonzero((px >= x0) & (px <= x1) & (py >= y0) & (py <= y1))
+    return to_host(xp.flatnonzero((px >= x0) & (px <= x1) & (py >= y0) & (py <= y1))).astype(np.int64)
 
 
 def points_in_polygon(embedding: Any, xs: Any, ys: Any) -> Any:
@@ -598,13 +603,18 @@ def points_in_polygon(embedding: Any, xs: Any, ys: Any) -> Any:
     Parameters
     ----------
     embedding : array, shape (n, >= 2)
-        The layout, NumPy or CuPy; the work and the result stay on its device.
+        The layout, NumPy or CuPy (the work runs on its device).
     xs, ys : sequence of float
         The polygon's vertices (at least 3, finite), in layout units.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 indices, ascending, on the host whatever the embedding's device (a selection goes to the views).
     """
     Y = _check_points(embedding)
-    vx = np.asarray(to_host(xs) if not isinstance(xs, (list, tuple)) else xs, dtype=np.float64)
-    vy = np.asarray(to_host(ys) if not isinstance(ys, (list, tuple)) else ys, dtype=np.float64)
+    vx = np.asarray(to_host(xs), dtype=np.float64)  # a few hundred vertices: the loop below runs on the host
+    vy = np.asarray(to_host(ys), dtype=np.float64)
     if vx.ndim != 1 or vy.ndim != 1 or vx.shape != vy.shape:
         raise ValueError(f"xs and ys must be 1-D and of the same length, got shapes {vx.shape} and {vy.shape}.")
     if vx.size < 3:
@@ -627,4 +637,4 @@ def points_in_polygon(embedding: Any, xs: Any, ys: Any) -> Any:
         band = slice(start, stop)  # the points with min(y1, y2) <= py < max(y1, y2): one end above, one not
         x_at = x1 + (cy[band] - y1) * ((x2 - x1) / (y2 - y1))
         inside[band] ^= cx[band] < x_at
-    return xp.sort(by_y[inside])
+    return to_host(xp.sort(by_y[inside])).astype(np.int64)
