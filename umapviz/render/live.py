@@ -144,6 +144,9 @@ class LiveView(PointPicking):
                     active_tools=["wheel_zoom", "pan"],
                     show_legend=False,
                     hooks=[self._show_caption],
+                    # One image and a few marks: the 2-D canvas draws them at once, where WebGL (HoloViews'
+                    # default) costs a GPU read-back per frame, or a software GL pass without a GPU.
+                    backend_opts={"plot.output_backend": "canvas"},
                 ),
                 "Text": dict(text_color="white", text_font_size="11pt", text_align="left", text_baseline="bottom"),
             },
