@@ -136,3 +136,13 @@ def test_the_grid_links_zoom_and_selection_across_panels(blobs_small):
         assert all(_yellow(frame) == 0 for frame in grid.marked_frames())
     finally:
         grid.close()
+
+
+def test_a_locked_view_keeps_its_range_across_frames(explorer):
+    explorer.set(lock_view=True)
+    explorer.step(1)
+    locked = explorer.view_range
+    explorer.step(5)
+    assert explorer.view_range == locked  # the locked range, drawn again at each frame
+    explorer.set(lock_view=False)
+    explorer.step(1)
