@@ -38,7 +38,7 @@ OUT = ROOT / "bench" / "out"
 SHOTS = ROOT / "bench" / "screenshots"
 CHROMIUM = os.environ.get("UMAPVIZ_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 FIRST_FRAME_TARGET_S = 5.0
 FPS_TARGET = 5.0
 
@@ -57,7 +57,7 @@ UNNAMED_CELLS = (
         def show(strategy):  # display a panel from a function: nothing refers to it afterwards
             panel = umapviz.Explorer(strategy=strategy)
             panel.wait()  # built: no queued job holds it
-            shown.append((weakref.ref(panel), panel._worker._thread))
+            shown.append((weakref.ref(panel), panel.controller.worker.thread))
             display(panel)
 
 
@@ -81,17 +81,33 @@ UNNAMED_CELLS = (
     "fate('live')",
 )
 
-VIEW_READY = """() => {
-  const im = document.querySelector('img.umapviz-view');
-  return im !== null && im.complete && im.naturalWidth > 0;
+# The Explorer's view is a bokeh plot (umapviz.widgets.plot): its frame is the image of an ImageRGBA glyph, in
+# the column "image" of a ColumnDataSource of one of the page's bokeh documents (a 2 x 2 placeholder before).
+_IMAGE_OF = """(model) => {
+  const data = model ? model.data : undefined;
+  return data instanceof Map ? data.get('image') : (data ? data.image : undefined);
 }"""
-# Count the frames that reach the page: every new image is a new blob URL in the view's src.
-WATCH_FRAMES = """() => {
-  const im = document.querySelector('img.umapviz-view');
+VIEW_READY = f"""() => {{
+  if (!window.Bokeh) {{ return false; }}
+  const imageOf = {_IMAGE_OF};
+  for (const doc of window.Bokeh.documents) {{
+    for (const model of doc.all_models) {{
+      const image = imageOf(model);
+      if (image && image[0] && image[0].length > 4) {{ return true; }}
+    }}
+  }}
+  return false;
+}}"""
+# Count the frames that reach the page: every new frame changes the image column of a plot's data source.
+WATCH_FRAMES = f"""() => {{
+  const imageOf = {_IMAGE_OF};
   window.__frames = [];
-  new MutationObserver(() => window.__frames.push(performance.now()))
-    .observe(im, {attributes: true, attributeFilter: ['src']});
-}"""
+  for (const doc of window.Bokeh.documents) {{
+    doc.on_change((event) => {{
+      if (imageOf(event.model || event.column_source) !== undefined) {{ window.__frames.push(performance.now()); }}
+    }});
+  }}
+}}"""
 
 
 def _skip_reason() -> str | None:
@@ -122,7 +138,7 @@ def _free_port() -> int:
 def _write_notebook(path: Path, cells: tuple[str, ...]) -> None:
     notebook = {
         "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell{i}", "metadata": {},
-                   "outputs": [], "source": source} for i, source in enumerate(cells)],  # fmt: skip
+                   "outputs": [], "source": source} for i, source in enumerate(cells)],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -153,7 +169,7 @@ def _status(page) -> dict[str, int]:
     epoch = re.search(r"epoch\s+(\d+)\s*/\s*(\d+)", text)
     outliers = re.search(r"outliers\s+([\d,]+)", text)
     return {"epoch": int(epoch.group(1)) if epoch else -1,
-            "outliers": int(outliers.group(1).replace(",", "")) if outliers else -1}  # fmt: skip
+            "outliers": int(outliers.group(1).replace(",", "")) if outliers else -1}
 
 
 def _shrink_copy(src: Path, dst: Path, width: int = 1400) -> None:
@@ -199,7 +215,7 @@ def lab(tmp_path, warm_cache):
     port, token = _free_port(), os.urandom(12).hex()
     env = dict(os.environ, UMAPVIZ_CACHE_DIR=str(warm_cache), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "run"))  # fmt: skip
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "run"))
     log = (tmp_path / "lab.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
@@ -208,11 +224,11 @@ def lab(tmp_path, warm_cache):
          "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True"],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
         stdin=subprocess.DEVNULL,  # never the runner's terminal: a background job reading it would be stopped
-    )  # fmt: skip
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_for(lambda: server.poll() is None and _get(f"{base}/api/status?token={token}"), 90,
-                  "JupyterLab to answer (see its log: " + str(tmp_path / "lab.log") + ")")  # fmt: skip
+                  "JupyterLab to answer (see its log: " + str(tmp_path / "lab.log") + ")")
         yield {"base": base, "token": token, "log": tmp_path / "lab.log"}
     finally:
         server.terminate()
@@ -257,7 +273,7 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
             timings = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
             timings.wait_for(timeout=30_000)
             results["kernel_stage_s"] = json.loads(timings.inner_text())
-            view = page.locator("img.umapviz-view")
+            view = page.locator(".umapviz-plot")
             panel = page.locator(".umapviz-explorer")
             assert _status(page)["epoch"] == 0
 
@@ -292,7 +308,7 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
             # Buffered: restart from the cached graph, play until points are flung, show them ringed.
             page.select_option(".umapviz-strategy select", "buffered")
             _wait_for(lambda: _status(page)["epoch"] == 0 and "buffered" in page.inner_text(".umapviz-status"),
-                      60, "the buffered restart")  # fmt: skip
+                      60, "the buffered restart")
             page.click("button.umapviz-play")
             _wait_for(lambda: _status(page)["epoch"] >= 30, 120, "30 buffered epochs")
             page.click("button.umapviz-pause")
@@ -303,6 +319,10 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
             results["buffered_epoch"], results["buffered_outliers"] = buffered["epoch"], buffered["outliers"]
             errors = page.inner_text(".umapviz-error")
             assert errors.strip() == "", errors
+        except Exception:
+            page.screenshot(path=str(OUT / "browser_failed.png"))  # what the page showed, for the failure's report
+            print("status at failure:", page.inner_text(".umapviz-status"), page.inner_text(".umapviz-error"))
+            raise
         finally:
             browser.close()
 
@@ -322,7 +342,7 @@ def _command(page, command: str, cell: int | None = None) -> None:
       const notebook = window.jupyterapp.shell.currentWidget.content;
       if (cell !== null) { notebook.activeCellIndex = cell; }
       return window.jupyterapp.commands.execute(command);
-    }""", [command, cell])  # fmt: skip
+    }""", [command, cell])
 
 
 def _cell_output(page, cell: int) -> str:
@@ -336,10 +356,10 @@ def _run_for_output(page, cell: int, prefix: str, source: str | None = None, tim
     if source is not None:
         page.evaluate("""([cell, source]) => {
           window.jupyterapp.shell.currentWidget.content.widgets[cell].model.sharedModel.setSource(source);
-        }""", [cell, source])  # fmt: skip
+        }""", [cell, source])
     _command(page, "notebook:run-cell", cell)
     lines = _wait_for(lambda: [line for line in _cell_output(page, cell).splitlines() if line.startswith(prefix)],
-                      timeout, f"cell {cell} to print {prefix!r}")  # fmt: skip
+                      timeout, f"cell {cell} to print {prefix!r}")
     return lines[0]
 
 

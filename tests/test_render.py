@@ -487,12 +487,12 @@ def test_live_view_re_aggregates_at_the_visible_range():
     live = LiveView(width=120, height=120, view="auto")
     emb = np.concatenate([cloud(3000, 1, (-10, 0)), cloud(3000, 2, (10, 0))])
     live.push(emb, caption="epoch 0")
-    whole = live.dmap[()]
+    whole = live.dmap[()].get(0)  # the image, under the hover text
     assert whole.data.shape == (120, 120, 4)
     assert live.last_aggregate.n_in_view == 6000
 
-    live.dmap.event(x_range=(-12.0, -8.0), y_range=(-2.0, 2.0))  # zoom onto the left cluster's core
-    zoomed = live.dmap[()]
+    live.range_stream.event(x_range=(-12.0, -8.0), y_range=(-2.0, 2.0))  # zoom onto the left cluster's core
+    zoomed = live.dmap[()].get(0)
     left, bottom, right, top = zoomed.bounds.lbrt()
     assert (left, right, bottom, top) == (-12.0, -8.0, -2.0, 2.0)
     assert 0 < live.last_aggregate.n_in_view < 3000
@@ -500,9 +500,13 @@ def test_live_view_re_aggregates_at_the_visible_range():
     lit_zoom = (zoomed.data[..., :3].max(axis=2) > 0).sum()
     assert lit_zoom > 2 * lit_whole  # the zoomed cluster is drawn afresh over many more pixels
 
-    live.push(emb * 3, caption="epoch 1")  # follow=True: a push re-frames to the new data
+    live.push(emb * 3, caption="epoch 1")  # the zoom is kept across pushes...
     live.dmap[()]
-    assert live.last_aggregate.view.x_range[1] > 30
+    assert live.last_aggregate.view.x_range == (-12.0, -8.0)
+    live.reset_view()  # ...until a reset; then (follow=True) each push re-frames to the new data
+    live.push(emb * 4, caption="epoch 2")
+    live.dmap[()]
+    assert live.last_aggregate.view.x_range[1] > 40
 
 
 def test_live_view_push_refuses_bad_labels_and_outliers_at_once():
@@ -529,13 +533,14 @@ def test_live_view_updates_a_bokeh_plot_on_zoom_and_push():
     emb = cloud(2000)
     live.push(emb)
     plot = hv.renderer("bokeh").get_plot(live.dmap)
-    source = plot.handles["source"]
+    source = plot.subplots[next(iter(plot.subplots))].handles["source"]  # the image's, under the hover text
     before = np.array(source.data["image"][0])
-    live.dmap.event(x_range=(-0.5, 0.5), y_range=(-0.5, 0.5))
+    live.range_stream.event(x_range=(-0.5, 0.5), y_range=(-0.5, 0.5))
     assert source.data["x"][0] == -0.5 and source.data["dw"][0] == 1.0  # the plot shows the zoomed range...
     assert not np.array_equal(np.array(source.data["image"][0]), before)  # ...drawn afresh
+    live.reset_view()
     live.push(emb * 10)
-    assert plot.handles["x_range"].end > 20  # a push re-frames the plot to the new data
+    assert plot.handles["x_range"].end > 20  # after a reset, a push re-frames the plot to the new data
 
 
 def test_mp4_has_every_frame_when_ffmpeg_is_installed(tmp_path):

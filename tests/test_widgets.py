@@ -10,12 +10,17 @@ import pytest
 pytest.importorskip("ipywidgets")
 pytest.importorskip("datashader")
 
-import umapviz.widgets.explorer as explorer_module
-from umapviz import _backend, datasets
-from umapviz.graph.init import spectral_init
-from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES
+from umapviz import _backend, datasets  # noqa: E402
+from umapviz.graph.init import spectral_init  # noqa: E402
+from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES  # noqa: E402
 from umapviz.render import Recording  # noqa: E402
-from umapviz.widgets import Explorer, ExplorerError, compare, session  # noqa: E402
+from umapviz.widgets import (  # noqa: E402
+    Explorer,
+    ExplorerError,
+    compare,
+    play_jobs,  # noqa: E402
+    session,
+)
 from umapviz.widgets.compare import TABLE_COLUMNS, configurations  # noqa: E402
 
 SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 96}
@@ -132,17 +137,17 @@ def test_layout_changes_restart_without_rebuilding_the_graph(blobs_small, build_
         state = ex.set(n_chunks=4)
         assert state.epoch == 0 and state.n_chunks == 4 and state.n_chunks_used == 4
 
-        ex._w_chunks_mode.value = "degree"  # as if chosen in the panel
+        ex.widgets["n_chunks_mode"].value = "degree"  # as if chosen in the panel
         ex.wait()
         assert ex.state.n_chunks == "degree" and ex.state.epoch == 0
 
-        ex._w_seed.value = 7
-        ex._w_strategy.value = "buffered"
+        ex.widgets["random_state"].value = 7
+        ex.widgets["strategy"].value = "buffered"
         ex.wait()
         assert (ex.state.seed, ex.state.strategy, ex.state.n_chunks_used) == (7, "buffered", 1)
         assert len(build_calls) == 1  # still the first graph
 
-        ex._w_neighbors.value = 8  # a graph parameter: this one rebuilds
+        ex.widgets["n_neighbors"].value = 8  # a graph parameter: this one rebuilds
         ex.wait()
         assert len(build_calls) == 2 and build_calls[-1]["n_neighbors"] == 8
         assert ex.graph.knn_indices.shape[1] == 8
@@ -175,12 +180,12 @@ def test_bad_data_shows_an_error_and_the_panel_recovers(blobs_small):
     try:
         ex.wait()
         assert "NaN" in ex.state.error
-        assert ex._w_error.layout.display == "block" and "NaN" in ex._w_error.value
+        assert ex.widgets["error"].layout.display == "block" and "NaN" in ex.widgets["error"].value
         with pytest.raises(ExplorerError, match="NaN"):
             ex.play(epochs=1, block=True)
 
         ex.set(data=X, n_neighbors=10, n_epochs=20)
-        assert ex.state.error == "" and ex._w_error.layout.display == "none"
+        assert ex.state.error == "" and ex.widgets["error"].layout.display == "none"
         assert ex.play(epochs=2).epoch == 2
     finally:
         ex.close()
@@ -205,6 +210,7 @@ def test_bad_parameters_show_an_error_instead_of_raising(blobs_small):
 
 
 def test_missing_gpu_is_reported_in_the_panel(blobs_small, monkeypatch):
+
     if _backend.gpu_available():
         pytest.skip("a GPU is present")
     X, _ = blobs_small
@@ -223,10 +229,10 @@ def test_recording_scrub_and_export(explorer, tmp_path):
     assert list(rec.epochs) == [0, 1, 2, 3]
     assert rec.metadata["strategy"] == "chunked"
 
-    explorer._w_scrub.value = 0  # look back at the start, as a user dragging the slider would
+    explorer.widgets["scrub"].value = 0  # look back at the start, as a user dragging the slider would
     explorer.wait()
     assert np.array_equal(explorer.frame(), epoch0)
-    assert "recorded epoch 0" in explorer._w_note.value
+    assert "recorded epoch 0" in explorer.widgets["note"].value
     assert explorer.state.epoch == 3  # scrubbing does not move the layout
 
     for name in ("frame.png", "run.gif", "run.html", "run.npz"):
@@ -242,7 +248,7 @@ def test_explorer_on_a_prebuilt_graph(small_graph, build_calls):
     try:
         assert ex.play(epochs=2).epoch == 2
         assert ex.state.dataset == session.GRAPH_SOURCE and ex.state.n_epochs == 60
-        assert ex._w_neighbors.disabled  # no points to rebuild from
+        assert ex.widgets["n_neighbors"].disabled  # no points to rebuild from
         assert build_calls == []
     finally:
         ex.close()
@@ -262,7 +268,7 @@ def test_configurations_vary_n_chunks_only_for_chunked():
     assert [(c.strategy, c.n_chunks, c.random_state) for c in configs] == [
         ("chunked", 1, 0), ("chunked", 1, 1), ("chunked", 4, 0), ("chunked", 4, 1),
         ("buffered", 1, 0), ("buffered", 1, 1),
-    ]  # fmt: skip
+    ]
 
 
 def test_a_numpy_generator_as_random_state_is_drawn_once_and_shown(blobs_small):
@@ -271,12 +277,13 @@ def test_a_numpy_generator_as_random_state_is_drawn_once_and_shown(blobs_small):
     ex = Explorer(X, labels=y, random_state=np.random.RandomState(7), **SMALL)
     try:
         ex.wait()
-        assert ex._w_seed.value == expected and ex._run.optimizer.seed == expected  # the box shows the seed in use
+        # the box shows the seed in use
+        assert ex.widgets["random_state"].value == expected and ex.optimizer.seed == expected
         first = ex.step(3).fingerprint
         ex.reset()
         assert ex.step(3).fingerprint == first  # a restart repeats the drawn seed instead of drawing again
         ex.set(random_state=np.random.default_rng(3))
-        assert ex._run.optimizer.seed == int(np.random.default_rng(3).integers(0, 2**32, dtype=np.uint32))
+        assert ex.optimizer.seed == int(np.random.default_rng(3).integers(0, 2**32, dtype=np.uint32))
     finally:
         ex.close()
     configs = configurations("chunked", 4, [np.random.default_rng(1), 5])
@@ -286,7 +293,7 @@ def test_a_numpy_generator_as_random_state_is_drawn_once_and_shown(blobs_small):
 def test_compare_table_has_one_row_per_configuration(blobs_small, build_calls):
     X, y = blobs_small
     grid = compare(X, n_chunks=[1, 4], random_state=[0, 1], strategy=["chunked", "buffered"], labels=y,
-                   n_neighbors=10, n_epochs=12, epochs_per_frame=6, panel_size=64)  # fmt: skip
+                   n_neighbors=10, n_epochs=12, epochs_per_frame=6, panel_size=64)
     try:
         table = grid.run(block=True).table()
         assert list(table.columns) == list(TABLE_COLUMNS)
@@ -309,7 +316,7 @@ def test_compare_reports_bad_data_in_the_panel():
     try:
         with pytest.raises(RuntimeError, match="infinite|NaN"):
             grid.table()
-        assert "umapviz" in grid._w_error.value
+        assert "umapviz" in grid.widgets["error"].value
     finally:
         grid.close()
 
@@ -320,11 +327,11 @@ def test_switching_dataset_in_the_menu_rebuilds_and_can_switch_back(blobs_small,
     try:
         ex.wait()
         assert ex.state.dataset == session.ARRAY_SOURCE and ex.state.n_points == 600
-        ex._w_dataset.value = "moons"
+        ex.widgets["dataset"].value = "moons"
         ex.wait()
         assert (ex.state.dataset, ex.state.n_points, ex.state.error) == ("moons", 300, "")
-        assert ex._w_busy_box.layout.display == "none"  # the progress indicator is gone once built
-        ex._w_dataset.value = session.ARRAY_SOURCE  # back to the user's own array
+        assert ex.widgets["busy_box"].layout.display == "none"  # the progress indicator is gone once built
+        ex.widgets["dataset"].value = session.ARRAY_SOURCE  # back to the user's own array
         ex.wait()
         assert ex.state.n_points == 600 and len(build_calls) == 3
     finally:
@@ -332,6 +339,7 @@ def test_switching_dataset_in_the_menu_rebuilds_and_can_switch_back(blobs_small,
 
 
 def test_initial_layouts_are_cached_on_disk_and_checked_on_read(small_graph, tmp_path, monkeypatch):
+
     monkeypatch.setenv("UMAPVIZ_CACHE_DIR", str(tmp_path))
     calls = []
     monkeypatch.setattr(session, "spectral_init", lambda *a, **k: calls.append(a) or spectral_init(*a, **k))
@@ -352,12 +360,12 @@ def test_initial_layouts_are_cached_on_disk_and_checked_on_read(small_graph, tmp
 
 
 def test_a_passing_error_is_shown_once_and_does_not_make_later_calls_raise(explorer):
-    explorer._w_export_path.value = "run.bmp"  # not a format the panel exports
-    explorer._w_export.click()
+    explorer.widgets["export_path"].value = "run.bmp"  # not a format the panel exports
+    explorer.widgets["export"].click()
     explorer.wait()
     assert "run.bmp" in explorer.state.error
     assert explorer.step(2).epoch == 2  # used to raise the export's error, and every call after it
-    assert explorer.state.error == "" and explorer._w_error.layout.display == "none"
+    assert explorer.state.error == "" and explorer.widgets["error"].layout.display == "none"
 
 
 def test_a_failed_change_raises_once_and_the_last_good_layout_stays_usable(explorer):
@@ -373,14 +381,15 @@ def test_the_dataset_menu_gives_a_built_in_set_its_own_labels_and_the_array_its_
     ex = Explorer(X, labels=y, n_samples=300, size=64, n_neighbors=10, n_epochs=20)
     try:
         ex.wait()
-        ex._w_dataset.value = "moons"  # used to fail: the array's 600 labels went with the 300 moons
+        ex.widgets["dataset"].value = "moons"  # used to fail: the array's 600 labels went with the 300 moons
         ex.wait()
         assert (ex.state.dataset, ex.state.n_points, ex.state.error) == ("moons", 300, "")
-        ex._w_dataset.value = session.ARRAY_SOURCE
+        ex.widgets["dataset"].value = session.ARRAY_SOURCE
         ex.wait()
-        assert ex.state.n_points == 600 and ex.state.error == "" and not ex._w_classes.disabled  # labels back
+        assert ex.state.n_points == 600 and ex.state.error == ""
+        assert not ex.widgets["colour_by_class"].disabled  # the labels came back with the array
         ex.set(data=X[:300])  # new data without labels: none (the old 600 would not fit)
-        assert ex.state.n_points == 300 and ex._w_classes.disabled
+        assert ex.state.n_points == 300 and ex.widgets["colour_by_class"].disabled
     finally:
         ex.close()
 
@@ -388,7 +397,7 @@ def test_the_dataset_menu_gives_a_built_in_set_its_own_labels_and_the_array_its_
 def test_data_that_fails_to_load_is_not_adopted(explorer, tmp_path):
     with pytest.raises(ExplorerError, match="does not exist"):
         explorer.set(data=str(tmp_path / "nope.npy"))
-    assert explorer._w_dataset.value == session.ARRAY_SOURCE  # the menu shows what is on screen
+    assert explorer.widgets["dataset"].value == session.ARRAY_SOURCE  # the menu shows what is on screen
     assert explorer.set(n_neighbors=8).error == ""  # a rebuild reloads the array, not the bad path
     assert explorer.state.n_points == 600
 
@@ -408,11 +417,11 @@ def test_a_change_while_playing_returns_once_the_new_layout_runs(explorer):
 @pytest.mark.parametrize("action", ["reset", "step"])
 def test_reset_or_step_during_play_leave_play_enabled(explorer, action):
     explorer.set(n_epochs=3000)
-    explorer._w_play.click()
+    explorer.widgets["play"].click()
     time.sleep(0.1)
     getattr(explorer, action)()
     assert not explorer.state.running
-    assert not explorer._w_play.disabled and explorer._w_pause.disabled
+    assert not explorer.widgets["play"].disabled and explorer.widgets["pause"].disabled
 
 
 def test_play_n_epochs_then_a_restart_plays_n_on_the_new_layout(explorer):
@@ -426,7 +435,7 @@ def test_play_n_epochs_then_a_restart_plays_n_on_the_new_layout(explorer):
 def test_step_at_the_end_says_the_layout_has_finished(explorer):
     explorer.play()
     assert explorer.step(1).epoch == 40
-    assert "finished" in explorer._w_note.value
+    assert "finished" in explorer.widgets["note"].value
 
 
 def test_bad_settings_of_the_panel_itself_change_nothing(explorer, tmp_path):
@@ -434,7 +443,7 @@ def test_bad_settings_of_the_panel_itself_change_nothing(explorer, tmp_path):
         explorer.set(epochs_per_frame="x", strategy="buffered")
     assert explorer.state.strategy == "chunked"
     explorer.set(outlier_method="radius")
-    assert explorer._w_outliers.value == "radius"  # the menu follows set()
+    assert explorer.widgets["outlier_method"].value == "radius"  # the menu follows set()
     explorer.play(epochs=2)
     with pytest.raises(ValueError, match="fps"):
         explorer.export(tmp_path / "run.gif", fps=0)
@@ -460,8 +469,10 @@ def test_controls_show_the_value_in_use_beyond_their_usual_range(explorer):
     """Sliders clamp silently: n_neighbors=150 used to show 100 while the graph used 150."""
     explorer.set(n_neighbors=150, n_epochs=2_000_000, epochs_per_frame=500, n_chunks=5000)
     assert explorer.graph.params["n_neighbors"] == 150 and explorer.state.n_chunks_used == 5000
-    assert (explorer._w_neighbors.value, explorer._w_epochs.value, explorer._w_epf.value) == (150, 2_000_000, 500)
-    assert explorer._w_chunks.value == 5000
+    shown = [explorer.widgets[name].value for name in ("n_neighbors", "n_epochs", "epochs_per_frame")]
+    assert shown == [150, 2_000_000, 500]
+    assert [explorer.controller.params.n_neighbors, explorer.controller.params.epochs_per_frame] == [150, 500]
+    assert explorer.widgets["n_chunks"].value == 5000
 
 
 def test_a_layout_the_panel_cannot_draw_is_refused_before_it_replaces_the_shown_one(explorer):
@@ -476,19 +487,19 @@ def test_a_layout_the_panel_cannot_draw_is_refused_before_it_replaces_the_shown_
 def test_an_export_click_after_a_failed_one_clears_its_error_and_a_failed_one_its_old_note(explorer, tmp_path):
     """The banner of a failed export stayed up beside "saved ..." of the next, successful one; a failed export
     left the previous export's "saved ..." note, as if it had been written."""
-    explorer._w_export_path.value = str(tmp_path / "first.npz")
-    explorer._w_export.click()
+    explorer.widgets["export_path"].value = str(tmp_path / "first.npz")
+    explorer.widgets["export"].click()
     explorer.wait()
-    assert "saved" in explorer._w_note.value and explorer.state.error == ""
-    explorer._w_export_path.value = "run.bmp"
-    explorer._w_export.click()
+    assert "saved" in explorer.widgets["note"].value and explorer.state.error == ""
+    explorer.widgets["export_path"].value = "run.bmp"
+    explorer.widgets["export"].click()
     explorer.wait()
-    assert "run.bmp" in explorer.state.error and "saved" not in explorer._w_note.value
-    explorer._w_export_path.value = str(tmp_path / "second.npz")
-    explorer._w_export.click()
+    assert "run.bmp" in explorer.state.error and "saved" not in explorer.widgets["note"].value
+    explorer.widgets["export_path"].value = str(tmp_path / "second.npz")
+    explorer.widgets["export"].click()
     explorer.wait()
-    assert (tmp_path / "second.npz").is_file() and "second.npz" in explorer._w_note.value
-    assert explorer.state.error == "" and explorer._w_error.layout.display == "none"
+    assert (tmp_path / "second.npz").is_file() and "second.npz" in explorer.widgets["note"].value
+    assert explorer.state.error == "" and explorer.widgets["error"].layout.display == "none"
 
 
 def test_an_unknown_outlier_method_stays_shown_instead_of_being_replaced(blobs_small):
@@ -500,7 +511,7 @@ def test_an_unknown_outlier_method_stays_shown_instead_of_being_replaced(blobs_s
         assert "radious" in ex.state.error
         with pytest.raises(ExplorerError, match="radious"):
             ex.play(epochs=1)
-        assert ex.set(outlier_method="radius").error == "" and ex._run.outlier_method == "radius"
+        assert ex.set(outlier_method="radius").error == "" and ex.controller.run.outlier_method == "radius"
     finally:
         ex.close()
 
@@ -510,7 +521,7 @@ def test_the_panels_own_sizes_and_counts_are_checked_when_made(blobs_small):
     reported as "width=0"; a NumPy integer was refused as "must be a positive integer"."""
     X, y = blobs_small
     for bad in ({"size": 0}, {"size": "big"}, {"epochs_per_frame": 0}, {"epochs_per_frame": 2.7},
-                {"epochs_per_frame": "x"}):  # fmt: skip
+                {"epochs_per_frame": "x"}):
         name = next(iter(bad))
         with pytest.raises(ValueError, match=f"{name}=.* must be a positive integer"):
             Explorer(X, labels=y, **{**SMALL, **bad})
@@ -576,10 +587,10 @@ def test_a_class_per_point_draws_and_plays_coloured_by_class(blobs_small):
     ex = Explorer(X, labels=np.arange(len(X)), n_neighbors=10, n_epochs=20, size=1200)
     try:
         ex.wait()
-        assert ex.state.error == "" and ex._w_error.layout.display == "none"
+        assert ex.state.error == "" and ex.widgets["error"].layout.display == "none"
         coloured = ex.frame()
         assert coloured.shape == (1200, 1200, 4) and ex.play(epochs=2).epoch == 2
-        ex._w_classes.value = False  # as a click on the checkbox
+        ex.widgets["colour_by_class"].value = False  # as a click on the checkbox
         ex.wait()
         assert ex.state.error == "" and ex.frame().shape == (1200, 1200, 4)
     finally:
@@ -592,15 +603,15 @@ def test_a_class_per_point_draws_and_plays_coloured_by_class(blobs_small):
 def test_compare_set_changes_the_configurations_in_place_on_the_same_graph(blobs_small, build_calls):
     X, y = blobs_small
     small = {"labels": y, "n_neighbors": 10, "n_epochs": 12, "epochs_per_frame": 6, "panel_size": 48,
-             "autoplay": False}  # fmt: skip
+             "autoplay": False}
     grid = compare(X, n_chunks=[1, 4], random_state=0, **small)
     try:
         assert (grid.run().table()["epoch"] == 12).all()
-        old_images = list(grid._w_images)
+        old_images = list(grid.widgets["images"])
         assert grid.set(n_chunks=[2, 8, 16]) is grid
         assert [(c.strategy, c.n_chunks, c.random_state) for c in grid.configs] == [
-            ("chunked", 2, 0), ("chunked", 8, 0), ("chunked", 16, 0)]  # fmt: skip
-        assert len(grid._w_images) == len(grid._w_grid.children) == 3
+            ("chunked", 2, 0), ("chunked", 8, 0), ("chunked", 16, 0)]
+        assert len(grid.widgets["images"]) == len(grid.widgets["grid"].children) == 3
         assert all(image.comm is None for image in old_images)  # the old panels are closed
         table = grid.table()
         assert (table["epoch"] == 0).all() and list(table["n_chunks_used"]) == [2, 8, 16]
@@ -614,7 +625,7 @@ def test_compare_set_changes_the_configurations_in_place_on_the_same_graph(blobs
 
         grid.set(strategy=["buffered", "chunked"], n_chunks=4, random_state=[1, 2], n_epochs=6, epochs_per_frame=2)
         assert [(c.strategy, c.n_chunks, c.random_state) for c in grid.configs] == [
-            ("buffered", 1, 1), ("buffered", 1, 2), ("chunked", 4, 1), ("chunked", 4, 2)]  # fmt: skip
+            ("buffered", 1, 1), ("buffered", 1, 2), ("chunked", 4, 1), ("chunked", 4, 2)]
         table = grid.run().table()
         assert (table["epoch"] == 6).all() and (table["n_epochs"] == 6).all()
         assert len(build_calls) == 2  # the fresh grid's build only
@@ -629,14 +640,14 @@ def test_compare_set_changes_the_configurations_in_place_on_the_same_graph(blobs
 def test_compare_set_while_running_starts_again_paused(blobs_small):
     X, y = blobs_small
     grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=100_000,
-                   epochs_per_frame=1, panel_size=48)  # autoplay  # fmt: skip
+                   epochs_per_frame=1, panel_size=48)  # autoplay
     try:
         deadline = time.monotonic() + 60
         while not (grid.runs and grid.runs[0].epoch >= 2) and time.monotonic() < deadline:
             time.sleep(0.02)
         grid.run(block=False)  # a run queued just before set() does not outlive it either
         grid.set(n_chunks=[2])
-        assert not grid._worker.playing and [run.epoch for run in grid.runs] == [0]
+        assert not grid.controller.worker.playing and [run.epoch for run in grid.runs] == [0]
         assert grid.run(epochs=3).table()["epoch"].tolist() == [3]
     finally:
         grid.close()
@@ -645,7 +656,7 @@ def test_compare_set_while_running_starts_again_paused(blobs_small):
 def test_compare_set_refuses_bad_values_at_once_and_failed_layouts_keep_the_last_good_ones(blobs_small, build_calls):
     X, y = blobs_small
     grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=12, epochs_per_frame=6,
-                   panel_size=48, autoplay=False)  # fmt: skip
+                   panel_size=48, autoplay=False)
     try:
         shown = list(grid.run(epochs=6).table()["fingerprint"])
         with pytest.raises(ValueError, match="nothing to compare"):
@@ -660,15 +671,15 @@ def test_compare_set_refuses_bad_values_at_once_and_failed_layouts_keep_the_last
 
         with pytest.raises(RuntimeError, match="bogus"):
             grid.set(strategy="bogus")
-        assert "bogus" in grid.error and grid._w_error.layout.display == "block"
+        assert "bogus" in grid.error and grid.widgets["error"].layout.display == "block"
         with pytest.raises(RuntimeError, match="NaN"):
             grid.set(data=np.full((30, 3), np.nan))
-        assert [c.n_chunks for c in grid.configs] == [1, 4] and len(grid._w_images) == 2
+        assert [c.n_chunks for c in grid.configs] == [1, 4] and len(grid.widgets["images"]) == 2
         assert list(grid.table()["fingerprint"]) == shown  # the last good layouts, where they were
         assert grid.run().table()["epoch"].tolist() == [12, 12]  # and usable: run() does not raise the old error
 
         grid.set(n_neighbors=8)  # rebuilds from the data on screen, not the NaNs
-        assert grid.error == "" and grid._w_error.layout.display == "none"
+        assert grid.error == "" and grid.widgets["error"].layout.display == "none"
         assert grid.graph.n_vertices == 600 and build_calls[-1]["n_neighbors"] == 8
     finally:
         grid.close()
@@ -677,7 +688,7 @@ def test_compare_set_refuses_bad_values_at_once_and_failed_layouts_keep_the_last
 def test_compare_set_mends_a_grid_that_failed_to_build(blobs_small):
     X, _ = blobs_small
     grid = compare(X, strategy=["chunked", "bogus"], n_chunks=4, n_epochs=12, autoplay=False, panel_size=48,
-                   n_neighbors=10)  # fmt: skip
+                   n_neighbors=10)
     try:
         with pytest.raises(RuntimeError, match="bogus"):
             grid.run()
@@ -690,30 +701,30 @@ def test_compare_set_mends_a_grid_that_failed_to_build(blobs_small):
 def test_a_slow_strategy_on_its_device_is_said_in_the_status_and_cleared_by_another(blobs_small, monkeypatch):
     """The GPU's one-thread sequential strategy crawls on a big graph: the panel says so where the user looks
     (no GPU here, so the advice is made to fire for sequential on the CPU; the GPU half is in tests/test_gpu.py)."""
-
-    monkeypatch.setattr(explorer_module, "sequential_gpu_advice",
+    monkeypatch.setattr(play_jobs, "sequential_gpu_advice",
                         lambda strategy, device, nnz: f"slow: {nnz} edges" if strategy == "sequential" else None)
     X, y = blobs_small
     ex = Explorer(X, labels=y, strategy="sequential", **SMALL)
     try:
         ex.wait()
-        assert f"slow: {ex.graph.nnz} edges" in ex._w_status.value
+        assert f"slow: {ex.graph.nnz} edges" in ex.widgets["status"].value
         ex.play(epochs=2, block=True)  # every frame's status keeps it
-        assert f"slow: {ex.graph.nnz} edges" in ex._w_status.value
-        ex._w_strategy.value = "hogwild"
+        assert f"slow: {ex.graph.nnz} edges" in ex.widgets["status"].value
+        ex.widgets["strategy"].value = "hogwild"
         ex.wait()
-        assert ex.state.strategy == "hogwild" and "slow:" not in ex._w_status.value
+        assert ex.state.strategy == "hogwild" and "slow:" not in ex.widgets["status"].value
     finally:
         ex.close()
 
 
 @pytest.mark.gpu
 def test_sequential_on_the_gpu_is_said_in_the_status():
+
     X, y = datasets.load("blobs", n_samples=8000, random_state=0)
     ex = Explorer(X, labels=y, device="gpu", strategy="sequential", n_neighbors=15, n_epochs=40, size=96)
     try:
         ex.wait()
         assert ex.graph.nnz > SEQUENTIAL_GPU_EDGES  # big enough to be slow
-        assert ex.state.error == "" and "one GPU thread" in ex._w_status.value
+        assert ex.state.error == "" and "one GPU thread" in ex.widgets["status"].value
     finally:
         ex.close()

@@ -25,7 +25,7 @@ pytest.importorskip("datashader")
 
 from ipywidgets.widgets import widget as ipywidget  # noqa: E402
 
-from umapviz.graph import knn_cpu as knn_mod
+from umapviz.graph import knn_cpu as knn_mod  # noqa: E402
 from umapviz.widgets import Explorer, compare  # noqa: E402
 from umapviz.widgets.worker import Worker  # noqa: E402
 
@@ -68,7 +68,7 @@ def test_a_dropped_explorer_is_collected_with_its_thread_and_widgets(blobs_small
     before = _registered()
     ex = Explorer(X, labels=y, **SMALL)
     ex.play(epochs=3)
-    ref, thread = weakref.ref(ex), ex._worker._thread
+    ref, thread = weakref.ref(ex), ex.controller.worker.thread
     assert _registered() - before  # the panel's widgets are registered while it lives
     del ex
     assert _collected(ref, thread)
@@ -80,7 +80,7 @@ def test_an_explorer_dropped_while_playing_stops_and_is_collected(blobs_small):
     ex = Explorer(X, labels=y, **LONG)
     ex.play(block=False)
     _wait_for(lambda ex=ex: ex.state.epoch >= 2, "the first frames")
-    ref, thread = weakref.ref(ex), ex._worker._thread
+    ref, thread = weakref.ref(ex), ex.controller.worker.thread
     del ex
     assert _collected(ref, thread)
 
@@ -91,7 +91,7 @@ def test_a_cell_run_again_leaves_one_panel_not_one_per_run(blobs_small):
     for _ in range(5):  # as `ex = Explorer(...)` in a cell run five times
         ex = Explorer(X, labels=y, **SMALL)
         ex.wait()
-        threads.append(ex._worker._thread)
+        threads.append(ex.controller.worker.thread)
     last = ex
     del ex
     for thread in threads[:-1]:
@@ -108,9 +108,9 @@ def test_a_dropped_comparison_is_collected_with_its_thread_and_widgets(blobs_sma
     X, y = blobs_small
     before = _registered()
     grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=100_000,
-                   epochs_per_frame=1, panel_size=48)  # autoplay: dropped while it runs  # fmt: skip
+                   epochs_per_frame=1, panel_size=48)  # autoplay: dropped while it runs
     _wait_for(lambda grid=grid: grid.runs and grid.runs[0].epoch >= 2, "the first frames")
-    ref, thread = weakref.ref(grid), grid._worker._thread
+    ref, thread = weakref.ref(grid), grid.controller.worker.thread
     del grid
     assert _collected(ref, thread)
     assert _left_open(before) == ""
@@ -125,11 +125,11 @@ def test_close_closes_every_widget_and_lets_the_panel_go(blobs_small, make):
         panel.wait()
     else:
         panel = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=6,
-                        panel_size=48).run()  # fmt: skip
+                        panel_size=48).run()
         panel.set(n_chunks=[2, 8, 16])  # new panels in the grid: closed as well, the old ones at once
     panel.close()
     assert _left_open(before) == ""  # close() used to close the top box only: ~85 widgets stayed open
-    ref, thread = weakref.ref(panel), panel._worker._thread
+    ref, thread = weakref.ref(panel), panel.controller.worker.thread
     del panel
     assert _collected(ref, thread)
 
@@ -139,7 +139,6 @@ def test_close_during_a_graph_build_stops_the_build_at_its_next_tile(make, monke
     """close() during a slow build returned at once, but the build ran on to its end in the background (up to
     half a minute of both cores for the largest exact builds). Now the exact kNN asks the closed worker before
     each tile."""
-
     X = np.random.default_rng(31).normal(size=(900, 12)).astype(np.float32)  # not cached by any other test
     monkeypatch.setattr(knn_mod, "_TILE_BYTES", 4 * 900 * 30)  # tiles of 30 rows: 30 of them
     tiles, started, release = [], threading.Event(), threading.Event()
@@ -159,8 +158,8 @@ def test_close_during_a_graph_build_stops_the_build_at_its_next_tile(make, monke
     assert started.wait(TIMEOUT)
     panel.close()
     release.set()
-    panel._worker._thread.join(TIMEOUT)
-    assert not panel._worker._thread.is_alive()
+    panel.controller.worker.thread.join(TIMEOUT)
+    assert not panel.controller.worker.thread.is_alive()
     assert len(tiles) == 1  # stopped before the second of 30 tiles
 
 
@@ -168,7 +167,7 @@ def test_a_held_panel_keeps_playing_through_garbage_collections(blobs_small):
     X, y = blobs_small
     ex = Explorer(X, labels=y, **LONG)
     grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=100_000,
-                   epochs_per_frame=1, panel_size=48)  # fmt: skip
+                   epochs_per_frame=1, panel_size=48)
     try:
         ex.play(block=False)
         _wait_for(lambda: ex.state.epoch >= 2 and grid.runs and grid.runs[0].epoch >= 2, "the first frames")
@@ -176,11 +175,11 @@ def test_a_held_panel_keeps_playing_through_garbage_collections(blobs_small):
             gc.collect()
         epoch, grid_epoch = ex.state.epoch, grid.runs[0].epoch
         _wait_for(lambda: ex.state.epoch >= epoch + 3 and grid.runs[0].epoch >= grid_epoch + 3, "more frames")
-        assert ex.state.running and grid._worker.playing
-        assert ex._worker._thread.is_alive() and grid._worker._thread.is_alive()
-        ex._w_pause.click()  # the buttons still reach a held panel
-        grid._w_pause.click()
-        assert not ex.pause().running and not grid.pause()._worker.playing
+        assert ex.state.running and grid.controller.worker.playing
+        assert ex.controller.worker.thread.is_alive() and grid.controller.worker.thread.is_alive()
+        ex.widgets["pause"].click()  # the buttons still reach a held panel
+        grid.widgets["pause"].click()
+        assert not ex.pause().running and not grid.pause().controller.worker.playing
     finally:
         ex.close()
         grid.close()
@@ -210,10 +209,10 @@ def _show_unnamed(make: str, X, y, **options) -> tuple[weakref.ref, threading.Th
         panel = Explorer(X, labels=y, **SMALL, **options)
     else:
         panel = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=6, panel_size=48,
-                        autoplay=False, **options)  # fmt: skip
-    panel._worker.wait_idle(TIMEOUT)  # built: no queued job (which holds its panel) keeps it alive from here
+                        autoplay=False, **options)
+    panel.controller.worker.wait_idle(TIMEOUT)  # built: no queued job (which holds its panel) keeps it alive from here
     _display(panel)
-    return weakref.ref(panel), panel._worker._thread, panel.panel
+    return weakref.ref(panel), panel.controller.worker.thread, panel.panel
 
 
 def _still_alive(shown: list) -> bool:
@@ -229,7 +228,7 @@ def test_displayed_explorers_nothing_refers_to_stay_usable_until_their_views_are
     assert _still_alive(shown)  # before: collected at once, its panel closed on screen
     for ref, _, top in shown:
         assert top.comm is not None  # its widgets are open
-        ref()._w_step.click()  # the buttons reach it ...
+        ref().widgets["step"].click()  # the buttons reach it ...
         assert ref().wait(TIMEOUT).epoch == 1
         assert ref().set(n_epochs=20).strategy in ("buffered", "chunked")  # ... and so do its methods
         assert ref().play(epochs=2).epoch == 2
@@ -254,8 +253,8 @@ def test_a_displayed_comparison_nothing_refers_to_stays_usable_until_its_view_is
     shown = [_show_unnamed("comparison", X, y)]
     assert _still_alive(shown)
     ref, thread, top = shown[0]
-    ref()._w_run.click()
-    assert ref()._worker.wait_idle(TIMEOUT) and [run.epoch for run in ref().runs] == [6, 6]
+    ref().widgets["run"].click()
+    assert ref().controller.worker.wait_idle(TIMEOUT) and [run.epoch for run in ref().runs] == [6, 6]
     assert ref().set(n_chunks=[2]).run(epochs=3).table()["epoch"].tolist() == [3]
     assert _still_alive(shown)
     _frontend_counts(top, 1)
@@ -280,7 +279,7 @@ def test_a_view_of_the_top_widget_alone_keeps_the_panel(blobs_small):
     X, y = blobs_small
     ex = Explorer(X, labels=y, **SMALL)
     ex.wait()
-    ref, thread, top = weakref.ref(ex), ex._worker._thread, ex.panel
+    ref, thread, top = weakref.ref(ex), ex.controller.worker.thread, ex.panel
     _frontend_counts(top, 1)  # display(ex.panel): a view the panel hears of from the frontend only
     del ex
     assert _still_alive([(ref, thread, top)])

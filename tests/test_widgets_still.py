@@ -5,12 +5,11 @@ from __future__ import annotations
 import base64
 import io
 
-import ipywidgets as w
 import numpy as np
 from PIL import Image
 
 from umapviz.widgets import compare
-from umapviz.widgets.still import GAP, still_png
+from umapviz.widgets.still import GAP, PAPER, still_png
 
 
 def test_a_displayed_grid_hands_out_a_still_picture_of_its_panels_and_no_widget_dump(blobs_small):
@@ -29,17 +28,17 @@ def test_a_displayed_grid_hands_out_a_still_picture_of_its_panels_and_no_widget_
         grid.close()
 
 
-def _png(width: int, height: int, colour: tuple[int, int, int]) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (width, height), colour).save(buffer, format="PNG")
-    return buffer.getvalue()
+def _rgba(width: int, height: int, colour: tuple[int, int, int]) -> np.ndarray:
+    image = np.zeros((height, width, 4), np.uint8)
+    image[...] = (*colour, 255)
+    return image
 
 
-def test_still_png_lays_the_shown_pictures_side_by_side_and_is_none_without_any():
-    assert still_png(w.VBox([w.Image(format="png"), w.HTML("text")])) is None  # no frame drawn yet
-    hidden = w.Image(value=_png(50, 50, (0, 0, 255)), format="png", layout=w.Layout(display="none"))
-    root = w.VBox([w.HBox([w.Image(value=_png(30, 20, (255, 0, 0)), format="png"), hidden]),
-                   w.Image(value=_png(40, 10, (0, 255, 0)), format="png")])
-    still = np.asarray(Image.open(io.BytesIO(still_png(root))).convert("RGB"))
-    assert still.shape == (20, 30 + GAP + 40, 3)  # the hidden one left out, the others in layout order
+def test_still_png_lays_the_drawn_pictures_side_by_side_and_is_none_without_any():
+    assert still_png([]) is None
+    assert still_png([np.zeros((20, 20, 4), np.uint8)]) is None  # a plot with nothing drawn yet
+    frames = [_rgba(30, 20, (255, 0, 0)), np.zeros((50, 50, 4), np.uint8), _rgba(40, 10, (0, 255, 0))]
+    still = np.asarray(Image.open(io.BytesIO(still_png(frames))).convert("RGB"))
+    assert still.shape == (20, 30 + GAP + 40, 3)  # the blank one left out, the others in order, top-aligned
     assert tuple(still[5, 5]) == (255, 0, 0) and tuple(still[5, 30 + GAP + 5]) == (0, 255, 0)
+    assert tuple(still[15, 30 + GAP + 5]) == PAPER  # below the shorter picture: the background

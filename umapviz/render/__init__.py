@@ -22,6 +22,10 @@ def __getattr__(name: str):
         from umapviz.render.live import LiveView  # noqa: PLC0415
 
         return LiveView
+    if name == "LinkedViews":
+        from umapviz.render.linked import LinkedViews  # noqa: PLC0415
+
+        return LinkedViews
     raise AttributeError(f"module 'umapviz.render' has no attribute {name!r}")
 
 
@@ -30,6 +34,7 @@ __all__ = [
     "COUNT_CMAP",
     "DEFAULT_STYLE",
     "Aggregate",
+    "LinkedViews",
     "LiveView",
     "Recording",
     "RecordingError",

@@ -4,9 +4,10 @@ variable, ``Out``).
 ipywidgets keeps every widget in a module-level registry until the widget is closed, so a callback that
 holds the panel (a bound method, a lambda over ``self``) would keep the panel, its worker thread, its
 optimizer and its frames alive for the kernel's life, even after the user dropped it. The panels therefore
-give their widgets callbacks that hold them weakly (``weak_callback``), their worker holds them weakly too
-(worker.py), and when a panel is closed or collected all its widgets are closed (``close_widgets``), which
-takes them out of the registry.
+give their widgets callbacks that hold them weakly (``weak_callback``), bind controls to their controller with
+links that hold the controller weakly (binding.py), the controller's worker holds the controller weakly
+(worker.py), and when a panel is closed or its controller collected all its widgets are closed
+(``close_widgets``), which takes them out of the registry.
 
 A panel on screen lives even if nothing else refers to it (``display(Explorer(X))``, a panel shown by a
 helper function), as every widget does: ``_ON_SCREEN`` holds it. The panel joins it when displayed
@@ -29,32 +30,34 @@ from collections.abc import Callable
 from typing import Any
 
 from .still import still_png
-from .worker import Worker
 
 _ON_SCREEN: set[Any] = set()  # panels displayed and not known to be off screen since: held for as long
 
 
 class Panel:
     """The lifetime both panels (Explorer, Comparison) share. A subclass sets ``panel`` (its top widget) and
-    starts its worker with ``_start_worker``; its ``_play_frame`` and ``_show_error`` are the worker's."""
+    ``controller`` (whose worker holds the controller weakly), then calls ``_attach``."""
 
     panel: Any
-    _worker: Worker
+    controller: Any
 
-    def _start_worker(self, name: str, *gone_roots: Any) -> Worker:
-        """Track this panel's views (a displayed panel lives while on screen) and start its worker, which holds
-        the panel weakly: once Python collects the panel, the worker closes ``gone_roots`` and every widget
-        under them."""
+    def _attach(self, *gone_roots: Any) -> None:
+        """Track this panel's views (a displayed panel lives while on screen) and have the controller's worker
+        close ``gone_roots`` and every widget under them once Python collects the controller (the panel holds
+        it: it goes when the panel goes, unless something else refers to it)."""
         track_views(self)
-        return Worker(self._play_frame, self._show_error, name=name,
-                      on_owner_gone=functools.partial(close_widgets, *gone_roots))
+        self.controller.on_gone(functools.partial(close_widgets, *gone_roots))
 
     def close(self) -> None:
         """Stop the worker thread and close the widgets, on screen too. A panel that is neither on screen nor
         referred to is closed as well, when Python collects it."""
         hidden(self)
-        self._worker.close()
+        self.controller.close()
         close_widgets(*panel_widgets(self))
+
+    def _still_frames(self) -> list:
+        """The (H, W, 4) RGBA pictures the panel shows now, for :meth:`_repr_mimebundle_`'s still picture."""
+        return []
 
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, and for where it cannot be live (a saved notebook opened later, nbviewer, an HTML
@@ -65,9 +68,8 @@ class Panel:
         if bundle is None:  # a closed widget shows nothing
             return None
         bundle = dict(bundle)
-        name = type(self).__name__
-        bundle["text/plain"] = f"umapviz {name}: a live panel; run the cell with a kernel to use it"
-        still = still_png(self.panel)
+        bundle["text/plain"] = f"umapviz {type(self).__name__}: a live panel; run the cell with a kernel to use it"
+        still = still_png(self._still_frames())
         if still is not None:
             bundle["image/png"] = base64.b64encode(still).decode("ascii")
             bundle["text/plain"] += " (the picture: its frame when the cell ran)"
@@ -117,11 +119,10 @@ def weak_callback(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def panel_widgets(panel: Any) -> list:
-    """The panel's top widget and its ``_w_*`` widgets (lists of them too), some of which may not be shown."""
+    """The panel's top widget and its named ``widgets`` (lists of them too), some of which may not be shown."""
     found = [panel.panel]
-    for name, value in vars(panel).items():
-        if name.startswith("_w_"):
-            found.extend(value if isinstance(value, (list, tuple)) else [value])
+    for value in getattr(panel, "widgets", {}).values():
+        found.extend(value if isinstance(value, (list, tuple)) else [value])
     return found
 
 
@@ -145,3 +146,15 @@ def close_widgets(*roots: Any) -> None:
                     stack.append(item)
     for widget in found.values():
         widget.close()
+
+
+def call_each(callbacks: list) -> None:
+    """Call every callback of ``callbacks`` (a controller's ``on_gone`` list), in order.
+
+    Parameters
+    ----------
+    callbacks : list of callable
+        Called without arguments.
+    """
+    for callback in callbacks:
+        callback()

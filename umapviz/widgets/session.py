@@ -372,6 +372,16 @@ class LayoutRun:
         if self.log is not None:  # a copy: on the CPU the optimizer's embedding is updated in place
             self.log.add(epoch, np.array(to_host(embedding), dtype=np.float32), mask)
 
+    def outlier_masks(self) -> dict[str, Any]:
+        """Every outlier method's mask of the current embedding: the shown method's as measured, the others
+        computed now (for inspecting a point)."""
+        embedding = self.optimizer.device_embedding
+        masks = {self.outlier_method: self.mask}
+        for method in OUTLIER_METHODS:
+            if method not in masks:
+                masks[method] = metrics.outliers(embedding, self._neighbors, method=method)
+        return masks
+
     def reset(self) -> None:
         self.optimizer.reset()
         self.history_epochs.clear()

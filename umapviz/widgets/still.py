@@ -10,48 +10,26 @@ the kernel runs, a still frame everywhere else.
 from __future__ import annotations
 
 import io
-from typing import Any
+from collections.abc import Sequence
+
+import numpy as np
 
 GAP = 8  # pixels between the pictures
 PAPER = (17, 17, 17)  # the figures' dark background (render.figures.PAPER)
 
 
-def panel_pictures(root: Any) -> list[bytes]:
-    """The encoded images (PNG or JPEG) of the ``ipywidgets.Image`` widgets under ``root`` that hold one and are
-    not hidden, in the order they are laid out (depth first through ``children``).
+def still_png(frames: Sequence[np.ndarray]) -> bytes | None:
+    """``frames`` side by side, top-aligned, as one PNG; None when none has anything drawn.
 
     Parameters
     ----------
-    root : ipywidgets.Widget
-        The panel's top widget.
+    frames : sequence of numpy.ndarray
+        (H, W, 4) uint8 RGBA pictures in the order the panel lays them out. An all-zero one is a view with
+        nothing drawn yet (a plot before its first frame) and is left out.
     """
-    from ipywidgets import Image  # noqa: PLC0415 - widgets only where a panel is displayed
+    from PIL import Image  # noqa: PLC0415 - imaging only where a panel is displayed
 
-    found, stack = [], [root]
-    while stack:
-        widget = stack.pop()
-        if getattr(getattr(widget, "layout", None), "display", None) == "none":
-            continue
-        if isinstance(widget, Image):
-            if widget.value:
-                found.append(bytes(widget.value))
-            continue
-        stack.extend(reversed(list(getattr(widget, "children", ()))))
-    return found
-
-
-def still_png(root: Any) -> bytes | None:
-    """The pictures under ``root`` (see :func:`panel_pictures`) side by side, top-aligned, as one PNG; None when
-    none holds a picture yet.
-
-    Parameters
-    ----------
-    root : ipywidgets.Widget
-        The panel's top widget.
-    """
-    from PIL import Image  # noqa: PLC0415 - plotting only where a panel is displayed
-
-    pictures = [Image.open(io.BytesIO(data)).convert("RGB") for data in panel_pictures(root)]
+    pictures = [Image.fromarray(np.ascontiguousarray(f[..., :3])) for f in frames if np.any(f)]
     if not pictures:
         return None
     width = sum(p.width for p in pictures) + GAP * (len(pictures) - 1)

@@ -90,6 +90,11 @@ class Worker:
         return self._closed
 
     @property
+    def thread(self) -> threading.Thread:
+        """The worker's thread (it ends once the worker is closed or its owner collected)."""
+        return self._thread
+
+    @property
     def in_worker(self) -> bool:
         """True when called from the worker thread itself."""
         return threading.current_thread() is self._thread

@@ -1,0 +1,148 @@
+"""The Explorer and the grid on the interactive plot, through their public API and their plots' streams.
+
+A plot's HoloViews streams are what the browser fires (zoom, click, box selection); here they are fired from
+Python and the Explorer / Comparison answer through their controllers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("holoviews")
+pytest.importorskip("panel")
+
+from umapviz import compare  # noqa: E402
+from umapviz.render.marks import SELECTION_COLOR  # noqa: E402
+from umapviz.render.shade import hex_to_rgb  # noqa: E402
+from umapviz.widgets.explorer import Explorer  # noqa: E402
+
+
+def _yellow(frame: np.ndarray) -> int:
+    return int((frame[..., :3] == hex_to_rgb(SELECTION_COLOR)).all(axis=-1).sum())
+
+
+@pytest.fixture(scope="module")
+def explorer(blobs_small):
+    X, y = blobs_small
+    panel = Explorer(X, labels=y, strategy="buffered", n_epochs=60, size=160, n_neighbors=10)
+    panel.play(20)
+    yield panel
+    panel.close()
+
+
+def test_explorer_zoom_re_renders_and_reset_goes_back(explorer):
+    whole_range, whole = explorer.view_range, explorer.frame()
+    (x0, x1), (y0, y1) = whole_range
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    explorer.zoom((cx - 1.0, cx + 1.0), (cy - 1.0, cy + 1.0))
+    assert explorer.view_range == ((cx - 1.0, cx + 1.0), (cy - 1.0, cy + 1.0))
+    assert not np.array_equal(explorer.frame(), whole)
+    explorer.step(1)  # a new frame keeps the zoom
+    assert explorer.view_range == ((cx - 1.0, cx + 1.0), (cy - 1.0, cy + 1.0))
+    explorer.reset_view()
+    explorer.wait()
+    assert explorer.controller.view_range is None
+    assert explorer.view_range != ((cx - 1.0, cx + 1.0), (cy - 1.0, cy + 1.0))
+
+
+def test_a_wheel_zoom_in_the_plot_sets_the_explorers_range(explorer):
+    explorer.plot.range_stream.event(x_range=(-3.0, 3.0), y_range=(-2.0, 4.0))  # as the browser reports it
+    explorer.wait()
+    assert explorer.controller.view_range == ((-3.0, 3.0), (-2.0, 4.0))
+    assert explorer.plot.view_range == ((-3.0, 3.0), (-2.0, 4.0))  # the frame drawn at it came back
+    explorer.reset_view()
+    explorer.wait()
+
+
+def test_a_click_inspects_the_point_and_highlights_it(explorer):
+    explorer.wait()
+    before = explorer.frame()
+    index = 123
+    x, y = (float(v) for v in explorer.controller.layout_of()[index])
+    explorer.plot.tap_stream.event(x=x, y=y)  # a click right on it
+    info = explorer.controller.point
+    assert info is not None and info.index == index == explorer.controller.inspected
+    assert f"data-index='{index}'" in explorer.widgets["inspector"].value
+    assert f"{info.degree:,} edges" in explorer.widgets["inspector"].value
+    assert info.max_edges_in_one_chunk == info.degree  # buffered: all its edges summed from one stale position
+    assert not np.array_equal(explorer.frame(), before)  # the point and its neighbours ringed
+    same = explorer.inspect(index)
+    assert same.index == index and same.degree == info.degree
+
+
+def test_inspect_survives_a_strategy_change_and_the_trail_draws(explorer):
+    info = explorer.inspect(5)
+    explorer.set(strategy="chunked", n_chunks=8)
+    after = explorer.controller.point
+    assert after.index == 5 and after.n_chunks == 8 and after.max_edges_in_one_chunk <= info.degree
+    explorer.play(5)
+    plain = explorer.frame()
+    explorer.widgets["trail"].value = True
+    assert not np.array_equal(explorer.frame(), plain)
+    explorer.widgets["trail"].value = False
+    explorer.set(strategy="buffered")
+
+
+def test_explorer_select_draws_the_points_and_box_selection_selects(explorer):
+    explorer.select([])
+    explorer.wait()
+    assert _yellow(explorer.frame()) == 0
+    explorer.select(np.arange(50))
+    assert explorer.selection.tolist() == list(range(50)) and _yellow(explorer.frame()) > 0
+    layout = np.asarray(explorer.controller.layout_of())
+    (x0, x1), (y0, y1) = explorer.view_range
+    explorer.plot.box_stream.event(bounds=(x0, y0, (x0 + x1) / 2, y1))  # the left half
+    inside = np.flatnonzero(
+        (layout[:, 0] >= x0) & (layout[:, 0] <= (x0 + x1) / 2) & (layout[:, 1] >= y0) & (layout[:, 1] <= y1)
+    )
+    assert np.array_equal(explorer.selection, inside) and 0 < inside.size < len(layout)
+    explorer.select([])
+    with pytest.raises(ValueError, match="out of range"):
+        explorer.select([10**6])
+
+
+def test_the_grid_links_zoom_and_selection_across_panels(blobs_small):
+    X, y = blobs_small
+    grid = compare(
+        X,
+        labels=y,
+        strategy=["buffered", "chunked"],
+        n_chunks="auto",
+        random_state=0,
+        n_epochs=40,
+        panel_size=120,
+        autoplay=False,
+        n_neighbors=10,
+    )
+    try:
+        grid.run(20)
+        assert len(grid.plots) == 2
+        assert "one graph" in grid.widgets["legend"].value and "outside the shared view" in grid.widgets["legend"].value
+        grid.plots[1].range_stream.event(x_range=(-4.0, 4.0), y_range=(-4.0, 4.0))  # a zoom in the chunked panel
+        grid.controller.worker.wait_idle()
+        assert [p.view_range for p in grid.plots] == [((-4.0, 4.0), (-4.0, 4.0))] * 2 == [grid.view_range] * 2
+        grid.plots[0].box_stream.event(bounds=(-4.0, -4.0, 0.0, 0.0))  # a box in the buffered panel
+        selected = grid.selection
+        buffered = np.asarray(grid.controller.layout_of(0))
+        inside = np.flatnonzero(((buffered >= -4.0) & (buffered <= 0.0)).all(axis=1))
+        assert np.array_equal(selected, inside) and inside.size > 0
+        assert all(np.array_equal(p.selection, inside) for p in grid.plots)  # highlighted in both panels
+        grid.reset_view()  # the whole layouts: the selected points are drawn wherever they sit in each
+        grid.controller.worker.wait_idle()
+        assert grid.controller.view_range is None
+        assert all(_yellow(frame) > 0 for frame in grid.marked_frames())
+        grid.select([])
+        assert all(_yellow(frame) == 0 for frame in grid.marked_frames())
+    finally:
+        grid.close()
+
+
+def test_a_locked_view_keeps_its_range_across_frames(explorer):
+    explorer.set(lock_view=True)
+    explorer.step(1)
+    locked = explorer.view_range
+    explorer.step(5)
+    assert explorer.view_range == locked  # the locked range, drawn again at each frame
+    explorer.set(lock_view=False)
+    explorer.step(1)

@@ -1,0 +1,95 @@
+"""The interactive plot as an ipywidget: a LiveView placed inside ipywidgets layouts in JupyterLab.
+
+The HoloViews plot goes into a bokeh document through Panel (``pn.panel(...).get_root``, as ``pn.ipywidget``
+does) and is shown by a jupyter_bokeh ``BokehModel``: the document lives in the kernel, the browser's zoom,
+pan, hover, click and selection events come back over the widget's comm and fire the LiveView's HoloViews
+streams, and new frames go out the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import panel as pn
+from bokeh.document import Document
+from jupyter_bokeh.widgets import BokehModel
+
+from umapviz.render.live import LiveView
+
+
+class PlotModel(BokehModel):
+    """jupyter_bokeh's widget, brought up to date when first shown and closed at most once.
+
+    Its views are built from ``render_bundle``, the document as it was when the widget was made, and later
+    changes reach only the views that exist: a plot shown after frames were pushed (a grid run before being
+    displayed) would show its first state. The frontend counts views (``_view_count``); when the first one
+    appears, the bundle is made again from the document as it is now (as ``pn.ipywidget`` does). Its own
+    ``close()`` unhooks the document each time and fails (KeyError) the second time, which ipywidgets makes
+    when it collects a closed widget.
+
+    Parameters
+    ----------
+    model : bokeh LayoutDOM
+        The root of the document to show.
+    **kwargs
+        As for ``jupyter_bokeh.BokehModel``.
+    """
+
+    def __init__(self, model: Any, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self._view_count = 0  # a number: the frontend's views count themselves (None: they do not)
+        self.observe(self._views_changed, names="_view_count")
+
+    def _views_changed(self, change: dict) -> None:
+        if change["old"] == 0 and change["new"]:
+            self.render_bundle = self._model_to_traits(self._model)
+
+    def close(self) -> None:
+        """Close the comm and unhook the document, once."""
+        if not getattr(self, "_umapviz_closed", False):
+            self._umapviz_closed = True
+            super().close()
+
+
+class Plot(LiveView):
+    """A LiveView that can sit inside an ipywidgets layout (``plot.widget``) or be displayed on its own.
+
+    Takes LiveView's arguments. ``push``, ``push_frame``, ``zoom``, ``view_range``, ``reset_view``, ``frame``,
+    ``select``, ``set_marks`` and the ``on_tap`` / ``on_select`` / ``on_hover`` / ``on_range`` callbacks work
+    the same, shown or not.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._widget: PlotModel | None = None
+
+    @property
+    def widget(self) -> PlotModel:
+        """The ipywidget (a jupyter_bokeh BokehModel) showing this plot; made on first use."""
+        if self._widget is None:
+            _load_bokehjs()
+            root = pn.pane.HoloViews(self.dmap, backend="bokeh").get_root(doc=Document())
+            self._widget = PlotModel(root, combine_events=True)
+            self._widget.add_class("umapviz-plot")
+        return self._widget
+
+    def close(self) -> None:
+        """Close the ipywidget, if one was made (its comm and the bokeh document it holds)."""
+        if self._widget is not None:
+            self._widget.close()
+            self._widget = None
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self.widget._repr_mimebundle_(include=include, exclude=exclude)
+
+
+_bokehjs_loaded = False
+
+
+def _load_bokehjs() -> None:
+    """Put BokehJS and Panel's JavaScript into the page once per kernel: jupyter_bokeh's widget draws with
+    the page's BokehJS and brings none. Inline, so that it works offline (the CDN is unreachable in CI)."""
+    global _bokehjs_loaded
+    if not _bokehjs_loaded:
+        pn.extension(inline=True)
+        _bokehjs_loaded = True
