@@ -199,7 +199,7 @@ class LiveView(PointPicking):
             self._marks_serial += 1
             if marks.selection is not None:
                 self.selection = marks.selection
-        self.pipe.send(self._data)
+        self._redraw()
 
     def push_frame(
         self,
@@ -250,7 +250,7 @@ class LiveView(PointPicking):
             self._marks_serial += 1
             if marks.selection is not None:
                 self.selection = marks.selection
-        self.pipe.send(self._data)
+        self._redraw()
 
     def set_marks(self, *, highlight: Any = None, trail: Any = None, selection: Any = None) -> None:
         """Change the marks on the frame shown (None keeps one, an empty array clears it) and redraw."""
@@ -416,6 +416,7 @@ class LiveView(PointPicking):
         plot.handles["plot"].title.text = self.caption
 
     def _redraw(self) -> None:
+        """Have the plot draw the current state (its streams call ``_element``)."""
         if self._data is not None:
             self.pipe.event(data=self._data)
 

@@ -8,6 +8,8 @@ streams, and new frames go out the same way.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import panel as pn
@@ -62,6 +64,31 @@ class Plot(LiveView):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._widget: PlotModel | None = None
+        try:  # the kernel's event loop, on whose thread the browser's events change the bokeh document
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs here (a script, a test): every thread draws at once
+            self._loop = None
+        self._redraw_pending = False
+
+    def _redraw(self) -> None:
+        """Draw on the kernel's main thread. The bokeh document is not thread-safe and the kernel applies the
+        browser's events (zoom, hover, the ranges of each new frame) to it on that thread, so a frame pushed from
+        a worker thread is drawn there too, between two messages; pushes that arrive while a draw is pending are
+        drawn by it (it draws the latest state). Without a running loop, or on the main thread, it draws now."""
+        loop = self._loop
+        if loop is None or threading.current_thread() is threading.main_thread() or not loop.is_running():
+            super()._redraw()
+            return
+        with self._lock:
+            if self._redraw_pending:
+                return
+            self._redraw_pending = True
+        loop.call_soon_threadsafe(self._redraw_now)
+
+    def _redraw_now(self) -> None:
+        with self._lock:
+            self._redraw_pending = False
+        super()._redraw()
 
     @property
     def widget(self) -> PlotModel:
