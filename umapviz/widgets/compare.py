@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import datasets
 from .binding import dlink
+from .events import after_event
 from .explorer import _error_html
 from .grid import TABLE_COLUMNS, Config, GridController, configurations
 from .lifetime import Panel, close_widgets, weak_callback
@@ -295,10 +296,7 @@ class Comparison(Panel):
         self._guarded(lambda: self.controller.select([index]))
 
     def _guarded(self, action: Any) -> None:
-        try:
-            action()
-        except Exception as exc:
-            self.controller.status.show_error(exc)
+        after_event(action, self.controller.status.show_error)
 
     def _show_table(self, _change=None) -> None:
         import pandas as pd  # noqa: PLC0415

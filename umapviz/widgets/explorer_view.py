@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..render.view import as_view, resolve_view
+from .events import after_event
 from .inspector import inspector_html
 from .lifetime import weak_callback
 
@@ -117,10 +118,7 @@ class ExplorerView:
         self._guarded(lambda: self.controller.select(indices))
 
     def _guarded(self, action: Any) -> None:
-        try:
-            action()
-        except Exception as exc:
-            self.controller.status.show_error(exc)
+        after_event(action, self.controller.status.show_error)
 
 
 class LookingCloser:

@@ -8,8 +8,6 @@ streams, and new frames go out the same way.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from typing import Any
 
 import panel as pn
@@ -29,22 +27,33 @@ class PlotModel(BokehModel):
     ``close()`` unhooks the document each time and fails (KeyError) the second time, which ipywidgets makes
     when it collects a closed widget.
 
+    The browser's events are applied to the document holding ``lock``, the lock its plot draws under (see
+    ``Plot._redraw``): the document is not thread-safe.
+
     Parameters
     ----------
     model : bokeh LayoutDOM
         The root of the document to show.
+    lock : threading.RLock
+        Held while the document is read or changed here.
     **kwargs
         As for ``jupyter_bokeh.BokehModel``.
     """
 
-    def __init__(self, model: Any, **kwargs: Any) -> None:
+    def __init__(self, model: Any, lock: Any, **kwargs: Any) -> None:
+        self._document_lock = lock
         super().__init__(model, **kwargs)
         self._view_count = 0  # a number: the frontend's views count themselves (None: they do not)
         self.observe(self._views_changed, names="_view_count")
 
     def _views_changed(self, change: dict) -> None:
         if change["old"] == 0 and change["new"]:
-            self.render_bundle = self._model_to_traits(self._model)
+            with self._document_lock:
+                self.render_bundle = self._model_to_traits(self._model)
+
+    def _sync_model(self, model: Any, content: dict, buffers: list) -> None:
+        with self._document_lock:
+            super()._sync_model(model, content, buffers)
 
     def close(self) -> None:
         """Close the comm and unhook the document, once."""
@@ -64,39 +73,22 @@ class Plot(LiveView):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._widget: PlotModel | None = None
-        try:  # the kernel's event loop, on whose thread the browser's events change the bokeh document
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:  # no loop runs here (a script, a test): every thread draws at once
-            self._loop = None
-        self._redraw_pending = False
 
     def _redraw(self) -> None:
-        """Draw on the kernel's main thread. The bokeh document is not thread-safe and the kernel applies the
-        browser's events (zoom, hover, the ranges of each new frame) to it on that thread, so a frame pushed from
-        a worker thread is drawn there too, between two messages; pushes that arrive while a draw is pending are
-        drawn by it (it draws the latest state). Without a running loop, or on the main thread, it draws now."""
-        loop = self._loop
-        if loop is None or threading.current_thread() is threading.main_thread() or not loop.is_running():
+        """Draw under the plot's lock. The bokeh document is not thread-safe: a worker thread draws new frames
+        into it while the kernel's main thread applies the browser's events (zoom, hover, the ranges of each new
+        frame) to it, and ``PlotModel`` takes the same lock for those."""
+        with self._lock:
             super()._redraw()
-            return
-        with self._lock:
-            if self._redraw_pending:
-                return
-            self._redraw_pending = True
-        loop.call_soon_threadsafe(self._redraw_now)
-
-    def _redraw_now(self) -> None:
-        with self._lock:
-            self._redraw_pending = False
-        super()._redraw()
 
     @property
     def widget(self) -> PlotModel:
         """The ipywidget (a jupyter_bokeh BokehModel) showing this plot; made on first use."""
         if self._widget is None:
             _load_bokehjs()
-            root = pn.pane.HoloViews(self.dmap, backend="bokeh").get_root(doc=Document())
-            self._widget = PlotModel(root, combine_events=True)
+            with self._lock:  # a worker's frame must not draw into the plot while its document is made
+                root = pn.pane.HoloViews(self.dmap, backend="bokeh").get_root(doc=Document())
+            self._widget = PlotModel(root, self._lock, combine_events=True)
             self._widget.add_class("umapviz-plot")
         return self._widget
 
