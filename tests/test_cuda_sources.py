@@ -16,9 +16,9 @@ from umapviz.optimize import engine_gpu, vertex_index
 ROOT = Path(__file__).resolve().parents[1] / "umapviz"
 CU_FILES = sorted(ROOT.rglob("*.cu"))
 # engine_gpu.cu is specialised by macros at load time (dimension, private_head, the vertex strategy's n_neg
-# bytes): compile the default and the other branches too.
+# bytes; the benchmark's library powf): compile the default and the other branches too.
 VARIANTS = {
-    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"], ["-DUMV_DIM=1"],
+    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"], ["-DUMV_DIM=1", "-DUMV_LIBRARY_POW=1"],
                       ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
     "knn_gpu.cu": [[], ["-DSEL_STAGES=2"], ["-DSEL_STAGES=5"], ["-arch=sm_75"]],  # Turing: no cp.async
 }
@@ -54,6 +54,23 @@ def test_inline_ptx_assembles(tmp_path, source, flags):
            str(ROOT / source), "-o", str(tmp_path / "out.cubin")]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stdout}\n{run.stderr}"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_layout_kernels_use_only_correctly_rounded_float_operations(tmp_path):
+    """The layout's arithmetic is the CPU's only if every float operation is correctly rounded: no FMA (fused,
+    it rounds once where the CPU rounds twice) and no approximate instruction (ex2, lg2, rcp.approx, which a
+    library powf is made of). The benchmark's library-powf build has both, which shows the check can see them."""
+    def float_ops(*defines):
+        ptx = tmp_path / "out.ptx"
+        cmd = ["nvcc", "--ptx", "-arch=sm_90", *engine_gpu.NVRTC_OPTIONS, *defines, str(engine_gpu.KERNELS), "-o",
+               str(ptx)]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
+        return set(re.findall(r"\b(fma\.\w+|\w+\.approx)\b", ptx.read_text()))
+
+    assert float_ops() == set()
+    assert {"fma.rn", "rcp.approx"} <= float_ops("-DUMV_LIBRARY_POW=1")
 
 
 @pytest.mark.parametrize("module", ["umapviz.optimize.engine_gpu", "umapviz.graph.knn_gpu", "umapviz.graph.fuzzy_gpu",

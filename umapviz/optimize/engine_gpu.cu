@@ -2,16 +2,19 @@
 //
 // They mirror umapviz/optimize/engine_cpu.py (and moves_cpu.py) operation for operation: the same float32
 // formulas in the same order, float64 for the schedule and the fixed-point conversions, and the same
-// counter-based hash. Build with no fast-math and with FMA contraction off (--fmad=false); products that feed
-// sums are written with __fmul_rn/__dmul_rn anyway, which are never contracted. The one operation that is not
-// correctly rounded is the power d2**b: CUDA's powf and the host C library's powf may differ in the last bit,
-// and a chaotic iteration of many epochs turns that into different (equally good) layouts, so the two devices
-// agree on the rules, not on the bytes.
+// counter-based hash, so that the two devices give the same bytes. Every operation of the moves is correctly
+// rounded: IEEE +, -, *, / (written __fadd_rn, __fmul_rn, __dmul_rn, ..., which are never contracted into an
+// FMA; the build adds --fmad=false too, and no fast-math), and the power d2**b is pow_portable below, built
+// from those alone, where a library powf (CUDA's, the C library's) would differ between the devices in the
+// last bit on a few percent of calls, and a chaotic iteration of many epochs would turn that into another
+// picture.
 //
 // Compile-time parameters (set by engine_gpu.py; the defaults serve the CI compile check):
 //   UMV_DIM  embedding dimension (1..8), UMV_PH  private_head (1: negatives see the head after its
 //   attraction; 0: they see it as it was before the edge), VTX_NNEG_BYTES  bytes of the vertex strategy's
-//   per-epoch n_neg. Every other macro below is a tuned constant, defined here with its reason.
+//   per-epoch n_neg, UMV_LIBRARY_POW  benchmark only (bench/gpu_bench.py --library-pow): 1 takes CUDA's powf
+//   instead of pow_portable, to measure what the portable one costs; it breaks the agreement with the CPU.
+//   Every other macro below is a tuned constant, defined here with its reason.
 //
 // Per-edge schedule state is stored in *processing order*: position p holds edge order[p] (order = the
 // seed's permutation, or the identity for the vertex strategy), so the schedule pass reads it coalesced.
@@ -27,6 +30,9 @@
 #ifndef UMV_PH
 #define UMV_PH 1
 #endif
+#ifndef UMV_LIBRARY_POW
+#define UMV_LIBRARY_POW 0
+#endif
 #define DIM UMV_DIM
 #define SCHED_BLOCK 1024  // threads (= processing positions) per block of the schedule kernels
 
@@ -40,6 +46,60 @@ __device__ __forceinline__ float clip4(float x) {
     if (x > 4.0f) return 4.0f;
     if (x < -4.0f) return -4.0f;
     return x;
+}
+
+// x**y for float x >= 0 and y, from double IEEE +, -, *, / only (no library call). Twin of pow_portable in
+// moves_cpu.py: change both together, step for step (that file's docstring gives the accuracy and the steps).
+// frexp, ldexp and rint are exact; every other operation is an explicitly rounded intrinsic, never contracted.
+__device__ __forceinline__ float pow_portable(float x, float y) {
+    if (x == 0.0f) return 0.0f;
+    int e;
+    double md = frexp((double)x, &e);  // x = md 2^e, md in [1/2, 1), exact
+    if (md < 0.7071067811865476) {
+        md = __dmul_rn(md, 2.0);
+        e -= 1;
+    }
+    double s = __ddiv_rn(__dsub_rn(md, 1.0), __dadd_rn(md, 1.0));
+    double s2 = __dmul_rn(s, s);
+    double p = 0.047619047619047616;                        // 1/21
+    p = __dadd_rn(__dmul_rn(p, s2), 0.05263157894736842);   // 1/19
+    p = __dadd_rn(__dmul_rn(p, s2), 0.058823529411764705);  // 1/17
+    p = __dadd_rn(__dmul_rn(p, s2), 0.06666666666666667);   // 1/15
+    p = __dadd_rn(__dmul_rn(p, s2), 0.07692307692307693);   // 1/13
+    p = __dadd_rn(__dmul_rn(p, s2), 0.09090909090909091);   // 1/11
+    p = __dadd_rn(__dmul_rn(p, s2), 0.1111111111111111);    // 1/9
+    p = __dadd_rn(__dmul_rn(p, s2), 0.14285714285714285);   // 1/7
+    p = __dadd_rn(__dmul_rn(p, s2), 0.2);                   // 1/5
+    p = __dadd_rn(__dmul_rn(p, s2), 0.3333333333333333);    // 1/3
+    p = __dadd_rn(__dmul_rn(p, s2), 1.0);
+    double ln_m = __dmul_rn(__dmul_rn(2.0, s), p);
+    double u = __dmul_rn((double)y, __dadd_rn(__dmul_rn((double)e, 0.6931471805599453), ln_m));
+    double kf = rint(__dmul_rn(u, 1.4426950408889634));  // u / ln2, to the nearest integer
+    double r = __dsub_rn(__dsub_rn(u, __dmul_rn(kf, 0.6931471803691238)), __dmul_rn(kf, 1.9082149292705877e-10));
+    double q = 1.6059043836821613e-10;                      // 1/13!
+    q = __dadd_rn(__dmul_rn(q, r), 2.08767569878681e-09);   // 1/12!
+    q = __dadd_rn(__dmul_rn(q, r), 2.505210838544172e-08);  // 1/11!
+    q = __dadd_rn(__dmul_rn(q, r), 2.755731922398589e-07);  // 1/10!
+    q = __dadd_rn(__dmul_rn(q, r), 2.7557319223985893e-06); // 1/9!
+    q = __dadd_rn(__dmul_rn(q, r), 2.48015873015873e-05);   // 1/8!
+    q = __dadd_rn(__dmul_rn(q, r), 0.0001984126984126984);  // 1/7!
+    q = __dadd_rn(__dmul_rn(q, r), 0.001388888888888889);   // 1/6!
+    q = __dadd_rn(__dmul_rn(q, r), 0.008333333333333333);   // 1/5!
+    q = __dadd_rn(__dmul_rn(q, r), 0.041666666666666664);   // 1/4!
+    q = __dadd_rn(__dmul_rn(q, r), 0.16666666666666666);    // 1/3!
+    q = __dadd_rn(__dmul_rn(q, r), 0.5);
+    q = __dadd_rn(__dmul_rn(q, r), 1.0);
+    q = __dadd_rn(__dmul_rn(q, r), 1.0);
+    return __double2float_rn(ldexp(q, (int)kf));
+}
+
+// The moves' d2**b (as moves_cpu.power).
+__device__ __forceinline__ float power(float x, float y) {
+#if UMV_LIBRARY_POW
+    return powf(x, y);
+#else
+    return pow_portable(x, y);
+#endif
 }
 
 __device__ __forceinline__ u64 mix64(u64 z) {
@@ -206,7 +266,7 @@ __device__ __forceinline__ float attract_coef(const float* x, const float* y, co
         d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
     }
     if (!(d2 > 0.0f)) return 0.0f;
-    float pb = powf(d2, cv.b);
+    float pb = power(d2, cv.b);
     return __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
 }
 
@@ -256,7 +316,7 @@ __device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const
             d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
         }
         if (d2 > 0.0f) {
-            float pb = powf(d2, cv.b);
+            float pb = power(d2, cv.b);
             float coef = __fdiv_rn(cv.c_rep, __fmul_rn(__fadd_rn(0.001f, d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f)));
 #pragma unroll
             for (int d = 0; d < DIM; ++d)
