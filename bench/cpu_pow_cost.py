@@ -3,8 +3,8 @@ engines' arithmetic) and with the C library's powf (UMAPVIZ_BENCH_LIBRARY_POW=1,
 
     PYTHONPATH=$PWD nice -n 10 .venv/bin/python bench/cpu_pow_cost.py [--n-samples 20000] [--epochs 30] [--rounds 2]
 
-Each variant runs in a child process of its own (Numba freezes the choice into the machine code; the library
-variant compiles without the on-disk cache), the two alternating for --rounds rounds so that a drifting machine
+Each variant runs in a child process of its own with a fresh Numba cache (Numba freezes the choice into the machine
+code), the two alternating for --rounds rounds so that a drifting machine
 hits both alike; a strategy's figure is its fastest round. Each child times the first --epochs epochs of the
 schedule from a random init, with one thread and with all of Numba's, after a warm-up that compiles every kernel.
 The fingerprints show that each variant repeats its bytes and that the two differ (another power function).
@@ -18,6 +18,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 
 STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
@@ -49,9 +50,12 @@ def child(n_samples: int, epochs: int) -> None:
 
 
 def run_variant(library_pow: bool, args) -> dict:
-    env = {**os.environ, "UMAPVIZ_BENCH_LIBRARY_POW": "1" if library_pow else "0"}
     cmd = [sys.executable, __file__, "--child", "--n-samples", str(args.n_samples), "--epochs", str(args.epochs)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    # A fresh Numba cache: code cached from an earlier version of moves_cpu.py (which the engines inline) would
+    # otherwise be timed, since Numba checks only the calling module's own file for changes.
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "UMAPVIZ_BENCH_LIBRARY_POW": "1" if library_pow else "0", "NUMBA_CACHE_DIR": cache}
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
     assert result["library_pow"] is library_pow, "the child did not take the power function asked for"
     return result

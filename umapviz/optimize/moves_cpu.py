@@ -8,11 +8,12 @@ follows the same steps, gets the same bytes.
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
-from numba import njit
+from llvmlite import ir as llvm_ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from .rng import negative_vertex
 
@@ -29,21 +30,76 @@ CLIP = np.float32(4.0)  # UMAP's clip of each coordinate of a gradient
 _EPS_REP = np.float32(0.001)  # UMAP's guard against a repulsion at distance 0
 
 
+# pow_portable's tables (the same literals in engine_gpu.cu): for x's mantissa in the i-th of 16 subintervals of
+# [0.699, 1.398), an inverse 1/c of the subinterval's centre c and log2(c); and 2^(j/32), j = 0..31.
+_POW_INVC = np.array([
+    1.3989071038251366, 1.3403141361256545, 1.2864321608040201, 1.2367149758454106, 1.1906976744186046,
+    1.147982062780269, 1.1082251082251082, 1.0711297071129706, 1.0364372469635628, 0.9980506822612085,
+    0.9481481481481482, 0.8951048951048951, 0.847682119205298, 0.8050314465408805, 0.7664670658682635,
+    0.7314285714285714])
+_POW_LOGC = np.array([
+    -0.4843001617159575, -0.4225711719642514, -0.3633753794563512, -0.3065130425006747, -0.2518071504105397,
+    -0.19910010007969525, -0.14825095858394247, -0.09913319201925132, -0.05163276841532236, 0.002815015607054118,
+    0.07681559705083084, 0.1598713367783894, 0.2384047393250789, 0.3128829552843553, 0.38370429247405213,
+    0.4512111118323288])
+_POW_EXP2 = np.array([
+    1.0, 1.0218971486541166, 1.0442737824274138, 1.0671404006768237, 1.0905077326652577, 1.1143867425958924,
+    1.1387886347566916, 1.1637248587775775, 1.189207115002721, 1.215247359980469, 1.241857812073484,
+    1.2690509571917332, 1.2968395546510096, 1.3252366431597413, 1.3542555469368927, 1.383909881963832,
+    1.4142135623730951, 1.4451808069770467, 1.4768261459394993, 1.5091644275934228, 1.5422108254079407,
+    1.5759808451078865, 1.6104903319492543, 1.645755478153965, 1.681792830507429, 1.718619298122478,
+    1.7562521603732995, 1.7947090750031072, 1.8340080864093424, 1.8741676341103, 1.9152065613971474,
+    1.9571441241754002])
+_FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
+
+
+def _bitcast_to(llvm_type):
+    """Code generation of a bitcast of an intrinsic's one argument to `llvm_type`."""
+    return lambda context, builder, sig, args: builder.bitcast(args[0], llvm_type)
+
+
+@intrinsic
+def _float32_bits(typingctx, x):
+    """The IEEE bits of a float32 as an int32 (a bitcast, no arithmetic)."""
+    if x != types.float32:
+        return None
+    return types.int32(types.float32), _bitcast_to(llvm_ir.IntType(32))
+
+
+@intrinsic
+def _float32_from_bits(typingctx, bits):
+    """The float32 whose IEEE bits are the int32 `bits` (a bitcast)."""
+    if bits != types.int32:
+        return None
+    return types.float32(types.int32), _bitcast_to(llvm_ir.FloatType())
+
+
+@intrinsic
+def _float64_from_bits(typingctx, bits):
+    """The float64 whose IEEE bits are the int64 `bits` (a bitcast)."""
+    if bits != types.int64:
+        return None
+    return types.float64(types.int64), _bitcast_to(llvm_ir.DoubleType())
+
+
 @njit(cache=JIT_CACHE, inline="always")
 def pow_portable(x, y):
-    """x**y for float32 x >= 0 and y, as float32, from float64 IEEE +, -, *, / only (no library call).
+    """x**y for float32 x >= 0 and y, as float32, from float64 IEEE +, -, * only (no library call).
 
-    Twin of ``pow_portable`` in engine_gpu.cu: change both together, step for step. Library powf functions
-    differ between platforms (CUDA's and the C library's disagree in the last bit on a few percent of calls),
-    and the layout's chaotic iteration turns one such bit into another picture; these steps give the same bits
-    wherever IEEE float64 arithmetic runs them in this order without contraction. Before the final rounding to
-    float32 the result is within about 1e-12 relative of x**y for finite x > 0 and |y * ln x| < 700, so the
-    float32 result is x**y correctly rounded except within that distance of a rounding tie (then 1 ulp off).
-    x = 0 gives 0 (y > 0 in the engine: b of the curve).
+    Twin of ``pow_portable`` in engine_gpu.cu: change both together, step for step, tables included. Library powf
+    functions differ between platforms (CUDA's and the C library's disagree in the last bit on a few percent of
+    calls), and the layout's chaotic iteration turns one such bit into another picture; these steps give the same
+    bits wherever IEEE float64 arithmetic runs them in this order without contraction. Before the final rounding
+    to float32 the result is within about 1e-13 relative of x**y for finite x > 0 (and |y log2 x| < 129), so the
+    float32 result is x**y correctly rounded except within that distance of a tie between two floats, where it
+    may be 1 ulp off. x = 0 gives 0 (y > 0 in the engine: b of the curve); x = inf gives inf.
 
-    Steps: x = m 2^e with m in [sqrt(1/2), sqrt(2)); ln m = 2 atanh(s), s = (m - 1)/(m + 1), by its series to
-    s^21; u = y (e ln2 + ln m); exp(u) = 2^k exp(r), k = rint(u / ln2), r = u - k ln2 (ln2 in two parts, the
-    first with trailing zero bits so that k times it is exact), exp(r) by Taylor to r^13.
+    Steps (the shape of the table-driven powf of ARM's optimized-routines): x = z 2^k exactly from its bits, with
+    z in [0.699, 1.398) (a subnormal x scaled by 2^23 first); log2 x = k + log2 c_i + log2(1 + r), r = z / c_i - 1
+    with 1 / c_i and log2 c_i from the table of z's subinterval i (|r| < 0.03), log2(1 + r) by its Taylor series
+    to r^8; u = y log2 x; 2^u = 2^(e + j/32) 2^s, u = (32 e + j) / 32 + s with |s| <= 1/64, 2^(j/32) from the
+    table, 2^s by its Taylor series to s^5, 2^e built from its bits. Both series are summed in the same
+    pairwise (Estrin) order on both devices.
 
     Parameters
     ----------
@@ -54,42 +110,38 @@ def pow_portable(x, y):
     """
     if x == 0:
         return F0
-    md, e = math.frexp(np.float64(x))  # x = md 2^e, md in [1/2, 1), exact
-    if md < 0.7071067811865476:
-        md = md * 2.0
-        e -= 1
-    s = (md - 1.0) / (md + 1.0)
+    if x > _FLOAT32_MAX:
+        return x
+    ix = np.int64(_float32_bits(np.float32(x)))
+    if ix < 0x00800000:  # subnormal: scale into the normal range (exact), take 23 off the exponent
+        ix = np.int64(_float32_bits(np.float32(x) * np.float32(8388608.0))) - (23 << 23)
+    tmp = ix - 0x3F330000
+    i = (tmp >> 19) & 15
+    top = tmp & -8388608  # the exponent part of tmp: a multiple of 2^23
+    z = np.float64(_float32_from_bits(np.int32(ix - top)))
+    r = z * _POW_INVC[i] - 1.0
+    r2 = r * r
+    r4 = r2 * r2
+    q01 = 1.4426950408889634 + -0.7213475204444817 * r  # 1/ln2 (-1)^(n+1)/n, n = 1..8
+    q23 = 0.48089834696298783 + -0.36067376022224085 * r
+    q45 = 0.28853900817779266 + -0.24044917348149392 * r
+    q67 = 0.20609929155556622 + -0.18033688011112042 * r
+    log2x = (_POW_LOGC[i] + np.float64(top >> 23)) + r * ((q01 + r2 * q23) + r4 * (q45 + r2 * q67))
+    u = np.float64(y) * log2x
+    if u > 129.0:
+        return np.float32(np.inf)
+    if u < -160.0:
+        return F0
+    kd = np.rint(u * 32.0)
+    k = np.int64(kd)
+    s = u - kd * 0.03125
     s2 = s * s
-    p = 0.047619047619047616  # 1/21
-    p = p * s2 + 0.05263157894736842  # 1/19
-    p = p * s2 + 0.058823529411764705  # 1/17
-    p = p * s2 + 0.06666666666666667  # 1/15
-    p = p * s2 + 0.07692307692307693  # 1/13
-    p = p * s2 + 0.09090909090909091  # 1/11
-    p = p * s2 + 0.1111111111111111  # 1/9
-    p = p * s2 + 0.14285714285714285  # 1/7
-    p = p * s2 + 0.2  # 1/5
-    p = p * s2 + 0.3333333333333333  # 1/3
-    p = p * s2 + 1.0
-    ln_m = (2.0 * s) * p
-    u = np.float64(y) * (np.float64(e) * 0.6931471805599453 + ln_m)
-    kf = np.rint(u * 1.4426950408889634)  # u / ln2, to the nearest integer
-    r = (u - kf * 0.6931471803691238) - kf * 1.9082149292705877e-10
-    q = 1.6059043836821613e-10  # 1/13!
-    q = q * r + 2.08767569878681e-09  # 1/12!
-    q = q * r + 2.505210838544172e-08  # 1/11!
-    q = q * r + 2.755731922398589e-07  # 1/10!
-    q = q * r + 2.7557319223985893e-06  # 1/9!
-    q = q * r + 2.48015873015873e-05  # 1/8!
-    q = q * r + 0.0001984126984126984  # 1/7!
-    q = q * r + 0.001388888888888889  # 1/6!
-    q = q * r + 0.008333333333333333  # 1/5!
-    q = q * r + 0.041666666666666664  # 1/4!
-    q = q * r + 0.16666666666666666  # 1/3!
-    q = q * r + 0.5
-    q = q * r + 1.0
-    q = q * r + 1.0
-    return np.float32(math.ldexp(q, int(kf)))
+    e01 = 1.0 + 0.6931471805599453 * s  # ln2^n / n!, n = 0..5
+    e23 = 0.2402265069591007 + 0.055504108664821576 * s
+    e45 = 0.009618129107628477 + 0.0013333558146428441 * s
+    exp2s = e01 + s2 * (e23 + s2 * e45)
+    scale = _float64_from_bits(((k >> 5) + 1023) << 52)
+    return np.float32((_POW_EXP2[k & 31] * exp2s) * scale)
 
 
 @njit(cache=JIT_CACHE, inline="always")
