@@ -19,7 +19,7 @@ from numba import njit
 from sklearn.manifold import trustworthiness as sklearn_trustworthiness
 
 from umapviz import datasets
-from umapviz._backend import gpu_available
+from umapviz._backend import cupy, gpu_available
 from umapviz.graph import build_graph
 from umapviz.graph._types import FuzzyGraph
 from umapviz.graph.fuzzy import find_ab_params
@@ -879,6 +879,33 @@ def test_gpu_schedule_and_active_list_equal_the_cpus(small_graph):
         np.testing.assert_array_equal(act[:, 1], small_graph.head[act[:, 0]])
         np.testing.assert_array_equal(act[:, 2], small_graph.tail[act[:, 0]])
     assert total > 0
+
+
+_POW_KERNEL = r"""
+extern "C" __global__ void pows(const float* x, float y, int n, float* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = pow_portable(x[i], y);
+}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("y", [find_ab_params(1.0, 0.1)[1], find_ab_params(1.0, 0.0)[1], 0.5, 1.0, 2.0])
+def test_pow_portable_gives_the_same_bits_on_both_devices(y):
+    """engine_gpu.cu's pow_portable, compiled as the engine compiles it, against moves_cpu's on 10^6 positive
+    floats over every exponent (subnormals included) and the edge values: the same bits everywhere."""
+    cp = cupy()
+    y = np.float32(y)
+    tiny, big = np.finfo(np.float32).smallest_subnormal, np.finfo(np.float32).max
+    xs = np.concatenate([np.random.default_rng(1).integers(1, 0x7F800000, 10**6, dtype=np.uint32).view(np.float32),
+                         np.array([0.0, tiny, 1.0, big, np.inf], np.float32)])
+    module = cp.RawModule(code=engine_gpu.KERNELS.read_text() + _POW_KERNEL, options=engine_gpu.NVRTC_OPTIONS)
+    out = cp.empty(xs.size, cp.float32)
+    module.get_function("pows")(((xs.size + 255) // 256,), (256,), (cp.asarray(xs), y, np.int32(xs.size), out))
+    host = np.empty_like(xs)
+    _portable_pows(xs, y, host)
+    gpu = out.get()
+    assert gpu.tobytes() == host.tobytes(), f"{int((gpu.view(np.int32) != host.view(np.int32)).sum())} differ"
 
 
 def _same_start_pair(graph, strategy, **kw):
