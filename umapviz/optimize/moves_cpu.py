@@ -146,7 +146,15 @@ def pow_portable(x, y):
 
 @njit(cache=JIT_CACHE, inline="always")
 def power(x, y):
-    """The moves' d2**b: :func:`pow_portable`, or the C library's powf where the benchmark asks (LIBRARY_POW)."""
+    """The moves' d2**b: :func:`pow_portable`, or the C library's powf where the benchmark asks (LIBRARY_POW).
+
+    Parameters
+    ----------
+    x : float32
+        The base, >= 0 (a squared distance).
+    y : float32
+        The exponent (b of the curve).
+    """
     if LIBRARY_POW:
         return x**y
     return pow_portable(x, y)
