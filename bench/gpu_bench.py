@@ -14,6 +14,11 @@ Then a full GPU pipeline on 1M x 384 (kNN, fuzzy set, edge list, spectral init, 
 and umap-learn on the machine's CPU cores on a subset, beside the same pipeline on the GPU.
 Writes results.json and results.md to --out and prints the table last.
 
+The portable power function's cost: --library-pow makes the baseline the current engine compiled with CUDA's
+powf (the benchmark-only macro UMV_LIBRARY_POW of engine_gpu.cu), e.g. `bash bench/device_run.sh pow_cost`:
+    python3 bench/gpu_bench.py --sizes 1000000,5000000 --skip-fit --skip-kernels --library-pow
+        --strategies hogwild,chunked,vertex --strategies-large hogwild,chunked,vertex --out DIR   (one line)
+
 Before and after in one run: put an earlier commit's engine in a folder and pass it as --baseline (git ignores
 .baseline/; carry it to the GPU machine):
     mkdir -p .baseline && for f in engine_gpu.py engine_gpu.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
@@ -74,6 +79,31 @@ def load_engine(directory: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def library_pow_engine():
+    """The current GPU engine compiled with CUDA's powf in place of pow_portable (UMV_LIBRARY_POW=1, a
+    benchmark-only macro of engine_gpu.cu): the portable power function's cost, timed beside it as a baseline.
+    Its layouts are not the CPU's bytes."""
+    module = load_engine(str(Path(current_engine.__file__).parent))
+    module.NVRTC_OPTIONS = (*module.NVRTC_OPTIONS, "-DUMV_LIBRARY_POW=1")
+    return module
+
+
+def pow_cost_summary(rows: list[dict]) -> dict:
+    """For each graph and strategy timed with both codes: ms per epoch with pow_portable (current) against the
+    library-powf baseline."""
+    out = {}
+    for r in rows:
+        if r["code"] != "current":
+            continue
+        base = next((b for b in rows if b["code"] == "baseline" and b["graph"] == r["graph"]
+                     and b["strategy"] == r["strategy"] and b["rule"] == r["rule"]), None)
+        if base is not None:
+            out[f"pow_portable cost, {r['graph']} {r['strategy']} ({r['rule']})"] = (
+                f"{r['ms_per_epoch']:.3f} ms/epoch vs powf {base['ms_per_epoch']:.3f}: "
+                f"{r['ms_per_epoch'] / base['ms_per_epoch'] - 1:+.1%}")
+    return out
 
 
 def make_engine(graph, strategy: str, n_chunks, seed: int = 0, engine=None):
@@ -402,11 +432,16 @@ def main() -> None:
     ap.add_argument("--skip-kernels", action="store_true", help="no per-kernel timing pass (time_kernels)")
     ap.add_argument("--baseline", default="", help="a folder with another version's engine_gpu.py and engine_gpu.cu, "
                     "timed beside the current code (before and after in one run)")
+    ap.add_argument("--library-pow", action="store_true", help="the baseline is the current engine compiled "
+                    "with CUDA's powf instead of pow_portable: what the portable power function costs")
     ap.add_argument("--spectral-timeout", type=float, default=0, help="also time CPU spectral init (s limit)")
     ap.add_argument("--umap-learn", type=int, default=0, help="subset size for umap-learn (0: skip)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
     args = ap.parse_args()
-    args.baseline_engine = load_engine(args.baseline) if args.baseline else None
+    if args.baseline and args.library_pow:
+        ap.error("--baseline and --library-pow each name the baseline: pass one")
+    args.baseline_engine = library_pow_engine() if args.library_pow else (
+        load_engine(args.baseline) if args.baseline else None)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv),
@@ -491,6 +526,8 @@ def main() -> None:
     for n in sizes:
         if n > 1_000_000:
             run_size(n)
+    if args.library_pow:
+        summary.update(pow_cost_summary(results["layout"]))
     md = markdown(results)
     (out / "results.md").write_text(md)
     print(md)

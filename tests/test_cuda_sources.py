@@ -4,6 +4,7 @@ modules import without CuPy."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import shutil
 import subprocess
@@ -11,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from umapviz.optimize import engine_gpu, vertex_index
+from umapviz.optimize import engine_gpu, moves_cpu, vertex_index
 
 ROOT = Path(__file__).resolve().parents[1] / "umapviz"
 CU_FILES = sorted(ROOT.rglob("*.cu"))
 # engine_gpu.cu is specialised by macros at load time (dimension, private_head, the vertex strategy's n_neg
-# bytes): compile the default and the other branches too.
+# bytes; the benchmark's library powf): compile the default and the other branches too.
 VARIANTS = {
-    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"], ["-DUMV_DIM=1"],
+    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"], ["-DUMV_DIM=1", "-DUMV_LIBRARY_POW=1"],
                       ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
     "knn_gpu.cu": [[], ["-DSEL_STAGES=2"], ["-DSEL_STAGES=5"], ["-arch=sm_75"]],  # Turing: no cp.async
 }
@@ -54,6 +55,44 @@ def test_inline_ptx_assembles(tmp_path, source, flags):
            str(ROOT / source), "-o", str(tmp_path / "out.cubin")]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stdout}\n{run.stderr}"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_layout_kernels_use_only_correctly_rounded_float_operations(tmp_path):
+    """The layout's arithmetic is the CPU's only if every float operation is correctly rounded: no FMA (fused,
+    it rounds once where the CPU rounds twice) and no approximate instruction (ex2, lg2, rcp.approx, which a
+    library powf is made of). The benchmark's library-powf build has both, which shows the check can see them."""
+    def float_ops(*defines):
+        ptx = tmp_path / "out.ptx"
+        cmd = ["nvcc", "--ptx", "-arch=sm_90", *engine_gpu.NVRTC_OPTIONS, *defines, str(engine_gpu.KERNELS), "-o",
+               str(ptx)]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
+        return set(re.findall(r"\b(fma\.\w+|\w+\.approx)\b", ptx.read_text()))
+
+    assert float_ops() == set()
+    assert {"fma.rn", "rcp.approx"} <= float_ops("-DUMV_LIBRARY_POW=1")
+
+
+def _float_literals(text: str) -> list[float]:
+    """Every decimal literal with a point in `text` (a trailing f dropped), sorted."""
+    return sorted(float(v.rstrip("f")) for v in re.findall(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?f?", text))
+
+
+def test_pow_portable_twins_share_their_tables_and_constants():
+    """The CPU and GPU pow_portable give the same bits only with the same constants: the three tables are equal
+    entry for entry, and the two functions' bodies hold the same float literals."""
+    cu = engine_gpu.KERNELS.read_text()
+    for cpu_name, gpu_name in (("_POW_INVC", "UMV_POW_INVC"), ("_POW_LOGC", "UMV_POW_LOGC"),
+                               ("_POW_EXP2", "UMV_POW_EXP2")):
+        table = re.search(rf"{gpu_name}\[\d+\] = \{{(.*?)\}};", cu, re.S).group(1)
+        assert [float(v) for v in table.replace("\n", " ").split(",")] == getattr(moves_cpu, cpu_name).tolist()
+    gpu_body = re.search(r"float pow_portable\(float x, float y\) \{(.*?)\n\}", cu, re.S).group(1)
+    cpu_body = inspect.getsource(moves_cpu.pow_portable.py_func).split('"""')[2]
+    # zeros aside (the GPU writes 0.0f where the CPU writes 0 or F0), and the float32 limit, which the GPU spells
+    # out where the CPU names it (_FLOAT32_MAX)
+    cpu_literals = [v for v in _float_literals(cpu_body) if v != 0]
+    assert [v for v in _float_literals(gpu_body) if v != 0] == sorted([*cpu_literals, 3.402823466e38])
 
 
 @pytest.mark.parametrize("module", ["umapviz.optimize.engine_gpu", "umapviz.graph.knn_gpu", "umapviz.graph.fuzzy_gpu",

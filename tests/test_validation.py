@@ -273,12 +273,13 @@ def test_layout_optimizer_takes_a_generator_and_keeps_its_seed_on_reset(small_gr
 
 
 @pytest.mark.parametrize("kwargs, expected", [
-    ({"init": "random", "strategy": "sequential"}, "5feeae9398da6aba"),
-    ({"init": "random"}, "70d5c1b2112d41db"),
+    ({"init": "random", "strategy": "sequential"}, "bbc0ef79809b4042"),
+    ({"init": "random"}, "2e8b0188435085ad"),
 ])
-def test_int_seeds_give_the_bytes_they_gave_before_generators_were_accepted(kwargs, expected):
-    """Fingerprints computed on the code before random_state took generators (random init keeps the eigen-solver
-    out: these bytes depend on the layout code alone). A change here changes every seeded result."""
+def test_int_seeds_keep_their_pinned_bytes(kwargs, expected):
+    """A regression pin: these fingerprints are what the layout arithmetic of docs/optimizer.md (pow_portable, no
+    contraction) gives for int seeds, the same on every CPU, thread count and GPU (random init keeps the
+    eigen-solver out: these bytes depend on the layout code alone). A change here changes every seeded result."""
 
     X = _blobs(500, 8, seed=1)
     emb = umapviz.UMAP(n_neighbors=10, n_epochs=50, random_state=0, device="cpu", **kwargs).fit_transform(X)

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from .chunks import chunk_bounds
-from .moves_cpu import F0, attract, attract_coef, clip, negatives_due, repel
+from .moves_cpu import F0, JIT_CACHE, attract, attract_coef, clip, negatives_due, repel
 from .params import EngineParams
 from .vertex_index import VERTEX_WIDE_GROUP, vertex_group_sizes, vertex_index
 
@@ -21,7 +21,7 @@ _BLOCK = 2048  # edges (or vertices) per parallel work item
 _PARALLEL_MIN = 2 * _BLOCK  # smaller chunks run serially
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=JIT_CACHE, nogil=True)
 def schedule(next_s, next_neg, eps, eps_neg, t, active, n_neg_active):
     """Advance the schedule to epoch t; fill the active list. All arrays are in processing (perm) order, so
     this pass streams through memory; `active` receives positions in that order. Returns its length."""
@@ -38,7 +38,7 @@ def schedule(next_s, next_neg, eps, eps_neg, t, active, n_neg_active):
     return count
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=JIT_CACHE, nogil=True)
 def scatter_n_neg(perm, active, n_neg_active, n_active, n_neg_edge):
     """Per-edge negative counts in graph order (-1: inactive), for the owner-computes strategy."""
     n_neg_edge[:] = -1
@@ -46,7 +46,7 @@ def scatter_n_neg(perm, active, n_neg_active, n_active, n_neg_edge):
         n_neg_edge[perm[active[q]]] = n_neg_active[q]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=JIT_CACHE, inline="always")
 def _edge(Y, i, j, e, n_neg, seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom, tail_move):
     """All moves of edge e = (i, j), read from Y: leaves the head's new row in yi, the tail's move in tail_move."""
     for d in range(yi.shape[0]):
@@ -63,7 +63,7 @@ def _edge(Y, i, j, e, n_neg, seed, t, a, b, c_att, c_rep, alpha, private_head, y
 # `active` holds positions in that order, so their reads stream through memory.
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=JIT_CACHE, nogil=True)
 def _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
                 private_head):
     """Edges active[lo:hi] one after the other, each reading and writing the live embedding."""
@@ -87,7 +87,7 @@ def epoch_sequential(Y, head_p, tail_p, edge_p, active, n_neg, n_active, *args):
     _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, 0, n_active, *args)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=JIT_CACHE, nogil=True, parallel=True)
 def epoch_hogwild(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha,
                   private_head):
     """Blocks of edges in parallel, all reading and writing the live embedding without locks (racy by design)."""
@@ -97,12 +97,12 @@ def epoch_hogwild(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a
                     seed, t, a, b, c_att, c_rep, alpha, private_head)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=JIT_CACHE, inline="always")
 def _fix(x):
     return np.int64(np.rint(np.float64(x) * _FIX))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=JIT_CACHE, nogil=True)
 def _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, r0, r1, seed, t, a, b, c_att, c_rep, alpha,
                  private_head, head_fix, tail_fix):
     """Fixed-point moves of edges active[lo + r0 : lo + r1], all read from Y as it stands (the snapshot)."""
@@ -121,7 +121,7 @@ def _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, r0, r1, seed, t, 
             tail_fix[r, d] = _fix(tail_move[d])
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=JIT_CACHE, nogil=True, parallel=True)
 def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
                  private_head, head_fix, tail_fix):
     """_chunk_edges over active[lo:hi] in parallel blocks (each edge's result is the same either way)."""
@@ -132,7 +132,7 @@ def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b
                      t, a, b, c_att, c_rep, alpha, private_head, head_fix, tail_fix)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=JIT_CACHE, nogil=True)
 def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched):
     """Sum the chunk's fixed-point moves per row, then move each touched row once and clear it; a coordinate
     whose sum is 0 keeps its bits (adding 0.0 would turn -0.0 into +0.0; the GPU skips it too)."""
@@ -162,7 +162,7 @@ def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, tou
         touched_flag[v] = False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=JIT_CACHE, nogil=True)
 def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, b, c_att, c_rep, alpha,
                   private_head, head_fix, tail_fix, acc, touched_flag, touched):
     """Chunks of the active list (cut at `bounds`), each computed from the embedding at its start and applied
@@ -181,7 +181,7 @@ def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, 
         _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=JIT_CACHE, inline="always")
 def _fold_group(moves, width, yi):
     """Add the group's moves to yi, summed as the GPU's butterfly does: pairs width/2 apart, then width/4, ... 1.
 
@@ -199,7 +199,7 @@ def _fold_group(moves, width, yi):
     moves[:width] = F0
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=JIT_CACHE, nogil=True, parallel=True)
 def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_size, mirrored, n_neg_edge, seed, t,
                  a, b, c_att, c_rep, alpha, private_head):
     """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot.

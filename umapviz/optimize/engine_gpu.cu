@@ -2,16 +2,19 @@
 //
 // They mirror umapviz/optimize/engine_cpu.py (and moves_cpu.py) operation for operation: the same float32
 // formulas in the same order, float64 for the schedule and the fixed-point conversions, and the same
-// counter-based hash. Build with no fast-math and with FMA contraction off (--fmad=false); products that feed
-// sums are written with __fmul_rn/__dmul_rn anyway, which are never contracted. The one operation that is not
-// correctly rounded is the power d2**b: CUDA's powf and the host C library's powf may differ in the last bit,
-// and a chaotic iteration of many epochs turns that into different (equally good) layouts, so the two devices
-// agree on the rules, not on the bytes.
+// counter-based hash, so that the two devices give the same bytes. Every operation of the moves is correctly
+// rounded: IEEE +, -, *, / (written __fadd_rn, __fmul_rn, __dmul_rn, ..., which are never contracted into an
+// FMA; the build adds --fmad=false too, and no fast-math), and the power d2**b is pow_portable below, built
+// from those with bit moves and tables of constants, where a library powf (CUDA's, the C library's) would
+// differ between the devices in the last bit on a few percent of calls, and a chaotic iteration of many epochs
+// would turn that into another picture.
 //
 // Compile-time parameters (set by engine_gpu.py; the defaults serve the CI compile check):
 //   UMV_DIM  embedding dimension (1..8), UMV_PH  private_head (1: negatives see the head after its
 //   attraction; 0: they see it as it was before the edge), VTX_NNEG_BYTES  bytes of the vertex strategy's
-//   per-epoch n_neg. Every other macro below is a tuned constant, defined here with its reason.
+//   per-epoch n_neg, UMV_LIBRARY_POW  benchmark only (bench/gpu_bench.py --library-pow): 1 takes CUDA's powf
+//   instead of pow_portable, to measure what the portable one costs; it breaks the agreement with the CPU.
+//   Every other macro below is a tuned constant, defined here with its reason.
 //
 // Per-edge schedule state is stored in *processing order*: position p holds edge order[p] (order = the
 // seed's permutation, or the identity for the vertex strategy), so the schedule pass reads it coalesced.
@@ -27,6 +30,9 @@
 #ifndef UMV_PH
 #define UMV_PH 1
 #endif
+#ifndef UMV_LIBRARY_POW
+#define UMV_LIBRARY_POW 0
+#endif
 #define DIM UMV_DIM
 #define SCHED_BLOCK 1024  // threads (= processing positions) per block of the schedule kernels
 
@@ -40,6 +46,75 @@ __device__ __forceinline__ float clip4(float x) {
     if (x > 4.0f) return 4.0f;
     if (x < -4.0f) return -4.0f;
     return x;
+}
+
+// pow_portable's tables (the same literals as moves_cpu.py's _POW_INVC, _POW_LOGC, _POW_EXP2): for x's mantissa in
+// the i-th of 16 subintervals of [0.699, 1.398), an inverse 1/c of the subinterval's centre c and log2(c); and
+// 2^(j/32), j = 0..31.
+__device__ const double UMV_POW_INVC[16] = {
+    1.3989071038251366, 1.3403141361256545, 1.2864321608040201, 1.2367149758454106, 1.1906976744186046,
+    1.147982062780269, 1.1082251082251082, 1.0711297071129706, 1.0364372469635628, 0.9980506822612085,
+    0.9481481481481482, 0.8951048951048951, 0.847682119205298, 0.8050314465408805, 0.7664670658682635,
+    0.7314285714285714};
+__device__ const double UMV_POW_LOGC[16] = {
+    -0.4843001617159575, -0.4225711719642514, -0.3633753794563512, -0.3065130425006747, -0.2518071504105397,
+    -0.19910010007969525, -0.14825095858394247, -0.09913319201925132, -0.05163276841532236, 0.002815015607054118,
+    0.07681559705083084, 0.1598713367783894, 0.2384047393250789, 0.3128829552843553, 0.38370429247405213,
+    0.4512111118323288};
+__device__ const double UMV_POW_EXP2[32] = {
+    1.0, 1.0218971486541166, 1.0442737824274138, 1.0671404006768237, 1.0905077326652577, 1.1143867425958924,
+    1.1387886347566916, 1.1637248587775775, 1.189207115002721, 1.215247359980469, 1.241857812073484,
+    1.2690509571917332, 1.2968395546510096, 1.3252366431597413, 1.3542555469368927, 1.383909881963832,
+    1.4142135623730951, 1.4451808069770467, 1.4768261459394993, 1.5091644275934228, 1.5422108254079407,
+    1.5759808451078865, 1.6104903319492543, 1.645755478153965, 1.681792830507429, 1.718619298122478,
+    1.7562521603732995, 1.7947090750031072, 1.8340080864093424, 1.8741676341103, 1.9152065613971474,
+    1.9571441241754002};
+
+// x**y for float x >= 0 and y, from double IEEE +, -, * only (no library call). Twin of pow_portable in
+// moves_cpu.py: change both together, step for step, tables included (that docstring gives the steps and the
+// accuracy). Bit moves and rint are exact; every other operation is an explicitly rounded intrinsic, never
+// contracted.
+__device__ __forceinline__ float pow_portable(float x, float y) {
+    if (x == 0.0f) return 0.0f;
+    if (x > 3.402823466e38f) return x;  // inf
+    int ix = __float_as_int(x);
+    if (ix < 0x00800000) ix = __float_as_int(__fmul_rn(x, 8388608.0f)) - (23 << 23);  // subnormal: scale, exactly
+    int tmp = ix - 0x3f330000;
+    int i = (tmp >> 19) & 15;
+    int top = tmp & -8388608;  // the exponent part of tmp: a multiple of 2^23
+    double z = (double)__int_as_float(ix - top);
+    double r = __dsub_rn(__dmul_rn(z, UMV_POW_INVC[i]), 1.0);
+    double r2 = __dmul_rn(r, r);
+    double r4 = __dmul_rn(r2, r2);
+    double q01 = __dadd_rn(1.4426950408889634, __dmul_rn(-0.7213475204444817, r));  // 1/ln2 (-1)^(n+1)/n, n = 1..8
+    double q23 = __dadd_rn(0.48089834696298783, __dmul_rn(-0.36067376022224085, r));
+    double q45 = __dadd_rn(0.28853900817779266, __dmul_rn(-0.24044917348149392, r));
+    double q67 = __dadd_rn(0.20609929155556622, __dmul_rn(-0.18033688011112042, r));
+    double poly = __dmul_rn(r, __dadd_rn(__dadd_rn(q01, __dmul_rn(r2, q23)),
+                                         __dmul_rn(r4, __dadd_rn(q45, __dmul_rn(r2, q67)))));
+    double log2x = __dadd_rn(__dadd_rn(UMV_POW_LOGC[i], (double)(top >> 23)), poly);
+    double u = __dmul_rn((double)y, log2x);
+    if (u > 129.0) return __int_as_float(0x7f800000);  // inf
+    if (u < -160.0) return 0.0f;
+    double kd = rint(__dmul_rn(u, 32.0));
+    long long k = (long long)kd;
+    double s = __dsub_rn(u, __dmul_rn(kd, 0.03125));
+    double s2 = __dmul_rn(s, s);
+    double e01 = __dadd_rn(1.0, __dmul_rn(0.6931471805599453, s));  // ln2^n / n!, n = 0..5
+    double e23 = __dadd_rn(0.2402265069591007, __dmul_rn(0.055504108664821576, s));
+    double e45 = __dadd_rn(0.009618129107628477, __dmul_rn(0.0013333558146428441, s));
+    double exp2s = __dadd_rn(e01, __dmul_rn(s2, __dadd_rn(e23, __dmul_rn(s2, e45))));
+    double scale = __longlong_as_double(((k >> 5) + 1023) << 52);
+    return __double2float_rn(__dmul_rn(__dmul_rn(UMV_POW_EXP2[k & 31], exp2s), scale));
+}
+
+// The moves' d2**b (as moves_cpu.power).
+__device__ __forceinline__ float power(float x, float y) {
+#if UMV_LIBRARY_POW
+    return powf(x, y);
+#else
+    return pow_portable(x, y);
+#endif
 }
 
 __device__ __forceinline__ u64 mix64(u64 z) {
@@ -206,7 +281,7 @@ __device__ __forceinline__ float attract_coef(const float* x, const float* y, co
         d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
     }
     if (!(d2 > 0.0f)) return 0.0f;
-    float pb = powf(d2, cv.b);
+    float pb = power(d2, cv.b);
     return __fdiv_rn(__fdiv_rn(__fmul_rn(cv.c_att, pb), d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f));
 }
 
@@ -256,7 +331,7 @@ __device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const
             d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
         }
         if (d2 > 0.0f) {
-            float pb = powf(d2, cv.b);
+            float pb = power(d2, cv.b);
             float coef = __fdiv_rn(cv.c_rep, __fmul_rn(__fadd_rn(0.001f, d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f)));
 #pragma unroll
             for (int d = 0; d < DIM; ++d)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .moves_cpu import attract, negatives_due, repel
+from .moves_cpu import JIT_CACHE, attract, negatives_due, repel
 from .optimizer import learning_rate_at
 
 _SMALL_TRANSFORM = 10_000  # up to this many new points, 100 epochs by default; 30 above (umap-learn's rule)
@@ -47,7 +47,7 @@ def initial_positions(indices: np.ndarray, weights: np.ndarray, embedding: np.nd
     return mean.astype(np.float32)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=JIT_CACHE, nogil=True, parallel=True)
 def _embed_new(Y, Yref, indptr, tail, eps, eps_neg, alphas, seed, a, b, c_att, c_rep):
     """All epochs for every new point (rows of Y), each moving alone against the fixed training layout Yref.
 
