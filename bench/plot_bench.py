@@ -15,7 +15,7 @@ Python. What is timed (median, best and 95th percentile over --repeats events af
 (c) push: a new frame pushed while zoomed (the same path as (a), started by the optimizer's thread).
 
 The points: 10 labelled Gaussian clusters made in the run, 0.01% flagged as outliers; a selection of 1,000
-points is drawn in every frame. Results are printed and appended to bench/PLOT_BENCH.md with the command.
+points is drawn in every frame. Prints a markdown table (date, machine, command) for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -28,14 +28,11 @@ import shlex
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from umapviz._backend import cupy, resolve_device
 from umapviz.widgets.plot import Plot
-
-RESULTS = Path(__file__).resolve().parent / "PLOT_BENCH.md"
 
 
 def mixture(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -108,12 +105,7 @@ def main() -> None:
     ]
     for name, t in results.items():
         lines.append(f"| {name} | {t['median']:.1f} | {t['best']:.1f} | {t['p95']:.1f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not RESULTS.exists():
-        RESULTS.write_text("# The interactive plot: zoom/pan, hover and push, end to end (bench/plot_bench.py)\n")
-    with RESULTS.open("a") as f:
-        f.write(text)
+    print("\n".join(lines))  # the table for bench/RESULTS.md, where it replaces the last run's
 
 
 if __name__ == "__main__":
