@@ -264,9 +264,9 @@ class Comparison(Panel):
     def _show_images(self, _change=None) -> None:
         """New frames (on the worker, before the layouts move on): each with the shared view and the selection."""
         c = self.controller
-        if not c.runs:
+        view = c.shown_view
+        if not c.runs or view is None:
             return
-        view = shared_view(c)
         for i, (run, plot, count) in enumerate(zip(c.runs, self.plots, self.widgets["counts"], strict=False)):
             rgba = c.image(i)
             if rgba is not None:
@@ -312,25 +312,6 @@ class Comparison(Panel):
 
     def _reset_clicked(self, _button=None) -> None:
         self.controller.reset(block=False)
-
-
-def shared_view(controller: GridController) -> Any:
-    """The View every cell shows: the zoomed range, or the union of the layouts' robust ranges (as the
-    controller draws them).
-
-    Parameters
-    ----------
-    controller : GridController
-        A grid with runs.
-    """
-    from ..render import View, resolve_view  # noqa: PLC0415 - datashader is slow to import
-    from ..render.view import union  # noqa: PLC0415
-
-    size = controller.settings["panel_size"]
-    if controller.view_range is not None:
-        (x0, x1), (y0, y1) = controller.view_range
-        return View((x0, x1), (y0, y1))
-    return union([resolve_view(run.optimizer.device_embedding, "robust", size, size) for run in controller.runs])
 
 
 def compare(

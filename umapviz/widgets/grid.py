@@ -146,6 +146,7 @@ class GridController(CellsFocus):
         self.runs: list[LayoutRun] = []
         self._lock = threading.RLock()
         self._images: list[np.ndarray | None] = [None] * len(self.configs)
+        self._shown_view: Any = None
         self._trust: dict[tuple[int, int], float] = {}
         self._target: int | None = None
         self._sticky = False  # the error about to be reported is a failed set-up's
@@ -231,6 +232,12 @@ class GridController(CellsFocus):
         with self._lock:
             return self._images[index] if index < len(self._images) else None
 
+    @property
+    def shown_view(self) -> Any:
+        """The ``umapviz.render.View`` every cell's current image shows (None before the first images)."""
+        with self._lock:
+            return self._shown_view
+
     # -- worker jobs -----------------------------------------------------------------------------------
     def _setup(self, rebuild: bool = True, new_cells: bool = False) -> None:
         """Build the graph (unless ``rebuild`` is False and there is one) and every configuration's layout, then
@@ -266,6 +273,7 @@ class GridController(CellsFocus):
         with self._lock:
             self.source, self.graph, self.runs = source, graph, runs
             self._images = [None] * len(runs)
+            self._shown_view = None
             self._trust.clear()
             self._target = None
         self._refocus(rebuilt)
@@ -325,17 +333,18 @@ class GridController(CellsFocus):
         self._show_all()
 
     def _show_all(self) -> None:
-        from ..render import resolve_view  # noqa: PLC0415 - datashader is slow to import
+        from ..render import View, resolve_view  # noqa: PLC0415 - datashader is slow to import
         from ..render.view import union  # noqa: PLC0415
 
         size = self.settings["panel_size"]
         if self.view_range is not None:  # zoomed: the same range in every cell
-            view = (*self.view_range[0], *self.view_range[1])
+            view = View(*self.view_range)
         else:
             view = union([resolve_view(run.optimizer.device_embedding, "robust", size, size) for run in self.runs])
         images = [run.image(size, size, view) for run in self.runs]
         with self._lock:
             self._images = images
+            self._shown_view = view
         epoch = max(run.epoch for run in self.runs)
         self.caption = (
             f"epoch {epoch} / {max(r.optimizer.n_epochs for r in self.runs)} · "
