@@ -11,8 +11,6 @@ pictures are what the browser draws. Needs Chromium and Playwright, as the brows
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -26,13 +24,11 @@ from test_browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     _command,
-    _free_port,
-    _get,
     _open_notebook,
     _run_for_output,
     _shrink_copy,
-    _wait_for,
     _write_notebook,
+    jupyter_lab,
 )
 
 SHOTS = ROOT / "bench" / "screenshots"
@@ -82,29 +78,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="umapviz-shots-"))
     (tmp / "lab").mkdir()
     _write_notebook(tmp / "lab" / "shots.ipynb", CELLS)
-    port, token = _free_port(), os.urandom(12).hex()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "run"), PYTHONPATH=str(ROOT))
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={tmp / 'lab'}",
-            "--allow-root",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.expose_app_in_browser=True",
-        ],
-        env=env,
-        stdout=(tmp / "lab.log").open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    lab = {"base": f"http://127.0.0.1:{port}", "token": token}
-    try:
-        _wait_for(lambda: _get(f"{lab['base']}/api/status?token={token}"), 90, "JupyterLab")
+    with jupyter_lab(tmp / "lab", tmp, PYTHONPATH=str(ROOT)) as lab:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             page = _open_notebook(browser, lab, "shots.ipynb")
@@ -131,9 +105,6 @@ def main() -> None:
         ):
             _shrink_copy(tmp / f"{src}.png", SHOTS / f"{name}.png")
             print("saved", SHOTS / f"{name}.png")
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 if __name__ == "__main__":

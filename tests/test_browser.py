@@ -20,6 +20,7 @@ by default they are reported, because a loaded CI machine cannot promise them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -212,31 +213,41 @@ def lab(tmp_path, warm_cache):
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    with jupyter_lab(root, tmp_path, UMAPVIZ_CACHE_DIR=str(warm_cache),
+                     JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings")) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def jupyter_lab(root: Path, scratch: Path, **env: str):
+    """JupyterLab serving ``root`` on 127.0.0.1, a free port and a token, its workspaces, runtime files and log
+    (``lab.log``) in ``scratch``, ``env`` added to its environment; the page exposes the app
+    (window.jupyterapp) for tests to run commands. Yields {"base", "token", "log"}; stops the server after."""
     port, token = _free_port(), os.urandom(12).hex()
-    env = dict(os.environ, UMAPVIZ_CACHE_DIR=str(warm_cache), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "run"))
-    log = (tmp_path / "lab.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-         "--allow-root",  # containers and CI runners often run as root; the server listens on 127.0.0.1 only
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
-        stdin=subprocess.DEVNULL,  # never the runner's terminal: a background job reading it would be stopped
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for(lambda: server.poll() is None and _get(f"{base}/api/status?token={token}"), 90,
-                  "JupyterLab to answer (see its log: " + str(tmp_path / "lab.log") + ")")
-        yield {"base": base, "token": token, "log": tmp_path / "lab.log"}
-    finally:
-        server.terminate()
+    env = dict(os.environ, JUPYTERLAB_WORKSPACES_DIR=str(scratch / "workspaces"),
+               JUPYTER_RUNTIME_DIR=str(scratch / "run"), **env)
+    log_path = scratch / "lab.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+             "--ServerApp.port_retries=0",
+             "--allow-root",  # containers and CI runners often run as root; the server listens on 127.0.0.1 only
+             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
+            stdin=subprocess.DEVNULL,  # never the runner's terminal: a background job reading it would be stopped
+        )
+        base = f"http://127.0.0.1:{port}"
         try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+            _wait_for(lambda: server.poll() is None and _get(f"{base}/api/status?token={token}"), 90,
+                      f"JupyterLab to answer (see its log: {log_path})")
+            yield {"base": base, "token": token, "log": log_path}
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
 
 
 def _kernel_idle(lab) -> bool:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -23,13 +21,12 @@ from test_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     _command,
-    _free_port,
-    _get,
     _open_notebook,
     _run_for_output,
     _shrink_copy,
     _wait_for,
     _write_notebook,
+    jupyter_lab,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")]
@@ -106,49 +103,8 @@ def plot_lab(tmp_path):
     root.mkdir()
     _write_notebook(root / "plot.ipynb", CELLS)
     _write_notebook(root / "explore.ipynb", EXPLORE_CELLS)
-    port, token = _free_port(), os.urandom(12).hex()
-    env = dict(
-        os.environ,
-        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
-        JUPYTER_RUNTIME_DIR=str(tmp_path / "run"),
-        PYTHONPATH=str(Path(__file__).resolve().parents[1]),
-    )
-    log = (tmp_path / "lab.log").open("w")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            "--ServerApp.port_retries=0",
-            "--allow-root",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.expose_app_in_browser=True",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=root,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for(
-            lambda: server.poll() is None and _get(f"{base}/api/status?token={token}"),
-            90,
-            f"JupyterLab to answer (see {tmp_path / 'lab.log'})",
-        )
-        yield {"base": base, "token": token, "log": tmp_path / "lab.log"}
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+    with jupyter_lab(root, tmp_path, PYTHONPATH=str(Path(__file__).resolve().parents[1])) as server:
+        yield server
 
 
 # The page position of each bokeh plot's frame (the data area), in document order: BokehJS's views know it.
