@@ -79,7 +79,7 @@ CANDIDATES = {
         _clusters("clusters zipf1", 20_000, centre_scale=1.0, size_exponent=1.0),  # sizes ~ 1/rank
         _clusters("clusters 512-d 12k", 12_000, n_clusters=12, n_features=512, centre_scale=0.6, size_exponent=0.7),
         _builtin("mixture", 20_000),  # 30 clusters, Zipf sizes, centres 0.5 apart per coordinate
-        _builtin("gaussian"),  # the default before this study: 50,000 points, no classes
+        _builtin("gaussian"),  # the harshest case: 50,000 points, no classes
     )
 }
 

@@ -124,7 +124,7 @@ def test_a_long_caption_line_is_wrapped_to_the_figure_width():
 
 @pytest.mark.parametrize("size", [200, 400, 800])
 def test_every_off_view_marker_gets_its_count_and_no_two_counts_touch(size):
-    """Only the three largest bins of a side had their count written: a ring of markers was mostly unlabelled."""
+    """Every border marker gets its count, and no two counts touch, however many markers a side has."""
     rng = np.random.default_rng(size)
     counts = rng.integers(0, 3000, size=(4, N_EDGE_BINS)) * (rng.random((4, N_EDGE_BINS)) < 0.7)
     merged = label_bins(counts, size, size)

@@ -381,7 +381,7 @@ def test_the_dataset_menu_gives_a_built_in_set_its_own_labels_and_the_array_its_
     ex = Explorer(X, labels=y, n_samples=300, size=64, n_neighbors=10, n_epochs=20)
     try:
         ex.wait()
-        ex.widgets["dataset"].value = "moons"  # used to fail: the array's 600 labels went with the 300 moons
+        ex.widgets["dataset"].value = "moons"  # a built-in set brings its own labels, not the array's
         ex.wait()
         assert (ex.state.dataset, ex.state.n_points, ex.state.error) == ("moons", 300, "")
         ex.widgets["dataset"].value = session.ARRAY_SOURCE
