@@ -1,8 +1,11 @@
 """UMAP's fuzzy simplicial set on an NVIDIA GPU (CuPy), with the CPU set's contract.
 
 sigma/rho and the directed memberships run as GPU kernels (fuzzy_gpu.cu) mirroring
-:mod:`umapviz.graph.fuzzy_cpu`; the union ``A + A^T - A*A^T`` is a sort by (row, column) on the GPU. Weights
-agree with the CPU's to float32 rounding (the GPU's exp may differ from the C library's in the last bit).
+:mod:`umapviz.graph.fuzzy_cpu` operation for operation, with twins of the C library's exp and expf that the CPU
+calls (glibc's algorithms, step for step); the union ``A + A^T - A*A^T`` is a sort by (row, column) on the GPU,
+in float32 as on the CPU. From the same kNN the GPU's fuzzy set is the CPU's, bit for bit, where the CPU's C
+library is glibc (2.28 or later, with FMA: every x86-64 CPU since 2013); another C library's exp may differ in
+the last bit.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def fuzzy_simplicial_set_gpu(knn_indices, knn_dists):
     """The symmetric fuzzy graph as CuPy CSR pieces ``(indptr int64, indices int32, data float32)``.
 
     Same content as :func:`umapviz.graph.fuzzy_cpu.fuzzy_simplicial_set` (sorted indices, no explicit zeros),
-    to float32 rounding of the memberships.
+    bit for bit (see the module docstring).
     """
     cp = cupy()
     indices = cp.ascontiguousarray(cp.asarray(knn_indices, dtype=cp.int32))
