@@ -80,3 +80,93 @@ def test_exp_twin_equals_the_c_librarys_exp_the_bisection_calls(twins):
                         -rng.uniform(0, 1, 500_000) * 2.0 ** -rng.integers(0, 60, 500_000),
                         [-0.0, -1e-300, -511.9, -512.0, -708.5, -745.0, -745.2, -800.0, -np.inf]])
     assert np.array_equal(twins("exp_many", x).view(np.uint64), _numba_exp(x).view(np.uint64))
+
+
+# ------------------------------------------------------------------------------------ exact kNN's distances
+
+
+def _reference_distances(X: np.ndarray, idx: np.ndarray, metric: str, self_first: bool = True) -> np.ndarray:
+    """The kept neighbours' distances by the one fixed-order formula, in NumPy: float64 sums over the features in
+    index order (euclidean: sqrt of the sum of squared differences; cosine: half the squared distance of the rows
+    scaled to unit length), rounded once to float32; with ``self_first`` column 0 (the point itself) is 0."""
+    X64 = X.astype(np.float64)
+    a, b = X64[:, None, :], X64[idx]
+    if metric == "cosine":
+        na, nb = np.zeros(a.shape[:2]), np.zeros(b.shape[:2])
+        for f in range(X.shape[1]):
+            na = na + a[..., f] * a[..., f]
+            nb = nb + b[..., f] * b[..., f]
+        na, nb = np.sqrt(na), np.sqrt(nb)
+    acc = np.zeros(idx.shape)
+    for f in range(X.shape[1]):
+        diff = a[..., f] / na - b[..., f] / nb if metric == "cosine" else a[..., f] - b[..., f]
+        acc = acc + diff * diff
+    out = 0.5 * acc if metric == "cosine" else np.sqrt(acc)
+    if self_first:
+        out[:, 0] = 0.0
+    return out.astype(np.float32)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_exact_knn_distances_are_the_fixed_order_float64_formula_and_repeat_their_bytes(metric):
+    X = np.random.default_rng(3).normal(size=(700, 37)).astype(np.float32) * np.float32(3.7)
+    idx, dist = knn_cpu.exact_knn(X, 12, metric, progress=False)
+    again_idx, again_dist = knn_cpu.exact_knn(X, 12, metric, progress=False)
+    assert np.array_equal(idx, again_idx) and np.array_equal(dist.view(np.uint32), again_dist.view(np.uint32))
+    assert np.array_equal(dist.view(np.uint32), _reference_distances(X, idx, metric).view(np.uint32))
+    # The kept set is the k best of all points by (formula distance, index).
+    full = _reference_distances(X, np.tile(np.arange(700), (700, 1)), metric, self_first=False)
+    full[np.arange(700), np.arange(700)] = -1.0  # the point itself first
+    best = np.lexsort((np.tile(np.arange(700), (700, 1)), full), axis=1)[:, :12]
+    assert np.array_equal(idx, best)
+
+
+def test_exact_knn_breaks_distance_ties_by_index():
+    # Points of an integer grid: each has many neighbours at exactly equal distances.
+    g = np.arange(12, dtype=np.float32)
+    X = np.stack(np.meshgrid(g, g, g), axis=-1).reshape(-1, 3)
+    idx, dist = knn_cpu.exact_knn(X, 20, progress=False)
+    assert np.all(idx[:, 0] == np.arange(len(X)))
+    same = dist[:, 2:] == dist[:, 1:-1]
+    assert same.sum() > len(X) * 5  # ties are everywhere
+    assert np.all(idx[:, 2:][same] > idx[:, 1:-1][same])  # and resolved by the smaller index first
+    # The cut at the k-th neighbour too: no left-out point at the k-th distance has a smaller index.
+    d_all = np.sqrt(((X[:, None, :].astype(np.float64) - X[None, :, :]) ** 2).sum(-1)).astype(np.float32)
+    for i in range(0, len(X), 97):
+        tied = np.flatnonzero(d_all[i] == dist[i, -1])
+        assert set(tied[tied <= idx[i, -1]]) <= set(idx[i])
+
+
+# ------------------------------------------------------------------------------------------- across devices
+
+
+@pytest.mark.gpu
+def test_gpu_fuzzy_set_from_the_same_knn_is_the_cpus_bit_for_bit():
+    from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist  # noqa: PLC0415 - beside the GPU's
+
+    X = np.random.default_rng(4).normal(size=(5000, 20)).astype(np.float32)
+    X[100:130] = X[100]  # duplicates: rho from the first non-zero distance, the global-mean floor
+    idx, dist = knn_cpu.exact_knn(X, 15, progress=False)
+    sigma, rho = smooth_knn_dist(dist)
+    sigma_g, rho_g = (a.get() for a in fuzzy_gpu.smooth_knn_dist_gpu(dist))
+    assert np.array_equal(sigma, sigma_g) and np.array_equal(rho, rho_g)
+    cpu = fuzzy_simplicial_set(idx, dist)
+    indptr, indices, data = (a.get() for a in fuzzy_gpu.fuzzy_simplicial_set_gpu(idx, dist))
+    assert np.array_equal(cpu.indptr, indptr) and np.array_equal(cpu.indices, indices)
+    assert np.array_equal(cpu.data.view(np.uint32), data.view(np.uint32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("shape", [(3000, 10), (4000, 256)], ids=["3000x10", "4000x256"])
+def test_build_graph_gives_the_same_bytes_on_the_cpu_and_the_gpu(metric, shape):
+    rng = np.random.default_rng(5)
+    centres = rng.normal(size=(8, shape[1])).astype(np.float32)
+    X = centres[rng.integers(0, 8, shape[0])] + rng.normal(size=shape).astype(np.float32) * np.float32(0.3)
+    cpu = build_graph(X, n_neighbors=15, metric=metric, knn="exact", cache=False, progress=False)
+    gpu = build_graph(X, n_neighbors=15, metric=metric, device="gpu", cache=False)
+    assert np.array_equal(cpu.knn_indices, gpu.knn_indices)
+    assert np.array_equal(cpu.knn_dists.view(np.uint32), gpu.knn_dists.view(np.uint32))
+    for name in ("head", "tail", "weight", "epochs_per_sample"):
+        assert np.array_equal(getattr(cpu, name), getattr(gpu, name)), name
+    assert cpu.fingerprint == gpu.fingerprint

@@ -190,9 +190,10 @@ STRUCTURELESS = ("gaussian", "gaussian1024")
 
 
 def describe_data(dataset: str | None, X: np.ndarray, labels: np.ndarray | None, graph, device: str,
-                  reference: str) -> str:
+                  reference: str, start: Any = None) -> str:
     """The lines printed above a command's table: which data (name, points, dimensions, classes), the graph's
-    neighbours and the runs' epochs, the device, and the layout outliers are counted against.
+    neighbours and the runs' epochs, the device, and the layout outliers are counted against; with ``start``,
+    the fingerprints of the graph and the start layout, which decide whether two runs' layouts can be equal.
 
     Parameters
     ----------
@@ -208,6 +209,8 @@ def describe_data(dataset: str | None, X: np.ndarray, labels: np.ndarray | None,
         "cpu" or "gpu", as resolved.
     reference : str
         The strategy of the reference layout (the first row).
+    start : numpy.ndarray, str or None
+        The runs' start layout (an array, or "random": drawn from each run's seed); None leaves the line out.
     """
     name = datasets.DEFAULT if dataset is None else dataset
     builtin = datasets.names().get(name)
@@ -218,6 +221,10 @@ def describe_data(dataset: str | None, X: np.ndarray, labels: np.ndarray | None,
              ("points", f"{X.shape[0]:,} points x {X.shape[1]:,} dimensions, {classes}"),
              ("graph", f"{n_neighbors} neighbours per point (itself included), {graph.n_epochs:,} epochs per run"),
              ("device", f"{device}; outliers counted against the {reference} layout (the first row)")]
+    if start is not None:
+        begin = "random, from the seed" if isinstance(start, str) else metrics.fingerprint(start)
+        lines.append(("bytes", f"graph {graph.fingerprint}, start {begin}: a run on either device (CPU, GPU) "
+                               "with these two prints the same fingerprints (hogwild's aside: it races)"))
     return "\n".join(f"{key:<8}{value}" for key, value in lines)
 
 
@@ -312,12 +319,12 @@ def run_demo(
     device, reference = _device_and_reference(device, reference)
     X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
                                        device, progress)
-    if announce is not None:
-        announce(describe_data(dataset, X, labels, graph, device, reference))
     runs: list[tuple[str, int | str]] = [(reference, 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
     _check_chunks([c for _, c in runs], graph)
     start = _start_layout(graph, init, random_state, device)
+    if announce is not None:
+        announce(describe_data(dataset, X, labels, graph, device, reference, start=start))
     with tqdm(total=len(runs), desc="demo", disable=not progress) as bar:
         rows, embeddings, masks = _run_series(graph, runs, random_state, start, n_epochs, device, bar.update)
     trust_k = max(1, min(5, (len(X) - 1) // 2))  # trustworthiness needs k < n / 2 (tiny --n-samples)

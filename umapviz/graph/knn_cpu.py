@@ -205,15 +205,15 @@ def reference_index(X: np.ndarray, metric: str = "euclidean") -> tuple:
 
 def exact_rows(
     X: np.ndarray, rows: np.ndarray, n_neighbors: int, metric: str, progress: bool, queries: np.ndarray | None = None,
-    reference: tuple | None = None, cancel: Callable[[], bool] | None = None,
+    reference: tuple | None = None, cancel: Callable[[], bool] | None = None, n_spare: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN against all of X of the given rows, one GEMM tile at a time: rows of X itself (each finds itself
     first), or with ``queries`` rows of that separate set (no column is "self"). ``cancel`` is asked before
-    each tile."""
+    each tile. ``n_spare``: candidates kept beyond k for the exact re-sort (None: ``max(8, k // 2)``)."""
     n = X.shape[0]
     k = n_neighbors
     # A few spare candidates absorb float32 ranking errors; the exact recompute then re-sorts them.
-    n_cand = min(n, k + max(8, k // 2))
+    n_cand = min(n, k + (max(8, k // 2) if n_spare is None else int(n_spare)))
     Z, col_add, scale, prepare = reference if reference is not None else _selection_matrix(X, metric)
     Q = X if queries is None else queries
     tile = _TILE_BYTES // (4 * n)
