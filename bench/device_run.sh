@@ -8,6 +8,10 @@
 #   layout       bench/gpu_bench.py at the sizes in SIZES (default 1000000,5000000): ms per epoch per strategy
 #   parity       bench/parity_table.py: layout fingerprints per strategy on the CPU (1 and 2 threads) and the GPU,
 #                20k and 200k mixture graphs, 100 epochs, one start: every row equal (exit 1 otherwise)
+#   graph_parity bench/graph_parity.py: build_graph on the CPU and the GPU (exact kNN) for clusters 20k and the 20k and
+#                200k mixtures: rows whose kNN differ (TF32 and FP32 GEMM), the fuzzy set from the same kNN (sigma, rho,
+#                memberships; CUDA's own exp beside it), the graphs' fingerprints (exit 1 if the fuzzy set differs, or
+#                the graph with the same kNN)
 #   pow_cost     bench/gpu_bench.py --library-pow at SIZES: ms per epoch of hogwild, chunked("auto") and vertex with
 #                pow_portable and, beside each, with CUDA's powf (what the portable power function costs)
 #   fit          bench/gpu_bench.py's end-to-end fit of 1M x 384 points, and UMAP().fit_transform of them
@@ -149,6 +153,7 @@ for name in "${STEPS[@]}"; do
     tests) step tests 420 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests ${TESTS:+-k "$TESTS"} ;;
     layout) step layout 420 python3 bench/gpu_bench.py --sizes "$SIZES" --skip-fit --out "$OUT/layout" ;;
     parity) step parity 480 python3 bench/parity_table.py --sizes 20000,200000 --epochs 100 ;;
+    graph_parity) step graph_parity 540 python3 bench/graph_parity.py ;;
     pow_cost) step pow_cost 480 python3 bench/gpu_bench.py --sizes "$SIZES" --skip-fit --skip-kernels --library-pow \
       --strategies hogwild,chunked,vertex --strategies-large hogwild,chunked,vertex --out "$OUT/pow_cost" ;;
     fit) step fit 200 python3 bench/gpu_bench.py --sizes "" --out "$OUT/fit" ;;
