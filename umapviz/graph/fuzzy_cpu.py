@@ -7,6 +7,11 @@ a row whose mean distance lies beyond 2**32 or below 2**-32 is bisected in units
 the weights do not depend on the data's scale);
 directed weights ``exp(-max(0, d - rho) / sigma)`` (no self-edges) are symmetrised by the fuzzy union
 ``A + A^T - A * A^T``.
+
+The arithmetic is umap-learn's, operation for operation: the bisection's exp is the C library's ``exp`` of a
+float64, a membership's the C library's ``expf`` of a float32 (what Numba's ``np.exp`` calls), so the fuzzy set
+equals umap-learn's bit for bit. fuzzy_gpu.cu computes the same with twins of glibc's exp and expf: a change to
+this arithmetic is a change to that file's.
 """
 
 from __future__ import annotations
