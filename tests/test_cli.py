@@ -312,6 +312,37 @@ def test_a_ctrl_c_ends_a_command_with_a_line_not_a_traceback(capsys, monkeypatch
     assert capsys.readouterr().err.splitlines()[-1] == f"umapviz {command}: interrupted"
 
 
+def test_demo_prints_the_fingerprints_of_its_graph_and_start(capsys):
+    assert main(["demo", "--dataset", "moons", "--n-samples", "200", "--n-epochs", "10", "--n-chunks", "4"]) == 0
+    line = capsys.readouterr().out.splitlines()[4]
+    X, _ = datasets.load("moons", n_samples=200, random_state=0)
+    graph = build_graph(X, n_neighbors=15, n_epochs=10, random_state=0, progress=False)
+    start = cli._start_layout(graph, "spectral", 0, "cpu")
+    assert line.startswith(f"bytes   graph {graph.fingerprint}, start {metrics.fingerprint(start)}: ")
+    assert main(["demo", *SMALL, "--init", "random", "--n-chunks", "4"]) == 0
+    assert ", start random, from the seed: " in capsys.readouterr().out
+
+
+def _demo_bytes_and_rows(out: str) -> tuple[str, dict]:
+    """A demo's "bytes" line and its rows' fingerprints by (strategy, n_chunks)."""
+    lines = out.splitlines()
+    rows = {tuple(line.split()[:2]): line.split()[-1] for line in lines if line.startswith(("buffered", "chunked",
+                                                                                              "sequential"))}
+    return next(line for line in lines if line.startswith("bytes ")), rows
+
+
+@pytest.mark.gpu
+def test_demo_on_the_gpu_prints_the_cpus_fingerprints_from_the_same_graph_and_start(capsys):
+    flags = ["demo", "--dataset", "clusters", "--n-samples", "3000", "--n-epochs", "30", "--init", "random",
+             "--n-chunks", "1,4", "--reference", "sequential"]
+    assert main([*flags, "--device", "cpu"]) == 0
+    cpu = _demo_bytes_and_rows(capsys.readouterr().out)
+    assert main([*flags, "--device", "gpu"]) == 0
+    gpu = _demo_bytes_and_rows(capsys.readouterr().out)
+    assert cpu[0] == gpu[0]  # the same graph and start ...
+    assert len(cpu[1]) == 4 and cpu[1] == gpu[1]  # ... the same layouts
+
+
 def test_demo_cli_names_the_data_above_the_table_and_explains_each_column_below(capsys):
     assert main(["demo", "--dataset", "moons", "--n-samples", "200", "--n-epochs", "10", "--n-chunks", "4"]) == 0
     lines = capsys.readouterr().out.splitlines()
