@@ -121,6 +121,21 @@ def run_emulated(cases) -> None:
                                 gpu_idx.astype(np.int32), gpu_dist.astype(np.float32)))
         print("  " + knn_report("emulated GPU vs CPU", cpu_idx, cpu_dist.astype(np.float32), gpu_idx.astype(np.int32),
                                 gpu_dist.astype(np.float32)))
+        sample = rows[::10]
+        for label, z in (("fp32", Z), ("emulated tf32", z_tf32)):
+            need = spares_needed(z[sample] @ z.T, col_add, scale, sample, ref_idx[sample])
+            print(f"  {label} GEMM, every 10th row: {np.count_nonzero(need)} of {len(sample):,} rows rank a true "
+                  f"neighbour beyond the first {K}; spares needed at most {need.max()}")
+
+
+def spares_needed(gram: np.ndarray, col_add: np.ndarray, scale, rows: np.ndarray, true_idx: np.ndarray) -> np.ndarray:
+    """Per row, how many candidates beyond k the GEMM's ranking needs to hold the true k nearest (0: none)."""
+    scores = col_add[None, :] + scale * gram
+    scores[np.arange(len(rows)), rows] = -np.inf  # the point itself first, as the selection does
+    order = np.argsort(scores, axis=1, kind="stable")
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.broadcast_to(np.arange(order.shape[1]), order.shape), axis=1)
+    return np.take_along_axis(position, true_idx.astype(np.int64), axis=1).max(axis=1) - (true_idx.shape[1] - 1)
 
 
 _LIBM_HARNESS = r"""
