@@ -16,7 +16,7 @@ typedef long long i64;
 typedef unsigned long long u64;
 #ifdef __CUDACC__
 #define LIBM_FN __device__ __forceinline__
-#define LIBM_TABLE __constant__
+#define LIBM_TABLE __device__ const  // global memory: lanes read different entries (constant memory would serialise them)
 LIBM_FN u64 f64_bits(double x) { return (u64)__double_as_longlong(x); }
 LIBM_FN double f64_from_bits(u64 u) { return __longlong_as_double((i64)u); }
 LIBM_FN unsigned int f32_bits(float x) { return __float_as_uint(x); }
