@@ -59,6 +59,7 @@ def run_gpu(cases) -> bool:
     ok = True
     for dataset, n in cases:
         X, _ = datasets.load(dataset, n_samples=n, random_state=0)
+        X = np.ascontiguousarray(X, dtype=np.float32)
         print(f"## {dataset} {X.shape[0]:,} x {X.shape[1]}", flush=True)
         t0 = time.perf_counter()
         cpu = build_graph(X, n_neighbors=K, knn="exact", cache=False, progress=False)
