@@ -12,7 +12,10 @@ import numba
 import numpy as np
 import pytest
 
+import umapviz
+from umapviz import metrics
 from umapviz.graph import build_graph, fuzzy_gpu, knn_cpu
+from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist
 
 _HARNESS = """
 extern "C" void expf_many(const float* x, float* y, long n) { for (long i = 0; i < n; ++i) y[i] = expf_libm(x[i]); }
@@ -142,8 +145,6 @@ def test_exact_knn_breaks_distance_ties_by_index():
 
 @pytest.mark.gpu
 def test_gpu_fuzzy_set_from_the_same_knn_is_the_cpus_bit_for_bit():
-    from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist  # noqa: PLC0415 - beside the GPU's
-
     X = np.random.default_rng(4).normal(size=(5000, 20)).astype(np.float32)
     X[100:130] = X[100]  # duplicates: rho from the first non-zero distance, the global-mean floor
     idx, dist = knn_cpu.exact_knn(X, 15, progress=False)
@@ -170,3 +171,11 @@ def test_build_graph_gives_the_same_bytes_on_the_cpu_and_the_gpu(metric, shape):
     for name in ("head", "tail", "weight", "epochs_per_sample"):
         assert np.array_equal(getattr(cpu, name), getattr(gpu, name)), name
     assert cpu.fingerprint == gpu.fingerprint
+
+
+@pytest.mark.gpu
+def test_umap_fits_give_the_same_fingerprint_on_both_devices_from_a_random_start():
+    X = np.random.default_rng(6).normal(size=(3000, 32)).astype(np.float32)
+    prints = {dev: metrics.fingerprint(umapviz.UMAP(device=dev, random_state=0, init="random", knn="exact",
+                                                    n_epochs=40).fit_transform(X)) for dev in ("cpu", "gpu")}
+    assert prints["cpu"] == prints["gpu"]
