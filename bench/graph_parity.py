@@ -3,7 +3,7 @@ with the residual differences counted.
 
     PYTHONPATH=$PWD python3 bench/graph_parity.py [--cases clusters:20000,mixture:20000,mixture:200000]
     PYTHONPATH=$PWD python3 bench/graph_parity.py --emulate [--cases clusters:20000,mixture:20000]   # no GPU
-    PYTHONPATH=$PWD python3 bench/graph_parity.py --libm      # no GPU: fuzzy_gpu.cu's exp twins against the libm
+    PYTHONPATH=$PWD python3 bench/graph_parity.py --libm --cases clusters:20000,mixture:20000     # no GPU
 
 On a GPU, per case: the kNN (rows whose neighbour sets differ, rows whose bytes differ) for the GPU's TF32 and FP32
 GEMM; the fuzzy set from the same (CPU) kNN on both devices: sigma, rho and the directed memberships that differ,
@@ -13,7 +13,9 @@ graph's arrays and fingerprint. Exit 1 if a graph differs beyond the kNN's near-
 ``--emulate`` (CPU only) estimates the kNN's residual: the GPU's candidate selection emulated (the centred rows
 rounded to TF32, a float32 GEMM, the GPU's spare count), both refined by the same exact recompute, against a
 reference with 200 spare candidates. ``--libm`` compiles fuzzy_gpu.cu's twins as host code and compares them with
-this machine's expf on every negative float32 and with its exp on 10^8 sampled doubles.
+this machine's expf on every negative float32 and with its exp on 10^8 sampled doubles, then runs fuzzy_gpu.cu's
+kernels as host code (CUDA's rounding intrinsics as plain IEEE operations) against the CPU's fuzzy set on each
+case's kNN.
 """
 
 from __future__ import annotations
@@ -167,30 +169,97 @@ extern "C" void check(long n_doubles) {
 """
 
 
-def run_libm() -> None:
-    """fuzzy_gpu.cu's exp twins as host code against this machine's C library."""
-    text = fuzzy_gpu.KERNELS.read_text()
-    section = text.split("// >>> libm twins", 1)[1].split("\n", 1)[1].split("// <<< libm twins", 1)[0]
+# fuzzy_gpu.cu's kernels as host code: CUDA's rounding intrinsics as the plain IEEE operations they are, each
+# kernel run over its grid one thread at a time.
+_KERNEL_SHIMS = r"""
+#include <cmath>
+#include <cstring>
+struct Dim { unsigned int x; };
+static Dim blockIdx, threadIdx, blockDim;
+#define __global__
+#define __restrict__
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline double __longlong_as_double(long long u) { double x; std::memcpy(&x, &u, 8); return x; }
+"""
+_KERNEL_DRIVER = r"""
+static void grid(long threads, void (*body)()) {
+    blockDim.x = 256;
+    for (long b = 0; b < (threads + 255) / 256; ++b)
+        for (unsigned int t = 0; t < 256; ++t) { blockIdx.x = (unsigned int)b; threadIdx.x = t; body(); }
+}
+static const float* g_dists; static const int* g_idx; static const float *g_sigma, *g_rho;
+static int g_n, g_k; static double g_target, g_mean; static float *g_sigma_out, *g_rho_out, *g_vals;
+extern "C" void host_smooth_knn_dist(const float* d, int n, int k, double target, double mean, float* s, float* r) {
+    g_dists = d; g_n = n; g_k = k; g_target = target; g_mean = mean; g_sigma_out = s; g_rho_out = r;
+    grid(n, [] { smooth_knn_dist(g_dists, g_n, g_k, g_target, g_mean, g_sigma_out, g_rho_out); });
+}
+extern "C" void host_memberships(const int* idx, const float* d, const float* s, const float* r, int n, int k,
+                                 float* vals) {
+    g_idx = idx; g_dists = d; g_sigma = s; g_rho = r; g_n = n; g_k = k; g_vals = vals;
+    grid((long)n * k, [] { memberships(g_idx, g_dists, g_sigma, g_rho, g_n, g_k, g_vals); });
+}
+"""
+
+
+def _compile(source: str, folder: str) -> ctypes.CDLL:
+    """A shared library from C++ source, compiled without contraction (as the GPU module's --fmad=false)."""
     compiler = shutil.which("g++") or shutil.which("c++")
     if compiler is None:
         sys.exit("needs a C++ compiler (g++)")
+    src = Path(folder) / "host.cpp"
+    src.write_text(source)
+    subprocess.run([compiler, "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC", "-shared", str(src), "-o",
+                    str(src.with_suffix(".so"))], check=True)
+    return ctypes.CDLL(str(src.with_suffix(".so")))
+
+
+def _ptr(a: np.ndarray) -> ctypes.c_void_p:
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def run_libm(cases) -> None:
+    """fuzzy_gpu.cu's exp twins as host code against this machine's C library; then its kernels as host code against
+    the CPU's fuzzy set on each case's kNN."""
+    text = fuzzy_gpu.KERNELS.read_text()
+    section = text.split("// >>> libm twins", 1)[1].split("\n", 1)[1].split("// <<< libm twins", 1)[0]
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "twins.cpp"
-        src.write_text("#include <cstring>\ntypedef long long i64;\n" + section + _LIBM_HARNESS)
-        subprocess.run([compiler, "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC", "-shared", str(src), "-o",
-                        str(Path(tmp) / "twins.so")], check=True)
-        ctypes.CDLL(str(Path(tmp) / "twins.so")).check(ctypes.c_long(100_000_000))
+        twins = _compile("#include <cstring>\ntypedef long long i64;\n" + section + _LIBM_HARNESS, tmp)
+        twins.check(ctypes.c_long(100_000_000))
+    with tempfile.TemporaryDirectory() as tmp:
+        kernels = _compile(_KERNEL_SHIMS + text + _KERNEL_DRIVER, tmp)
+        for dataset, n in cases:
+            X, _ = datasets.load(dataset, n_samples=n, random_state=0)
+            idx, dist = exact_knn(X, K, progress=False)
+            sigma, rho = fuzzy_cpu.smooth_knn_dist(dist)
+            vals = fuzzy_cpu._memberships(idx.astype(np.int64), dist, sigma, rho)
+            host_sigma, host_rho = np.empty_like(sigma), np.empty_like(rho)
+            kernels.host_smooth_knn_dist(_ptr(dist), ctypes.c_int(len(dist)), ctypes.c_int(K),
+                                         ctypes.c_double(np.log2(K)), ctypes.c_double(float(np.mean(dist))),
+                                         _ptr(host_sigma), _ptr(host_rho))
+            host_vals = np.empty_like(vals)
+            kernels.host_memberships(_ptr(np.ascontiguousarray(idx, dtype=np.int32)), _ptr(dist), _ptr(sigma),
+                                     _ptr(rho), ctypes.c_int(len(dist)), ctypes.c_int(K), _ptr(host_vals))
+            bad_sigma, bad_rho = np.count_nonzero(host_sigma != sigma), np.count_nonzero(host_rho != rho)
+            print(f"{dataset} {X.shape[0]:,} x {X.shape[1]}: fuzzy_gpu.cu's kernels as host code against the CPU: "
+                  f"sigma differs in {bad_sigma}, rho in {bad_rho} of {len(sigma):,} rows; memberships in "
+                  f"{np.count_nonzero(host_vals != vals)} of {vals.size:,}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", default="clusters:20000,mixture:20000,mixture:200000")
     p.add_argument("--emulate", action="store_true", help="no GPU: estimate the kNN's residual on the CPU")
-    p.add_argument("--libm", action="store_true", help="no GPU: the exp twins against this machine's libm")
+    p.add_argument("--libm", action="store_true", help="no GPU: the exp twins against this machine's libm, and the "
+                   "fuzzy kernels as host code against the CPU's fuzzy set")
     args = p.parse_args()
     cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cases.split(",") if c.strip()]
     if args.libm:
-        run_libm()
+        run_libm(cases)
     elif args.emulate:
         run_emulated(cases)
     elif not gpu_available():
