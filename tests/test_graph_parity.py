@@ -14,7 +14,7 @@ import pytest
 
 import umapviz
 from umapviz import metrics
-from umapviz.graph import build_graph, fuzzy_gpu, knn_cpu
+from umapviz.graph import build_graph, fuzzy_cpu, fuzzy_gpu, knn_cpu
 from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist
 
 _HARNESS = """
@@ -83,6 +83,70 @@ def test_exp_twin_equals_the_c_librarys_exp_the_bisection_calls(twins):
                         -rng.uniform(0, 1, 500_000) * 2.0 ** -rng.integers(0, 60, 500_000),
                         [-0.0, -1e-300, -511.9, -512.0, -708.5, -745.0, -745.2, -800.0, -np.inf]])
     assert np.array_equal(twins("exp_many", x).view(np.uint64), _numba_exp(x).view(np.uint64))
+
+
+# fuzzy_gpu.cu's kernels as host code: CUDA's rounding intrinsics as the IEEE operations they are, a grid run one
+# thread at a time.
+_KERNEL_HOST = r"""
+#include <cmath>
+#include <cstring>
+struct Dim { unsigned int x; };
+static Dim blockIdx, threadIdx, blockDim;
+#define __global__
+#define __restrict__
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline double __longlong_as_double(long long u) { double x; std::memcpy(&x, &u, 8); return x; }
+#include "fuzzy_gpu.cu"  // the whole file: its libm twins and both kernels
+static void at(long t) {
+    blockDim.x = 256;
+    blockIdx.x = (unsigned int)(t / 256);
+    threadIdx.x = (unsigned int)(t % 256);
+}
+extern "C" void host_sigma(const float* d, int n, int k, double target, double mean, float* s, float* r) {
+    for (long t = 0; t < n; ++t) { at(t); smooth_knn_dist(d, n, k, target, mean, s, r); }
+}
+extern "C" void host_memberships(const int* idx, const float* d, const float* s, const float* r, int n, int k,
+                                 float* v) {
+    for (long t = 0; t < (long)n * k; ++t) { at(t); memberships(idx, d, s, r, n, k, v); }
+}
+"""
+
+
+@pytest.mark.skipif(not _GLIBC, reason="the twins follow glibc's exp and expf; this C library is another")
+def test_fuzzy_kernels_as_host_code_give_the_cpus_sigma_rho_and_memberships(tmp_path):
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on PATH to build fuzzy_gpu.cu as host code")
+    (tmp_path / "host.cpp").write_text(_KERNEL_HOST)
+    cmd = [compiler, "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC", "-shared", f"-I{fuzzy_gpu.KERNELS.parent}",
+           str(tmp_path / "host.cpp"), "-o", str(tmp_path / "host.so")]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
+    lib = ctypes.CDLL(str(tmp_path / "host.so"))
+    rng = np.random.default_rng(2)
+    X = (rng.normal(size=(3000, 24)) * rng.uniform(0.2, 3.0, size=(3000, 1))).astype(np.float32)
+    X[10:40] = X[10]  # duplicates: rows of zero distances, the global-mean floor
+    idx, dist = knn_cpu.exact_knn(X, 15, progress=False)
+    sigma, rho = smooth_knn_dist(dist)
+    host_sigma, host_rho, host_vals = np.empty_like(sigma), np.empty_like(rho), np.empty(idx.size, np.float32)
+    ptr = ctypes.c_void_p
+    lib.host_sigma(dist.ctypes.data_as(ptr), ctypes.c_int(3000), ctypes.c_int(15), ctypes.c_double(np.log2(15)),
+                   ctypes.c_double(float(np.mean(dist))), host_sigma.ctypes.data_as(ptr), host_rho.ctypes.data_as(ptr))
+    assert np.array_equal(host_sigma, sigma) and np.array_equal(host_rho, rho)
+    lib.host_memberships(idx.ctypes.data_as(ptr), dist.ctypes.data_as(ptr), sigma.ctypes.data_as(ptr),
+                         rho.ctypes.data_as(ptr), ctypes.c_int(3000), ctypes.c_int(15), host_vals.ctypes.data_as(ptr))
+    cpu_vals = fuzzy_cpu._memberships(idx.astype(np.int64), dist, sigma, rho)
+    assert np.array_equal(host_vals.view(np.uint32), cpu_vals.view(np.uint32))
+    # The check has teeth: the membership formula with the float64 exp rounded to float32 differs somewhere.
+    live = (cpu_vals != 0) & (cpu_vals != 1)  # neither self nor within rho
+    exponent = -((dist - rho[:, None]) / sigma[:, None]).ravel()[live]
+    rounded = np.exp(exponent.astype(np.float64)).astype(np.float32)
+    assert np.count_nonzero(rounded != cpu_vals[live]) > 0
 
 
 # ------------------------------------------------------------------------------------ exact kNN's distances
