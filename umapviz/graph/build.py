@@ -87,7 +87,7 @@ def build_graph(
         before each tile of the exact kNN (CPU or GPU) and after the kNN; when it returns True the build stops
         with :class:`BuildCancelled`. An approximate or partitioned search runs to its end before it is asked.
     knn_partitions : int or str
-        Partitions of the partitioned search: ``"auto"`` (one per 8,192 rows; a single partition, that is exact
+        Partitions of the partitioned search: ``"auto"`` (one per 16,384 rows; a single partition, that is exact
         search, below that) or a count.
     knn_overlap : int
         Partitions each point joins in the partitioned search: more finds more true neighbours at about

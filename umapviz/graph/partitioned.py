@@ -29,7 +29,7 @@ from .partitions import Partition, plan_partitions, take_rows
 
 # Primary rows per partition for n_partitions="auto" and the default overlap: chosen by the recall they reach on
 # the kit's data sets (bench/PARTITIONED_KNN.md).
-ROWS_PER_PARTITION = 8192
+ROWS_PER_PARTITION = 16384
 DEFAULT_OVERLAP = 2
 # A partition may hold up to this many times its share of memberships (overlap * n / n_partitions) before it is
 # cut in halves: balance bounds the slowest search and the GPU memory of one partition.
@@ -73,7 +73,8 @@ def resolve_partitioning(n_samples: int, n_neighbors: int, n_partitions: int | s
 
 def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_partitions: int | str = "auto",
                     overlap: int = DEFAULT_OVERLAP, random_state: int = 0, device: str = "cpu", client: Any = None,
-                    return_device: bool = False, timings: dict | None = None) -> tuple[Any, Any]:
+                    return_device: bool = False, timings: dict | None = None,
+                    data_on_device: bool | None = None) -> tuple[Any, Any]:
     """Approximate kNN by overlapping partitions: ``(indices int32 (n, k), distances float32 (n, k))``, self first,
     the rest by (distance, index), like the exact searches.
 
@@ -100,6 +101,9 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
         On the GPU, return CuPy arrays.
     timings : dict, optional
         Receives seconds of the plan, the searches and the merge, and the partition count and largest size.
+    data_on_device : bool, optional
+        On the GPU with NumPy X: True uploads X whole, False keeps it on the host (rows travel per tile and per
+        partition), None decides by free GPU memory (uploaded when X and the work take at most half of it).
     """
     metric = check_metric(metric)
     n, d = (int(s) for s in X.shape)
@@ -107,7 +111,7 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     n_partitions, overlap = resolve_partitioning(n, k, n_partitions, overlap)
     xp = cupy() if device == "gpu" else np
     t0 = time.perf_counter()
-    data = _work_data(X, n, d, k, overlap, n_partitions) if device == "gpu" else X
+    data = _work_data(X, n, d, k, overlap, n_partitions, data_on_device) if device == "gpu" else X
     plan = plan_partitions(data, n_partitions, overlap, int(random_state or 0), _max_members(n, n_partitions, overlap),
                            _min_members(k), metric=metric, xp=xp)
     t1 = time.perf_counter()
@@ -180,16 +184,16 @@ def _min_members(n_neighbors: int) -> int:
     return 2 * n_neighbors
 
 
-def _work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int) -> Any:
-    """X on the GPU when it fits beside the work (half the free memory at most), else X where it is: its rows then
-    travel to the GPU tile by tile and partition by partition."""
+def _work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, upload: bool | None) -> Any:
+    """X on the GPU when asked (``upload``), or with None when it fits beside the work in half the free memory;
+    else X where it is: its rows then travel to the GPU tile by tile and partition by partition."""
     if is_cupy(X):
         return X
-    free, _ = gpu_memory()
-    work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False)
-    if 4 * n * d + work <= 0.5 * free:
-        return cupy().asarray(X, dtype=np.float32)
-    return X
+    if upload is None:
+        free, _ = gpu_memory()
+        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False)
+        upload = 4 * n * d + work <= 0.5 * free
+    return cupy().asarray(X, dtype=np.float32) if upload else X
 
 
 def _searches(data: Any, plan: list[Partition], k: int, metric: str, device: str, client: Any):
