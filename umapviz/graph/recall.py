@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import to_host
+from .._backend import to_host, xp_of
 from .._validation import check_int
 from .knn import check_metric
 from .knn_cpu import query_knn
@@ -46,7 +46,7 @@ def recall_at_k(X: Any, indices: Any, sample: int = 1000, seed: int = 0, metric:
     sample = check_int("sample", sample, 1)
     k = int(indices.shape[1])
     rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
-    queries = to_host(X[rows]) if device == "cpu" else X[rows]
+    queries = to_host(X[rows]) if device == "cpu" else X[xp_of(X).asarray(rows)]
     if device == "gpu":
         truth, _ = query_knn_gpu(X, queries, k, metric)
     else:
