@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from distributed import Client, LocalCluster
 from scipy.spatial.distance import cdist
 
 from umapviz import datasets
@@ -99,10 +100,9 @@ def test_memory_mapped_data_gives_the_same_neighbours(tmp_path, clusters):
 
 
 def test_dask_workers_give_the_same_graph_bytes(clusters):
-    distributed = pytest.importorskip("distributed", reason="the dask extra: pip install 'umapviz[dask]'")
     here = build_graph(clusters, knn="partitioned", knn_partitions=4, random_state=0, cache=False, progress=False)
-    with (distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client):
+    with (LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster,
+          Client(cluster) as client):
         there = build_graph(clusters, knn="auto", knn_partitions=4, random_state=0, cache=False, progress=False,
                             client=client)
         with pytest.raises(ValueError, match="knn='partitioned'"):
