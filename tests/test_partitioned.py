@@ -58,11 +58,12 @@ def test_one_partition_is_the_exact_search(clusters):
     assert np.array_equal(idx, exact_idx) and np.array_equal(dist, exact_dist)
 
 
-@pytest.mark.parametrize(("name", "n_partitions"), [("text_like", 8), ("clusters", 3)])
-def test_recall_at_default_overlap(name, n_partitions, text_like, clusters):
+@pytest.mark.parametrize(("name", "n_partitions", "metric"),
+                         [("text_like", 8, "euclidean"), ("text_like", 8, "cosine"), ("clusters", 3, "euclidean")])
+def test_recall_at_default_overlap(name, n_partitions, metric, text_like, clusters):
     X = text_like if name == "text_like" else clusters
-    idx, _ = partitioned_knn(X, 15, n_partitions=n_partitions, random_state=0)
-    assert recall_at_k(X, idx, sample=300, seed=1) >= 0.95
+    idx, _ = partitioned_knn(X, 15, metric, n_partitions=n_partitions, random_state=0)
+    assert recall_at_k(X, idx, sample=300, seed=1, metric=metric) >= 0.95
 
 
 def test_recall_counts_the_missing_neighbours(clusters):

@@ -97,7 +97,8 @@ def graph_bytes_needed(n: int, d: int, n_neighbors: int, method: str, n_partitio
                        data_on_device: bool = True) -> int:
     """GPU bytes a graph build needs at its peak: the kNN's (exact: X, its scaled copy, one tile of 1,024 query
     rows and the results; partitioned: :func:`umapviz.graph.partitioned.partitioned_bytes_needed`), or the fuzzy
-    set's (the kNN's results, the memberships, the symmetric sum's three sparse matrices), whichever is more.
+    set's (the kNN's results, the memberships, the symmetric sum's three sparse matrices, and X where it stays on
+    the device), whichever is more.
 
     Parameters
     ----------
@@ -115,7 +116,7 @@ def graph_bytes_needed(n: int, d: int, n_neighbors: int, method: str, n_partitio
     if method == "partitioned-gpu":
         knn = partitioned_bytes_needed(n, d, n_neighbors, n_partitions, overlap, data_on_device)
     else:
-        knn = knn_bytes_needed(n, d, n_neighbors, min(n, 1024)) + (4 * n * d if data_on_device else 0)
+        knn = knn_bytes_needed(n, d, n_neighbors, min(n, 1024))  # X on the device is counted there
     fuzzy = 8 * n * n_neighbors + 3 * 12 * 2 * n * n_neighbors + (4 * n * d if data_on_device else 0)
     return int(max(knn, fuzzy))
 
