@@ -31,10 +31,10 @@ def check_metric(metric: str) -> str:
     return metric.lower()
 
 
-# On the GPU the same cost model with a bound of its own: exact kNN of 1M x 384 points took 5.5 s on an H200
-# (bench/RESULTS.md), about 1e14 units of n**2 * (n_features + 150) per second, so this bound is about 0.2 s of
-# exact search (about 190k points of 384 features): below it the partitioned search's fixed costs (the k-means,
-# one search per partition) would eat most of what it saves, and exact neighbours cost nothing extra.
+# On the GPU the same cost model with a bound of its own: exact kNN of 1M x 384 points takes about 6 s on an H200
+# (bench/RESULTS.md, "Fit end to end"), about 1e14 units of n**2 * (n_features + 150) per second, so this bound is
+# about 0.2 s of exact search (about 190k points of 384 features): below it the partitioned search's fixed costs
+# (the k-means, one search per partition) would eat most of what it saves, and exact neighbours cost nothing extra.
 GPU_AUTO_EXACT_MAX_WORK = 2e13
 
 
