@@ -8,7 +8,7 @@ import pytest
 from distributed import Client, LocalCluster
 from scipy.spatial.distance import cdist
 
-from umapviz import datasets
+from umapviz import UMAP, datasets
 from umapviz.graph import build_graph
 from umapviz.graph.build_gpu import check_graph_fits, graph_bytes_needed
 from umapviz.graph.knn import resolve_knn_method
@@ -37,6 +37,13 @@ def test_same_seed_gives_the_same_graph_bytes(clusters):
     assert (first.params["knn_partitions"], first.params["knn_overlap"]) == (4, 2)
     for name in ("knn_indices", "knn_dists", "head", "tail", "weight", "epochs_per_sample"):
         assert getattr(first, name).tobytes() == getattr(again, name).tobytes(), name
+
+
+def test_umap_passes_the_partitioning_to_the_graph(clusters):
+    model = UMAP(knn="partitioned", knn_partitions=3, knn_overlap=3, n_epochs=5, random_state=0, device="cpu")
+    model.fit(clusters[:1000])
+    assert model.get_params()["knn_partitions"] == 3
+    assert (model.graph_.params["knn_partitions"], model.graph_.params["knn_overlap"]) == (3, 3)
 
 
 def test_neighbours_are_true_distances_self_first_sorted(clusters):
