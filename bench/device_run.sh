@@ -15,6 +15,11 @@
 #   pow_cost     bench/gpu_bench.py --library-pow at SIZES: ms per epoch of hogwild, chunked("auto") and vertex with
 #                pow_portable and, beside each, with CUDA's powf (what the portable power function costs)
 #   fit          bench/gpu_bench.py's end-to-end fit of 1M x 384 points, and UMAP().fit_transform of them
+#   scale        bench/fit_scale.py --device gpu at SIZES (e.g. SIZES=1000000,10000000): per stage {kNN, graph, start,
+#                layout, total} s, recall, trust, peak GPU memory of the partitioned kNN's fit (KNN, default approx;
+#                KNN=exact for the exact-kNN fit to compare trust with), each size in a fresh process; UMAP_FIT=1
+#                also times UMAP().fit_transform of the same data, HOST_DATA=1 keeps X on the host during the graph
+#                build, DATA=text_like lays out text-like data instead of the benchmarks' 384-d mixture
 #   profile      bench/fit_profile.py: cProfile of that fit, stage by stage
 #   umap         bench/gpu_bench.py: umap-learn on 30,000 points beside the GPU pipeline on the same points
 #   render       bench/render_bench.py --device gpu: frame time at 1M, 10M and 30M points
@@ -157,6 +162,8 @@ for name in "${STEPS[@]}"; do
     pow_cost) step pow_cost 480 python3 bench/gpu_bench.py --sizes "$SIZES" --skip-fit --skip-kernels --library-pow \
       --strategies hogwild,chunked,vertex --strategies-large hogwild,chunked,vertex --out "$OUT/pow_cost" ;;
     fit) step fit 200 python3 bench/gpu_bench.py --sizes "" --out "$OUT/fit" ;;
+    scale) step scale 560 python3 bench/fit_scale.py --device gpu --sizes "$SIZES" --knn "${KNN:-approx}" \
+      ${UMAP_FIT:+--umap-fit} ${HOST_DATA:+--host-data} --data "${DATA:-mixture}" --timeout 500 --out "$OUT/scale" ;;
     profile) step profile 200 python3 bench/fit_profile.py ;;
     umap) step umap 200 python3 bench/gpu_bench.py --sizes "" --skip-fit --umap-learn 30000 --out "$OUT/umap" ;;
     render) step render 120 python3 bench/render_bench.py --device gpu --repeats 5 ;;

@@ -12,6 +12,7 @@ from ._validation import RandomStateLike, check_data, check_n_epochs, check_rand
 from .graph import build_graph
 from .graph.fuzzy_cpu import new_point_memberships
 from .graph.knn_cpu import query_knn, reference_index
+from .graph.partitioned import DEFAULT_OVERLAP
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
 from .optimize.transform import embed_new_points, transform_n_epochs
@@ -31,8 +32,9 @@ class UMAP:
 
     Parameters
     ----------
-    n_neighbors, metric, min_dist, spread, knn
-        The graph's, as :func:`umapviz.build_graph` takes them.
+    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap
+        The graph's, as :func:`umapviz.build_graph` takes them (the last two tune the partitioned kNN, which
+        ``knn="auto"`` picks on the GPU for large data).
     n_components : int
         Dimensions of the embedding.
     n_epochs : int, optional
@@ -66,6 +68,8 @@ class UMAP:
         negative_sample_rate: int = 5,
         repulsion_strength: float = 1.0,
         knn: str = "auto",
+        knn_partitions: int | str = "auto",
+        knn_overlap: int = DEFAULT_OVERLAP,
         cache: bool | str = False,
         verbose: bool = False,
     ) -> None:
@@ -84,6 +88,8 @@ class UMAP:
         self.negative_sample_rate = negative_sample_rate
         self.repulsion_strength = repulsion_strength
         self.knn = knn
+        self.knn_partitions = knn_partitions
+        self.knn_overlap = knn_overlap
         self.cache = cache
         self.verbose = verbose
 
@@ -129,6 +135,8 @@ class UMAP:
             spread=self.spread,
             n_epochs=self.n_epochs,
             knn=self.knn,
+            knn_partitions=self.knn_partitions,
+            knn_overlap=self.knn_overlap,
             random_state=seed,
             cache=self.cache,
             progress=self.verbose,

@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from .._backend import resolve_device
 from .._validation import (
@@ -16,6 +19,7 @@ from .._validation import (
     check_random_state,
 )
 from ._types import FuzzyGraph
+from .build_gpu import check_graph_fits, graph_on_gpu
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy import find_ab_params
@@ -23,6 +27,7 @@ from .fuzzy_cpu import fuzzy_simplicial_set
 from .knn import check_metric, resolve_knn_method, stop_if_cancelled
 from .knn_cpu import nearest_neighbors
 from .params import GraphParams
+from .partitioned import DEFAULT_OVERLAP, partitioned_knn, resolve_partitioning
 
 
 def build_graph(
@@ -38,6 +43,9 @@ def build_graph(
     progress: bool = True,
     device: str = "cpu",
     cancel: Callable[[], bool] | None = None,
+    knn_partitions: int | str = "auto",
+    knn_overlap: int = DEFAULT_OVERLAP,
+    client: Any = None,
 ) -> FuzzyGraph:
     """Build UMAP's fuzzy graph of ``X`` as a :class:`FuzzyGraph`.
 
@@ -55,22 +63,39 @@ def build_graph(
         The optimizer's epoch count, which sets the pruning threshold ``max(w) / n_epochs``; None means 500 up
         to 10,000 points, else 200.
     knn : str
-        ``"exact"`` (tiled brute force), ``"approx"`` (pynndescent), or ``"auto"``: exact while
-        ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about half a minute on two cores), else approx.
+        ``"exact"`` (tiled brute force), ``"approx"``, ``"partitioned"`` or ``"auto"``. On the CPU "approx" is
+        NN-descent (pynndescent) and "auto" is exact while ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about
+        half a minute on two cores), else approx. On the GPU "approx" is the partitioned search and "auto" is exact
+        up to 2e13 of that cost (about 190k points of 384 features), partitioned beyond. "partitioned"
+        (:mod:`umapviz.graph.partitioned`: k-means partitions, each point in its ``knn_overlap`` nearest ones,
+        exact search inside each, candidates merged) runs on either device; measure what it misses with
+        :func:`umapviz.graph.recall.recall_at_k`.
     random_state : int, None, numpy.random.RandomState or numpy.random.Generator
-        Seeds the approximate kNN (exact kNN does not depend on it); from a generator one seed is drawn.
+        Seeds the approximate and partitioned kNN (exact kNN does not depend on it); from a generator one seed is
+        drawn.
     cache : bool, str or os.PathLike
         True (default directory, see :mod:`umapviz.graph.cache`), False, or a directory path. An unseeded
         approximate kNN (random_state=None) is never cached: each call is a fresh draw.
     progress : bool
         Show a progress bar for long exact kNN runs.
     device : str
-        ``"cpu"``, ``"gpu"`` or ``"auto"``. On the GPU the kNN is always exact (tiled GEMM + top-k selection;
-        ``knn`` is then ignored and recorded as ``"exact-gpu"``) and so is the fuzzy set.
+        ``"cpu"``, ``"gpu"`` or ``"auto"``. On the GPU the kNN (recorded as ``"exact-gpu"`` or
+        ``"partitioned-gpu"``) and the fuzzy set run on the device. Before a GPU build starts, a MemoryError says
+        how much GPU memory it needs and how much is free when it cannot fit, and what to change.
     cancel : callable, optional
         A no-argument callable (e.g. ``event.is_set`` of a ``threading.Event`` another thread sets), asked
         before each tile of the exact kNN (CPU or GPU) and after the kNN; when it returns True the build stops
-        with :class:`BuildCancelled`. An approximate search runs to its end before it is asked.
+        with :class:`BuildCancelled`. An approximate or partitioned search runs to its end before it is asked.
+    knn_partitions : int or str
+        Partitions of the partitioned search: ``"auto"`` (one per 16,384 rows; a single partition, that is exact
+        search, below that) or a count.
+    knn_overlap : int
+        Partitions each point joins in the partitioned search: more finds more true neighbours at about
+        ``knn_overlap**2`` times the work.
+    client : dask.distributed.Client, optional
+        Runs the partitioned search's partitions as tasks on the client's workers (on ``device``: one GPU per
+        worker with dask-cuda, see docs/architecture.md); the graph is the same bytes as without it. Only the
+        partitioned search runs there: ``knn`` must be "partitioned" or "auto" (then partitioned).
     """
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)
@@ -78,18 +103,29 @@ def build_graph(
     random_state = check_random_state(random_state)
     a, b = find_ab_params(spread, min_dist)  # also validates min_dist and spread
     X = check_data(X, n_neighbors=n_neighbors)
-    method = "exact-gpu" if resolve_device(device) == "gpu" else resolve_knn_method(knn, *X.shape)
+    device = resolve_device(device)
+    method = resolve_knn_method(knn, *X.shape, device=device, distributed=client is not None)
+    partitioned = method.startswith("partitioned")
+    if partitioned:
+        knn_partitions, knn_overlap = resolve_partitioning(X.shape[0], n_neighbors, knn_partitions, knn_overlap)
+    if device == "gpu":
+        check_graph_fits(X.shape[0], X.shape[1], n_neighbors, method, knn_partitions, knn_overlap)
 
     build = GraphParams.for_data(X.shape[0], n_neighbors=n_neighbors, metric=metric, knn=method, min_dist=min_dist,
                                  spread=spread, random_state=random_state, n_epochs=n_epochs, curve=(a, b))
     params = build.record()
+    if partitioned:
+        params.update(knn_partitions=knn_partitions, knn_overlap=knn_overlap)
+    seeded = method == "approx" or partitioned
     directory = resolve_cache_dir(cache)
-    if method == "approx" and random_state is None:
+    if seeded and random_state is None:
         directory = None  # a fresh draw each call, as asked: a cached graph would repeat the first one
+        if partitioned:  # its k-means takes a seed: draw one, as NN-descent does
+            random_state = int(np.random.default_rng().integers(2**31))
     path = key = None
     if directory is not None:
         # Exact kNN ignores the seed, so it is left out of the key: any seed reuses the same graph.
-        key_params = dict(params, n_epochs=build.n_epochs, random_state=random_state if method == "approx" else None)
+        key_params = dict(params, n_epochs=build.n_epochs, random_state=random_state if seeded else None)
         key = cache_key(data_fingerprint(X), key_params)
         path = cache_path(directory, key)
         graph = load_graph(path, key)
@@ -97,19 +133,24 @@ def build_graph(
             graph.params.update(params)  # the seed asked for now (it did not change the result)
             return graph
 
-    if method == "exact-gpu":
-        from .build_gpu import graph_on_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
-
-        graph = graph_on_gpu(X, build, cancel=cancel)
+    if device == "gpu":
+        partitioning = dict(n_partitions=knn_partitions, overlap=knn_overlap, random_state=random_state,
+                            client=client) if partitioned else None
+        graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
     else:
-        knn_indices, knn_dists = nearest_neighbors(
-            X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel
-        )
+        if partitioned:
+            knn_indices, knn_dists = partitioned_knn(X, n_neighbors, metric, knn_partitions, knn_overlap,
+                                                     random_state=random_state, client=client)
+        else:
+            knn_indices, knn_dists = nearest_neighbors(
+                X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel
+            )
         stop_if_cancelled(cancel)  # after an approximate search, which cannot be asked on the way
         refuse_overflowed_distances(knn_dists)  # before the fuzzy set's arithmetic on inf
         fuzzy = fuzzy_simplicial_set(knn_indices, knn_dists)
         graph = graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, build)
 
+    graph.params.update(params)  # the partitioning, when there is one
     if path is not None:
         try:
             save_graph(path, graph, key)

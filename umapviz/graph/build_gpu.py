@@ -8,36 +8,48 @@ from collections.abc import Callable
 
 import scipy.sparse
 
-from .._backend import cupy
+from .._backend import cupy, gpu_memory
 from ._types import FuzzyGraph
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy_gpu import fuzzy_simplicial_set_gpu
 from .knn import check_metric, stop_if_cancelled
-from .knn_gpu import exact_knn_gpu
+from .knn_gpu import exact_knn_gpu, knn_bytes_needed
 from .params import GraphParams
+from .partitioned import DEFAULT_OVERLAP, ROWS_PER_PARTITION, partitioned_bytes_needed, partitioned_knn
 
 
 def graph_on_gpu(X, params: GraphParams, precision: str = "tf32", timings: dict | None = None,
-                 cancel: Callable[[], bool] | None = None) -> FuzzyGraph:
+                 cancel: Callable[[], bool] | None = None, partitioning: dict | None = None) -> FuzzyGraph:
     """The graph stage with the kNN and the fuzzy set on the GPU (inputs already validated).
 
     Parameters
     ----------
     X : numpy.ndarray or cupy.ndarray
-        (n_samples, n_features) float32 data.
+        (n_samples, n_features) float32 data; with ``partitioning`` a NumPy array (also memory-mapped) may stay on
+        the host.
     params : GraphParams
         The build's parameters (``params.knn`` is recorded as given, usually ``"exact-gpu"``).
     precision : str
-        The kNN's GEMM precision, ``"tf32"`` or ``"fp32"`` (see :mod:`umapviz.graph.knn_gpu`).
+        The exact kNN's GEMM precision, ``"tf32"`` or ``"fp32"`` (see :mod:`umapviz.graph.knn_gpu`).
     timings : dict, optional
-        Receives seconds per stage (knn, fuzzy, edges).
+        Receives seconds per stage (knn, fuzzy, edges; with ``partitioning`` also the search's own stages).
     cancel : callable, optional
-        Asked before each tile of the kNN and after it (BuildCancelled when it returns True).
+        Asked before each tile of the exact kNN and after the kNN (BuildCancelled when it returns True).
+    partitioning : dict, optional
+        Keywords of :func:`umapviz.graph.partitioned.partitioned_knn` (n_partitions, overlap, random_state,
+        client): the partitioned search instead of the exact one.
     """
     cp = cupy()
     t0 = time.perf_counter()
-    idx, dist = exact_knn_gpu(X, params.n_neighbors, params.metric, precision=precision, return_device=True,
-                              cancel=cancel)
+    if partitioning is not None:
+        stages: dict = {}
+        idx, dist = partitioned_knn(X, params.n_neighbors, params.metric, device="gpu", return_device=True,
+                                    timings=stages, **partitioning)
+        if timings is not None:
+            timings.update({f"knn_{name}": value for name, value in stages.items()})
+    else:
+        idx, dist = exact_knn_gpu(X, params.n_neighbors, params.metric, precision=precision, return_device=True,
+                                  cancel=cancel)
     stop_if_cancelled(cancel)
     if not bool(cp.isfinite(dist).all()):  # before the fuzzy set's arithmetic on inf; the rows are named on the host
         refuse_overflowed_distances(dist.get())
@@ -79,3 +91,94 @@ def build_graph_gpu(
     params = GraphParams.for_data(X.shape[0], n_neighbors=n_neighbors, metric=check_metric(metric), knn="exact-gpu",
                                   min_dist=min_dist, spread=spread, n_epochs=n_epochs)
     return graph_on_gpu(X, params, precision=precision, timings=timings)
+
+
+def graph_bytes_needed(n: int, d: int, n_neighbors: int, method: str, n_partitions: int = 1, overlap: int = 1,
+                       data_on_device: bool = True) -> int:
+    """GPU bytes a graph build needs at its peak: the kNN's (exact: X, its scaled copy, one tile of 1,024 query
+    rows and the results; partitioned: :func:`umapviz.graph.partitioned.partitioned_bytes_needed`), or the fuzzy
+    set's (the kNN's results, the memberships, the symmetric sum's three sparse matrices, and X where it stays on
+    the device), whichever is more.
+
+    Parameters
+    ----------
+    n, d : int
+        Points and features.
+    n_neighbors : int
+        Neighbours per point.
+    method : str
+        ``"exact-gpu"`` or ``"partitioned-gpu"``.
+    n_partitions, overlap : int
+        The partitioned search's resolved partitioning.
+    data_on_device : bool
+        Whether X lies on the GPU (a CuPy array, or a NumPy one that gets uploaded).
+    """
+    if method == "partitioned-gpu":
+        knn = partitioned_bytes_needed(n, d, n_neighbors, n_partitions, overlap, data_on_device)
+    else:
+        knn = knn_bytes_needed(n, d, n_neighbors, min(n, 1024))  # X on the device is counted there
+    fuzzy = 8 * n * n_neighbors + 3 * 12 * 2 * n * n_neighbors + (4 * n * d if data_on_device else 0)
+    return int(max(knn, fuzzy))
+
+
+def memory_shortfall_message(n: int, d: int, n_neighbors: int, method: str, need: int, free: int, total: int,
+                             partitioned_need: int | None = None) -> str:
+    """The MemoryError text of a GPU build that cannot fit: what it needs, what is free, and what to change.
+
+    Parameters
+    ----------
+    n, d, n_neighbors : int
+        The build's size.
+    method : str
+        ``"exact-gpu"`` or ``"partitioned-gpu"``.
+    need, free, total : int
+        Bytes needed, free and in all on the GPU.
+    partitioned_need : int, optional
+        For an exact build, what the partitioned search would need (named in the fix).
+    """
+    gib = 2**30
+    fixes = []
+    if method == "exact-gpu":
+        other = f" (about {partitioned_need / gib:.1f} GiB here)" if partitioned_need is not None else ""
+        fixes.append(f"knn='approx' (the partitioned search{other})")
+    else:
+        fixes.append("more knn_partitions (smaller partitions)")
+    fixes += ["fewer rows", "X as a NumPy array or a memory-mapped .npy, not a CuPy array (the partitioned search "
+              "then streams it to the GPU partition by partition)", "freeing GPU memory", "device='cpu'"]
+    return (
+        f"The {method} graph of {n:,} x {d} points with n_neighbors={n_neighbors} needs about {need / gib:.2f} GiB "
+        f"of GPU memory, but only {free / gib:.2f} GiB of {total / gib:.2f} GiB is free. Try " + "; or ".join(fixes)
+        + "."
+    )
+
+
+def check_graph_fits(n: int, d: int, n_neighbors: int, method: str, n_partitions: int | str = 1, overlap: int = 1,
+                     data_on_device: bool = True, free_total: tuple[int, int] | None = None) -> None:
+    """MemoryError (:func:`memory_shortfall_message`) before a GPU build that cannot fit in free GPU memory.
+
+    Parameters
+    ----------
+    n, d, n_neighbors : int
+        The build's size.
+    method : str
+        ``"exact-gpu"`` or ``"partitioned-gpu"``.
+    n_partitions, overlap : int
+        The partitioned search's resolved partitioning (ignored for the exact search).
+    data_on_device : bool
+        Whether X lies on the GPU for the whole build. A partitioned build of host data keeps it on the host when it
+        does not fit, so only its search's own buffers must fit.
+    free_total : (int, int), optional
+        (free, total) bytes; None asks the GPU.
+    """
+    free, total = gpu_memory() if free_total is None else free_total
+    if method == "partitioned-gpu":
+        need = graph_bytes_needed(n, d, n_neighbors, method, int(n_partitions), overlap, data_on_device=False)
+        if need <= free:
+            return
+        raise MemoryError(memory_shortfall_message(n, d, n_neighbors, method, need, free, total))
+    need = graph_bytes_needed(n, d, n_neighbors, method, data_on_device=data_on_device)
+    if need <= free:
+        return
+    parts = max(1, -(-n // ROWS_PER_PARTITION))
+    other = graph_bytes_needed(n, d, n_neighbors, "partitioned-gpu", parts, DEFAULT_OVERLAP, data_on_device=False)
+    raise MemoryError(memory_shortfall_message(n, d, n_neighbors, method, need, free, total, other))

@@ -13,7 +13,7 @@ from typing import Any
 from .._backend import xp_of
 
 METRICS = ("euclidean", "cosine")
-KNN_METHODS = ("auto", "exact", "approx")
+KNN_METHODS = ("auto", "exact", "approx", "partitioned")
 
 # knn="auto" uses exact kNN while its cost model n_samples**2 * (n_features + 150) stays at or below this bound,
 # approximate beyond. Per pair of points, exact kNN pays a GEMM term (well under a nanosecond per feature plus
@@ -31,12 +31,37 @@ def check_metric(metric: str) -> str:
     return metric.lower()
 
 
-def resolve_knn_method(knn: str, n_samples: int, n_features: int) -> str:
-    """Map ``knn`` ("auto" | "exact" | "approx") to the method actually used."""
+# On the GPU the same cost model with a bound of its own: exact kNN of 1M x 384 points takes about 6 s on an H200
+# (bench/RESULTS.md, "Fit end to end"), about 1e14 units of n**2 * (n_features + 150) per second, so this bound is
+# about 0.2 s of exact search (about 190k points of 384 features): below it the partitioned search's fixed costs
+# (the k-means, one search per partition) would eat most of what it saves, and exact neighbours cost nothing extra.
+GPU_AUTO_EXACT_MAX_WORK = 2e13
+
+
+def resolve_knn_method(knn: str, n_samples: int, n_features: int, device: str = "cpu",
+                       distributed: bool = False) -> str:
+    """Map ``knn`` ("auto" | "exact" | "approx" | "partitioned") to the method actually used on ``device``.
+
+    On the CPU: "exact", "approx" (pynndescent) or "partitioned"; "auto" is exact up to AUTO_EXACT_MAX_WORK of
+    ``n_samples**2 * (n_features + 150)``, else approx. On the GPU: "exact-gpu" or "partitioned-gpu" ("approx"
+    is the partitioned search there); "auto" is exact up to GPU_AUTO_EXACT_MAX_WORK. With ``distributed`` (a Dask
+    client) only the partitioned search runs: "auto" picks it, and "exact" or "approx" is refused.
+    """
     if knn not in KNN_METHODS:
         raise ValueError(f"knn={knn!r} is not one of {', '.join(map(repr, KNN_METHODS))}.")
+    work = float(n_samples) ** 2 * (n_features + _AUTO_FEATURE_OFFSET)
+    if distributed:
+        if knn not in ("auto", "partitioned") and not (device == "gpu" and knn == "approx"):
+            raise ValueError(
+                f"knn={knn!r} cannot run on a Dask client: only the partitioned search spreads over workers. Pass "
+                "knn='partitioned' (or 'auto'), or leave client=None."
+            )
+        knn = "partitioned"
+    if device == "gpu":
+        if knn == "auto":
+            knn = "exact" if work <= GPU_AUTO_EXACT_MAX_WORK else "partitioned"
+        return "exact-gpu" if knn == "exact" else "partitioned-gpu"
     if knn == "auto":
-        work = float(n_samples) ** 2 * (n_features + _AUTO_FEATURE_OFFSET)
         return "exact" if work <= AUTO_EXACT_MAX_WORK else "approx"
     return knn
 

@@ -1,0 +1,190 @@
+"""A fit at scale, stage by stage: kNN, graph, start layout, layout, total, recall, trust, peak GPU memory.
+
+    PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/fit_scale.py --device gpu --sizes 1000000,10000000 --out DIR
+    PYTHONPATH=. python bench/fit_scale.py --device cpu --sizes 20000,50000 --knn partitioned      (here)
+
+Each size runs in a fresh process (a child of this one) on data generated there: the 384-d Gaussian mixture of
+the GPU benches (bench/gpu_mixture.py: Zipf-sized clusters far apart), made on the GPU and copied to the host (X
+is a NumPy array, as a user passes it; --host-data keeps it there for the whole graph build, streamed partition
+by partition), or --data text_like (umapviz.datasets, 384-d unit vectors from anisotropic topics). Stages:
+kNN (``--knn``: approx is the partitioned search on the GPU; exact; partitioned; auto), the rest of the graph
+(fuzzy set and edge list), the spectral start, the chunked("auto") layout, and the total of those. Then, not
+timed: recall@k on 1,000 sampled rows against brute force (umapviz.graph.recall.recall_at_k), trustworthiness on a
+5,000-point sample (umapviz.metrics.trustworthiness), and the peak of CuPy's memory pool (what the run held at
+most, beside what CUDA itself keeps) with the GPU's used memory at the end. --umap-fit also times
+``UMAP(device=..., random_state=0).fit_transform(X)`` as a user calls it (knn="auto"), in its own fresh process.
+Writes results.jsonl and results.md to --out and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+COLUMNS = ("n", "d", "knn", "knn_s", "graph_s", "start_s", "layout_s", "total_s", "recall", "trust", "peak_gpu_gib",
+           "umap_fit_s")
+
+
+def make_data(n: int, data: str, device: str) -> np.ndarray:
+    """(n, 384) float32 NumPy data: the GPU benches' mixture (made on the GPU there), or text_like."""
+    if data == "text_like":
+        from umapviz import datasets  # noqa: PLC0415 - child process only
+
+        return datasets.load("text_like", n_samples=n, random_state=0)[0]
+    sys.path.insert(0, str(Path(__file__).parent))
+    from gpu_mixture import mixture_gpu  # noqa: PLC0415 - a sibling script
+
+    if device == "gpu":
+        X, _ = mixture_gpu(n, 384, seed=0)
+        return X.get()
+    return mixture_gpu(n, 384, seed=0, xp=np)[0]
+
+
+def _sync(device: str) -> None:
+    if device == "gpu":
+        import cupy as cp  # noqa: PLC0415 - GPU runs only
+
+        cp.cuda.Device().synchronize()
+
+
+def one_size(args) -> dict:
+    """The staged fit of one size (in this process)."""
+    from umapviz import LayoutOptimizer  # noqa: PLC0415 - child process only: a fresh import per size
+    from umapviz.graph.build_gpu import check_graph_fits, graph_on_gpu  # noqa: PLC0415
+    from umapviz.graph.clusterwise import graph_from_knn  # noqa: PLC0415
+    from umapviz.graph.init import spectral_init  # noqa: PLC0415
+    from umapviz.graph.knn import resolve_knn_method  # noqa: PLC0415
+    from umapviz.graph.knn_cpu import nearest_neighbors  # noqa: PLC0415
+    from umapviz.graph.params import GraphParams  # noqa: PLC0415
+    from umapviz.graph.partitioned import partitioned_knn, resolve_partitioning  # noqa: PLC0415
+    from umapviz.graph.recall import recall_at_k  # noqa: PLC0415
+    from umapviz.metrics import trustworthiness  # noqa: PLC0415
+
+    n, k, device, seed = args.one, 15, args.device, 0
+    X = make_data(n, args.data, device)
+    method = resolve_knn_method(args.knn, *X.shape, device=device)
+    row: dict = {"n": n, "d": int(X.shape[1]), "knn": method, "data": args.data}
+    parts = resolve_partitioning(n, k, args.partitions, args.overlap) if method.startswith("partitioned") else None
+    if parts is not None:
+        row.update(partitions=parts[0], overlap=parts[1])
+    stages: dict = {}
+    _sync(device)
+    t0 = time.perf_counter()
+    if device == "gpu":
+        import cupy as cp  # noqa: PLC0415 - GPU runs only
+
+        check_graph_fits(n, X.shape[1], k, method, *(parts or (1, 1)), data_on_device=not args.host_data)
+        params = GraphParams.for_data(n, n_neighbors=k, metric="euclidean", knn=method)
+        partitioning = (dict(n_partitions=parts[0], overlap=parts[1], random_state=seed,
+                             data_on_device=not args.host_data) if parts else None)
+        graph = graph_on_gpu(X, params, timings=stages, partitioning=partitioning)
+        knn_s = stages["knn"]
+    else:
+        if parts is not None:
+            idx, dist = partitioned_knn(X, k, n_partitions=parts[0], overlap=parts[1], random_state=seed)
+        else:
+            idx, dist = nearest_neighbors(X, k, method=method, random_state=seed, progress=False)
+        knn_s = time.perf_counter() - t0
+        graph = graph_from_knn(idx, dist, knn=method)
+    _sync(device)
+    t1 = time.perf_counter()
+    start = spectral_init(graph, 2, seed, device=device)
+    _sync(device)
+    t2 = time.perf_counter()
+    opt = LayoutOptimizer(graph, strategy="chunked", n_chunks="auto", random_state=seed, init=start, device=device)
+    opt.run()
+    _sync(device)
+    t3 = time.perf_counter()
+    row.update(knn_s=knn_s, graph_s=t1 - t0 - knn_s, start_s=t2 - t1, layout_s=t3 - t2, total_s=t3 - t0,
+               stages={key: value for key, value in stages.items() if key != "knn"})
+    data = cp.asarray(X) if device == "gpu" else X
+    emb = opt.device_embedding if device == "gpu" else opt.embedding
+    row["recall"] = recall_at_k(data, graph.knn_indices, sample=1000, seed=1, device=device)
+    row["trust"] = trustworthiness(data, emb, sample=min(5000, n), random_state=0)
+    if device == "gpu":
+        free, total = cp.cuda.runtime.memGetInfo()
+        row.update(peak_gpu_gib=cp.get_default_memory_pool().total_bytes() / 2**30,
+                   gpu_used_end_gib=(total - free) / 2**30)
+    return row
+
+
+def umap_fit(args) -> dict:
+    """Seconds of UMAP(device=..., random_state=0).fit_transform(X) on host data, as a user calls it."""
+    from umapviz import UMAP  # noqa: PLC0415 - child process only
+
+    X = make_data(args.one, args.data, args.device)
+    _sync(args.device)
+    t0 = time.perf_counter()
+    UMAP(device=args.device, random_state=0, cache=False).fit_transform(X)
+    _sync(args.device)
+    return {"umap_fit_s": time.perf_counter() - t0}
+
+
+def markdown(rows: list[dict]) -> str:
+    def cell(value):
+        return f"{value:.3f}" if isinstance(value, float) else ("" if value is None else str(value))
+
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(cell(row.get(c)) for c in COLUMNS) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def child(args, extra: list[str]) -> dict:
+    """Run this script for one size in a fresh process; its last stdout line is the JSON row."""
+    cmd = [sys.executable, __file__, "--device", args.device, "--knn", args.knn, "--data", args.data,
+           "--partitions", str(args.partitions), "--overlap", str(args.overlap), *extra]
+    if args.host_data:
+        cmd.append("--host-data")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000000", help="comma-separated point counts")
+    parser.add_argument("--device", default="gpu", choices=("cpu", "gpu"))
+    parser.add_argument("--knn", default="approx", choices=("auto", "exact", "approx", "partitioned"))
+    parser.add_argument("--data", default="mixture", choices=("mixture", "text_like"))
+    parser.add_argument("--partitions", default="auto", help="knn_partitions (int or auto)")
+    parser.add_argument("--overlap", type=int, default=2)
+    parser.add_argument("--host-data", action="store_true", help="keep X on the host during the graph build")
+    parser.add_argument("--umap-fit", action="store_true", help="also time UMAP().fit_transform per size")
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--fit-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.partitions != "auto":
+        args.partitions = int(args.partitions)
+    if args.one is not None:  # the child
+        print(json.dumps(umap_fit(args) if args.fit_only else one_size(args)), flush=True)
+        return
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",") if s):
+        t = time.perf_counter()
+        row = child(args, ["--one", str(n)])
+        if args.umap_fit and "error" not in row:
+            row.update(child(args, ["--one", str(n), "--fit-only"]))
+        row.setdefault("n", n)
+        print(f"[{time.strftime('%H:%M:%S')}] n={n:,}: {json.dumps(row)} ({time.perf_counter() - t:.0f} s)", flush=True)
+        rows.append(row)
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            with open(Path(args.out) / "results.jsonl", "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+    table = markdown(rows)
+    if args.out:
+        (Path(args.out) / "results.md").write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

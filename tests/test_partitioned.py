@@ -1,0 +1,194 @@
+"""The partitioned approximate kNN (umapviz.graph.partitioned): determinism, recall, the size cap, Dask, the GPU
+memory check, and the GPU twin (marked gpu)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+from scipy.spatial.distance import cdist
+
+from umapviz import UMAP, datasets
+from umapviz.graph import build_graph
+from umapviz.graph.build_gpu import check_graph_fits, graph_bytes_needed
+from umapviz.graph.knn import resolve_knn_method
+from umapviz.graph.knn_cpu import exact_knn
+from umapviz.graph.partitioned import partitioned_knn, resolve_partitioning
+from umapviz.graph.partitions import plan_partitions
+from umapviz.graph.recall import recall_at_k
+
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def text_like():
+    return datasets.load("text_like", n_samples=4000, random_state=0)[0]
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    return datasets.load("clusters", n_samples=3000, random_state=0)[0]
+
+
+def test_same_seed_gives_the_same_graph_bytes(clusters):
+    first = build_graph(clusters, knn="partitioned", knn_partitions=4, random_state=3, cache=False, progress=False)
+    again = build_graph(clusters, knn="partitioned", knn_partitions=4, random_state=3, cache=False, progress=False)
+    assert first.params["knn"] == "partitioned"
+    assert (first.params["knn_partitions"], first.params["knn_overlap"]) == (4, 2)
+    for name in ("knn_indices", "knn_dists", "head", "tail", "weight", "epochs_per_sample"):
+        assert getattr(first, name).tobytes() == getattr(again, name).tobytes(), name
+
+
+def test_umap_passes_the_partitioning_to_the_graph(clusters):
+    model = UMAP(knn="partitioned", knn_partitions=3, knn_overlap=3, n_epochs=5, random_state=0, device="cpu")
+    model.fit(clusters[:1000])
+    assert model.get_params()["knn_partitions"] == 3
+    assert (model.graph_.params["knn_partitions"], model.graph_.params["knn_overlap"]) == (3, 3)
+
+
+def test_neighbours_are_true_distances_self_first_sorted(clusters):
+    idx, dist = partitioned_knn(clusters, 10, n_partitions=4, random_state=0)
+    n = clusters.shape[0]
+    assert idx.dtype == np.int32 and dist.dtype == np.float32 and idx.shape == (n, 10)
+    assert (idx[:, 0] == np.arange(n)).all() and (dist[:, 0] == 0).all()
+    assert all(len(set(row)) == 10 for row in idx.tolist())  # no neighbour twice
+    rows = np.arange(0, n, 97)
+    X64 = clusters.astype(np.float64)
+    true = np.take_along_axis(cdist(X64[rows], X64), idx[rows].astype(np.int64), axis=1)
+    np.testing.assert_allclose(dist[rows], true, rtol=1e-6)
+    assert (np.diff(dist[:, 1:], axis=1) >= 0).all()
+
+
+def test_one_partition_is_the_exact_search(clusters):
+    idx, dist = partitioned_knn(clusters, 15, n_partitions=1, random_state=0)
+    exact_idx, exact_dist = exact_knn(clusters, 15, progress=False)
+    assert np.array_equal(idx, exact_idx) and np.array_equal(dist, exact_dist)
+
+
+@pytest.mark.parametrize(("name", "n_partitions", "metric"),
+                         [("text_like", 8, "euclidean"), ("text_like", 8, "cosine"), ("clusters", 3, "euclidean")])
+def test_recall_at_default_overlap(name, n_partitions, metric, text_like, clusters):
+    X = text_like if name == "text_like" else clusters
+    idx, _ = partitioned_knn(X, 15, metric, n_partitions=n_partitions, random_state=0)
+    assert recall_at_k(X, idx, sample=300, seed=1, metric=metric) >= 0.95
+
+
+def test_recall_counts_the_missing_neighbours(clusters):
+    X = clusters[:800]
+    D = cdist(X.astype(np.float64), X.astype(np.float64))
+    truth = np.argsort(D, axis=1, kind="stable")[:, :15]
+    assert recall_at_k(X, truth, sample=800) == 1.0
+    damaged = truth.copy()
+    damaged[:, -1] = np.argmax(D, axis=1)  # the farthest point instead of the 15th nearest
+    assert recall_at_k(X, damaged, sample=800) == pytest.approx(14 / 15)
+    with pytest.raises(ValueError, match="graph.knn_indices"):
+        recall_at_k(X, truth[:10], sample=5)
+
+
+def test_partitions_are_capped_and_every_point_joins_overlap_of_them():
+    # One cluster of 3,000 points beside two small ones: the big cluster's partitions must be cut to the cap.
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(size=(3000, 8)), rng.normal(size=(200, 8)) + 30, rng.normal(size=(200, 8)) - 30])
+    X = X.astype(np.float32)
+    plan = plan_partitions(X, 3, 2, seed=0, max_members=1500, min_members=30)
+    assert max(part.size for part in plan) <= 1500
+    memberships = np.concatenate([part.members for part in plan])
+    assert (np.bincount(memberships, minlength=len(X)) == 2).all()
+    for part in plan:
+        assert (np.diff(part.members) > 0).all()
+
+
+def test_memory_mapped_data_gives_the_same_neighbours(tmp_path, clusters):
+    path = tmp_path / "x.npy"
+    np.save(path, clusters)
+    mapped = np.load(path, mmap_mode="r")
+    a = partitioned_knn(mapped, 15, n_partitions=4, random_state=0)
+    b = partitioned_knn(clusters, 15, n_partitions=4, random_state=0)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def test_dask_workers_give_the_same_graph_bytes(clusters):
+    here = build_graph(clusters, knn="partitioned", knn_partitions=4, random_state=0, cache=False, progress=False)
+    with (LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster,
+          Client(cluster) as client):
+        there = build_graph(clusters, knn="auto", knn_partitions=4, random_state=0, cache=False, progress=False,
+                            client=client)
+        with pytest.raises(ValueError, match="knn='partitioned'"):
+            build_graph(clusters, knn="exact", cache=False, client=client)
+    assert there.params["knn"] == "partitioned"
+    assert there.fingerprint == here.fingerprint
+    assert there.knn_dists.tobytes() == here.knn_dists.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"knn_partitions": 0}, "knn_partitions=0 is out of range"),
+        ({"knn_partitions": "many"}, "pass a positive int or 'auto'"),
+        ({"knn_partitions": 2.5}, "knn_partitions must be an integer"),
+        ({"knn_partitions": 500}, "Use at most 100"),
+        ({"knn_overlap": 0}, "knn_overlap=0 is out of range"),
+    ],
+)
+def test_bad_partitioning_is_refused_with_the_fix(clusters, kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        build_graph(clusters, knn="partitioned", cache=False, **kwargs)
+
+
+def test_auto_partitions_and_methods():
+    assert resolve_partitioning(100_000, 15) == (7, 2)  # one per 16,384 rows
+    assert resolve_partitioning(1000, 15) == (1, 1)  # one partition: exact
+    assert resolve_knn_method("auto", 150_000, 384, device="gpu") == "exact-gpu"
+    assert resolve_knn_method("auto", 1_000_000, 384, device="gpu") == "partitioned-gpu"
+    assert resolve_knn_method("approx", 1000, 384, device="gpu") == "partitioned-gpu"
+    assert resolve_knn_method("exact", 10**7, 384, device="gpu") == "exact-gpu"
+    assert resolve_knn_method("approx", 10**6, 384) == "approx"  # NN-descent on the CPU
+    assert resolve_knn_method("auto", 1000, 8, distributed=True) == "partitioned"
+
+
+def test_memory_check_names_need_free_and_fix():
+    # 10M x 384 exact: X and its scaled copy alone are 30 GB; on a GPU with 20 GiB free it cannot start.
+    with pytest.raises(MemoryError) as info:
+        check_graph_fits(10_000_000, 384, 15, "exact-gpu", free_total=(20 * GIB, 80 * GIB))
+    text = str(info.value)
+    need = graph_bytes_needed(10_000_000, 384, 15, "exact-gpu")
+    assert f"{need / GIB:.2f} GiB" in text and "20.00 GiB of 80.00 GiB is free" in text
+    assert "knn='approx'" in text and "fewer rows" in text and "memory-mapped" in text
+    # The partitioned search of host data fits there, and nothing is raised.
+    check_graph_fits(10_000_000, 384, 15, "partitioned-gpu", 611, 2, free_total=(20 * GIB, 80 * GIB))
+    with pytest.raises(MemoryError, match="more knn_partitions"):
+        check_graph_fits(10_000_000, 384, 15, "partitioned-gpu", 611, 2, free_total=(GIB // 2, 80 * GIB))
+    assert graph_bytes_needed(1000, 8, 15, "exact-gpu") < 50 * 2**20
+
+
+# ------------------------------------------------------------------------------------------------- GPU
+
+
+@pytest.mark.gpu
+def test_gpu_partitioned_graph_is_deterministic_and_finds_the_neighbours(text_like):
+    first = build_graph(text_like, knn="approx", knn_partitions=8, random_state=0, device="gpu", cache=False)
+    again = build_graph(text_like, knn="approx", knn_partitions=8, random_state=0, device="gpu", cache=False)
+    assert first.params["knn"] == "partitioned-gpu"
+    assert first.fingerprint == again.fingerprint
+    assert first.knn_indices.tobytes() == again.knn_indices.tobytes()
+    assert recall_at_k(text_like, first.knn_indices, sample=500, seed=1, device="gpu") >= 0.95
+
+
+@pytest.mark.gpu
+def test_gpu_partitioned_matches_the_cpu_twin(text_like):
+    gpu_idx, _ = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, device="gpu")
+    cpu_idx, _ = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, device="cpu")
+    # The k-means runs in float32 GEMMs on each device, so a point at a near-tie between two centroids may join
+    # another partition on the other device: neighbour sets agree on almost every row, not promised on all.
+    same = np.mean([set(a) == set(b) for a, b in zip(gpu_idx.tolist(), cpu_idx.tolist(), strict=True)])
+    assert same >= 0.97
+
+
+@pytest.mark.gpu
+def test_gpu_host_data_streams_to_the_same_neighbours(tmp_path, text_like):
+    path = tmp_path / "x.npy"
+    np.save(path, text_like)
+    mapped = np.load(path, mmap_mode="r")
+    streamed = partitioned_knn(mapped, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=False)
+    resident = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=True)
+    assert np.array_equal(streamed[0], resident[0]) and np.array_equal(streamed[1], resident[1])

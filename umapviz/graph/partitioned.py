@@ -1,0 +1,252 @@
+"""Approximate kNN by overlapping partitions, on the CPU or the GPU, optionally on Dask workers.
+
+The rows are cut into overlapping partitions (:mod:`umapviz.graph.partitions`: k-means centroids, each point in
+its ``overlap`` nearest centroids' partitions, sizes capped); each partition's members get their exact kNN among
+the members (the exact searches :func:`umapviz.graph.knn_cpu.exact_knn` and
+:func:`umapviz.graph.knn_gpu.exact_knn_gpu`); each point keeps the ``k`` best of the candidates its partitions gave,
+by (distance, index), itself first. The cost is about ``overlap**2 * n * rows_per_partition`` distance
+evaluations instead of ``n**2``; what it misses is measured by :func:`umapviz.graph.recall.recall_at_k`.
+
+Deterministic: the plan is a function of the data and the seed, and the merge a function of the set of
+candidates (a pair's distance is recomputed exactly from its two rows, the same in every partition that holds
+it), so neither the order in which partitions finish nor the Dask workers that run them change a byte.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from .._backend import cupy, gpu_memory, is_cupy, to_host
+from .._validation import check_int
+from .knn import check_metric
+from .knn_cpu import exact_knn
+from .knn_gpu import exact_knn_gpu, knn_bytes_needed
+from .partitions import Partition, plan_partitions, take_rows
+
+# Primary rows per partition for n_partitions="auto" and the default overlap: chosen by the recall they reach on
+# the kit's data sets (bench/PARTITIONED_KNN.md).
+ROWS_PER_PARTITION = 16384
+DEFAULT_OVERLAP = 2
+# A partition may hold up to this many times its share of memberships (overlap * n / n_partitions) before it is
+# cut in halves: balance bounds the slowest search and the GPU memory of one partition.
+MAX_MEMBERS_FACTOR = 2.0
+_EMPTY = np.iinfo(np.int64).max
+_LOW32 = 0xFFFFFFFF
+
+
+def resolve_partitioning(n_samples: int, n_neighbors: int, n_partitions: int | str = "auto",
+                         overlap: int = DEFAULT_OVERLAP) -> tuple[int, int]:
+    """``(n_partitions, overlap)`` for n_samples points: "auto" gives one partition per ROWS_PER_PARTITION rows;
+    both are checked (a clear error names the fix).
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of points.
+    n_neighbors : int
+        Neighbours per point, counting the point itself.
+    n_partitions : int or "auto"
+        Number of k-means partitions.
+    overlap : int
+        Partitions each point joins.
+    """
+    if isinstance(n_partitions, str):
+        if n_partitions != "auto":
+            raise ValueError(f"knn_partitions={n_partitions!r} is not understood: pass a positive int or 'auto'.")
+        n_partitions = max(1, math.ceil(n_samples / ROWS_PER_PARTITION))
+    n_partitions = check_int("knn_partitions", n_partitions, 1)
+    overlap = check_int("knn_overlap", overlap, 1)
+    most = max(1, n_samples // (2 * n_neighbors))
+    if n_partitions > most:
+        raise ValueError(
+            f"knn_partitions={n_partitions} is too many for {n_samples:,} points and n_neighbors={n_neighbors}: "
+            f"each partition needs well over n_neighbors points. Use at most {most} (or 'auto')."
+        )
+    if overlap > n_partitions:
+        overlap = n_partitions  # with one partition every point is in it: the search is exact
+    return n_partitions, overlap
+
+
+def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_partitions: int | str = "auto",
+                    overlap: int = DEFAULT_OVERLAP, random_state: int = 0, device: str = "cpu", client: Any = None,
+                    return_device: bool = False, timings: dict | None = None,
+                    data_on_device: bool | None = None) -> tuple[Any, Any]:
+    """Approximate kNN by overlapping partitions: ``(indices int32 (n, k), distances float32 (n, k))``, self first,
+    the rest by (distance, index), like the exact searches.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray
+        (n, d) float32 data, already checked. On the GPU a NumPy array (also a memory-mapped ``.npy``) is uploaded
+        whole when it fits beside the work, else one partition's rows at a time.
+    n_neighbors : int
+        Neighbours per point, counting the point itself.
+    metric : str
+        ``"euclidean"`` or ``"cosine"``.
+    n_partitions : int or "auto"
+        k-means partitions ("auto": one per ROWS_PER_PARTITION rows).
+    overlap : int
+        Partitions each point joins; more raises recall at about ``overlap**2`` times the work.
+    random_state : int
+        Seeds the partitioning; the same seed gives the same bytes.
+    device : str
+        ``"cpu"`` or ``"gpu"``: where the plan, the searches (without ``client``) and the merge run.
+    client : dask.distributed.Client, optional
+        Runs each partition's search as a task on the client's workers, on their ``device``.
+    return_device : bool
+        On the GPU, return CuPy arrays.
+    timings : dict, optional
+        Receives seconds of the plan, the searches and the merge, and the partition count and largest size.
+    data_on_device : bool, optional
+        On the GPU with NumPy X: True uploads X whole, False keeps it on the host (rows travel per tile and per
+        partition), None decides by free GPU memory (uploaded when X and the work take at most half of it).
+    """
+    metric = check_metric(metric)
+    n, d = (int(s) for s in X.shape)
+    k = check_int("n_neighbors", n_neighbors, 1)
+    n_partitions, overlap = resolve_partitioning(n, k, n_partitions, overlap)
+    xp = cupy() if device == "gpu" else np
+    t0 = time.perf_counter()
+    data = _work_data(X, n, d, k, overlap, n_partitions, data_on_device) if device == "gpu" else X
+    plan = plan_partitions(data, n_partitions, overlap, int(random_state or 0), _max_members(n, n_partitions, overlap),
+                           _min_members(k), metric=metric, xp=xp)
+    t1 = time.perf_counter()
+    # Column block `slot` of a point's row holds the k candidates of its slot-th partition.
+    keys = xp.full((n, overlap * k), _EMPTY, dtype=xp.int64)
+    for part, (idx, dist) in zip(plan, _searches(data, plan, k, metric, device, client), strict=True):
+        _scatter(keys, part, xp.asarray(idx), xp.asarray(dist), k, xp)
+    t2 = time.perf_counter()
+    idx, dist = _merge(keys, k, xp)
+    if timings is not None:
+        timings.update(plan=t1 - t0, searches=t2 - t1, merge=time.perf_counter() - t2, n_partitions=len(plan),
+                       largest_partition=max(part.size for part in plan))
+    if xp is not np and not return_device:
+        return idx.get(), dist.get()
+    return idx, dist
+
+
+def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> tuple[Any, Any]:
+    """Exact kNN of a partition's rows among themselves (local row numbers, self first): the unit of work of a
+    partitioned search, and the task a Dask worker runs.
+
+    Parameters
+    ----------
+    rows : numpy.ndarray or cupy.ndarray
+        (m, d) float32 rows of one partition.
+    n_neighbors : int
+        Neighbours per point, counting the point itself.
+    metric : str
+        ``"euclidean"`` or ``"cosine"``.
+    device : str
+        ``"cpu"`` (:func:`umapviz.graph.knn_cpu.exact_knn`) or ``"gpu"`` (:func:`knn_gpu.exact_knn_gpu`; CuPy
+        results for CuPy rows, NumPy ones for NumPy rows).
+    """
+    if device == "gpu":
+        return exact_knn_gpu(rows, n_neighbors, metric, return_device=is_cupy(rows))
+    return exact_knn(np.asarray(rows), n_neighbors, metric, progress=False)
+
+
+def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int, overlap: int,
+                             data_on_device: bool = True) -> int:
+    """GPU bytes a partitioned search needs at its peak: X when it is on the device, the assignment and the
+    candidate keys of every point (and the sort's copy), and the largest partition's exact search.
+
+    Parameters
+    ----------
+    n, d : int
+        Points and features.
+    n_neighbors : int
+        Neighbours per point.
+    n_partitions, overlap : int
+        The resolved partitioning (:func:`resolve_partitioning`).
+    data_on_device : bool
+        Whether X lies on the GPU for the whole search (else its rows travel partition by partition).
+    """
+    largest = min(n, _max_members(n, n_partitions, overlap))
+    candidates = 2 * 8 * n * overlap * n_neighbors + 4 * n * overlap
+    search = knn_bytes_needed(largest, d, n_neighbors, min(largest, 1024)) + 4 * largest * d
+    return (4 * n * d if data_on_device else 0) + candidates + search
+
+
+def _max_members(n: int, n_partitions: int, overlap: int) -> int:
+    """The cap on a partition's members: MAX_MEMBERS_FACTOR times its share (no cap with one partition)."""
+    if n_partitions == 1:
+        return n
+    return max(1, int(MAX_MEMBERS_FACTOR * overlap * n / n_partitions))
+
+
+def _min_members(n_neighbors: int) -> int:
+    """The fewest members a partition may have: its exact search needs more points than neighbours."""
+    return 2 * n_neighbors
+
+
+def _work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, upload: bool | None) -> Any:
+    """X on the GPU when asked (``upload``), or with None when it fits beside the work in half the free memory;
+    else X where it is: its rows then travel to the GPU tile by tile and partition by partition."""
+    if is_cupy(X):
+        return X
+    if upload is None:
+        free, _ = gpu_memory()
+        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False)
+        upload = 4 * n * d + work <= 0.5 * free
+    return cupy().asarray(X, dtype=np.float32) if upload else X
+
+
+def _searches(data: Any, plan: list[Partition], k: int, metric: str, device: str, client: Any):
+    """Each partition's (local indices, distances), in plan order: here, or as Dask tasks on ``client``'s workers
+    (at most two per worker core in flight, so the driver never holds every partition's rows at once)."""
+    if client is None:
+        for part in plan:
+            yield search_partition(take_rows(data, part.members), k, metric, device)
+        return
+    window = max(2, 2 * sum(client.nthreads().values()))
+    futures = []
+    for i, part in enumerate(plan):
+        rows = to_host(take_rows(data, part.members))
+        futures.append(client.submit(search_partition, rows, k, metric, device, pure=False))
+        if i >= window - 1:
+            yield futures.pop(0).result()
+    while futures:
+        yield futures.pop(0).result()
+
+
+def _scatter(keys: Any, part: Partition, idx: Any, dist: Any, k: int, xp: Any) -> None:
+    """Write a partition's candidates into its members' rows of ``keys``: (global index << 32) | distance bits,
+    -1 for the point itself (so it sorts first whatever its duplicates)."""
+    members = xp.asarray(part.members)
+    found = members[idx.astype(xp.int64)]
+    bits = dist.astype(xp.float32).view(xp.int32).astype(xp.int64)  # a float >= 0 orders as its bits do
+    key = (found << 32) | bits
+    key[found == members[:, None]] = -1
+    cols = xp.asarray(part.slots)[:, None] * k + xp.arange(k)[None, :]
+    keys[members[:, None], cols] = key
+
+
+def _merge(keys: Any, k: int, xp: Any) -> tuple[Any, Any]:
+    """Per row the k best distinct candidates by (distance, index), self first. A pair found in several partitions
+    is kept once (its smallest distance, should they differ)."""
+    n = keys.shape[0]
+    keys.sort(axis=1)  # by index, then distance: copies of a candidate side by side, the nearest copy first
+    body = keys[:, 1:]
+    same = ((body >> 32) == (keys[:, :-1] >> 32)) & (body != _EMPTY)
+    body[same] = _EMPTY
+    # Re-key by distance first: (distance bits << 32) | index.
+    live = (keys != _EMPTY) & (keys != -1)
+    swapped = ((keys & _LOW32) << 32) | (keys >> 32)
+    keys = xp.where(live, swapped, keys)
+    keys.sort(axis=1)
+    top = keys[:, :k]
+    if bool((top[:, 0] != -1).any()) or bool((top == _EMPTY).any()):
+        raise RuntimeError(
+            "The partitioned kNN left a point without itself or with fewer than n_neighbors candidates; this is a "
+            "bug (every partition has more than n_neighbors members). Use knn='exact' meanwhile."
+        )
+    idx = (top & _LOW32).astype(xp.int32)
+    dist = (top >> 32).astype(xp.int32).view(xp.float32)
+    idx[:, 0] = xp.arange(n, dtype=xp.int32)
+    dist[:, 0] = 0.0
+    return idx, dist
