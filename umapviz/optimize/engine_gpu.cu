@@ -48,65 +48,99 @@ __device__ __forceinline__ float clip4(float x) {
     return x;
 }
 
-// pow_portable's tables (the same literals as moves_cpu.py's _POW_INVC, _POW_LOGC, _POW_EXP2): for x's mantissa in
-// the i-th of 16 subintervals of [0.699, 1.398), an inverse 1/c of the subinterval's centre c and log2(c); and
-// 2^(j/32), j = 0..31.
-__device__ const double UMV_POW_INVC[16] = {
-    1.3989071038251366, 1.3403141361256545, 1.2864321608040201, 1.2367149758454106, 1.1906976744186046,
-    1.147982062780269, 1.1082251082251082, 1.0711297071129706, 1.0364372469635628, 0.9980506822612085,
-    0.9481481481481482, 0.8951048951048951, 0.847682119205298, 0.8050314465408805, 0.7664670658682635,
-    0.7314285714285714};
-__device__ const double UMV_POW_LOGC[16] = {
-    -0.4843001617159575, -0.4225711719642514, -0.3633753794563512, -0.3065130425006747, -0.2518071504105397,
-    -0.19910010007969525, -0.14825095858394247, -0.09913319201925132, -0.05163276841532236, 0.002815015607054118,
-    0.07681559705083084, 0.1598713367783894, 0.2384047393250789, 0.3128829552843553, 0.38370429247405213,
-    0.4512111118323288};
-__device__ const double UMV_POW_EXP2[32] = {
-    1.0, 1.0218971486541166, 1.0442737824274138, 1.0671404006768237, 1.0905077326652577, 1.1143867425958924,
-    1.1387886347566916, 1.1637248587775775, 1.189207115002721, 1.215247359980469, 1.241857812073484,
-    1.2690509571917332, 1.2968395546510096, 1.3252366431597413, 1.3542555469368927, 1.383909881963832,
-    1.4142135623730951, 1.4451808069770467, 1.4768261459394993, 1.5091644275934228, 1.5422108254079407,
-    1.5759808451078865, 1.6104903319492543, 1.645755478153965, 1.681792830507429, 1.718619298122478,
-    1.7562521603732995, 1.7947090750031072, 1.8340080864093424, 1.8741676341103, 1.9152065613971474,
-    1.9571441241754002};
+// ---- pow_portable (tests compile this section as host code too: keep it free of other device functions)
+// pow_portable's tables (the same literals as moves_cpu.py's _POW_INVC, _POW_LOGC, _POW_EXP2_BITS): for x's mantissa
+// z in the i-th of 32 subintervals of [0.699, 1.398), 1/c_i (29 significant bits) and 128 log2(c_i); and the bits
+// of 2^(j/128) less j << 45, j = 0..127.
+__device__ const double UMV_POW_INVC[32] = {
+    1.4143646992743015, 1.3837838396430016, 1.3544974103569984, 1.3264249227941036, 1.2994924373924732,
+    1.273631889373064, 1.248780533671379, 1.224880427122116, 1.2018779776990414, 1.1797235421836376,
+    1.1583710797131062, 1.13777781650424, 1.1179039664566517, 1.098712481558323, 1.0801688097417355,
+    1.0622406974434853, 1.0448979921638966, 1.028112482279539, 1.0118577368557453, 0.9903288781642914,
+    0.9624060709029436, 0.9343066215515137, 0.9078014679253101, 0.8827586676925421, 0.8590604458004236,
+    0.8366013485938311, 0.8152866642922163, 0.7950310930609703, 0.7757576107978821, 0.7573964837938547,
+    0.7398844249546528, 0.7231638729572296};
+__device__ const double UMV_POW_LOGC[32] = {
+    -64.019734077018, -59.98318050828492, -56.0329773153093, -52.165506514763166, -48.377374443031414,
+    -44.665390572324, -41.02655404586858, -37.45803777947244, -33.957175283481995, -30.521448489539324,
+    -27.148478613457147, -23.836013809647593, -20.581921124173256, -17.384179401530115, -14.240869846009742,
+    -11.150170793851576, -8.110349636270403, -5.119758529259532, -2.176827794775463, 1.794609376153861,
+    7.076141024796419, 12.548096299988655, 17.862563040686315, 23.028353689341255, 28.05356135090437,
+    32.94563472539409, 37.71144677798196, 42.35735176729189, 46.889235082306044, 51.31255953252073,
+    55.63240517792887, 59.85350245642624};
+__device__ const unsigned long long UMV_POW_EXP2_BITS[128] = {
+    0x3FF0000000000000ULL, 0x3FEFF63DA9FB3335ULL, 0x3FEFEC9A3E778061ULL, 0x3FEFE315E86E7F85ULL,
+    0x3FEFD9B0D3158574ULL, 0x3FEFD06B29DDF6DEULL, 0x3FEFC74518759BC8ULL, 0x3FEFBE3ECAC6F383ULL,
+    0x3FEFB5586CF9890FULL, 0x3FEFAC922B7247F7ULL, 0x3FEFA3EC32D3D1A2ULL, 0x3FEF9B66AFFED31BULL,
+    0x3FEF9301D0125B51ULL, 0x3FEF8ABDC06C31CCULL, 0x3FEF829AAEA92DE0ULL, 0x3FEF7A98C8A58E51ULL,
+    0x3FEF72B83C7D517BULL, 0x3FEF6AF9388C8DEAULL, 0x3FEF635BEB6FCB75ULL, 0x3FEF5BE084045CD4ULL,
+    0x3FEF54873168B9AAULL, 0x3FEF4D5022FCD91DULL, 0x3FEF463B88628CD6ULL, 0x3FEF3F49917DDC96ULL,
+    0x3FEF387A6E756238ULL, 0x3FEF31CE4FB2A63FULL, 0x3FEF2B4565E27CDDULL, 0x3FEF24DFE1F56381ULL,
+    0x3FEF1E9DF51FDEE1ULL, 0x3FEF187FD0DAD990ULL, 0x3FEF1285A6E4030BULL, 0x3FEF0CAFA93E2F56ULL,
+    0x3FEF06FE0A31B715ULL, 0x3FEF0170FC4CD831ULL, 0x3FEEFC08B26416FFULL, 0x3FEEF6C55F929FF1ULL,
+    0x3FEEF1A7373AA9CBULL, 0x3FEEECAE6D05D866ULL, 0x3FEEE7DB34E59FF7ULL, 0x3FEEE32DC313A8E5ULL,
+    0x3FEEDEA64C123422ULL, 0x3FEEDA4504AC801CULL, 0x3FEED60A21F72E2AULL, 0x3FEED1F5D950A897ULL,
+    0x3FEECE086061892DULL, 0x3FEECA41ED1D0057ULL, 0x3FEEC6A2B5C13CD0ULL, 0x3FEEC32AF0D7D3DEULL,
+    0x3FEEBFDAD5362A27ULL, 0x3FEEBCB299FDDD0DULL, 0x3FEEB9B2769D2CA7ULL, 0x3FEEB6DAA2CF6642ULL,
+    0x3FEEB42B569D4F82ULL, 0x3FEEB1A4CA5D920FULL, 0x3FEEAF4736B527DAULL, 0x3FEEAD12D497C7FDULL,
+    0x3FEEAB07DD485429ULL, 0x3FEEA9268A5946B7ULL, 0x3FEEA76F15AD2148ULL, 0x3FEEA5E1B976DC09ULL,
+    0x3FEEA47EB03A5585ULL, 0x3FEEA34634CCC320ULL, 0x3FEEA23882552225ULL, 0x3FEEA155D44CA973ULL,
+    0x3FEEA09E667F3BCDULL, 0x3FEEA012750BDABFULL, 0x3FEE9FB23C651A2FULL, 0x3FEE9F7DF9519484ULL,
+    0x3FEE9F75E8EC5F74ULL, 0x3FEE9F9A48A58174ULL, 0x3FEE9FEB564267C9ULL, 0x3FEEA0694FDE5D3FULL,
+    0x3FEEA11473EB0187ULL, 0x3FEEA1ED0130C132ULL, 0x3FEEA2F336CF4E62ULL, 0x3FEEA427543E1A12ULL,
+    0x3FEEA589994CCE13ULL, 0x3FEEA71A4623C7ADULL, 0x3FEEA8D99B4492EDULL, 0x3FEEAAC7D98A6699ULL,
+    0x3FEEACE5422AA0DBULL, 0x3FEEAF3216B5448CULL, 0x3FEEB1AE99157736ULL, 0x3FEEB45B0B91FFC6ULL,
+    0x3FEEB737B0CDC5E5ULL, 0x3FEEBA44CBC8520FULL, 0x3FEEBD829FDE4E50ULL, 0x3FEEC0F170CA07BAULL,
+    0x3FEEC49182A3F090ULL, 0x3FEEC86319E32323ULL, 0x3FEECC667B5DE565ULL, 0x3FEED09BEC4A2D33ULL,
+    0x3FEED503B23E255DULL, 0x3FEED99E1330B358ULL, 0x3FEEDE6B5579FDBFULL, 0x3FEEE36BBFD3F37AULL,
+    0x3FEEE89F995AD3ADULL, 0x3FEEEE07298DB666ULL, 0x3FEEF3A2B84F15FBULL, 0x3FEEF9728DE5593AULL,
+    0x3FEEFF76F2FB5E47ULL, 0x3FEF05B030A1064AULL, 0x3FEF0C1E904BC1D2ULL, 0x3FEF12C25BD71E09ULL,
+    0x3FEF199BDD85529CULL, 0x3FEF20AB5FFFD07AULL, 0x3FEF27F12E57D14BULL, 0x3FEF2F6D9406E7B5ULL,
+    0x3FEF3720DCEF9069ULL, 0x3FEF3F0B555DC3FAULL, 0x3FEF472D4A07897CULL, 0x3FEF4F87080D89F2ULL,
+    0x3FEF5818DCFBA487ULL, 0x3FEF60E316C98398ULL, 0x3FEF69E603DB3285ULL, 0x3FEF7321F301B460ULL,
+    0x3FEF7C97337B9B5FULL, 0x3FEF864614F5A129ULL, 0x3FEF902EE78B3FF6ULL, 0x3FEF9A51FBC74C83ULL,
+    0x3FEFA4AFA2A490DAULL, 0x3FEFAF482D8E67F1ULL, 0x3FEFBA1BEE615A27ULL, 0x3FEFC52B376BBA97ULL,
+    0x3FEFD0765B6E4540ULL, 0x3FEFDBFDAD9CBE14ULL, 0x3FEFE7C1819E90D8ULL, 0x3FEFF3C22B8F71F1ULL};
 
 // x**y for float x >= 0 and y, from double IEEE +, -, * only (no library call). Twin of pow_portable in
-// moves_cpu.py: change both together, step for step, tables included (that docstring gives the steps and the
-// accuracy). Bit moves and rint are exact; every other operation is an explicitly rounded intrinsic, never
-// contracted.
+// moves_cpu.py: change both together, step for step, tables included (that docstring gives the steps, the
+// accuracy and the special cases: no subnormal operand or result, x or x**y below 2^-126 gives 0). Bit moves
+// and integer operations are exact; every float operation is an explicitly rounded intrinsic, never contracted.
 __device__ __forceinline__ float pow_portable(float x, float y) {
-    if (x == 0.0f) return 0.0f;
-    if (x > 3.402823466e38f) return x;  // inf
     int ix = __float_as_int(x);
-    if (ix < 0x00800000) ix = __float_as_int(__fmul_rn(x, 8388608.0f)) - (23 << 23);  // subnormal: scale, exactly
+    if (ix < 0x00800000 || ix >= 0x7f800000) {  // not a positive normal float
+        if (ix >= 0x7f800000) return x;  // inf, NaN
+        if ((ix & 0x7fffffff) < 0x00800000) return 0.0f;  // +-0, subnormal
+        return __int_as_float(0x7fc00000);  // NaN
+    }
     int tmp = ix - 0x3f330000;
-    int i = (tmp >> 19) & 15;
-    int top = tmp & -8388608;  // the exponent part of tmp: a multiple of 2^23
+    int i = (tmp >> 18) & 31;
+    int top = tmp & -8388608;  // the exponent part of tmp, k: a multiple of 2^23
     double z = (double)__int_as_float(ix - top);
     double r = __dsub_rn(__dmul_rn(z, UMV_POW_INVC[i]), 1.0);
+    double y0 = __dadd_rn(UMV_POW_LOGC[i], (double)(top >> 16));  // 128 (log2 c_i + k)
     double r2 = __dmul_rn(r, r);
     double r4 = __dmul_rn(r2, r2);
-    double q01 = __dadd_rn(1.4426950408889634, __dmul_rn(-0.7213475204444817, r));  // 1/ln2 (-1)^(n+1)/n, n = 1..8
-    double q23 = __dadd_rn(0.48089834696298783, __dmul_rn(-0.36067376022224085, r));
-    double q45 = __dadd_rn(0.28853900817779266, __dmul_rn(-0.24044917348149392, r));
-    double q67 = __dadd_rn(0.20609929155556622, __dmul_rn(-0.18033688011112042, r));
-    double poly = __dmul_rn(r, __dadd_rn(__dadd_rn(q01, __dmul_rn(r2, q23)),
-                                         __dmul_rn(r4, __dadd_rn(q45, __dmul_rn(r2, q67)))));
-    double log2x = __dadd_rn(__dadd_rn(UMV_POW_LOGC[i], (double)(top >> 23)), poly);
-    double u = __dmul_rn((double)y, log2x);
-    if (u > 129.0) return __int_as_float(0x7f800000);  // inf
-    if (u < -160.0) return 0.0f;
-    double kd = rint(__dmul_rn(u, 32.0));
-    long long k = (long long)kd;
-    double s = __dsub_rn(u, __dmul_rn(kd, 0.03125));
+    double lg = __dadd_rn(
+        __dadd_rn(__dadd_rn(y0, __dmul_rn(184.66496523383128, r)),
+                  __dmul_rn(r2, __dadd_rn(-92.33248193877037, __dmul_rn(61.554986963809846, r)))),
+        __dmul_rn(r4, __dadd_rn(-46.175933106998095, __dmul_rn(36.944503853543345, r))));
+    double u = __dmul_rn((double)y, lg);
+    if (!(u >= -16128.0 && u < 16384.0)) {  // x**y below 2^-126, from 2^128, or NaN
+        if (u < -16128.0) return 0.0f;
+        if (u >= 16384.0) return __int_as_float(0x7f800000);  // inf
+        return __int_as_float(0x7fc00000);  // NaN
+    }
+    double kd = __dadd_rn(u, 6755399441055744.0);  // 1.5 * 2^52: the last bits of kd are v = round(u), ties to even
+    unsigned long long ki = (unsigned long long)__double_as_longlong(kd);
+    double s = __dsub_rn(u, __dsub_rn(kd, 6755399441055744.0));
     double s2 = __dmul_rn(s, s);
-    double e01 = __dadd_rn(1.0, __dmul_rn(0.6931471805599453, s));  // ln2^n / n!, n = 0..5
-    double e23 = __dadd_rn(0.2402265069591007, __dmul_rn(0.055504108664821576, s));
-    double e45 = __dadd_rn(0.009618129107628477, __dmul_rn(0.0013333558146428441, s));
-    double exp2s = __dadd_rn(e01, __dmul_rn(s2, __dadd_rn(e23, __dmul_rn(s2, e45))));
-    double scale = __longlong_as_double(((k >> 5) + 1023) << 52);
-    return __double2float_rn(__dmul_rn(__dmul_rn(UMV_POW_EXP2[k & 31], exp2s), scale));
+    double e = __dadd_rn(__dadd_rn(1.0, __dmul_rn(0.005415212348128592, s)),
+                         __dmul_rn(s2, __dadd_rn(1.4662269808378343e-05, __dmul_rn(2.6466406747759012e-08, s))));
+    double scale = __longlong_as_double((long long)(UMV_POW_EXP2_BITS[ki & 127] + (ki << 45)));
+    return __double2float_rn(__dmul_rn(e, scale));
 }
+// ---- end of pow_portable
 
 // The moves' d2**b (as moves_cpu.power).
 __device__ __forceinline__ float power(float x, float y) {
