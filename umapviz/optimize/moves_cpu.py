@@ -138,13 +138,12 @@ def pow_portable(x, y):
     Error before the final rounding to float32, relative to x**y, for x**y in [2^-126, 2^128): at most
     3.9e-13 (the exp2 polynomial) + 7.5e-14 |y| (the log2 polynomial's 1.07e-13, times y ln 2) + 2.5e-16 |u/128|
     (the roundings of the log's sum and of y log2 x, which grow with the result's exponent) + 1e-15 (the other
-    roundings): about 5e-13 for the layout's exponents (b <= 2) and squared distances (2^-60 to 2^60). So the
-    float32 result is x**y correctly rounded except where x**y lies within that distance of a tie between two
-    floats, where it may be 1 ulp off: at most a fraction 2 * 5e-13 * 2^24, 1.7e-5, of random inputs (about
-    4e-6 measured, tests/test_optimize.py).
+    roundings): below 6e-13 for |y| <= 2. So the float32 result is x**y correctly rounded except where x**y lies
+    within that distance of a tie between two floats, where it may be 1 ulp off: at most a fraction
+    2 * 6e-13 * 2^24 = 2e-5 of random inputs (tests/test_optimize.py counts them; bench/RESULTS.md has figures).
 
-    No subnormal float is an operand or a result, on either device (a GPU flushed them where the CPU kept them):
-    x below 2^-126 (zero or subnormal: points all but coincident) gives 0, and so does x**y below 2^-126
+    No subnormal float is an operand or a result, so that no device's handling of them (kept, or flushed to 0)
+    matters: x below 2^-126 (zero or subnormal: points all but coincident) gives 0, and so does x**y below 2^-126
     (u < -126 * 128). x**y from 2^128 up gives inf; x = inf or NaN gives x, a negative x NaN, a NaN y NaN.
 
     Parameters
