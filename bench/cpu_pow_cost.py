@@ -29,7 +29,7 @@ import time
 STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
 
 
-def child(n_samples: int, epochs: int) -> None:
+def child(n_samples: int, epochs: int, clock: str) -> None:
     """Time every strategy in this process (its power function fixed at import) and print one JSON line."""
     import numba  # noqa: PLC0415 - the child's imports come after the parent set its environment
 
@@ -46,9 +46,10 @@ def child(n_samples: int, epochs: int) -> None:
         numba.set_num_threads(threads)
         for s in STRATEGIES:
             opt = LayoutOptimizer(graph, strategy=s, n_chunks="auto", random_state=0, init="random")
-            start = time.perf_counter()
+            now = time.process_time if clock == "process" else time.perf_counter
+            start = now()
             opt.step(epochs)
-            seconds = (time.perf_counter() - start) / epochs
+            seconds = (now() - start) / epochs
             rows.append({"strategy": s, "n_chunks": opt.n_chunks, "threads": threads, "ms_per_epoch": 1e3 * seconds,
                          "fingerprint": fingerprint(opt.embedding)})
     print(json.dumps({"library_pow": moves_cpu.LIBRARY_POW, "graph": repr(graph), "rows": rows}))
@@ -57,7 +58,8 @@ def child(n_samples: int, epochs: int) -> None:
 def run_variant(library_pow: bool, args, code: str | None = None) -> dict:
     """One child's timings: the power function `library_pow` picks, from the umapviz at `code` (a checkout's root;
     None: the one this process would import)."""
-    cmd = [sys.executable, __file__, "--child", "--n-samples", str(args.n_samples), "--epochs", str(args.epochs)]
+    cmd = [sys.executable, __file__, "--child", "--n-samples", str(args.n_samples), "--epochs", str(args.epochs),
+           "--clock", args.clock]
     # A fresh Numba cache: code cached from an earlier version of moves_cpu.py (which the engines inline) would
     # otherwise be timed, since Numba checks only the calling module's own file for changes.
     with tempfile.TemporaryDirectory() as cache:
@@ -76,10 +78,12 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--before", metavar="DIR", help="also time pow_portable from the code checked out at DIR")
+    p.add_argument("--clock", choices=("wall", "process"), default="wall",
+                   help="time the wall clock (default) or the process's CPU time")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        child(args.n_samples, args.epochs)
+        child(args.n_samples, args.epochs, args.clock)
         return
     variants = [("portable", False, None), ("powf", True, None)]
     if args.before:
@@ -97,7 +101,7 @@ def main() -> None:
                 prints.setdefault(key, set()).add(row["fingerprint"])
             print(f"round {r + 1}/{args.rounds} {name} done", file=sys.stderr)
     print(f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores; {graph}; "
-          f"first {args.epochs} epochs, best of {args.rounds} rounds")
+          f"first {args.epochs} epochs, best of {args.rounds} rounds, {args.clock} clock")
     before = " pow_portable before ms/epoch | before / powf |" if args.before else ""
     print(f"\n| strategy | threads | pow_portable ms/epoch | powf ms/epoch | portable / powf |{before} bytes repeat |")
     print("|---|---|---|---|---|" + ("---|---|" if args.before else "") + "---|")
