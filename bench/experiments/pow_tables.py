@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-LOG_BITS, LOG_DEG, EXP_BITS, EXP_DEG = 5, 5, 7, 3
+LOG_BITS, LOG_DEG, EXP_BITS, EXP_DEG = 5, 5, 5, 4
 LOG_N, EXP_N = 1 << LOG_BITS, 1 << EXP_BITS
 OFF = 0x3F330000
 ld = np.longdouble

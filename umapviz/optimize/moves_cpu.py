@@ -34,7 +34,7 @@ _NAN = np.float32(np.nan)
 
 # pow_portable's tables (the same literals in engine_gpu.cu; bench/experiments/pow_tables.py derives them): for x's
 # mantissa z in the i-th of 32 subintervals of [0.699, 1.398), 1/c_i (c_i near the subinterval's middle; 29
-# significant bits, so that z / c_i is exact) and 128 log2(c_i); and the bits of 2^(j/128) less j << 45, j = 0..127.
+# significant bits, so that z / c_i is exact) and 32 log2(c_i); and the bits of 2^(j/32) less j << 47, j = 0..31.
 _POW_INVC = np.array([
     1.4143646992743015, 1.3837838396430016, 1.3544974103569984, 1.3264249227941036, 1.2994924373924732,
     1.273631889373064, 1.248780533671379, 1.224880427122116, 1.2018779776990414, 1.1797235421836376,
@@ -44,40 +44,21 @@ _POW_INVC = np.array([
     0.8366013485938311, 0.8152866642922163, 0.7950310930609703, 0.7757576107978821, 0.7573964837938547,
     0.7398844249546528, 0.7231638729572296])
 _POW_LOGC = np.array([
-    -64.019734077018, -59.98318050828492, -56.0329773153093, -52.165506514763166, -48.377374443031414,
-    -44.665390572324, -41.02655404586858, -37.45803777947244, -33.957175283481995, -30.521448489539324,
-    -27.148478613457147, -23.836013809647593, -20.581921124173256, -17.384179401530115, -14.240869846009742,
-    -11.150170793851576, -8.110349636270403, -5.119758529259532, -2.176827794775463, 1.794609376153861,
-    7.076141024796419, 12.548096299988655, 17.862563040686315, 23.028353689341255, 28.05356135090437,
-    32.94563472539409, 37.71144677798196, 42.35735176729189, 46.889235082306044, 51.31255953252073,
-    55.63240517792887, 59.85350245642624])
+    -16.0049335192545, -14.99579512707123, -14.008244328827326, -13.041376628690792, -12.094343610757853,
+    -11.166347643081, -10.256638511467145, -9.36450944486811, -8.489293820870499, -7.630362122384831,
+    -6.787119653364287, -5.959003452411898, -5.145480281043314, -4.346044850382529, -3.5602174615024356,
+    -2.787542698462894, -2.0275874090676007, -1.279939632314883, -0.5442069486938658, 0.44865234403846527,
+    1.7690352561991047, 3.137024074997164, 4.465640760171579, 5.757088422335314, 7.013390337726093,
+    8.236408681348523, 9.42786169449549, 10.589337941822972, 11.722308770576511, 12.828139883130182,
+    13.908101294482217, 14.96337561410656])
 _POW_EXP2_BITS = np.array([
-    0x3FF0000000000000, 0x3FEFF63DA9FB3335, 0x3FEFEC9A3E778061, 0x3FEFE315E86E7F85, 0x3FEFD9B0D3158574,
-    0x3FEFD06B29DDF6DE, 0x3FEFC74518759BC8, 0x3FEFBE3ECAC6F383, 0x3FEFB5586CF9890F, 0x3FEFAC922B7247F7,
-    0x3FEFA3EC32D3D1A2, 0x3FEF9B66AFFED31B, 0x3FEF9301D0125B51, 0x3FEF8ABDC06C31CC, 0x3FEF829AAEA92DE0,
-    0x3FEF7A98C8A58E51, 0x3FEF72B83C7D517B, 0x3FEF6AF9388C8DEA, 0x3FEF635BEB6FCB75, 0x3FEF5BE084045CD4,
-    0x3FEF54873168B9AA, 0x3FEF4D5022FCD91D, 0x3FEF463B88628CD6, 0x3FEF3F49917DDC96, 0x3FEF387A6E756238,
-    0x3FEF31CE4FB2A63F, 0x3FEF2B4565E27CDD, 0x3FEF24DFE1F56381, 0x3FEF1E9DF51FDEE1, 0x3FEF187FD0DAD990,
-    0x3FEF1285A6E4030B, 0x3FEF0CAFA93E2F56, 0x3FEF06FE0A31B715, 0x3FEF0170FC4CD831, 0x3FEEFC08B26416FF,
-    0x3FEEF6C55F929FF1, 0x3FEEF1A7373AA9CB, 0x3FEEECAE6D05D866, 0x3FEEE7DB34E59FF7, 0x3FEEE32DC313A8E5,
-    0x3FEEDEA64C123422, 0x3FEEDA4504AC801C, 0x3FEED60A21F72E2A, 0x3FEED1F5D950A897, 0x3FEECE086061892D,
-    0x3FEECA41ED1D0057, 0x3FEEC6A2B5C13CD0, 0x3FEEC32AF0D7D3DE, 0x3FEEBFDAD5362A27, 0x3FEEBCB299FDDD0D,
-    0x3FEEB9B2769D2CA7, 0x3FEEB6DAA2CF6642, 0x3FEEB42B569D4F82, 0x3FEEB1A4CA5D920F, 0x3FEEAF4736B527DA,
-    0x3FEEAD12D497C7FD, 0x3FEEAB07DD485429, 0x3FEEA9268A5946B7, 0x3FEEA76F15AD2148, 0x3FEEA5E1B976DC09,
-    0x3FEEA47EB03A5585, 0x3FEEA34634CCC320, 0x3FEEA23882552225, 0x3FEEA155D44CA973, 0x3FEEA09E667F3BCD,
-    0x3FEEA012750BDABF, 0x3FEE9FB23C651A2F, 0x3FEE9F7DF9519484, 0x3FEE9F75E8EC5F74, 0x3FEE9F9A48A58174,
-    0x3FEE9FEB564267C9, 0x3FEEA0694FDE5D3F, 0x3FEEA11473EB0187, 0x3FEEA1ED0130C132, 0x3FEEA2F336CF4E62,
-    0x3FEEA427543E1A12, 0x3FEEA589994CCE13, 0x3FEEA71A4623C7AD, 0x3FEEA8D99B4492ED, 0x3FEEAAC7D98A6699,
-    0x3FEEACE5422AA0DB, 0x3FEEAF3216B5448C, 0x3FEEB1AE99157736, 0x3FEEB45B0B91FFC6, 0x3FEEB737B0CDC5E5,
-    0x3FEEBA44CBC8520F, 0x3FEEBD829FDE4E50, 0x3FEEC0F170CA07BA, 0x3FEEC49182A3F090, 0x3FEEC86319E32323,
-    0x3FEECC667B5DE565, 0x3FEED09BEC4A2D33, 0x3FEED503B23E255D, 0x3FEED99E1330B358, 0x3FEEDE6B5579FDBF,
-    0x3FEEE36BBFD3F37A, 0x3FEEE89F995AD3AD, 0x3FEEEE07298DB666, 0x3FEEF3A2B84F15FB, 0x3FEEF9728DE5593A,
-    0x3FEEFF76F2FB5E47, 0x3FEF05B030A1064A, 0x3FEF0C1E904BC1D2, 0x3FEF12C25BD71E09, 0x3FEF199BDD85529C,
-    0x3FEF20AB5FFFD07A, 0x3FEF27F12E57D14B, 0x3FEF2F6D9406E7B5, 0x3FEF3720DCEF9069, 0x3FEF3F0B555DC3FA,
-    0x3FEF472D4A07897C, 0x3FEF4F87080D89F2, 0x3FEF5818DCFBA487, 0x3FEF60E316C98398, 0x3FEF69E603DB3285,
-    0x3FEF7321F301B460, 0x3FEF7C97337B9B5F, 0x3FEF864614F5A129, 0x3FEF902EE78B3FF6, 0x3FEF9A51FBC74C83,
-    0x3FEFA4AFA2A490DA, 0x3FEFAF482D8E67F1, 0x3FEFBA1BEE615A27, 0x3FEFC52B376BBA97, 0x3FEFD0765B6E4540,
-    0x3FEFDBFDAD9CBE14, 0x3FEFE7C1819E90D8, 0x3FEFF3C22B8F71F1], np.int64)
+    0x3FF0000000000000, 0x3FEFD9B0D3158574, 0x3FEFB5586CF9890F, 0x3FEF9301D0125B51, 0x3FEF72B83C7D517B,
+    0x3FEF54873168B9AA, 0x3FEF387A6E756238, 0x3FEF1E9DF51FDEE1, 0x3FEF06FE0A31B715, 0x3FEEF1A7373AA9CB,
+    0x3FEEDEA64C123422, 0x3FEECE086061892D, 0x3FEEBFDAD5362A27, 0x3FEEB42B569D4F82, 0x3FEEAB07DD485429,
+    0x3FEEA47EB03A5585, 0x3FEEA09E667F3BCD, 0x3FEE9F75E8EC5F74, 0x3FEEA11473EB0187, 0x3FEEA589994CCE13,
+    0x3FEEACE5422AA0DB, 0x3FEEB737B0CDC5E5, 0x3FEEC49182A3F090, 0x3FEED503B23E255D, 0x3FEEE89F995AD3AD,
+    0x3FEEFF76F2FB5E47, 0x3FEF199BDD85529C, 0x3FEF3720DCEF9069, 0x3FEF5818DCFBA487, 0x3FEF7C97337B9B5F,
+    0x3FEFA4AFA2A490DA, 0x3FEFD0765B6E4540], np.int64)
 
 
 def _bitcast_to(llvm_type):
@@ -126,25 +107,26 @@ def pow_portable(x, y):
     calls), and the layout's chaotic iteration turns one such bit into another picture; these steps give the same
     bits wherever IEEE float64 arithmetic runs them in this order without contraction.
 
-    Steps (the shape of the table-driven powf of ARM's optimized-routines), in units of 1/128 from the log on:
-    x = 2^k z exactly from its bits, z in [0.699, 1.398); 128 log2 x = 128 (k + log2 c_i) + 128 log2(1 + r) with
-    r = z / c_i - 1 exact (z * (1/c_i): 24 times 29 significant bits) and |r| <= 0.01504, 1/c_i and 128 log2 c_i
-    from the table of z's subinterval i, log2(1 + r) a degree-5 polynomial (Estrin order); u = 128 y log2 x;
-    v = round(u) read from the last bits of u + 1.5 * 2^52, s = u - v exact (|s| <= 1/2); 2^(u/128) =
-    2^(v/128) 2^(s/128), 2^(v/128) rebuilt with one integer add from the table's 2^(j/128), j = v mod 128, and
-    v div 128 moved into the exponent field; 2^(s/128) = 1 + a degree-3 polynomial. Constants and fits:
-    bench/experiments/pow_tables.py.
+    Steps (the shape of the table-driven powf of ARM's optimized-routines), in units of 1/32 from the log on:
+    x = 2^k z exactly from its bits, z in [0.699, 1.398); 32 log2 x = 32 (k + log2 c_i) + 32 log2(1 + r) with
+    r = z / c_i - 1 exact (z * (1/c_i): 24 times 29 significant bits) and |r| <= 0.01504, 1/c_i and 32 log2 c_i
+    from the table of z's subinterval i (32 of them), log2(1 + r) a degree-5 polynomial (Estrin order);
+    u = 32 y log2 x; v = round(u) read from the last bits of u + 1.5 * 2^52, s = u - v exact (|s| <= 1/2);
+    2^(u/32) = 2^(v/32) 2^(s/32), 2^(v/32) rebuilt with one integer add from the table's 2^(j/32), j = v mod 32,
+    and v div 32 moved into the exponent field; 2^(s/32) = 1 + a degree-4 polynomial. Constants and fits:
+    bench/experiments/pow_tables.py. The tables are small (3 x 32 doubles) because on the GPU each lookup is a
+    gather whose cost grows with the cache lines a warp touches.
 
     Error before the final rounding to float32, relative to x**y, for x**y in [2^-126, 2^128): at most
-    3.9e-13 (the exp2 polynomial) + 7.5e-14 |y| (the log2 polynomial's 1.07e-13, times y ln 2) + 2.5e-16 |u/128|
+    7.8e-14 (the exp2 polynomial) + 7.5e-14 |y| (the log2 polynomial's 1.07e-13, times y ln 2) + 2.5e-16 |u/32|
     (the roundings of the log's sum and of y log2 x, which grow with the result's exponent) + 1e-15 (the other
-    roundings): below 6e-13 for |y| <= 2. So the float32 result is x**y correctly rounded except where x**y lies
+    roundings): below 3e-13 for |y| <= 2. So the float32 result is x**y correctly rounded except where x**y lies
     within that distance of a tie between two floats, where it may be 1 ulp off: at most a fraction
-    2 * 6e-13 * 2^24 = 2e-5 of random inputs (tests/test_optimize.py counts them; bench/RESULTS.md has figures).
+    2 * 3e-13 * 2^24 = 1e-5 of random inputs (tests/test_optimize.py counts them; bench/RESULTS.md has figures).
 
     No subnormal float is an operand or a result, so that no device's handling of them (kept, or flushed to 0)
     matters: x below 2^-126 (zero or subnormal: points all but coincident) gives 0, and so does x**y below 2^-126
-    (u < -126 * 128). x**y from 2^128 up gives inf; x = inf or NaN gives x, a negative x NaN, a NaN y NaN.
+    (u < -126 * 32). x**y from 2^128 up gives inf; x = inf or NaN gives x, a negative x NaN, a NaN y NaN.
 
     Parameters
     ----------
@@ -165,24 +147,25 @@ def pow_portable(x, y):
     top = tmp & -8388608  # the exponent part of tmp, k: a multiple of 2^23
     z = np.float64(_float32_from_bits(np.int32(ix - top)))
     r = z * _POW_INVC[i] - 1.0
-    y0 = _POW_LOGC[i] + np.float64(top >> 16)  # 128 (log2 c_i + k)
+    y0 = _POW_LOGC[i] + np.float64(top >> 18)  # 32 (log2 c_i + k)
     r2 = r * r
     r4 = r2 * r2
-    lg = ((y0 + 184.66496523383128 * r) + r2 * (-92.33248193877037 + 61.554986963809846 * r)) + r4 * (
-        -46.175933106998095 + 36.944503853543345 * r)
+    lg = ((y0 + 46.16624130845782 * r) + r2 * (-23.083120484692593 + 15.388746740952461 * r)) + r4 * (
+        -11.543983276749524 + 9.236125963385836 * r)
     u = np.float64(y) * lg
-    if not (u >= -16128.0 and u < 16384.0):  # x**y below 2^-126, from 2^128, or NaN
-        if u < -16128.0:
+    if not (u >= -4032.0 and u < 4096.0):  # x**y below 2^-126, from 2^128, or NaN
+        if u < -4032.0:
             return F0
-        if u >= 16384.0:
+        if u >= 4096.0:
             return _INF
         return _NAN
     kd = u + 6755399441055744.0  # 1.5 * 2^52: the last bits of kd are v = round(u), ties to even
     ki = _float64_bits(kd)
     s = u - (kd - 6755399441055744.0)
     s2 = s * s
-    e = (1.0 + 0.005415212348128592 * s) + s2 * (1.4662269808378343e-05 + 2.6466406747759012e-08 * s)
-    return np.float32(e * _float64_from_bits(_POW_EXP2_BITS[ki & 127] + (ki << 45)))
+    e = (1.0 + 0.0216608493917244 * s) + s2 * (
+        (0.0002345961982143423 + 1.693863379857484e-06 * s) + s2 * 9.172536954829184e-09)
+    return np.float32(e * _float64_from_bits(_POW_EXP2_BITS[ki & 31] + (ki << 47)))
 
 
 @njit(cache=JIT_CACHE, inline="always")
