@@ -3,6 +3,7 @@ modules import without CuPy."""
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import inspect
 import re
@@ -10,7 +11,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
+from numba import njit
 
 from umapviz.optimize import engine_gpu, moves_cpu, vertex_index
 
@@ -84,15 +87,71 @@ def test_pow_portable_twins_share_their_tables_and_constants():
     entry for entry, and the two functions' bodies hold the same float literals."""
     cu = engine_gpu.KERNELS.read_text()
     for cpu_name, gpu_name in (("_POW_INVC", "UMV_POW_INVC"), ("_POW_LOGC", "UMV_POW_LOGC"),
-                               ("_POW_EXP2", "UMV_POW_EXP2")):
+                               ("_POW_EXP2_BITS", "UMV_POW_EXP2_BITS")):
         table = re.search(rf"{gpu_name}\[\d+\] = \{{(.*?)\}};", cu, re.S).group(1)
-        assert [float(v) for v in table.replace("\n", " ").split(",")] == getattr(moves_cpu, cpu_name).tolist()
+        values = [v.strip().removesuffix("ULL") for v in table.replace("\n", " ").split(",")]
+        gpu = [int(v, 16) if v.startswith("0x") else float(v) for v in values]
+        assert gpu == getattr(moves_cpu, cpu_name).tolist() and len(gpu) == 32, cpu_name
     gpu_body = re.search(r"float pow_portable\(float x, float y\) \{(.*?)\n\}", cu, re.S).group(1)
     cpu_body = inspect.getsource(moves_cpu.pow_portable.py_func).split('"""')[2]
-    # zeros aside (the GPU writes 0.0f where the CPU writes 0 or F0), and the float32 limit, which the GPU spells
-    # out where the CPU names it (_FLOAT32_MAX)
-    cpu_literals = [v for v in _float_literals(cpu_body) if v != 0]
-    assert [v for v in _float_literals(gpu_body) if v != 0] == sorted([*cpu_literals, 3.402823466e38])
+    # zeros aside (the GPU writes 0.0f where the CPU writes F0)
+    assert [v for v in _float_literals(gpu_body) if v != 0] == [v for v in _float_literals(cpu_body) if v != 0]
+
+
+# Host definitions of the CUDA intrinsics pow_portable uses: each the same IEEE operation on the CPU, so that the
+# device function compiled as host code (-ffp-contract=off: no FMA) follows the GPU's steps and roundings.
+_HOST_PRELUDE = r"""
+#include <cstring>
+#define __device__
+#define __forceinline__ inline
+static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+static inline long long __double_as_longlong(double d) { long long i; std::memcpy(&i, &d, 8); return i; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline float __double2float_rn(double d) { return (float)d; }
+"""
+_HOST_ENTRY = r"""
+extern "C" void pows(const float* x, float y, long n, float* out) {
+    for (long i = 0; i < n; ++i) out[i] = pow_portable(x[i], y);
+}
+"""
+
+
+@njit
+def _cpu_pows(xs, y, out):
+    for i in range(xs.shape[0]):
+        out[i] = moves_cpu.pow_portable(xs[i], y)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH (the host compiler of this check)")
+def test_pow_portable_gpu_twin_compiled_as_host_code_gives_the_cpu_twins_bits(tmp_path):
+    """engine_gpu.cu's pow_portable section, compiled by g++ with host versions of its intrinsics, against
+    moves_cpu.pow_portable on 10^7 inputs: random bit patterns over every float (zeros, subnormals, inf, NaN,
+    negatives included) and the layout's range of squared distances, at the layout's exponents and others. The
+    same bits everywhere: the twins take the same steps (the GPU tests check the device itself)."""
+    cu = engine_gpu.KERNELS.read_text()
+    section = cu[cu.index("// ---- pow_portable"):cu.index("// ---- end of pow_portable")]
+    src, lib = tmp_path / "pow_host.cpp", tmp_path / "pow_host.so"
+    src.write_text(_HOST_PRELUDE + section + _HOST_ENTRY)
+    cmd = ["g++", "-O2", "-std=c++17", "-ffp-contract=off", "-shared", "-fPIC", str(src), "-o", str(lib)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
+    host = ctypes.CDLL(str(lib))
+    host.pows.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_long, ctypes.c_void_p]
+    rng = np.random.default_rng(0)
+    every = rng.integers(0, 2**32, 4 * 10**6, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    layout = (10.0 ** rng.uniform(-8, 4, 10**6)).astype(np.float32)  # squared distances
+    for y, xs in [(0.8956, every), (0.8956, layout), (1.929, layout), (0.5, every), (2.0, every), (-1.5, every),
+                  (37.0, layout), (1.0, layout)]:
+        y = np.float32(y)
+        gpu_twin, cpu_twin = np.empty_like(xs), np.empty_like(xs)
+        host.pows(xs.ctypes.data, y, xs.size, gpu_twin.ctypes.data)
+        _cpu_pows(xs, y, cpu_twin)
+        differ = gpu_twin.view(np.uint32) != cpu_twin.view(np.uint32)
+        assert not differ.any(), f"y = {y}: {int(differ.sum())} differ, e.g. x = {xs[differ][:3]}"
 
 
 @pytest.mark.parametrize("module", ["umapviz.optimize.engine_gpu", "umapviz.graph.knn_gpu", "umapviz.graph.fuzzy_gpu",

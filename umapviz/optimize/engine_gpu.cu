@@ -48,65 +48,76 @@ __device__ __forceinline__ float clip4(float x) {
     return x;
 }
 
-// pow_portable's tables (the same literals as moves_cpu.py's _POW_INVC, _POW_LOGC, _POW_EXP2): for x's mantissa in
-// the i-th of 16 subintervals of [0.699, 1.398), an inverse 1/c of the subinterval's centre c and log2(c); and
-// 2^(j/32), j = 0..31.
-__device__ const double UMV_POW_INVC[16] = {
-    1.3989071038251366, 1.3403141361256545, 1.2864321608040201, 1.2367149758454106, 1.1906976744186046,
-    1.147982062780269, 1.1082251082251082, 1.0711297071129706, 1.0364372469635628, 0.9980506822612085,
-    0.9481481481481482, 0.8951048951048951, 0.847682119205298, 0.8050314465408805, 0.7664670658682635,
-    0.7314285714285714};
-__device__ const double UMV_POW_LOGC[16] = {
-    -0.4843001617159575, -0.4225711719642514, -0.3633753794563512, -0.3065130425006747, -0.2518071504105397,
-    -0.19910010007969525, -0.14825095858394247, -0.09913319201925132, -0.05163276841532236, 0.002815015607054118,
-    0.07681559705083084, 0.1598713367783894, 0.2384047393250789, 0.3128829552843553, 0.38370429247405213,
-    0.4512111118323288};
-__device__ const double UMV_POW_EXP2[32] = {
-    1.0, 1.0218971486541166, 1.0442737824274138, 1.0671404006768237, 1.0905077326652577, 1.1143867425958924,
-    1.1387886347566916, 1.1637248587775775, 1.189207115002721, 1.215247359980469, 1.241857812073484,
-    1.2690509571917332, 1.2968395546510096, 1.3252366431597413, 1.3542555469368927, 1.383909881963832,
-    1.4142135623730951, 1.4451808069770467, 1.4768261459394993, 1.5091644275934228, 1.5422108254079407,
-    1.5759808451078865, 1.6104903319492543, 1.645755478153965, 1.681792830507429, 1.718619298122478,
-    1.7562521603732995, 1.7947090750031072, 1.8340080864093424, 1.8741676341103, 1.9152065613971474,
-    1.9571441241754002};
+// ---- pow_portable (tests compile this section as host code too: keep it free of other device functions)
+// pow_portable's tables (the same literals as moves_cpu.py's _POW_INVC, _POW_LOGC, _POW_EXP2_BITS): for x's mantissa
+// z in the i-th of 32 subintervals of [0.699, 1.398), 1/c_i (29 significant bits) and 32 log2(c_i); and the bits
+// of 2^(j/32) less j << 47, j = 0..31.
+__device__ const double UMV_POW_INVC[32] = {
+    1.4143646992743015, 1.3837838396430016, 1.3544974103569984, 1.3264249227941036, 1.2994924373924732,
+    1.273631889373064, 1.248780533671379, 1.224880427122116, 1.2018779776990414, 1.1797235421836376,
+    1.1583710797131062, 1.13777781650424, 1.1179039664566517, 1.098712481558323, 1.0801688097417355,
+    1.0622406974434853, 1.0448979921638966, 1.028112482279539, 1.0118577368557453, 0.9903288781642914,
+    0.9624060709029436, 0.9343066215515137, 0.9078014679253101, 0.8827586676925421, 0.8590604458004236,
+    0.8366013485938311, 0.8152866642922163, 0.7950310930609703, 0.7757576107978821, 0.7573964837938547,
+    0.7398844249546528, 0.7231638729572296};
+__device__ const double UMV_POW_LOGC[32] = {
+    -16.0049335192545, -14.99579512707123, -14.008244328827326, -13.041376628690792, -12.094343610757853,
+    -11.166347643081, -10.256638511467145, -9.36450944486811, -8.489293820870499, -7.630362122384831,
+    -6.787119653364287, -5.959003452411898, -5.145480281043314, -4.346044850382529, -3.5602174615024356,
+    -2.787542698462894, -2.0275874090676007, -1.279939632314883, -0.5442069486938658, 0.44865234403846527,
+    1.7690352561991047, 3.137024074997164, 4.465640760171579, 5.757088422335314, 7.013390337726093,
+    8.236408681348523, 9.42786169449549, 10.589337941822972, 11.722308770576511, 12.828139883130182,
+    13.908101294482217, 14.96337561410656};
+__device__ const unsigned long long UMV_POW_EXP2_BITS[32] = {
+    0x3FF0000000000000ULL, 0x3FEFD9B0D3158574ULL, 0x3FEFB5586CF9890FULL, 0x3FEF9301D0125B51ULL,
+    0x3FEF72B83C7D517BULL, 0x3FEF54873168B9AAULL, 0x3FEF387A6E756238ULL, 0x3FEF1E9DF51FDEE1ULL,
+    0x3FEF06FE0A31B715ULL, 0x3FEEF1A7373AA9CBULL, 0x3FEEDEA64C123422ULL, 0x3FEECE086061892DULL,
+    0x3FEEBFDAD5362A27ULL, 0x3FEEB42B569D4F82ULL, 0x3FEEAB07DD485429ULL, 0x3FEEA47EB03A5585ULL,
+    0x3FEEA09E667F3BCDULL, 0x3FEE9F75E8EC5F74ULL, 0x3FEEA11473EB0187ULL, 0x3FEEA589994CCE13ULL,
+    0x3FEEACE5422AA0DBULL, 0x3FEEB737B0CDC5E5ULL, 0x3FEEC49182A3F090ULL, 0x3FEED503B23E255DULL,
+    0x3FEEE89F995AD3ADULL, 0x3FEEFF76F2FB5E47ULL, 0x3FEF199BDD85529CULL, 0x3FEF3720DCEF9069ULL,
+    0x3FEF5818DCFBA487ULL, 0x3FEF7C97337B9B5FULL, 0x3FEFA4AFA2A490DAULL, 0x3FEFD0765B6E4540ULL};
 
 // x**y for float x >= 0 and y, from double IEEE +, -, * only (no library call). Twin of pow_portable in
-// moves_cpu.py: change both together, step for step, tables included (that docstring gives the steps and the
-// accuracy). Bit moves and rint are exact; every other operation is an explicitly rounded intrinsic, never
-// contracted.
+// moves_cpu.py: change both together, step for step, tables included (that docstring gives the steps, the
+// accuracy and the special cases: no subnormal operand or result, x or x**y below 2^-126 gives 0). Bit moves
+// and integer operations are exact; every float operation is an explicitly rounded intrinsic, never contracted.
 __device__ __forceinline__ float pow_portable(float x, float y) {
-    if (x == 0.0f) return 0.0f;
-    if (x > 3.402823466e38f) return x;  // inf
     int ix = __float_as_int(x);
-    if (ix < 0x00800000) ix = __float_as_int(__fmul_rn(x, 8388608.0f)) - (23 << 23);  // subnormal: scale, exactly
+    if (ix < 0x00800000 || ix >= 0x7f800000) {  // not a positive normal float
+        if (ix >= 0x7f800000) return x;  // inf, NaN
+        if ((ix & 0x7fffffff) < 0x00800000) return 0.0f;  // +-0, subnormal
+        return __int_as_float(0x7fc00000);  // NaN
+    }
     int tmp = ix - 0x3f330000;
-    int i = (tmp >> 19) & 15;
-    int top = tmp & -8388608;  // the exponent part of tmp: a multiple of 2^23
+    int i = (tmp >> 18) & 31;
+    int top = tmp & -8388608;  // the exponent part of tmp, k: a multiple of 2^23
     double z = (double)__int_as_float(ix - top);
     double r = __dsub_rn(__dmul_rn(z, UMV_POW_INVC[i]), 1.0);
+    double y0 = __dadd_rn(UMV_POW_LOGC[i], (double)(top >> 18));  // 32 (log2 c_i + k)
     double r2 = __dmul_rn(r, r);
     double r4 = __dmul_rn(r2, r2);
-    double q01 = __dadd_rn(1.4426950408889634, __dmul_rn(-0.7213475204444817, r));  // 1/ln2 (-1)^(n+1)/n, n = 1..8
-    double q23 = __dadd_rn(0.48089834696298783, __dmul_rn(-0.36067376022224085, r));
-    double q45 = __dadd_rn(0.28853900817779266, __dmul_rn(-0.24044917348149392, r));
-    double q67 = __dadd_rn(0.20609929155556622, __dmul_rn(-0.18033688011112042, r));
-    double poly = __dmul_rn(r, __dadd_rn(__dadd_rn(q01, __dmul_rn(r2, q23)),
-                                         __dmul_rn(r4, __dadd_rn(q45, __dmul_rn(r2, q67)))));
-    double log2x = __dadd_rn(__dadd_rn(UMV_POW_LOGC[i], (double)(top >> 23)), poly);
-    double u = __dmul_rn((double)y, log2x);
-    if (u > 129.0) return __int_as_float(0x7f800000);  // inf
-    if (u < -160.0) return 0.0f;
-    double kd = rint(__dmul_rn(u, 32.0));
-    long long k = (long long)kd;
-    double s = __dsub_rn(u, __dmul_rn(kd, 0.03125));
+    double lg = __dadd_rn(
+        __dadd_rn(__dadd_rn(y0, __dmul_rn(46.16624130845782, r)),
+                  __dmul_rn(r2, __dadd_rn(-23.083120484692593, __dmul_rn(15.388746740952461, r)))),
+        __dmul_rn(r4, __dadd_rn(-11.543983276749524, __dmul_rn(9.236125963385836, r))));
+    double u = __dmul_rn((double)y, lg);
+    if (!(u >= -4032.0 && u < 4096.0)) {  // x**y below 2^-126, from 2^128, or NaN
+        if (u < -4032.0) return 0.0f;
+        if (u >= 4096.0) return __int_as_float(0x7f800000);  // inf
+        return __int_as_float(0x7fc00000);  // NaN
+    }
+    double kd = __dadd_rn(u, 6755399441055744.0);  // 1.5 * 2^52: the last bits of kd are v = round(u), ties to even
+    unsigned long long ki = (unsigned long long)__double_as_longlong(kd);
+    double s = __dsub_rn(u, __dsub_rn(kd, 6755399441055744.0));
     double s2 = __dmul_rn(s, s);
-    double e01 = __dadd_rn(1.0, __dmul_rn(0.6931471805599453, s));  // ln2^n / n!, n = 0..5
-    double e23 = __dadd_rn(0.2402265069591007, __dmul_rn(0.055504108664821576, s));
-    double e45 = __dadd_rn(0.009618129107628477, __dmul_rn(0.0013333558146428441, s));
-    double exp2s = __dadd_rn(e01, __dmul_rn(s2, __dadd_rn(e23, __dmul_rn(s2, e45))));
-    double scale = __longlong_as_double(((k >> 5) + 1023) << 52);
-    return __double2float_rn(__dmul_rn(__dmul_rn(UMV_POW_EXP2[k & 31], exp2s), scale));
+    double e = __dadd_rn(__dadd_rn(1.0, __dmul_rn(0.0216608493917244, s)),
+                         __dmul_rn(s2, __dadd_rn(__dadd_rn(0.0002345961982143423, __dmul_rn(1.693863379857484e-06, s)),
+                                                 __dmul_rn(s2, 9.172536954829184e-09))));
+    double scale = __longlong_as_double((long long)(UMV_POW_EXP2_BITS[ki & 31] + (ki << 47)));
+    return __double2float_rn(__dmul_rn(e, scale));
 }
+// ---- end of pow_portable
 
 // The moves' d2**b (as moves_cpu.power).
 __device__ __forceinline__ float power(float x, float y) {

@@ -28,29 +28,37 @@ F0 = np.float32(0.0)
 _F1 = np.float32(1.0)
 CLIP = np.float32(4.0)  # UMAP's clip of each coordinate of a gradient
 _EPS_REP = np.float32(0.001)  # UMAP's guard against a repulsion at distance 0
+_INF = np.float32(np.inf)
+_NAN = np.float32(np.nan)
 
 
-# pow_portable's tables (the same literals in engine_gpu.cu): for x's mantissa in the i-th of 16 subintervals of
-# [0.699, 1.398), an inverse 1/c of the subinterval's centre c and log2(c); and 2^(j/32), j = 0..31.
+# pow_portable's tables (the same literals in engine_gpu.cu; bench/experiments/pow_tables.py derives them): for x's
+# mantissa z in the i-th of 32 subintervals of [0.699, 1.398), 1/c_i (c_i near the subinterval's middle; 29
+# significant bits, so that z / c_i is exact) and 32 log2(c_i); and the bits of 2^(j/32) less j << 47, j = 0..31.
 _POW_INVC = np.array([
-    1.3989071038251366, 1.3403141361256545, 1.2864321608040201, 1.2367149758454106, 1.1906976744186046,
-    1.147982062780269, 1.1082251082251082, 1.0711297071129706, 1.0364372469635628, 0.9980506822612085,
-    0.9481481481481482, 0.8951048951048951, 0.847682119205298, 0.8050314465408805, 0.7664670658682635,
-    0.7314285714285714])
+    1.4143646992743015, 1.3837838396430016, 1.3544974103569984, 1.3264249227941036, 1.2994924373924732,
+    1.273631889373064, 1.248780533671379, 1.224880427122116, 1.2018779776990414, 1.1797235421836376,
+    1.1583710797131062, 1.13777781650424, 1.1179039664566517, 1.098712481558323, 1.0801688097417355,
+    1.0622406974434853, 1.0448979921638966, 1.028112482279539, 1.0118577368557453, 0.9903288781642914,
+    0.9624060709029436, 0.9343066215515137, 0.9078014679253101, 0.8827586676925421, 0.8590604458004236,
+    0.8366013485938311, 0.8152866642922163, 0.7950310930609703, 0.7757576107978821, 0.7573964837938547,
+    0.7398844249546528, 0.7231638729572296])
 _POW_LOGC = np.array([
-    -0.4843001617159575, -0.4225711719642514, -0.3633753794563512, -0.3065130425006747, -0.2518071504105397,
-    -0.19910010007969525, -0.14825095858394247, -0.09913319201925132, -0.05163276841532236, 0.002815015607054118,
-    0.07681559705083084, 0.1598713367783894, 0.2384047393250789, 0.3128829552843553, 0.38370429247405213,
-    0.4512111118323288])
-_POW_EXP2 = np.array([
-    1.0, 1.0218971486541166, 1.0442737824274138, 1.0671404006768237, 1.0905077326652577, 1.1143867425958924,
-    1.1387886347566916, 1.1637248587775775, 1.189207115002721, 1.215247359980469, 1.241857812073484,
-    1.2690509571917332, 1.2968395546510096, 1.3252366431597413, 1.3542555469368927, 1.383909881963832,
-    1.4142135623730951, 1.4451808069770467, 1.4768261459394993, 1.5091644275934228, 1.5422108254079407,
-    1.5759808451078865, 1.6104903319492543, 1.645755478153965, 1.681792830507429, 1.718619298122478,
-    1.7562521603732995, 1.7947090750031072, 1.8340080864093424, 1.8741676341103, 1.9152065613971474,
-    1.9571441241754002])
-_FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
+    -16.0049335192545, -14.99579512707123, -14.008244328827326, -13.041376628690792, -12.094343610757853,
+    -11.166347643081, -10.256638511467145, -9.36450944486811, -8.489293820870499, -7.630362122384831,
+    -6.787119653364287, -5.959003452411898, -5.145480281043314, -4.346044850382529, -3.5602174615024356,
+    -2.787542698462894, -2.0275874090676007, -1.279939632314883, -0.5442069486938658, 0.44865234403846527,
+    1.7690352561991047, 3.137024074997164, 4.465640760171579, 5.757088422335314, 7.013390337726093,
+    8.236408681348523, 9.42786169449549, 10.589337941822972, 11.722308770576511, 12.828139883130182,
+    13.908101294482217, 14.96337561410656])
+_POW_EXP2_BITS = np.array([
+    0x3FF0000000000000, 0x3FEFD9B0D3158574, 0x3FEFB5586CF9890F, 0x3FEF9301D0125B51, 0x3FEF72B83C7D517B,
+    0x3FEF54873168B9AA, 0x3FEF387A6E756238, 0x3FEF1E9DF51FDEE1, 0x3FEF06FE0A31B715, 0x3FEEF1A7373AA9CB,
+    0x3FEEDEA64C123422, 0x3FEECE086061892D, 0x3FEEBFDAD5362A27, 0x3FEEB42B569D4F82, 0x3FEEAB07DD485429,
+    0x3FEEA47EB03A5585, 0x3FEEA09E667F3BCD, 0x3FEE9F75E8EC5F74, 0x3FEEA11473EB0187, 0x3FEEA589994CCE13,
+    0x3FEEACE5422AA0DB, 0x3FEEB737B0CDC5E5, 0x3FEEC49182A3F090, 0x3FEED503B23E255D, 0x3FEEE89F995AD3AD,
+    0x3FEEFF76F2FB5E47, 0x3FEF199BDD85529C, 0x3FEF3720DCEF9069, 0x3FEF5818DCFBA487, 0x3FEF7C97337B9B5F,
+    0x3FEFA4AFA2A490DA, 0x3FEFD0765B6E4540], np.int64)
 
 
 def _bitcast_to(llvm_type):
@@ -75,6 +83,14 @@ def _float32_from_bits(typingctx, bits):
 
 
 @intrinsic
+def _float64_bits(typingctx, x):
+    """The IEEE bits of a float64 as an int64 (a bitcast)."""
+    if x != types.float64:
+        return None
+    return types.int64(types.float64), _bitcast_to(llvm_ir.IntType(64))
+
+
+@intrinsic
 def _float64_from_bits(typingctx, bits):
     """The float64 whose IEEE bits are the int64 `bits` (a bitcast)."""
     if bits != types.int64:
@@ -89,17 +105,28 @@ def pow_portable(x, y):
     Twin of ``pow_portable`` in engine_gpu.cu: change both together, step for step, tables included. Library powf
     functions differ between platforms (CUDA's and the C library's disagree in the last bit on a few percent of
     calls), and the layout's chaotic iteration turns one such bit into another picture; these steps give the same
-    bits wherever IEEE float64 arithmetic runs them in this order without contraction. Before the final rounding
-    to float32 the result is within about 1e-13 relative of x**y for finite x > 0 (and |y log2 x| < 129), so the
-    float32 result is x**y correctly rounded except within that distance of a tie between two floats, where it
-    may be 1 ulp off. x = 0 gives 0 (y > 0 in the engine: b of the curve); x = inf gives inf.
+    bits wherever IEEE float64 arithmetic runs them in this order without contraction.
 
-    Steps (the shape of the table-driven powf of ARM's optimized-routines): x = z 2^k exactly from its bits, with
-    z in [0.699, 1.398) (a subnormal x scaled by 2^23 first); log2 x = k + log2 c_i + log2(1 + r), r = z / c_i - 1
-    with 1 / c_i and log2 c_i from the table of z's subinterval i (|r| < 0.03), log2(1 + r) by its Taylor series
-    to r^8; u = y log2 x; 2^u = 2^(e + j/32) 2^s, u = (32 e + j) / 32 + s with |s| <= 1/64, 2^(j/32) from the
-    table, 2^s by its Taylor series to s^5, 2^e built from its bits. Both series are summed in the same
-    pairwise (Estrin) order on both devices.
+    Steps (the shape of the table-driven powf of ARM's optimized-routines), in units of 1/32 from the log on:
+    x = 2^k z exactly from its bits, z in [0.699, 1.398); 32 log2 x = 32 (k + log2 c_i) + 32 log2(1 + r) with
+    r = z / c_i - 1 exact (z * (1/c_i): 24 times 29 significant bits) and |r| <= 0.01504, 1/c_i and 32 log2 c_i
+    from the table of z's subinterval i (32 of them), log2(1 + r) a degree-5 polynomial (Estrin order);
+    u = 32 y log2 x; v = round(u) read from the last bits of u + 1.5 * 2^52, s = u - v exact (|s| <= 1/2);
+    2^(u/32) = 2^(v/32) 2^(s/32), 2^(v/32) rebuilt with one integer add from the table's 2^(j/32), j = v mod 32,
+    and v div 32 moved into the exponent field; 2^(s/32) = 1 + a degree-4 polynomial. Constants and fits:
+    bench/experiments/pow_tables.py. The tables are small (3 x 32 doubles) because on the GPU each lookup is a
+    gather whose cost grows with the cache lines a warp touches.
+
+    Error before the final rounding to float32, relative to x**y, for x**y in [2^-126, 2^128): at most
+    7.8e-14 (the exp2 polynomial) + 7.5e-14 |y| (the log2 polynomial's 1.07e-13, times y ln 2) + 2.5e-16 |u/32|
+    (the roundings of the log's sum and of y log2 x, which grow with the result's exponent) + 1e-15 (the other
+    roundings): below 3e-13 for |y| <= 2. So the float32 result is x**y correctly rounded except where x**y lies
+    within that distance of a tie between two floats, where it may be 1 ulp off: at most a fraction
+    2 * 3e-13 * 2^24 = 1e-5 of random inputs (tests/test_optimize.py counts them; bench/RESULTS.md has figures).
+
+    No subnormal float is an operand or a result, so that no device's handling of them (kept, or flushed to 0)
+    matters: x below 2^-126 (zero or subnormal: points all but coincident) gives 0, and so does x**y below 2^-126
+    (u < -126 * 32). x**y from 2^128 up gives inf; x = inf or NaN gives x, a negative x NaN, a NaN y NaN.
 
     Parameters
     ----------
@@ -108,40 +135,37 @@ def pow_portable(x, y):
     y : float32
         The exponent.
     """
-    if x == 0:
-        return F0
-    if x > _FLOAT32_MAX:
-        return x
     ix = np.int64(_float32_bits(np.float32(x)))
-    if ix < 0x00800000:  # subnormal: scale into the normal range (exact), take 23 off the exponent
-        ix = np.int64(_float32_bits(np.float32(x) * np.float32(8388608.0))) - (23 << 23)
+    if ix < 0x00800000 or ix >= 0x7F800000:  # not a positive normal float
+        if ix >= 0x7F800000:  # inf, NaN
+            return x
+        if (ix & 0x7FFFFFFF) < 0x00800000:  # +-0, subnormal
+            return F0
+        return _NAN
     tmp = ix - 0x3F330000
-    i = (tmp >> 19) & 15
-    top = tmp & -8388608  # the exponent part of tmp: a multiple of 2^23
+    i = (tmp >> 18) & 31
+    top = tmp & -8388608  # the exponent part of tmp, k: a multiple of 2^23
     z = np.float64(_float32_from_bits(np.int32(ix - top)))
     r = z * _POW_INVC[i] - 1.0
+    y0 = _POW_LOGC[i] + np.float64(top >> 18)  # 32 (log2 c_i + k)
     r2 = r * r
     r4 = r2 * r2
-    q01 = 1.4426950408889634 + -0.7213475204444817 * r  # 1/ln2 (-1)^(n+1)/n, n = 1..8
-    q23 = 0.48089834696298783 + -0.36067376022224085 * r
-    q45 = 0.28853900817779266 + -0.24044917348149392 * r
-    q67 = 0.20609929155556622 + -0.18033688011112042 * r
-    log2x = (_POW_LOGC[i] + np.float64(top >> 23)) + r * ((q01 + r2 * q23) + r4 * (q45 + r2 * q67))
-    u = np.float64(y) * log2x
-    if u > 129.0:
-        return np.float32(np.inf)
-    if u < -160.0:
-        return F0
-    kd = np.rint(u * 32.0)
-    k = np.int64(kd)
-    s = u - kd * 0.03125
+    lg = ((y0 + 46.16624130845782 * r) + r2 * (-23.083120484692593 + 15.388746740952461 * r)) + r4 * (
+        -11.543983276749524 + 9.236125963385836 * r)
+    u = np.float64(y) * lg
+    if not (u >= -4032.0 and u < 4096.0):  # x**y below 2^-126, from 2^128, or NaN
+        if u < -4032.0:
+            return F0
+        if u >= 4096.0:
+            return _INF
+        return _NAN
+    kd = u + 6755399441055744.0  # 1.5 * 2^52: the last bits of kd are v = round(u), ties to even
+    ki = _float64_bits(kd)
+    s = u - (kd - 6755399441055744.0)
     s2 = s * s
-    e01 = 1.0 + 0.6931471805599453 * s  # ln2^n / n!, n = 0..5
-    e23 = 0.2402265069591007 + 0.055504108664821576 * s
-    e45 = 0.009618129107628477 + 0.0013333558146428441 * s
-    exp2s = e01 + s2 * (e23 + s2 * e45)
-    scale = _float64_from_bits(((k >> 5) + 1023) << 52)
-    return np.float32((_POW_EXP2[k & 31] * exp2s) * scale)
+    e = (1.0 + 0.0216608493917244 * s) + s2 * (
+        (0.0002345961982143423 + 1.693863379857484e-06 * s) + s2 * 9.172536954829184e-09)
+    return np.float32(e * _float64_from_bits(_POW_EXP2_BITS[ki & 31] + (ki << 47)))
 
 
 @njit(cache=JIT_CACHE, inline="always")
