@@ -22,9 +22,9 @@ from .._backend import gpu_memory, to_host
 from .spectral_cpu import HostOps
 from .spectral_gpu import DeviceOps
 
-TOL = 1e-5  # residual of each leading eigenpair of the normalised adjacency (its eigenvalues lie in [-1, 1])
-BASIS = 32  # Lanczos vectors per component between restarts
-KEEP = 16  # Ritz vectors a restart keeps (at least the eigenpairs asked for)
+TOL = 1e-4  # residual of each leading eigenpair of the normalised adjacency (its eigenvalues lie in [-1, 1])
+BASIS = 24  # Lanczos vectors per component between restarts
+KEEP = 8  # Ritz vectors a restart keeps (at least the eigenpairs asked for)
 MAX_PRODUCTS = 10_000  # sparse products before the components still open count as not converged
 _BREAKDOWN = 1e-10  # a Lanczos vector shorter than this: the component's Krylov space is exhausted (exact)
 

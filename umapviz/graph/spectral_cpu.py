@@ -3,8 +3,8 @@
 :func:`umapviz.graph.spectral.thick_restart_lanczos` runs one algorithm on either device through three primitives
 (a normalised sparse product, per-component dot products, per-component linear combinations). Each function
 here computes exactly what its CUDA twin computes, in the same order of float64 operations: the GPU's
-reduction tree (32 lanes per sparse row and their butterfly; 256 threads per 2,048-row tile, eight warps'
-butterflies, the warps in order, then the tiles in order) is spelled out as loops. Numba does not contract
+reduction tree (a sparse row's entries in order; 256 threads per 2,048-row tile, eight warps' butterflies, the
+warps in order, then the tiles in order) is spelled out as loops. Numba does not contract
 ``a * b + c`` into a fused multiply-add unless asked (no ``fastmath`` here), and the CUDA module is compiled
 with ``--fmad=false``, so both sides round the same operations the same way and give the same bytes. Every
 output is computed by one loop iteration from inputs nobody writes meanwhile, so the thread count changes
@@ -17,17 +17,17 @@ import numba
 import numpy as np
 import scipy.sparse
 
-WARP = 32  # lanes per sparse row (csr_matvec) and per warp (block_sum)
+WARP = 32  # threads per warp (block_sum's butterfly)
 SEG_THREADS = 256  # = SEG_THREADS in spectral_gpu.cu
 SEG_TILE = 2048  # rows per tile of the per-component sums (= _SEG_TILE's use in spectral_gpu.py)
-_ROWS_PER_TASK = 256  # rows a parallel task handles with one scratch array (no effect on the result)
+_ROWS_PER_TASK = 256  # rows a parallel task of seg_combine takes at once (no effect on the result)
 
 
 @numba.njit(inline="always")
 def _butterfly(lanes):
     """Lane 0's value after the warp's xor-shuffle butterfly (offsets 16, 8, 4, 2, 1): lane ``l < offset``
-    adds lane ``l + offset``'s value to its own. Twin of the loops over ``__shfl_xor_sync`` in spectral_gpu.cu:
-    change both together."""
+    adds lane ``l + offset``'s value to its own. Twin of ``block_sum``'s loop over ``__shfl_xor_sync`` in
+    spectral_gpu.cu: change both together."""
     offset = WARP // 2
     while offset > 0:
         for lane in range(offset):
@@ -40,8 +40,8 @@ def _butterfly(lanes):
 def csr_matvec(indptr, indices, weight, x, row_scale, y):
     """``y[i] = row_scale[i] * sum_j w[i, j] x[j]`` for a CSR matrix with float32 weights, in float64.
 
-    Twin of ``csr_matvec`` in spectral_gpu.cu: change both together. Lane ``l`` of row ``i`` adds the row's
-    entries ``l, l + 32, ...`` in order (``double(w) * x``), then the lanes are added by the butterfly.
+    Twin of ``csr_matvec`` in spectral_gpu.cu: change both together. Each row's entries are added in order,
+    from 0, as ``double(w) * x``.
 
     Parameters
     ----------
@@ -54,16 +54,11 @@ def csr_matvec(indptr, indices, weight, x, row_scale, y):
     y : ndarray
         float64 output, overwritten.
     """
-    n = y.size
-    n_tasks = (n + _ROWS_PER_TASK - 1) // _ROWS_PER_TASK
-    for task in numba.prange(n_tasks):
-        lanes = np.empty(WARP)
-        for row in range(task * _ROWS_PER_TASK, min(n, (task + 1) * _ROWS_PER_TASK)):
-            lanes[:] = 0.0
-            start = indptr[row]
-            for p in range(start, indptr[row + 1]):  # lane (p - start) % 32 takes its entries in order
-                lanes[(p - start) & (WARP - 1)] += np.float64(weight[p]) * x[indices[p]]
-            y[row] = row_scale[row] * _butterfly(lanes)
+    for row in numba.prange(y.size):
+        total = 0.0
+        for p in range(indptr[row], indptr[row + 1]):
+            total += np.float64(weight[p]) * x[indices[p]]
+        y[row] = row_scale[row] * total
 
 
 @numba.njit(parallel=True, cache=True)

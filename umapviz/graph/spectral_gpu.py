@@ -19,7 +19,7 @@ from .._backend import cupy
 from .spectral_cpu import SEG_THREADS, tiles
 
 KERNELS = Path(__file__).with_name("spectral_gpu.cu")
-_MATVEC_THREADS = 256  # threads per block of csr_matvec; 32 (one warp) per row
+_MATVEC_THREADS = 256  # threads per block of csr_matvec, one per row
 
 
 @functools.lru_cache(maxsize=1)
@@ -59,7 +59,7 @@ class DeviceOps:
     def _product(self, x, row_scale):
         cp = self.xp
         y = cp.empty(self.n, dtype=cp.float64)
-        blocks = (self.n * 32 + _MATVEC_THREADS - 1) // _MATVEC_THREADS
+        blocks = (self.n + _MATVEC_THREADS - 1) // _MATVEC_THREADS
         self._matvec((blocks,), (_MATVEC_THREADS,),
                      (self._indptr, self._indices, self._weight, x, row_scale, y, np.int32(self.n)))
         return y
