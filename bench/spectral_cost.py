@@ -51,6 +51,7 @@ for _ in range(int(sys.argv[3])):
     best = min(best, time.perf_counter() - t)
 import umapviz
 assert umapviz.__file__.startswith(sys.argv[4]), umapviz.__file__
+np.save(sys.argv[4] + "/layout.npy", layout)
 print(json.dumps({"seconds": best, "fingerprint": fingerprint(layout)}))
 """
 
@@ -83,7 +84,7 @@ def time_now(graph, device: str, repeat: int) -> tuple[float, dict, str]:
 
 
 def time_before(graph, rev: str, device: str, repeat: int) -> dict:
-    """spectral_init's best seconds and fingerprint at git revision ``rev``, in a subprocess."""
+    """spectral_init's best seconds, fingerprint and layout at git revision ``rev``, in a subprocess."""
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "umapviz"], check=True,
                                  capture_output=True).stdout
@@ -96,7 +97,7 @@ def time_before(graph, rev: str, device: str, repeat: int) -> dict:
         env = {**os.environ, "PYTHONPATH": tmp}
         out = subprocess.run([sys.executable, "-c", _TIME_SNIPPET, str(path), device, str(repeat), tmp], env=env,
                              cwd=tmp, check=True, capture_output=True, text=True).stdout  # not this checkout
-    return json.loads(out.strip().splitlines()[-1])
+        return {**json.loads(out.strip().splitlines()[-1]), "layout": np.load(Path(tmp) / "layout.npy")}
 
 
 def parity_row(n: int, graph_device: str) -> tuple[dict, bool]:

@@ -4,7 +4,9 @@ Both draw from ``np.random.default_rng([seed, 1])`` (docs/optimizer.md), so a se
 
 A disconnected graph has one trivial eigenvector per component, so a single eigen-solve would not separate
 them. Each component is laid out on its own and placed in its own cell of a regular grid (largest component
-first); components too small for an eigen-solve are scattered at random inside their cell.
+first); components too small for an eigen-solve are scattered at random inside their cell. Every other component
+goes into one batched eigen-solve (:mod:`.spectral`), which has CPU and GPU twins that give the same bytes, and
+everything around it here is host NumPy: the start layout is the same bytes on either device.
 """
 
 from __future__ import annotations
@@ -135,11 +137,21 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
     """``(n, dim)`` float32 spectral layout, scaled to max |coordinate| 10, plus noise of scale 1e-4.
 
     Works on disconnected graphs: each component gets its own grid cell (largest first). Singletons and
-    components of at most ``2 * dim + 1`` vertices, or ones whose eigen-solve fails (with a warning), are
-    placed uniformly at random inside their cell. ``device="gpu"`` solves components of more than 1,000
-    vertices on the GPU (:mod:`umapviz.graph.spectral_gpu`; the same bytes every run, not the CPU's bytes): two
-    or more such components together in one batched solve, a component it leaves unsolved (or a single one) by
-    itself.
+    components of at most ``2 * dim + 1`` vertices, or ones whose eigen-solve does not converge (with a warning),
+    are placed uniformly at random inside their cell. The others are solved together by
+    :func:`umapviz.graph.spectral.leading_eigenpairs` on ``device``: the CPU (any Numba thread count) and the
+    GPU give the same bytes. Where the GPU lacks the memory, the CPU solves instead (with a warning).
+
+    Parameters
+    ----------
+    graph : FuzzyGraph
+        The graph to lay out.
+    dim : int
+        Dimensions of the layout.
+    seed : int
+        Seeds the random placements and the noise (``default_rng([seed, 1])``).
+    device : str
+        ``"cpu"``, ``"gpu"`` or ``"auto"``: where the eigen-solve runs.
     """
     device = resolve_device(device)
     n = graph.n_vertices
