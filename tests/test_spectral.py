@@ -174,6 +174,22 @@ def test_solve_finds_every_components_leading_eigenpairs():
     assert stats["products"] < spectral.MAX_PRODUCTS
 
 
+def test_a_components_bytes_do_not_depend_on_the_others_in_its_solve():
+    """What lets the GPU solve every component at once and the CPU one at a time: the same bytes."""
+    components = [_connected(3000, 20000, 3), _connected(2100, 5000, 8), *SOLVABLE[:2]]
+    adj, bounds = _stack(components)
+    together = spectral.thick_restart_lanczos(spectral_cpu.HostOps(adj, bounds), 3, spectral.TOL,
+                                              spectral.MAX_PRODUCTS)
+    for c, (values, vectors) in enumerate(together):
+        alone_adj, alone_bounds = _stack([components[c]])
+        (alone_values, alone_vectors), = spectral.thick_restart_lanczos(
+            spectral_cpu.HostOps(alone_adj, alone_bounds), 3, spectral.TOL, spectral.MAX_PRODUCTS)
+        assert values.tobytes() == alone_values.tobytes() and vectors.tobytes() == alone_vectors.tobytes()
+    grouped = spectral.leading_eigenpairs(adj, bounds, 3, "cpu")  # the CPU's grouping
+    for (values, vectors), (g_values, g_vectors) in zip(together, grouped, strict=True):
+        assert values.tobytes() == g_values.tobytes() and vectors.tobytes() == g_vectors.tobytes()
+
+
 def test_solve_of_a_knn_graph_agrees_with_scipy_to_its_tolerance():
     """A kNN graph of a 1-D curve (close eigenvalues): eigenvalues within the residual, the layout SciPy's."""
     graph = _curve_graph()
@@ -228,9 +244,6 @@ def test_a_component_that_does_not_converge_is_placed_at_random_with_the_warning
     with pytest.warns(UserWarning, match="did not converge on 1 component"):
         layout = spectral_init(graph, 2, seed=0)
     assert np.isfinite(layout).all()
-    adj, bounds = _stack(components)
-    pairs = spectral.leading_eigenpairs(adj, bounds, 3, "cpu")
-    assert pairs[0] is not None and pairs[1] is None
 
 
 def test_gpu_out_of_memory_solves_on_the_cpu_with_a_warning(monkeypatch):
