@@ -8,6 +8,11 @@ bytes.
 
 from __future__ import annotations
 
+import ctypes
+import re
+import shutil
+import subprocess
+
 import numba
 import numpy as np
 import pytest
@@ -145,6 +150,74 @@ def test_cpu_primitives_sum_like_the_gpu_tree():
             tile += butterfly(threads[32 * warp : 32 * warp + 32])
         total += tile
     assert ops.seg_dots(v[None], 1, x)[0, 0] == total
+
+
+_HOST_HARNESS = r"""
+// spectral_gpu.cu's kernels that use no warp intrinsic, built as host code: each thread of a launch runs in turn.
+struct Dim { unsigned x, y, z; };
+static Dim blockIdx, threadIdx, blockDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#define __shared__ static
+#define __syncthreads()
+#define __shfl_xor_sync(mask, v, offset) (v)
+#include KERNELS
+#define LAUNCH(n_threads, call) \
+    blockDim = {256, 1, 1}; \
+    for (unsigned b = 0; b < ((n_threads) + 255) / 256; ++b) \
+        for (unsigned t = 0; t < 256; ++t) { blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; call; }
+extern "C" {
+void host_csr_matvec(const i64* indptr, const int* indices, const float* w, const double* x, const double* s,
+                     double* y, int n) { LAUNCH(n, csr_matvec(indptr, indices, w, x, s, y, n)) }
+void host_seg_combine(const double* V, i64 n, int k, const double* coef, const int* comp_of, const double* add,
+                      double sign, double* out) { LAUNCH(n, seg_combine(V, n, k, coef, comp_of, add, sign, out)) }
+void host_seg_dot_finish(const double* partial, int n_tiles, const int* comp_tiles, int n_comp, int k,
+                         double* out) {
+    LAUNCH(n_comp * k, seg_dot_finish(partial, n_tiles, comp_tiles, n_comp, k, out))
+}
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_cuda_kernels_built_as_host_code_give_the_numba_twins_bytes(tmp_path):
+    """The .cu bodies themselves (no FMA contraction, as --fmad=false), on the CPU: the same bytes as the twins.
+    (seg_dot_tiles needs warp shuffles; test_cpu_primitives_sum_like_the_gpu_tree and the GPU tests cover it.)"""
+    source, lib_path = tmp_path / "harness.cpp", tmp_path / "libspectral.so"
+    source.write_text(_HOST_HARNESS.replace("KERNELS", f'"{spectral_gpu.KERNELS}"'))
+    subprocess.run(["g++", "-O2", "-ffp-contract=off", "-std=c++17", "-shared", "-fPIC", str(source), "-o",
+                    str(lib_path)], check=True, capture_output=True)
+    lib = ctypes.CDLL(str(lib_path))
+
+    def ptr(a):
+        return a.ctypes.data_as(ctypes.c_void_p)
+
+    adj, bounds = _stack(TILED)
+    ops = spectral_cpu.HostOps(adj, bounds)
+    n, k, rng = adj.shape[0], 5, np.random.default_rng(0)
+    x, scale = rng.standard_normal(n), rng.uniform(0.5, 2.0, n)
+    cuda, numba_twin = np.empty(n), np.empty(n)
+    lib.host_csr_matvec(ptr(ops._indptr), ptr(ops._indices), ptr(ops._weight), ptr(x), ptr(scale), ptr(cuda),
+                        ctypes.c_int(n))
+    spectral_cpu.csr_matvec(ops._indptr, ops._indices, ops._weight, x, scale, numba_twin)
+    assert cuda.tobytes() == numba_twin.tobytes()
+    V, coef, add = rng.standard_normal((7, n)), rng.standard_normal((len(TILED), k)), rng.standard_normal(n)
+    lib.host_seg_combine(ptr(V), ctypes.c_longlong(n), ctypes.c_int(k), ptr(coef), ptr(ops.comp_of), ptr(add),
+                         ctypes.c_double(-1.0), ptr(cuda))
+    assert cuda.tobytes() == ops.combine(V, k, coef, add, -1.0).tobytes()
+    partial = rng.standard_normal((k, ops.tile_lo.size - 1))
+    cuda, numba_twin = np.empty((len(TILED), k)), np.empty((len(TILED), k))
+    lib.host_seg_dot_finish(ptr(partial), ctypes.c_int(partial.shape[1]), ptr(ops.comp_tiles),
+                            ctypes.c_int(len(TILED)), ctypes.c_int(k), ptr(cuda))
+    spectral_cpu.seg_dot_finish(partial, k, ops.comp_tiles, numba_twin)
+    assert cuda.tobytes() == numba_twin.tobytes()
+
+
+def test_kernel_block_size_matches_the_cpu_twin():
+    found = re.search(r"^#define SEG_THREADS (\d+)", spectral_gpu.KERNELS.read_text(), re.M)
+    assert found and int(found.group(1)) == spectral_cpu.SEG_THREADS
 
 
 def test_symmetric_eigen_matches_lapack():
