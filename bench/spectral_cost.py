@@ -30,7 +30,8 @@ import numpy as np
 
 from umapviz import datasets
 from umapviz._backend import gpu_available
-from umapviz.graph import build_graph, spectral, spectral_init
+from umapviz.graph import build_graph, spectral_init
+from umapviz.graph import init as init_mod
 from umapviz.metrics import fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,16 +66,16 @@ def clusters_graph(n: int, device: str):
 def time_now(graph, device: str, repeat: int) -> tuple[float, dict, str]:
     """Best seconds of spectral_init over ``repeat`` calls after a warm-up, the solver's stats, the fingerprint."""
     stats = {}
-    solve = spectral.thick_restart_lanczos
+    solve = init_mod.leading_eigenpairs
 
-    def recording(ops, n_vec, tol, max_products, _stats=None):
-        return solve(ops, n_vec, tol, max_products, stats)
+    def recording(adj, bounds, n_vec, solve_device, _stats=None):
+        return solve(adj, bounds, n_vec, solve_device, stats)
 
-    spectral.thick_restart_lanczos = recording
+    init_mod.leading_eigenpairs = recording
     try:
         spectral_init(graph, 2, 0, device=device)
     finally:
-        spectral.thick_restart_lanczos = solve
+        init_mod.leading_eigenpairs = solve
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
