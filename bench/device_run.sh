@@ -12,6 +12,9 @@
 #                200k mixtures: rows whose kNN differ (TF32 and FP32 GEMM), the fuzzy set from the same kNN (sigma, rho,
 #                memberships; CUDA's own exp beside it), the graphs' fingerprints (exit 1 if the fuzzy set differs, or
 #                the graph with the same kNN)
+#   spectral     bench/spectral_cost.py --device gpu: seconds of spectral_init at SPECTRAL_SIZES (default 1000000)
+#                on the clusters graph, then its start layout's fingerprints on the CPU (1 and 2 threads) and the
+#                GPU for 20k and 200k graphs: every row equal (exit 1 otherwise)
 #   pow_cost     bench/gpu_bench.py --library-pow at SIZES: ms per epoch of hogwild, chunked("auto") and vertex with
 #                pow_portable and, beside each, with CUDA's powf (what the portable power function costs)
 #   fit          bench/gpu_bench.py's end-to-end fit of 1M x 384 points, and UMAP().fit_transform of them
@@ -159,6 +162,8 @@ for name in "${STEPS[@]}"; do
     layout) step layout 420 python3 bench/gpu_bench.py --sizes "$SIZES" --skip-fit --out "$OUT/layout" ;;
     parity) step parity 480 python3 bench/parity_table.py --sizes 20000,200000 --epochs 100 ;;
     graph_parity) step graph_parity 540 python3 bench/graph_parity.py ;;
+    spectral) step spectral 480 python3 bench/spectral_cost.py --device gpu --sizes "${SPECTRAL_SIZES:-1000000}" \
+      --parity 20000,200000 ;;
     pow_cost) step pow_cost 480 python3 bench/gpu_bench.py --sizes "$SIZES" --skip-fit --skip-kernels --library-pow \
       --strategies hogwild,chunked,vertex --strategies-large hogwild,chunked,vertex --out "$OUT/pow_cost" ;;
     fit) step fit 200 python3 bench/gpu_bench.py --sizes "" --out "$OUT/fit" ;;

@@ -23,8 +23,6 @@ from umapviz.graph import (
     fuzzy_simplicial_set,
     knn_gpu,
     random_init,
-    spectral_cpu,
-    spectral_gpu,
     spectral_init,
 )
 from umapviz.graph import build as build_mod
@@ -38,10 +36,8 @@ from umapviz.graph.build_gpu import build_graph_gpu
 from umapviz.graph.cache import default_cache_dir
 from umapviz.graph.fuzzy_cpu import smooth_knn_dist
 from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
-from umapviz.graph.init import _adjacency
 from umapviz.graph.knn_cpu import exact_knn, query_knn
 from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu, reference_index_gpu
-from umapviz.graph.spectral_gpu import leading_eigenpairs_gpu
 
 
 def _blobs(n_per=60, dim=6, centres=((0.0,), (50.0,), (100.0,)), seed=0):
@@ -387,19 +383,6 @@ def test_spectral_init_handles_singletons_and_tiny_components():
     assert np.all(steps > 0) or np.all(steps < 0)
 
 
-def test_sparse_eigensolver_agrees_with_dense(monkeypatch):
-    # Points along a noisy curve: the Laplacian's leading eigenvectors are well separated.
-    rng = np.random.default_rng(10)
-    t = np.sort(rng.uniform(0, 3, size=1200))
-    X = np.column_stack([t, np.sin(t), 0.05 * rng.normal(size=1200)]).astype(np.float32)
-    graph = build_graph(X, n_neighbors=10, cache=False)
-    dense = spectral_init(graph, 2, seed=0)
-    monkeypatch.setattr(init_mod, "DENSE_EIGEN_MAX", 100)
-    monkeypatch.setattr(spectral_cpu, "DENSE_EIGEN_MAX", 100)
-    sparse = spectral_init(graph, 2, seed=0)
-    np.testing.assert_allclose(sparse, dense, atol=0.05)
-
-
 def test_adjacency_from_sorted_and_unsorted_edge_lists_is_the_same_matrix(small_graph):
     """The edge list's CSR order is used directly; a list out of order still gives the same matrix."""
     assert np.all(np.diff(small_graph.head) >= 0)  # the premise: built graphs are in CSR order
@@ -410,10 +393,8 @@ def test_adjacency_from_sorted_and_unsorted_edge_lists_is_the_same_matrix(small_
                           knn_dists=small_graph.knn_dists, a=small_graph.a, b=small_graph.b,
                           n_epochs=small_graph.n_epochs)
     converted = init_mod._adjacency(shuffled)
-    assert converted.dtype == direct.dtype == np.float64
+    assert converted.dtype == direct.dtype == np.float32  # the graph's weights as they are, on both devices
     assert (direct != converted).nnz == 0 and direct.nnz == small_graph.nnz
-    single = init_mod._adjacency(small_graph, np.float32)  # the GPU path's: the weights as they are
-    assert single.dtype == np.float32 and np.array_equal(single.data.astype(np.float64), direct.data)
 
 
 def _scattered_groups(n=400, n_groups=7, n_edges=3000):
@@ -447,23 +428,6 @@ def test_component_adjacency_is_the_fancy_indexed_block():
         got = init_mod._component_adjacency(adj, verts, local)
         for name in ("indptr", "indices", "data"):
             np.testing.assert_array_equal(getattr(got, name), getattr(ref, name))
-
-
-@pytest.mark.parametrize("failure, message", [("memory", "ran out of GPU memory"), ("none", "did not converge")])
-def test_a_failed_gpu_eigen_solve_hands_over_to_the_cpu(monkeypatch, failure, message):
-    """No GPU needed: the GPU solve is replaced by one that runs out of memory or does not converge."""
-
-    def failing(adj, n_vec, tol, stats=None):
-        if failure == "memory":
-            raise MemoryError("Out of memory allocating 2,560,000,000 bytes")
-        return None
-
-    monkeypatch.setattr(spectral_gpu, "leading_eigenpairs_gpu", failing)
-    adj = _scattered_groups(n=3000, n_groups=1, n_edges=40000).astype(np.float32)  # as the GPU path has it
-    assert init_mod._components(adj)[0] == 1 and adj.shape[0] > init_mod.DENSE_EIGEN_MAX
-    with pytest.warns(UserWarning, match=message):
-        handed_over = init_mod._component_spectral(adj, 2, 0, "gpu")
-    assert handed_over.tobytes() == init_mod._component_spectral(adj.astype(np.float64), 2, 0, "cpu").tobytes()
 
 
 def test_gpu_spectral_init_without_gpu_says_so(small_graph):
@@ -696,60 +660,6 @@ def test_cosine_finds_the_other_all_zero_rows_of_an_all_zero_row():
 
 
 # -- the graph stage on the GPU (tests marked gpu skip, saying why, where no GPU is usable) ------------------
-
-
-def _largest_component(graph):
-
-
-    adj = _adjacency(graph)
-    _, labels = scipy.sparse.csgraph.connected_components(adj, directed=False)
-    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
-    return adj[keep][:, keep].tocsr()
-
-
-@pytest.mark.gpu
-def test_gpu_eigen_solve_finds_the_leading_eigenpairs(mixture_graph):
-    """Against SciPy at a tolerance a million times tighter: eigenvalues, residuals and the spanned subspace."""
-
-
-    adj = _largest_component(mixture_graph[1])
-    assert adj.shape[0] > 2000  # the premise: a sparse solve, not the dense one
-    values, vectors = leading_eigenpairs_gpu(adj, 3, tol=1e-4)
-    inv_sqrt = scipy.sparse.diags(1.0 / np.sqrt(np.asarray(adj.sum(axis=1)).ravel()))
-    M = (inv_sqrt @ adj @ inv_sqrt).tocsr()
-    ref_values, ref_vectors = scipy.sparse.linalg.eigsh(M, k=3, which="LA", tol=1e-10, v0=np.ones(adj.shape[0]))
-    np.testing.assert_allclose(np.sort(values), np.sort(ref_values), atol=1e-5)
-    residuals = np.linalg.norm(M @ vectors - vectors * values, axis=0)
-    assert residuals.max() < 1e-3, residuals
-    overlap = np.linalg.svd(ref_vectors.T @ vectors, compute_uv=False)  # cosines of the principal angles
-    assert overlap.min() > 0.999, overlap
-
-
-@pytest.mark.gpu
-def test_gpu_spectral_init_repeats_its_bytes_and_lays_out_like_the_cpu(monkeypatch):
-    """Points along a noisy curve (well-separated eigenvectors): the GPU's layout is the CPU's dense one."""
-
-    rng = np.random.default_rng(10)
-    t = np.sort(rng.uniform(0, 3, size=1200))
-    X = np.column_stack([t, np.sin(t), 0.05 * rng.normal(size=1200)]).astype(np.float32)
-    graph = build_graph(X, n_neighbors=10, cache=False, progress=False)
-    gpu = spectral_init(graph, 2, seed=0, device="gpu")  # 1,200 > 1,000 vertices: solved on the GPU
-    assert gpu.tobytes() == spectral_init(graph, 2, seed=0, device="gpu").tobytes()
-    monkeypatch.setattr(init_mod, "DENSE_EIGEN_MAX", 2000)
-    monkeypatch.setattr(spectral_cpu, "DENSE_EIGEN_MAX", 2000)
-    dense = spectral_init(graph, 2, seed=0)
-    np.testing.assert_allclose(gpu, dense, atol=0.05)
-    assert gpu.tobytes() != dense.tobytes()  # another solver: the GPU path really ran
-
-
-@pytest.mark.gpu
-def test_gpu_eigen_solve_that_does_not_converge_hands_over_to_the_cpu(mixture_graph, monkeypatch):
-    _, graph = mixture_graph
-    monkeypatch.setattr(spectral_gpu, "MAX_STEPS", 1)  # one Lanczos pass, no restart: far from 1e-4
-    monkeypatch.setattr(spectral_gpu, "BATCH_STEPS", 1)  # nor the batched solve, where several components are
-    with pytest.warns(UserWarning, match="GPU eigen-solve did not converge"):
-        layout = spectral_init(graph, 2, seed=4, device="gpu")
-    assert layout.tobytes() == spectral_init(graph, 2, seed=4).tobytes()
 
 
 def _knn_data():

@@ -956,7 +956,7 @@ def test_pow_portable_gives_the_same_bits_on_subnormals(y):
 
 
 def _same_start_pair(graph, strategy, **kw):
-    """(cpu, gpu): optimizers of `graph` from the same start (the CPU's spectral init: the GPU solves its own)."""
+    """(cpu, gpu): optimizers of `graph` from one start array (the CPU's spectral init, handed to both)."""
     cpu = _opt(graph, strategy, "cpu", **kw)
     return cpu, _opt(graph, strategy, "gpu", init=cpu._init, **kw)
 

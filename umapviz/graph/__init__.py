@@ -2,7 +2,8 @@
 
 Fronts and twins: :mod:`.build` (``build_graph``; its GPU path in :mod:`.build_gpu`), :mod:`.knn` (shared checks)
 with :mod:`.knn_cpu` / :mod:`.knn_gpu`, :mod:`.fuzzy` (shared pieces) with :mod:`.fuzzy_cpu` / :mod:`.fuzzy_gpu`,
-:mod:`.init` (initial layouts) with :mod:`.spectral_cpu` / :mod:`.spectral_gpu`.
+:mod:`.init` (initial layouts) and :mod:`.spectral` (its eigen-solve) with :mod:`.spectral_cpu` /
+:mod:`.spectral_gpu`.
 """
 
 from ._types import FuzzyGraph

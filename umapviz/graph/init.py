@@ -4,7 +4,9 @@ Both draw from ``np.random.default_rng([seed, 1])`` (docs/optimizer.md), so a se
 
 A disconnected graph has one trivial eigenvector per component, so a single eigen-solve would not separate
 them. Each component is laid out on its own and placed in its own cell of a regular grid (largest component
-first); components too small for an eigen-solve are scattered at random inside their cell.
+first); components too small for an eigen-solve are scattered at random inside their cell. Every other component
+goes into one batched eigen-solve (:mod:`.spectral`), which has CPU and GPU twins that give the same bytes, and
+everything around it here is host NumPy: the start layout is the same bytes on either device.
 """
 
 from __future__ import annotations
@@ -17,13 +19,10 @@ import scipy.sparse.csgraph
 
 from .._backend import resolve_device
 from ._types import FuzzyGraph
-from .spectral_cpu import DENSE_EIGEN_MAX, host_eigenpairs
+from .spectral import leading_eigenpairs
 
 INIT_SCALE = 10.0  # layouts span [-10, 10] per axis at most
 _NOISE_SCALE = 1e-4  # tiny jitter so coincident spectral coordinates separate
-# The GPU's products are cheap, and at 1e-4 its Lanczos left a noisy curve's layout 0.15 (of 10) from the dense
-# solve's where ARPACK's stays within 0.05 (tests/test_gpu.py).
-_GPU_EIGEN_TOL = 1e-6
 _CELL_FILL = 0.8  # fraction of its cell a component's layout spans
 
 
@@ -36,13 +35,14 @@ def random_init(n: int, dim: int, seed: int) -> np.ndarray:
     return _rng(seed).uniform(-INIT_SCALE, INIT_SCALE, size=(n, dim)).astype(np.float32)
 
 
-def _adjacency(graph: FuzzyGraph, dtype: type = np.float64) -> scipy.sparse.csr_matrix:
+def _adjacency(graph: FuzzyGraph) -> scipy.sparse.csr_matrix:
     """The weighted adjacency as CSR; the edge list is already in CSR order (sorted by head, then tail).
 
-    float64 for SciPy's solves; the GPU's take the float32 weights as they are (no copy: gigabytes at scale).
+    The graph's float32 weights as they are (no copy: gigabytes at scale); both devices' sparse products take
+    them to float64 exactly.
     """
     n = graph.n_vertices
-    weight = graph.weight.astype(dtype, copy=False)
+    weight = graph.weight.astype(np.float32, copy=False)
     if graph.nnz and np.all(graph.head[1:] >= graph.head[:-1]):
         indptr = np.searchsorted(graph.head, np.arange(n + 1, dtype=graph.head.dtype))  # 10x a bincount's speed
         return scipy.sparse.csr_matrix((weight, graph.tail, indptr), shape=(n, n))
@@ -88,54 +88,35 @@ def _fix_signs(vectors: np.ndarray) -> np.ndarray:
     return vectors * signs
 
 
-def _component_spectral(adj: scipy.sparse.csr_matrix, dim: int, seed: int, device: str) -> np.ndarray | None:
-    """``dim`` leading non-trivial eigenvectors of one connected component's normalised Laplacian.
-
-    The smallest eigenvectors of ``L = I - D^-1/2 W D^-1/2`` are the largest of ``M = D^-1/2 W D^-1/2``,
-    which is what is solved for: on the GPU for ``device="gpu"`` (sparse solves only; the CPU takes over if it
-    does not converge), else with SciPy. Returns None when no solver converges.
-    """
-    n_vec = dim + 1
-    solved = None
-    if device == "gpu" and adj.shape[0] > DENSE_EIGEN_MAX:
-        from .spectral_gpu import leading_eigenpairs_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
-
-        try:
-            solved, why = leading_eigenpairs_gpu(adj, n_vec, _GPU_EIGEN_TOL), "did not converge"
-        except MemoryError as exc:  # CuPy's OutOfMemoryError is one, and names the bytes it wanted
-            solved, why = None, f"ran out of GPU memory ({exc})"
-        if solved is None:
-            warnings.warn(f"spectral_init: the GPU eigen-solve {why}; solving on the CPU instead.",
-                          UserWarning, stacklevel=3)
-    if solved is None:
-        solved = host_eigenpairs(adj, n_vec, seed)
-    return None if solved is None else _nontrivial(*solved, dim)
-
-
 def _nontrivial(values: np.ndarray, vectors: np.ndarray, dim: int) -> np.ndarray:
     """The ``dim`` eigenvectors after the trivial (largest) one, by descending eigenvalue, signs fixed."""
-    order = np.argsort(values, kind="stable")[::-1]
+    order = np.argsort(-values, kind="stable")
     return _fix_signs(vectors[:, order[1 : dim + 1]])
 
 
-def _batched_gpu_spectral(
-    adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list, dim: int
+def _solve_components(
+    adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list, dim: int, device: str
 ) -> dict:
-    """``{component: coordinates}`` for the given components, solved together on the GPU; a component missing
-    from the result (not converged, or none at all when the solve does not fit in GPU memory) is left to
-    :func:`_component_spectral`."""
-    from .spectral_gpu import leading_eigenpairs_batched  # noqa: PLC0415 - the GPU path, loaded on its first use
-
-    verts = [members[bounds[c] : bounds[c + 1]] for c in comps]
-    grouped = np.concatenate(verts)
-    position = np.empty(adj.shape[0], dtype=np.int32)  # each vertex's row in the grouped matrix
-    position[grouped] = np.arange(grouped.size, dtype=np.int32)
-    group_bounds = np.concatenate([[0], np.cumsum([v.size for v in verts])])
-    try:
-        pairs = leading_eigenpairs_batched(
-            _component_adjacency(adj, grouped, position), group_bounds, dim + 1, _GPU_EIGEN_TOL)
-    except MemoryError:  # CuPy's OutOfMemoryError is one
+    """``{component: coordinates}`` for the given components, solved together (:func:`spectral.leading_eigenpairs`)
+    on ``device``; a component that did not converge is missing. Where the GPU has too little memory, the CPU
+    solves instead: the same bytes, more slowly."""
+    if not comps:
         return {}
+    if len(comps) == 1 and sum(bounds[c + 1] - bounds[c] for c in comps) == adj.shape[0]:
+        grouped_adj, group_bounds = adj, np.array([0, adj.shape[0]])  # one component: no copy
+    else:
+        verts = [members[bounds[c] : bounds[c + 1]] for c in comps]
+        grouped = np.concatenate(verts)
+        position = np.empty(adj.shape[0], dtype=np.int32)  # each vertex's row in the grouped matrix
+        position[grouped] = np.arange(grouped.size, dtype=np.int32)
+        group_bounds = np.concatenate([[0], np.cumsum([v.size for v in verts])])
+        grouped_adj = _component_adjacency(adj, grouped, position)
+    try:
+        pairs = leading_eigenpairs(grouped_adj, group_bounds, dim + 1, device)
+    except MemoryError as exc:  # CuPy's OutOfMemoryError is one, and names the bytes it wanted
+        warnings.warn(f"spectral_init: the GPU eigen-solve ran out of memory ({exc}); solving on the CPU "
+                      "instead (the same result, more slowly).", UserWarning, stacklevel=3)
+        pairs = leading_eigenpairs(grouped_adj, group_bounds, dim + 1, "cpu")
     return {c: _nontrivial(*pair, dim) for c, pair in zip(comps, pairs, strict=True) if pair is not None}
 
 
@@ -156,18 +137,28 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
     """``(n, dim)`` float32 spectral layout, scaled to max |coordinate| 10, plus noise of scale 1e-4.
 
     Works on disconnected graphs: each component gets its own grid cell (largest first). Singletons and
-    components of at most ``2 * dim + 1`` vertices, or ones whose eigen-solve fails (with a warning), are
-    placed uniformly at random inside their cell. ``device="gpu"`` solves components of more than 1,000
-    vertices on the GPU (:mod:`umapviz.graph.spectral_gpu`; the same bytes every run, not the CPU's bytes): two
-    or more such components together in one batched solve, a component it leaves unsolved (or a single one) by
-    itself.
+    components of at most ``2 * dim + 1`` vertices, or ones whose eigen-solve does not converge (with a warning),
+    are placed uniformly at random inside their cell. The others are solved together by
+    :func:`umapviz.graph.spectral.leading_eigenpairs` on ``device``: the CPU (any Numba thread count) and the
+    GPU give the same bytes. Where the GPU lacks the memory, the CPU solves instead (with a warning).
+
+    Parameters
+    ----------
+    graph : FuzzyGraph
+        The graph to lay out.
+    dim : int
+        Dimensions of the layout.
+    seed : int
+        Seeds the random placements and the noise (``default_rng([seed, 1])``).
+    device : str
+        ``"cpu"``, ``"gpu"`` or ``"auto"``: where the eigen-solve runs.
     """
     device = resolve_device(device)
     n = graph.n_vertices
     if dim < 1:
         raise ValueError(f"dim={dim} must be at least 1.")
     rng = _rng(seed)
-    adj = _adjacency(graph, np.float32 if device == "gpu" else np.float64)
+    adj = _adjacency(graph)
     n_comp, labels = _components(adj)
     sizes = np.bincount(labels, minlength=n_comp)
     by_size = np.argsort(-sizes, kind="stable")  # largest first; ties by label (lowest vertex first)
@@ -175,17 +166,13 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
     half = 0.5 * _CELL_FILL * width
 
     layout = np.empty((n, dim))
-    members, bounds, local = _component_members(labels, sizes)
-    sparse = [comp for comp in by_size if sizes[comp] > DENSE_EIGEN_MAX]
-    batched = _batched_gpu_spectral(adj, members, bounds, sparse, dim) if device == "gpu" and len(sparse) > 1 else {}
-    failed = 0
+    members, bounds, _ = _component_members(labels, sizes)
+    solvable = [comp for comp in by_size if sizes[comp] > 2 * dim + 1]
+    solved = _solve_components(adj, members, bounds, solvable, dim, device)
+    failed = len(solvable) - len(solved)
     for cell, comp in enumerate(by_size):
         verts = members[bounds[comp] : bounds[comp + 1]]
-        coords = batched.get(comp)
-        if coords is None and verts.size > 2 * dim + 1:
-            sub = adj if n_comp == 1 else _component_adjacency(adj, verts, local)
-            coords = _component_spectral(sub, dim, seed, device)
-            failed += coords is None
+        coords = solved.get(comp)
         if coords is None:
             coords = rng.uniform(-1.0, 1.0, size=(verts.size, dim))
         else:
