@@ -14,11 +14,11 @@ DEGREE_PER_CHUNK = 32
 # "auto" (bench/CHUNK_STUDY.md): the points that stale chunked updates fling are hubs, and how many of a hub's
 # edges share one chunk decides it. Counted after every epoch, not only the last (a point flung early is on screen
 # while the layout plays, though the final layout is clean), on 20k-point graphs with hubs: with 22 or more of the
-# busiest vertex's edges per chunk, hubs stray from their neighbours (above the sequential layout's own count) or
-# leave the box of the sequential layout of the same epoch; from 15 down, a hub is flagged in a few single epochs
-# at most, about as often as the sequential layout flags a point of its own, and none leaves the box. 12 keeps a margin
-# below 22, whatever the graph's edge count: an edge-count cap (ceil(nnz / 1e5)) gave 5 chunks on the default
-# dataset, 143 edges per chunk. With 1 chunk (buffered) hubs fling worst, so auto never picks 1.
+# busiest vertex's edges per chunk, hubs stray from their neighbours above the sequential layout's own count, or
+# leave the box of the sequential layout of the same epoch, for up to tens of epochs; from 15 down, one or two
+# points at a time are flagged in a few single epochs, as the sequential layout flags points of its own. 12 keeps
+# a margin below 22, whatever the graph's edge count: an edge-count cap (ceil(nnz / 1e5)) gave 5 chunks on the
+# default dataset, 143 edges per chunk. With 1 chunk (buffered) hubs fling worst, so auto never picks 1.
 AUTO_DEGREE_PER_CHUNK = 12
 AUTO_MIN_CHUNKS = 2
 
