@@ -17,7 +17,7 @@ DEGREE_PER_CHUNK = 32
 # busiest vertex's edges per chunk, hubs stray from their neighbours above the sequential layout's own count, or
 # leave the box of the sequential layout of the same epoch, for up to tens of epochs; from 15 down, one or two
 # points at a time are flagged in a few single epochs, as the sequential layout flags points of its own (at 8, in
-# one epoch of 200 on the default dataset). 8 keeps a margin of 2.7x below 22, whatever the graph's edge count: an
+# 1-2 epochs of 200 on the default dataset). 8 keeps a margin of 2.7x below 22, whatever the graph's edge count: an
 # edge-count cap (ceil(nnz / 1e5)) gave 5 chunks on the default dataset, 143 edges per chunk. With 1 chunk
 # (buffered) hubs fling worst, so auto never picks 1.
 AUTO_DEGREE_PER_CHUNK = 8
