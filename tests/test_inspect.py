@@ -112,9 +112,9 @@ def test_max_falls_as_chunks_rise_on_a_hub():
 
 
 def test_chunk_rule_names_resolve_as_the_optimizer_does():
-    graph = star(300)  # max degree 300, nnz 600: auto = max(2, min(ceil(300/128), ceil(600/1e5))) = 2
+    graph = star(300)  # max degree 300, nnz 600: auto = max(2, ceil(300 / 8)) = 38
     Y = np.zeros((301, 2), np.float32)
-    assert inspect.point_info(graph, Y, 0, strategy="chunked", n_chunks="auto", random_state=1).n_chunks == 2
+    assert inspect.point_info(graph, Y, 0, strategy="chunked", n_chunks="auto", random_state=1).n_chunks == 38
     assert inspect.point_info(graph, Y, 0, strategy="chunked", n_chunks="degree", random_state=1).n_chunks == 10
 
 

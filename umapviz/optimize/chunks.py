@@ -11,12 +11,16 @@ from ..graph._types import FuzzyGraph
 RULES = ("auto", "shipped", "degree")
 EDGES_PER_CHUNK_SHIPPED = 100_000
 DEGREE_PER_CHUNK = 32
-# "auto" (bench/CHUNK_STUDY.md): with 2 chunks or more the points that stale chunked updates fling are hubs,
-# with at least 962 edges in their chunk; with 1 chunk (buffered) hubs down to 282 edges (20k 256-d mixture) and,
-# on 100k Gaussians, some least-connected vertices too, so auto never picks 1. The degree-aware bound keeps every
-# vertex at or below 128 per chunk, a margin of 2x below that 282. The shipped nnz count (ungated) caps it: on
-# graphs with extreme hubs (isotropic 256-d Gaussians) it was safe with fewer chunks than the degree bound asks for.
-AUTO_DEGREE_PER_CHUNK = 128
+# "auto" (bench/CHUNK_STUDY.md): the points that stale chunked updates fling are hubs, and how many of a hub's
+# edges share one chunk decides it. Counted after every epoch, not only the last (a point flung early is on screen
+# while the layout plays, though the final layout is clean), on 20k-point graphs with hubs: with 22 or more of the
+# busiest vertex's edges per chunk, hubs stray from their neighbours above the sequential layout's own count, or
+# leave the box of the sequential layout of the same epoch, for up to tens of epochs; from 15 down, one or two
+# points at a time are flagged in a few single epochs, as the sequential layout flags points of its own (at 8, in
+# 1-2 epochs of 200 on the default dataset). 8 keeps a margin of 2.7x below 22, whatever the graph's edge count: an
+# edge-count cap (ceil(nnz / 1e5)) gave 5 chunks on the default dataset, 143 edges per chunk. With 1 chunk
+# (buffered) hubs fling worst, so auto never picks 1.
+AUTO_DEGREE_PER_CHUNK = 8
 AUTO_MIN_CHUNKS = 2
 
 
@@ -41,18 +45,16 @@ def degree_chunks(max_degree: int) -> int:
     return math.ceil(max_degree / DEGREE_PER_CHUNK)
 
 
-def auto_chunks(nnz: int, max_degree: int) -> int:
-    """The default rule: the fewer of ceil(max_degree / AUTO_DEGREE_PER_CHUNK) (at most that many of the busiest
-    vertex's edges per chunk) and the shipped count ceil(nnz / 1e5), and never fewer than AUTO_MIN_CHUNKS."""
-    by_degree = math.ceil(max_degree / AUTO_DEGREE_PER_CHUNK)
-    by_edges = math.ceil(nnz / EDGES_PER_CHUNK_SHIPPED)
-    return max(AUTO_MIN_CHUNKS, min(by_degree, by_edges))
+def auto_chunks(max_degree: int) -> int:
+    """The default rule: ceil(max_degree / AUTO_DEGREE_PER_CHUNK) (at most that many of the busiest vertex's edges
+    per chunk), and never fewer than AUTO_MIN_CHUNKS."""
+    return max(AUTO_MIN_CHUNKS, math.ceil(max_degree / AUTO_DEGREE_PER_CHUNK))
 
 
 def chunks_for(rule: str, n_vertices: int, nnz: int, max_degree: int) -> int:
     """A rule's pick from a graph's size and busiest vertex, clipped to [1, nnz] (ValueError for an unknown rule)."""
     if rule == "auto":
-        value = auto_chunks(nnz, max_degree)
+        value = auto_chunks(max_degree)
     elif rule == "shipped":
         value = shipped_chunks(n_vertices, nnz, max_degree)
     elif rule == "degree":

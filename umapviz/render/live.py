@@ -6,15 +6,15 @@ the CUDA kernel for CuPy), so a zoomed-in region is aggregated afresh at full re
 ringed discs at any zoom, and a CuPy embedding never leaves the GPU. ``PointerXY``, ``Tap``, ``BoundsXY``
 and ``Lasso`` streams on the same plot answer hover, click and box/lasso selection through the point
 look-ups of ``umapviz.inspect``; marks (a selection, an inspected point and its neighbours, a trail) are
-drawn into the frame (see ``marks.py``), so ``frame()`` returns what the user sees.
+drawn into the frame (see ``marks.py``), so ``frame()`` returns what the user sees. The range shown
+(``live_range.py``), the marks (``live_marks.py``) and the frame drawn (``live_frames.py``) are kept by the
+objects of those modules; ``LiveView`` wires them to the plot's streams.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import Any
 
 import holoviews as hv
@@ -23,37 +23,16 @@ import numpy as np
 from holoviews.streams import BoundsXY, Lasso, Pipe, PlotReset, PlotSize, PointerXY, RangeXY, Tap
 
 from umapviz.render.aggregate import check_embedding, check_labels, check_outliers
-from umapviz.render.frame import render
+from umapviz.render.live_frames import FrameCache, GivenFrame, Pushed
+from umapviz.render.live_marks import LiveMarks
 from umapviz.render.live_picking import PointPicking
-from umapviz.render.marks import Marks, check_indices, check_trail, draw_marks
+from umapviz.render.live_range import ECHO_MEMORY, ECHO_TOLERANCE, ViewRange
 from umapviz.render.shade import DEFAULT_STYLE, Style
-from umapviz.render.view import View, ViewSpec, as_view, check_pixels, resolve_view
+from umapviz.render.view import View, ViewSpec, as_view, check_pixels
 
-# A range reported by the plot that matches one of the last few views drawn is the plot echoing a frame back
-# (a frame can be overtaken by the next push before the browser reports it), not the user zooming.
-ECHO_MEMORY = 8
-ECHO_TOLERANCE = 1e-6  # relative to the view's span
+__all__ = ["ECHO_MEMORY", "ECHO_TOLERANCE", "TOOLS", "LiveView", "bokeh_options"]
+
 TOOLS = ["tap", "box_select", "lasso_select"]  # besides HoloViews' pan, wheel zoom, box zoom, save, reset
-
-
-@dataclass(frozen=True)
-class _Frame:
-    """A frame drawn elsewhere (``push_frame``): its RGBA, the View it shows and the number of its push."""
-
-    rgba: np.ndarray
-    view: View
-    serial: int
-
-
-@dataclass(frozen=True)
-class _Pushed:
-    embedding: Any
-    labels: Any
-    outliers: Any
-    n_labels: int | None
-    caption: str
-    label_names: tuple[str, ...] | None
-    serial: int  # tells two pushes of the same array apart
 
 
 class LiveView(PointPicking):
@@ -99,22 +78,15 @@ class LiveView(PointPicking):
         on_range: Callable[[View | None], Any] | None = None,
     ) -> None:
         self.width, self.height = check_pixels(width, "width"), check_pixels(height, "height")
-        if not isinstance(view, str):
-            view = as_view(view)  # a bad fixed view fails here, not at the first draw
-        self.view, self.style, self.follow, self.title = view, style, follow, title
+        self._range = ViewRange(view, follow)  # a bad fixed view fails here, not at the first draw
+        self.style, self.title = style, title
         self.on_tap, self.on_select, self.on_hover, self.on_range = on_tap, on_select, on_hover, on_range
         self._lock = threading.RLock()  # the browser's events and a worker's pushes render from two threads
-        self._data: _Pushed | None = None
-        self._given: _Frame | None = None  # a frame drawn elsewhere (push_frame), None when this view draws
-        self._marks = Marks()
-        self._marks_serial = 0  # counts changes of the marks: part of the key of the frame drawn
-        self._user_view: View | None = None  # set by a zoom (the user's or zoom()) until reset_view()
-        self._locked_view: View | None = None  # follow=False: the frame kept across pushes
-        self._recent_views: deque[View] = deque(maxlen=ECHO_MEMORY)
-        # (render key, marked RGBA, View, Aggregate or None for a frame drawn elsewhere)
-        self._shown: tuple[tuple, np.ndarray, View, Any] | None = None
+        self._data: Pushed | None = None
+        self._given: GivenFrame | None = None  # a frame drawn elsewhere (push_frame), None when this view draws
+        self._marks = LiveMarks()
+        self._frames = FrameCache()
         self.hovered: tuple[int, Any] | None = None
-        self.selection = np.empty(0, dtype=np.int64)
 
         self.pipe = Pipe(data=None)
         self.size_stream, self.reset_stream = PlotSize(), PlotReset()
@@ -133,23 +105,7 @@ class LiveView(PointPicking):
         self.lasso_stream.add_subscriber(self._on_lasso)
         self.hover_text = hv.DynamicMap(self._hover_element, streams=[self.pointer_stream])
         self.dmap = (self.image * self.hover_text).opts(
-            {
-                "RGB": dict(
-                    width=self.width,
-                    height=self.height,
-                    framewise=True,
-                    xaxis=None,
-                    yaxis=None,
-                    tools=TOOLS,
-                    active_tools=["wheel_zoom", "pan"],
-                    show_legend=False,
-                    hooks=[self._show_caption],
-                    # One image and a few marks: the 2-D canvas draws them at once, where WebGL (HoloViews'
-                    # default) costs a GPU read-back per frame, or a software GL pass without a GPU.
-                    backend_opts={"plot.output_backend": "canvas"},
-                ),
-                "Text": dict(text_color="white", text_font_size="11pt", text_align="left", text_baseline="bottom"),
-            },
+            bokeh_options(self.width, self.height, self._show_caption),
             backend="bokeh",  # whichever backend the notebook loaded (none, for a plot inside ipywidgets)
         )
 
@@ -189,16 +145,11 @@ class LiveView(PointPicking):
             labels, n_labels = check_labels(labels, n, n_labels)
         if outliers is not None:
             outliers = check_outliers(outliers, n)
-        marks = self._checked_marks(n, highlight, trail, selection)
+        marks = self._marks.checked(n, highlight, trail, selection)
         with self._lock:
-            serial = self._data.serial + 1 if self._data is not None else 1
-            names = tuple(str(v) for v in label_names) if label_names is not None else None
-            self._data = _Pushed(embedding, labels, outliers, n_labels, caption, names, serial)
+            self._data = Pushed.after(self._data, embedding, labels, outliers, n_labels, caption, label_names)
             self._given = None
-            self._marks = marks
-            self._marks_serial += 1
-            if marks.selection is not None:
-                self.selection = marks.selection
+            self._marks.show(marks)
         self._redraw()
 
     def push_frame(
@@ -239,48 +190,29 @@ class LiveView(PointPicking):
         n_labels = None
         if labels is not None:
             labels, n_labels = check_labels(labels, n, None)
-        marks = self._checked_marks(n, highlight, trail, selection)
+        marks = self._marks.checked(n, highlight, trail, selection)
         with self._lock:
-            serial = self._data.serial + 1 if self._data is not None else 1
-            names = tuple(str(v) for v in label_names) if label_names is not None else None
-            self._data = _Pushed(embedding, labels, None, n_labels, caption, names, serial)
-            self._given = _Frame(rgba, view, serial)
-            self._user_view = None  # the frame's owner keeps the range
-            self._marks = marks
-            self._marks_serial += 1
-            if marks.selection is not None:
-                self.selection = marks.selection
+            self._data = Pushed.after(self._data, embedding, labels, None, n_labels, caption, label_names)
+            self._given = GivenFrame(rgba, view, self._data.serial)
+            self._range.zoomed = None  # the frame's owner keeps the range
+            self._marks.show(marks)
         self._redraw()
 
     def set_marks(self, *, highlight: Any = None, trail: Any = None, selection: Any = None) -> None:
         """Change the marks on the frame shown (None keeps one, an empty array clears it) and redraw."""
         with self._lock:
             n = self._data.embedding.shape[0] if self._data is not None else 0
-            self._marks = self._checked_marks(n, highlight, trail, selection)
-            self._marks_serial += 1
-            if self._marks.selection is not None:
-                self.selection = self._marks.selection
+            self._marks.show(self._marks.checked(n, highlight, trail, selection))
         self._redraw()
 
     def select(self, indices: Any) -> None:
         """Draw ``indices`` (or a boolean mask) as selected, the other points dimmed; empty clears it."""
         self.set_marks(selection=np.empty(0, dtype=np.int64) if indices is None else indices)
 
-    def _checked_marks(self, n: int, highlight: Any, trail: Any, selection: Any) -> Marks:
-        old = self._marks
-        changes = {}
-        if highlight is not None:
-            changes["highlight"] = check_indices(highlight, n, "highlight")
-        if trail is not None:
-            changes["trail"] = check_trail(trail)
-        if selection is not None:
-            changes["selection"] = check_indices(selection, n, "selection")
-        marks = replace(old, **changes)
-        for name in ("highlight", "selection"):  # marks kept from an earlier push must still fit this one
-            values = getattr(marks, name)
-            if values is not None and values.size and values.max() >= n:
-                marks = replace(marks, **{name: None})
-        return marks
+    @property
+    def selection(self) -> np.ndarray:
+        """The indices drawn as selected (empty: none)."""
+        return self._marks.selection
 
     def frame(self) -> np.ndarray:
         """The (H, W, 4) uint8 RGBA image shown now: the visible range, with its marks."""
@@ -291,16 +223,32 @@ class LiveView(PointPicking):
     def last_aggregate(self):
         """The Aggregate behind the image shown (grids, view, off-view counts); None before a frame, and for
         a frame drawn elsewhere."""
-        return self._shown[3] if self._shown is not None else None
+        shown = self._frames.shown
+        return shown[3] if shown is not None else None
 
     # -- the visible range ----------------------------------------------------------------------------------
+    @property
+    def view(self) -> ViewSpec:
+        """How a frame is framed before the user zooms ("robust", "auto" or a fixed View)."""
+        return self._range.mode
+
+    @property
+    def follow(self) -> bool:
+        """True: each push re-frames to its data until the user zooms; False: the first frame's range is kept."""
+        return self._range.follow
+
+    @follow.setter
+    def follow(self, value: bool) -> None:
+        self._range.follow = value
+
     @property
     def view_range(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
         """((x0, x1), (y0, y1)) in data units: the range shown (or about to be); None before any push."""
         with self._lock:
             if self._data is None:
                 return None
-            view = self._given.view if self._given is not None else self._target_view(*self._size())
+            given = self._given
+            view = given.view if given is not None else self._range.target(self._data.embedding, *self._size())
             return view.x_range, view.y_range
 
     def zoom(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> None:
@@ -310,9 +258,8 @@ class LiveView(PointPicking):
 
     def _zoom_to(self, view: View) -> None:
         with self._lock:
-            if view == self._user_view:  # already shown: linked views zooming each other stop here
+            if not self._range.zoom(view):  # already shown: linked views zooming each other stop here
                 return
-            self._user_view = view
             given = self._given is not None
         if given:
             if self.on_range is not None:
@@ -323,13 +270,13 @@ class LiveView(PointPicking):
     @property
     def zoomed_view(self) -> View | None:
         """The range the user (or ``zoom()``) chose, kept across pushes; None while framed automatically."""
-        return self._user_view
+        return self._range.zoomed
 
     def reset_view(self) -> None:
         """Forget the zoom and re-frame to the data (the constructor's view mode) now; for frames drawn
         elsewhere, ask their owner to (``on_range(None)``)."""
         with self._lock:
-            self._user_view = self._locked_view = None
+            self._range.reset()
             given = self._given is not None
         if given:
             if self.on_range is not None:
@@ -337,27 +284,11 @@ class LiveView(PointPicking):
         else:
             self._redraw()
 
-    def _target_view(self, width: int, height: int) -> View:
-        if self._user_view is not None:
-            return self._user_view
-        if not self.follow and self._locked_view is not None:
-            return self._locked_view
-        view = resolve_view(self._data.embedding, self.view, width, height)
-        if not self.follow:
-            self._locked_view = view
-        return view
-
     def _on_range(self, x_range=None, y_range=None) -> None:
-        if x_range is None or y_range is None or None in (*x_range, *y_range):
-            return
-        try:
-            view = View(tuple(map(float, x_range)), tuple(map(float, y_range)))
-        except ValueError:  # a degenerate range from the plot: nothing to draw at
-            return
         with self._lock:
-            if any(_same_view(view, seen) for seen in self._recent_views):
-                return
-        self._zoom_to(view)
+            view = self._range.reported(x_range, y_range)  # None: no range, or the echo of a frame drawn
+        if view is not None:
+            self._zoom_to(view)
 
     def _on_reset(self, resetting: bool = False) -> None:
         if resetting:
@@ -370,28 +301,7 @@ class LiveView(PointPicking):
 
     def _render(self, width: int, height: int) -> tuple[tuple, np.ndarray, View, Any]:
         """(key, marked RGBA, View, Aggregate or None) for the current data, view, size and marks; cached by key."""
-        data, given = self._data, self._given
-        if data is None:
-            blank = np.zeros((height, width, 4), dtype=np.uint8)
-            return (None,), blank, View((-1.0, 1.0), (-1.0, 1.0)), None
-        if given is not None:
-            key = (data.serial, self._marks_serial)
-            if self._shown is None or self._shown[0] != key:
-                rgba = draw_marks(given.rgba, given.view, data.embedding, self._marks, self.style.background)
-                self._recent_views.append(given.view)
-                self._shown = (key, rgba, given.view, None)
-            return self._shown
-        view = self._target_view(width, height)
-        key = (data.serial, width, height, view, self._marks_serial)
-        if self._shown is not None and self._shown[0] == key:
-            return self._shown
-        rgba, agg = render(
-            data.embedding, data.labels, data.outliers, width, height, view, n_labels=data.n_labels, style=self.style
-        )
-        rgba = draw_marks(rgba, agg.view, data.embedding, self._marks, self.style.background)
-        self._recent_views.append(agg.view)
-        self._shown = (key, rgba, agg.view, agg)
-        return self._shown
+        return self._frames.render(self._data, self._given, self._marks, self._range, self.style, width, height)
 
     def _element(self, **stream_values):  # the streams only trigger it: it draws the current state
         with self._lock:
@@ -424,12 +334,30 @@ class LiveView(PointPicking):
         return self.dmap._repr_mimebundle_(include, exclude)
 
 
-def _same_view(a: View, b: View) -> bool:
-    tol_x = ECHO_TOLERANCE * (b.x_range[1] - b.x_range[0])
-    tol_y = ECHO_TOLERANCE * (b.y_range[1] - b.y_range[0])
-    return (
-        abs(a.x_range[0] - b.x_range[0]) <= tol_x
-        and abs(a.x_range[1] - b.x_range[1]) <= tol_x
-        and abs(a.y_range[0] - b.y_range[0]) <= tol_y
-        and abs(a.y_range[1] - b.y_range[1]) <= tol_y
-    )
+def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
+    """The bokeh options of a live view's overlay: the image's size, tools and caption hook, the hover text's look.
+
+    Parameters
+    ----------
+    width, height : int
+        The plot's size in pixels.
+    caption_hook : callable
+        ``(plot, element) -> None``, run at each draw: it puts the caption into the plot's title.
+    """
+    return {
+        "RGB": dict(
+            width=width,
+            height=height,
+            framewise=True,
+            xaxis=None,
+            yaxis=None,
+            tools=TOOLS,
+            active_tools=["wheel_zoom", "pan"],
+            show_legend=False,
+            hooks=[caption_hook],
+            # One image and a few marks: the 2-D canvas draws them at once, where WebGL (HoloViews'
+            # default) costs a GPU read-back per frame, or a software GL pass without a GPU.
+            backend_opts={"plot.output_backend": "canvas"},
+        ),
+        "Text": dict(text_color="white", text_font_size="11pt", text_align="left", text_baseline="bottom"),
+    }

@@ -23,7 +23,7 @@ class PointPicking:
     def point_at(self, x: float, y: float, radius_px: float = HOVER_RADIUS_PX) -> int | None:
         """The index of the point nearest the data position (x, y), if within ``radius_px`` pixels as shown."""
         with self._lock:
-            data, shown = self._data, self._shown
+            data, shown = self._data, self._frames.shown
         if data is None or x is None or y is None or data.embedding.shape[0] == 0:
             return None
         index = int(nearest_point(data.embedding, float(x), float(y)))
