@@ -108,10 +108,10 @@ def test_memory_mapped_data_gives_the_same_neighbours(tmp_path, clusters):
 
 def test_dask_workers_give_the_same_graph_bytes(clusters):
     # The test extra installs distributed (make test, CI); the GPU machine's image lacks it.
-    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed: pip install -e '.[dask]'")
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed: the dask extra")
     here = build_graph(clusters, knn="partitioned", knn_partitions=4, random_state=0, cache=False, progress=False)
-    with (distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster,
-          distributed.Client(cluster) as client):
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None)
+    with cluster, distributed.Client(cluster) as client:
         there = build_graph(clusters, knn="auto", knn_partitions=4, random_state=0, cache=False, progress=False,
                             client=client)
         with pytest.raises(ValueError, match="knn='partitioned'"):
