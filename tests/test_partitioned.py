@@ -140,7 +140,7 @@ def test_auto_partitions_and_methods():
     assert resolve_partitioning(100_000, 15) == (7, 2)  # one per 16,384 rows
     assert resolve_partitioning(1000, 15) == (1, 1)  # one partition: exact
     assert resolve_knn_method("auto", 150_000, 384, device="gpu") == "exact-gpu"
-    assert resolve_knn_method("auto", 1_000_000, 384, device="gpu") == "partitioned-gpu"
+    assert resolve_knn_method("auto", 10_000_000, 384, device="gpu") == "exact-gpu"  # approximate only when asked
     assert resolve_knn_method("approx", 1000, 384, device="gpu") == "partitioned-gpu"
     assert resolve_knn_method("exact", 10**7, 384, device="gpu") == "exact-gpu"
     assert resolve_knn_method("approx", 10**6, 384) == "approx"  # NN-descent on the CPU

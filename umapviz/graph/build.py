@@ -66,7 +66,7 @@ def build_graph(
         ``"exact"`` (tiled brute force), ``"approx"``, ``"partitioned"`` or ``"auto"``. On the CPU "approx" is
         NN-descent (pynndescent) and "auto" is exact while ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about
         half a minute on two cores), else approx. On the GPU "approx" is the partitioned search and "auto" is exact
-        up to 2e13 of that cost (about 190k points of 384 features), partitioned beyond. "partitioned"
+        (the partitioned search's recall falls with the number of partitions). "partitioned"
         (:mod:`umapviz.graph.partitioned`: k-means partitions, each point in its ``knn_overlap`` nearest ones,
         exact search inside each, candidates merged) runs on either device; measure what it misses with
         :func:`umapviz.graph.recall.recall_at_k`.
