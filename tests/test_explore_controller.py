@@ -107,7 +107,7 @@ def test_the_shared_error_rule():
     assert "n_samples" in status.error  # a hint the user can act on
 
 
-def test_keyboard_interrupt_during_a_blocking_play_stops_the_layout(blobs_small):
+def test_keyboard_interrupt_during_a_blocking_play_stops_the_layout(blobs_small, ctrl_c_raises):
     X, y = blobs_small
     c = ExplorerController(X, labels=y, n_neighbors=10, n_epochs=100_000, size=48)
     try:
