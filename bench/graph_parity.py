@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +33,9 @@ from umapviz import datasets
 from umapviz._backend import gpu_available
 from umapviz.graph import build_graph, fuzzy_cpu, fuzzy_gpu
 from umapviz.graph.knn_cpu import exact_knn, exact_rows, reference_index
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from cuda_host import FUZZY_KERNEL_SHIMS, build_host_library, compiler, marked_section  # noqa: E402
 
 K = 15
 
@@ -169,23 +170,7 @@ extern "C" void check(long n_doubles) {
 """
 
 
-# fuzzy_gpu.cu's kernels as host code: CUDA's rounding intrinsics as the plain IEEE operations they are, each
-# kernel run over its grid one thread at a time.
-_KERNEL_SHIMS = r"""
-#include <cmath>
-#include <cstring>
-struct Dim { unsigned int x; };
-static Dim blockIdx, threadIdx, blockDim;
-#define __global__
-#define __restrict__
-static inline double __dadd_rn(double a, double b) { return a + b; }
-static inline double __dsub_rn(double a, double b) { return a - b; }
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __ddiv_rn(double a, double b) { return a / b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
-static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline double __longlong_as_double(long long u) { double x; std::memcpy(&x, &u, 8); return x; }
-"""
+# fuzzy_gpu.cu's kernels run over their grids one thread at a time (the intrinsics: tests/cuda_host.py).
 _KERNEL_DRIVER = r"""
 static void grid(long threads, void (*body)()) {
     blockDim.x = 256;
@@ -206,18 +191,6 @@ extern "C" void host_memberships(const int* idx, const float* d, const float* s,
 """
 
 
-def _compile(source: str, folder: str) -> ctypes.CDLL:
-    """A shared library from C++ source, compiled without contraction (as the GPU module's --fmad=false)."""
-    compiler = shutil.which("g++") or shutil.which("c++")
-    if compiler is None:
-        sys.exit("needs a C++ compiler (g++)")
-    src = Path(folder) / "host.cpp"
-    src.write_text(source)
-    subprocess.run([compiler, "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC", "-shared", str(src), "-o",
-                    str(src.with_suffix(".so"))], check=True)
-    return ctypes.CDLL(str(src.with_suffix(".so")))
-
-
 def _ptr(a: np.ndarray) -> ctypes.c_void_p:
     return a.ctypes.data_as(ctypes.c_void_p)
 
@@ -225,13 +198,15 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 def run_libm(cases) -> None:
     """fuzzy_gpu.cu's exp twins as host code against this machine's C library; then its kernels as host code against
     the CPU's fuzzy set on each case's kNN."""
+    if compiler() is None:
+        sys.exit("needs a C++ compiler (g++)")
     text = fuzzy_gpu.KERNELS.read_text()
-    section = text.split("// >>> libm twins", 1)[1].split("\n", 1)[1].split("// <<< libm twins", 1)[0]
+    section = marked_section(text, "libm twins")
     with tempfile.TemporaryDirectory() as tmp:
-        twins = _compile("#include <cstring>\ntypedef long long i64;\n" + section + _LIBM_HARNESS, tmp)
+        twins = build_host_library("#include <cstring>\ntypedef long long i64;\n" + section + _LIBM_HARNESS, Path(tmp))
         twins.check(ctypes.c_long(100_000_000))
     with tempfile.TemporaryDirectory() as tmp:
-        kernels = _compile(_KERNEL_SHIMS + text + _KERNEL_DRIVER, tmp)
+        kernels = build_host_library(FUZZY_KERNEL_SHIMS + text + _KERNEL_DRIVER, Path(tmp))
         for dataset, n in cases:
             X, _ = datasets.load(dataset, n_samples=n, random_state=0)
             idx, dist = exact_knn(X, K, progress=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cuda_host import build_host_library
 from numba import njit
 
 from umapviz.optimize import engine_gpu, moves_cpu, vertex_index
@@ -134,12 +135,7 @@ def test_pow_portable_gpu_twin_compiled_as_host_code_gives_the_cpu_twins_bits(tm
     same bits everywhere: the twins take the same steps (the GPU tests check the device itself)."""
     cu = engine_gpu.KERNELS.read_text()
     section = cu[cu.index("// ---- pow_portable"):cu.index("// ---- end of pow_portable")]
-    src, lib = tmp_path / "pow_host.cpp", tmp_path / "pow_host.so"
-    src.write_text(_HOST_PRELUDE + section + _HOST_ENTRY)
-    cmd = ["g++", "-O2", "-std=c++17", "-ffp-contract=off", "-shared", "-fPIC", str(src), "-o", str(lib)]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
-    host = ctypes.CDLL(str(lib))
+    host = build_host_library(_HOST_PRELUDE + section + _HOST_ENTRY, tmp_path)
     host.pows.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_long, ctypes.c_void_p]
     rng = np.random.default_rng(0)
     every = rng.integers(0, 2**32, 4 * 10**6, dtype=np.uint64).astype(np.uint32).view(np.float32)

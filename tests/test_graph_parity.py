@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import ctypes
 import platform
-import shutil
-import subprocess
 
 import numba
 import numpy as np
 import pytest
+from cuda_host import FUZZY_KERNEL_SHIMS, build_host_library, compiler, marked_section
 
 import umapviz
 from umapviz import metrics
@@ -23,25 +22,13 @@ extern "C" void exp_many(const double* x, double* y, long n) { for (long i = 0; 
 """
 
 
-def libm_twins_section() -> str:
-    """The host-compilable section of fuzzy_gpu.cu (between its ">>> libm twins" and "<<< libm twins" lines)."""
-    text = fuzzy_gpu.KERNELS.read_text()
-    return text.split("// >>> libm twins", 1)[1].split("\n", 1)[1].split("// <<< libm twins", 1)[0]
-
-
 @pytest.fixture(scope="module")
 def twins(tmp_path_factory):
     """fuzzy_gpu.cu's exp_libm and expf_libm built as host code (no contraction: as the GPU module's --fmad=false)."""
-    compiler = shutil.which("g++") or shutil.which("c++")
-    if compiler is None:
+    if compiler() is None:
         pytest.skip("no C++ compiler on PATH to build fuzzy_gpu.cu's exp twins as host code")
-    folder = tmp_path_factory.mktemp("twins")
-    (folder / "twins.cpp").write_text("typedef long long i64;\n" + libm_twins_section() + _HARNESS)
-    cmd = [compiler, "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC", "-shared", str(folder / "twins.cpp"), "-o",
-           str(folder / "twins.so")]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
-    lib = ctypes.CDLL(str(folder / "twins.so"))
+    section = marked_section(fuzzy_gpu.KERNELS.read_text(), "libm twins")
+    lib = build_host_library("typedef long long i64;\n" + section + _HARNESS, tmp_path_factory.mktemp("twins"))
     for name in ("expf_many", "exp_many"):
         getattr(lib, name).restype = None
 
@@ -87,20 +74,7 @@ def test_exp_twin_equals_the_c_librarys_exp_the_bisection_calls(twins):
 
 # fuzzy_gpu.cu's kernels as host code: CUDA's rounding intrinsics as the IEEE operations they are, a grid run one
 # thread at a time.
-_KERNEL_HOST = r"""
-#include <cmath>
-#include <cstring>
-struct Dim { unsigned int x; };
-static Dim blockIdx, threadIdx, blockDim;
-#define __global__
-#define __restrict__
-static inline double __dadd_rn(double a, double b) { return a + b; }
-static inline double __dsub_rn(double a, double b) { return a - b; }
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __ddiv_rn(double a, double b) { return a / b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
-static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline double __longlong_as_double(long long u) { double x; std::memcpy(&x, &u, 8); return x; }
+_KERNEL_HOST = FUZZY_KERNEL_SHIMS + r"""
 #include "fuzzy_gpu.cu"  // the whole file: its libm twins and both kernels
 static void at(long t) {
     blockDim.x = 256;
@@ -119,15 +93,9 @@ extern "C" void host_memberships(const int* idx, const float* d, const float* s,
 
 @pytest.mark.skipif(not _GLIBC, reason="the twins follow glibc's exp and expf; this C library is another")
 def test_fuzzy_kernels_as_host_code_give_the_cpus_sigma_rho_and_memberships(tmp_path):
-    compiler = shutil.which("g++") or shutil.which("c++")
-    if compiler is None:
+    if compiler() is None:
         pytest.skip("no C++ compiler on PATH to build fuzzy_gpu.cu as host code")
-    (tmp_path / "host.cpp").write_text(_KERNEL_HOST)
-    cmd = [compiler, "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC", "-shared", f"-I{fuzzy_gpu.KERNELS.parent}",
-           str(tmp_path / "host.cpp"), "-o", str(tmp_path / "host.so")]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
-    lib = ctypes.CDLL(str(tmp_path / "host.so"))
+    lib = build_host_library(_KERNEL_HOST, tmp_path, include_dirs=(fuzzy_gpu.KERNELS.parent,))
     rng = np.random.default_rng(2)
     X = (rng.normal(size=(3000, 24)) * rng.uniform(0.2, 3.0, size=(3000, 1))).astype(np.float32)
     X[10:40] = X[10]  # duplicates: rows of zero distances, the global-mean floor

@@ -11,13 +11,13 @@ from __future__ import annotations
 import ctypes
 import re
 import shutil
-import subprocess
 
 import numba
 import numpy as np
 import pytest
 import scipy.linalg
 import scipy.sparse as sp
+from cuda_host import build_host_library
 
 from umapviz.graph import FuzzyGraph, build_graph, random_init, spectral, spectral_cpu, spectral_gpu, spectral_init
 from umapviz.graph import init as init_mod
@@ -185,11 +185,7 @@ void host_seg_dot_finish(const double* partial, int n_tiles, const int* comp_til
 def test_cuda_kernels_built_as_host_code_give_the_numba_twins_bytes(tmp_path):
     """The .cu bodies themselves (no FMA contraction, as --fmad=false), on the CPU: the same bytes as the twins.
     (seg_dot_tiles needs warp shuffles; test_cpu_primitives_sum_like_the_gpu_tree and the GPU tests cover it.)"""
-    source, lib_path = tmp_path / "harness.cpp", tmp_path / "libspectral.so"
-    source.write_text(_HOST_HARNESS.replace("KERNELS", f'"{spectral_gpu.KERNELS}"'))
-    subprocess.run(["g++", "-O2", "-ffp-contract=off", "-std=c++17", "-shared", "-fPIC", str(source), "-o",
-                    str(lib_path)], check=True, capture_output=True)
-    lib = ctypes.CDLL(str(lib_path))
+    lib = build_host_library(_HOST_HARNESS.replace("KERNELS", f'"{spectral_gpu.KERNELS}"'), tmp_path)
 
     def ptr(a):
         return a.ctypes.data_as(ctypes.c_void_p)
