@@ -7,7 +7,8 @@
 #   tests        every GPU test: pytest -m gpu tests (TESTS="a -k expression" picks some)
 #   layout       bench/gpu_bench.py at the sizes in SIZES (default 1000000,5000000): ms per epoch per strategy
 #   parity       bench/parity_table.py: layout fingerprints per strategy on the CPU (1 and 2 threads) and the GPU,
-#                20k and 200k mixture graphs, 100 epochs, one start: every row equal (exit 1 otherwise)
+#                20k and 200k mixture graphs, 100 epochs, one start: every row equal (exit 1 otherwise);
+#                PARITY_SIZES and PARITY_RUNS (e.g. chunked:auto,vertex:1) pick some
 #   graph_parity bench/graph_parity.py: build_graph on the CPU and the GPU (exact kNN) for clusters 20k and the 20k and
 #                200k mixtures: rows whose kNN differ (TF32 and FP32 GEMM), the fuzzy set from the same kNN (sigma, rho,
 #                memberships; CUDA's own exp beside it), the graphs' fingerprints (exit 1 if the fuzzy set differs, or
@@ -160,7 +161,8 @@ for name in "${STEPS[@]}"; do
   case $name in
     tests) step tests 420 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests ${TESTS:+-k "$TESTS"} ;;
     layout) step layout 420 python3 bench/gpu_bench.py --sizes "$SIZES" --skip-fit --out "$OUT/layout" ;;
-    parity) step parity 480 python3 bench/parity_table.py --sizes 20000,200000 --epochs 100 ;;
+    parity) step parity 480 python3 bench/parity_table.py --sizes "${PARITY_SIZES:-20000,200000}" --epochs 100 \
+      ${PARITY_RUNS:+--runs "$PARITY_RUNS"} ;;
     graph_parity) step graph_parity 540 python3 bench/graph_parity.py ;;
     spectral) step spectral 480 python3 bench/spectral_cost.py --device gpu --sizes "${SPECTRAL_SIZES:-1000000}" \
       --parity 20000,200000 ;;
