@@ -25,12 +25,19 @@ from .._validation import check_int
 from .knn import check_metric
 from .knn_cpu import exact_knn
 from .knn_gpu import exact_knn_gpu, knn_bytes_needed
+from .knn_refine import refine_bytes_needed, refine_knn
 from .partitions import Partition, plan_partitions, take_rows
 
 # Primary rows per partition for n_partitions="auto" and the default overlap: chosen by the recall they reach on
 # the kit's data sets (bench/PARTITIONED_KNN.md).
 ROWS_PER_PARTITION = 16384
 DEFAULT_OVERLAP = 2
+# Rounds of neighbourhood refinement after the merge (:mod:`umapviz.graph.knn_refine`) for knn_refine="auto": one
+# round recovers much of what partition boundaries cut off at a small share of the searches' cost
+# (bench/PARTITIONED_KNN.md). "auto" refines where X is on the device the work runs on: a GPU search of host data
+# that does not fit (rows streamed per partition) skips it, since a round reads rows at random.
+DEFAULT_REFINE = "auto"
+REFINE_ROUNDS = 1
 # A partition may hold up to this many times its share of memberships (overlap * n / n_partitions) before it is
 # cut in halves: balance bounds the slowest search and the GPU memory of one partition.
 MAX_MEMBERS_FACTOR = 2.0
@@ -74,7 +81,7 @@ def resolve_partitioning(n_samples: int, n_neighbors: int, n_partitions: int | s
 def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_partitions: int | str = "auto",
                     overlap: int = DEFAULT_OVERLAP, random_state: int = 0, device: str = "cpu", client: Any = None,
                     return_device: bool = False, timings: dict | None = None,
-                    data_on_device: bool | None = None) -> tuple[Any, Any]:
+                    data_on_device: bool | None = None, refine: int | str = DEFAULT_REFINE) -> tuple[Any, Any]:
     """Approximate kNN by overlapping partitions: ``(indices int32 (n, k), distances float32 (n, k))``, self first,
     the rest by (distance, index), like the exact searches.
 
@@ -104,14 +111,21 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     data_on_device : bool, optional
         On the GPU with NumPy X: True uploads X whole, False keeps it on the host (rows travel per tile and per
         partition), None decides by free GPU memory (uploaded when X and the work take at most half of it).
+    refine : int or "auto"
+        Rounds of neighbourhood refinement after the merge (:func:`umapviz.graph.knn_refine.refine_knn`; 0: none).
+        "auto": REFINE_ROUNDS where X is on the work's device (always on the CPU; on the GPU when X is a CuPy array
+        or is uploaded whole), else 0. On the GPU a round reads X on the device: an int with host X uploads it.
     """
     metric = check_metric(metric)
     n, d = (int(s) for s in X.shape)
     k = check_int("n_neighbors", n_neighbors, 1)
+    refine = resolve_refine(refine)
     n_partitions, overlap = resolve_partitioning(n, k, n_partitions, overlap)
     xp = cupy() if device == "gpu" else np
     t0 = time.perf_counter()
     data = _work_data(X, n, d, k, overlap, n_partitions, data_on_device) if device == "gpu" else X
+    if refine == "auto":
+        refine = REFINE_ROUNDS if device == "cpu" or is_cupy(data) else 0
     plan = plan_partitions(data, n_partitions, overlap, int(random_state or 0), _max_members(n, n_partitions, overlap),
                            _min_members(k), metric=metric, xp=xp)
     t1 = time.perf_counter()
@@ -121,12 +135,33 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
         _scatter(keys, part, xp.asarray(idx), xp.asarray(dist), k, xp)
     t2 = time.perf_counter()
     idx, dist = _merge(keys, k, xp)
+    del keys
+    t3 = time.perf_counter()
+    refined: dict = {}
+    if refine and n_partitions > 1:  # one partition is the exact search: nothing to refine
+        idx, dist = refine_knn(data, idx, refine, metric, device, timings=refined)
     if timings is not None:
-        timings.update(plan=t1 - t0, searches=t2 - t1, merge=time.perf_counter() - t2, n_partitions=len(plan),
+        timings.update(plan=t1 - t0, searches=t2 - t1, merge=t3 - t2, refine=time.perf_counter() - t3,
+                       refine_rounds=refined.get("refine_rounds", []), n_partitions=len(plan),
                        largest_partition=max(part.size for part in plan))
     if xp is not np and not return_device:
         return idx.get(), dist.get()
     return idx, dist
+
+
+def resolve_refine(refine: int | str) -> int | str:
+    """``refine`` checked: "auto" or a count of rounds >= 0 (a clear error names the fix).
+
+    Parameters
+    ----------
+    refine : int or "auto"
+        Rounds of refinement after the partitioned search.
+    """
+    if isinstance(refine, str):
+        if refine != "auto":
+            raise ValueError(f"knn_refine={refine!r} is not understood: pass a number of rounds >= 0 or 'auto'.")
+        return refine
+    return check_int("knn_refine", refine, 0)
 
 
 def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> tuple[Any, Any]:
@@ -151,9 +186,10 @@ def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> t
 
 
 def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int, overlap: int,
-                             data_on_device: bool = True) -> int:
+                             data_on_device: bool = True, refine: int | str = DEFAULT_REFINE) -> int:
     """GPU bytes a partitioned search needs at its peak: X when it is on the device, the assignment and the
-    candidate keys of every point (and the sort's copy), and the largest partition's exact search.
+    candidate keys of every point (and the sort's copy), and the larger of the largest partition's exact search
+    and the refinement rounds (which hold X on the device).
 
     Parameters
     ----------
@@ -165,11 +201,16 @@ def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int
         The resolved partitioning (:func:`resolve_partitioning`).
     data_on_device : bool
         Whether X lies on the GPU for the whole search (else its rows travel partition by partition).
+    refine : int or "auto"
+        Rounds of refinement after the merge ("auto": where X is on the device).
     """
     largest = min(n, _max_members(n, n_partitions, overlap))
     candidates = 2 * 8 * n * overlap * n_neighbors + 4 * n * overlap
     search = knn_bytes_needed(largest, d, n_neighbors, min(largest, 1024)) + 4 * largest * d
-    return (4 * n * d if data_on_device else 0) + candidates + search
+    if refine == "auto":
+        refine = REFINE_ROUNDS if data_on_device else 0
+    refining = refine_bytes_needed(n, n_neighbors) + (0 if data_on_device else 4 * n * d) if refine else 0
+    return (4 * n * d if data_on_device else 0) + max(candidates + search, refining)
 
 
 def _max_members(n: int, n_partitions: int, overlap: int) -> int:
@@ -191,8 +232,8 @@ def _work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, 
         return X
     if upload is None:
         free, _ = gpu_memory()
-        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False)
-        upload = 4 * n * d + work <= 0.5 * free
+        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False, refine=0)
+        upload = 4 * n * d + max(work, refine_bytes_needed(n, k)) <= 0.5 * free
     return cupy().asarray(X, dtype=np.float32) if upload else X
 
 

@@ -1,0 +1,115 @@
+"""Neighbourhood refinement of a kNN graph (umapviz.graph.knn_refine): determinism, recall never falls, exact
+distances, the partitioned search's default, and the GPU twin's bytes (marked gpu)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from umapviz import datasets
+from umapviz.graph import build_graph
+from umapviz.graph.knn_cpu import exact_knn
+from umapviz.graph.knn_refine import candidate_width, refine_knn
+from umapviz.graph.partitioned import partitioned_knn
+from umapviz.graph.recall import recall_at_k
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    return datasets.load("clusters", n_samples=3000, random_state=0)[0]
+
+
+@pytest.fixture(scope="module")
+def coarse(clusters):
+    """A partitioned graph with many small partitions, so that it misses neighbours."""
+    return partitioned_knn(clusters, 15, n_partitions=24, random_state=0, refine=0)
+
+
+def test_refinement_is_deterministic(clusters, coarse):
+    first = refine_knn(clusters, coarse[0], 2)
+    again = refine_knn(clusters, coarse[0], 2)
+    assert first[0].tobytes() == again[0].tobytes() and first[1].tobytes() == again[1].tobytes()
+
+
+def test_refinement_raises_recall_and_never_loses_a_neighbour(clusters, coarse):
+    exact_idx, _ = exact_knn(clusters, 15, progress=False)
+    before = recall_at_k(clusters, coarse[0], sample=3000, seed=1)
+    once, _ = refine_knn(clusters, coarse[0], 1)
+    twice, _ = refine_knn(clusters, coarse[0], 2)
+    after_once = recall_at_k(clusters, once, sample=3000, seed=1)
+    assert before < 0.97 and before < after_once <= recall_at_k(clusters, twice, sample=3000, seed=1)
+    for old, new, true in zip(coarse[0].tolist(), once.tolist(), exact_idx.tolist(), strict=True):
+        assert (set(old) & set(true)) <= set(new)  # a true neighbour found stays found
+
+
+def test_refined_distances_are_the_exact_searches(clusters, coarse):
+    idx, dist = refine_knn(clusters, coarse[0], 1)
+    exact_idx, exact_dist = exact_knn(clusters, 15, progress=False)
+    assert idx.dtype == np.int32 and dist.dtype == np.float32
+    assert (idx[:, 0] == np.arange(len(idx))).all() and (dist[:, 0] == 0).all()
+    assert all(len(set(row)) == 15 for row in idx.tolist())
+    assert (dist >= exact_dist).all()  # the j-th found is never nearer than the true j-th
+    same = (idx == exact_idx).all(axis=1)
+    assert same.mean() > 0.5 and dist[same].tobytes() == exact_dist[same].tobytes()
+
+
+def test_zero_rounds_recomputes_the_graph_it_was_given(clusters, coarse):
+    idx, dist = refine_knn(clusters, coarse[0], 0)
+    assert np.array_equal(idx, coarse[0]) and dist.tobytes() == coarse[1].tobytes()
+
+
+def test_partitioned_search_refines_by_default_and_records_it(clusters, coarse):
+    default, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0)
+    refined, _ = refine_knn(clusters, coarse[0], 1)
+    assert np.array_equal(default, refined)
+    graph = build_graph(clusters, knn="partitioned", knn_partitions=24, knn_refine=2, random_state=0, cache=False,
+                        progress=False)
+    assert graph.params["knn_refine"] == 2
+    assert np.array_equal(graph.knn_indices, refine_knn(clusters, coarse[0], 2)[0])
+
+
+def test_cosine_refinement_finds_the_text_like_neighbours():
+    X = datasets.load("text_like", n_samples=3000, random_state=0)[0]
+    idx, _ = partitioned_knn(X, 15, "cosine", n_partitions=24, random_state=0)
+    assert recall_at_k(X, idx, sample=500, seed=1, metric="cosine") >= 0.99
+
+
+def test_candidate_width_fits_one_gpu_block():
+    assert candidate_width(15) == (14, 15 + 14 * 14 + 14)
+    for k in (2, 15, 31, 32, 64, 200, 500):
+        assert candidate_width(k)[1] <= 1024
+
+
+@pytest.mark.parametrize(("value", "match"), [(-1, "knn_refine=-1 is out of range"), ("many", "'auto'"),
+                                              (1.5, "knn_refine must be an integer")])
+def test_bad_rounds_are_refused_with_the_fix(clusters, value, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        build_graph(clusters, knn="partitioned", knn_refine=value, cache=False)
+
+
+def test_indices_of_another_data_set_are_refused(clusters, coarse):
+    with pytest.raises(ValueError, match="pass the kNN indices of this X"):
+        refine_knn(clusters[:100], coarse[0], 1)
+
+
+# ------------------------------------------------------------------------------------------------- GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_gpu_refinement_gives_the_cpu_bytes(clusters, coarse, metric):
+    cpu_idx, cpu_dist = refine_knn(clusters, coarse[0], 2, metric)
+    gpu_idx, gpu_dist = refine_knn(clusters, coarse[0], 2, metric, device="gpu")
+    assert cpu_idx.tobytes() == gpu_idx.get().tobytes() and cpu_dist.tobytes() == gpu_dist.get().tobytes()
+
+
+@pytest.mark.gpu
+def test_gpu_partitioned_search_refines_where_x_is_on_the_gpu(clusters):
+    refined, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu")
+    plain, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu", refine=0)
+    streamed, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu",
+                                  data_on_device=False)
+    assert np.array_equal(streamed, plain)  # host data that stays there: "auto" skips the rounds
+    assert recall_at_k(clusters, refined, sample=1000, seed=1) > recall_at_k(clusters, plain, sample=1000, seed=1)
+    again, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu")
+    assert refined.tobytes() == again.tobytes()
