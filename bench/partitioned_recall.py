@@ -12,7 +12,7 @@ CuPy: 384-d unit vectors from anisotropic topics), made on the device. Each conf
 search without refinement, then refinement rounds one at a time; a line of --out per stage: data set, n, d, rows
 per partition, overlap, rounds, partitions, largest partition, seconds of the search's stages (plan, searches,
 merge; GPU synchronised), of the refinement rounds so far, the kNN total, and recall@15 on --sample sampled rows
-against brute force (umapviz.graph.recall.recall_at_k, on the device).
+against brute force (umapviz.graph.recall.recall_at_k's measure, one exact search per data set, on the device).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from umapviz import datasets
 from umapviz.datasets import _zipf_sizes
 from umapviz.graph import partitioned
 from umapviz.graph.knn_refine import refine_knn
-from umapviz.graph.recall import recall_at_k
+from umapviz.graph.recall import recall_from_truth, sampled_truth
 
 
 def text_like_gpu(n: int, seed: int = 0):
@@ -83,7 +83,8 @@ def sync(device: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", default=["clusters:50000"], help="name:n (name:0 for the whole set)")
+    parser.add_argument("--sets", nargs="+", default=["clusters:50000"],
+                        help="name:n (name:0: the whole set); name:n:ROWS[:OVERLAPS[:REFINE]] sets those for this set")
     parser.add_argument("--rows", default="2048,8192", help="rows per partition, comma-separated")
     parser.add_argument("--overlaps", default="2,3")
     parser.add_argument("--refine", type=int, default=0, help="refinement rounds measured after the search")
@@ -94,13 +95,15 @@ def main() -> None:
     args = parser.parse_args()
     metric = "euclidean"
     for item in args.sets:
-        name, n = item.split(":")
+        name, n, *tail = item.split(":")
+        rows_list, overlaps, rounds_most = (tail + [args.rows, args.overlaps, args.refine][len(tail):])[:3]
         t = time.perf_counter()
         X = load(name, int(n), args.device)
         sync(args.device)
         made = time.perf_counter() - t
-        for rows in (int(r) for r in args.rows.split(",")):
-            for overlap in (int(o) for o in args.overlaps.split(",")):
+        truth = sampled_truth(X, args.k, args.sample, seed=1, metric=metric, device=args.device)
+        for rows in (int(r) for r in str(rows_list).split(",")):
+            for overlap in (int(o) for o in str(overlaps).split(",")):
                 n_partitions = max(1, -(-X.shape[0] // rows))
                 timings: dict = {}
                 sync(args.device)
@@ -111,14 +114,14 @@ def main() -> None:
                 sync(args.device)
                 search = time.perf_counter() - t0
                 refined = 0.0
-                for rounds in range(args.refine + 1):
+                for rounds in range(int(rounds_most) + 1):
                     if rounds:
                         sync(args.device)
                         t1 = time.perf_counter()
                         idx, _ = refine_knn(X, idx, 1, metric, args.device)
                         sync(args.device)
                         refined += time.perf_counter() - t1
-                    recall = recall_at_k(X, idx, args.sample, seed=1, metric=metric, device=args.device)
+                    recall = recall_from_truth(idx, *truth)
                     row = {"data": name, "n": int(X.shape[0]), "d": int(X.shape[1]), "rows_per_partition": rows,
                            "overlap": overlap, "refine": rounds, "partitions": timings["n_partitions"],
                            "largest": timings["largest_partition"],

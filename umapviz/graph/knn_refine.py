@@ -141,14 +141,14 @@ def _candidates(idx: Any, reverse: Any, start: int, stop: int, xp: Any) -> Any:
         hops, _ = candidate_width(k)
         second = idx[own[:, 1:]][:, :, 1 : 1 + hops].reshape(own.shape[0], -1)
         parts += [second.astype(xp.int64), reverse[start:stop].astype(xp.int64)]
+    empty = np.iinfo(np.int64).max
     cand = xp.concatenate(parts, axis=1)
-    cand[cand < 0] = np.iinfo(np.int64).max
+    cand = xp.where(cand < 0, empty, cand)
     cand.sort(axis=1)
-    repeat = cand[:, 1:] == cand[:, :-1]
-    cand[:, 1:][repeat] = np.iinfo(np.int64).max
+    repeat = xp.concatenate([xp.zeros((cand.shape[0], 1), dtype=bool), cand[:, 1:] == cand[:, :-1]], axis=1)
+    cand = xp.where(repeat, empty, cand)
     cand.sort(axis=1)
-    cand[cand == np.iinfo(np.int64).max] = -1
-    return cand
+    return xp.where(cand == empty, -1, cand)
 
 
 def _round(X: Any, idx: Any, reverse: Any, metric: str, xp: Any) -> tuple[Any, Any]:
