@@ -11,8 +11,10 @@ benches' 384-d mixture, bench/gpu_mixture.py) and ``text_like_gpu`` (the recipe 
 CuPy: 384-d unit vectors from anisotropic topics), made on the device. Each configuration runs the partitioned
 search without refinement, then refinement rounds one at a time; a line of --out per stage: data set, n, d, rows
 per partition, overlap, rounds, partitions, largest partition, seconds of the search's stages (plan, searches,
-merge; GPU synchronised), of the refinement rounds so far, the kNN total, and recall@15 on --sample sampled rows
-against brute force (umapviz.graph.recall.recall_at_k's measure, one exact search per data set, on the device).
+merge; GPU synchronised), of the refinement rounds so far, the kNN total, recall@15 on --sample sampled rows
+against brute force (umapviz.graph.recall.recall_at_k's measure, one exact search per data set, on the device), and
+the data's contrast: the k-th true neighbour's distance over the median distance, averaged over the sampled rows
+(near 1: distances concentrate).
 """
 
 from __future__ import annotations
@@ -74,6 +76,17 @@ def load(name: str, n: int, device: str):
     return X
 
 
+def contrast(X, rows, truth) -> float:
+    """Mean over the sampled rows of (distance to the k-th true neighbour) / (median distance to the sampled rows):
+    near 1, distances concentrate and near is barely nearer than far (any cut of the data loses neighbours)."""
+    xp = np if isinstance(X, np.ndarray) else sys.modules["cupy"]
+    Q = X[xp.asarray(rows)].astype(xp.float64)
+    sq = (Q * Q).sum(axis=1)
+    far = xp.sqrt(xp.maximum(sq[:, None] + sq[None, :200] - 2.0 * (Q @ Q[:200].T), 0.0))
+    kth = xp.sqrt(((Q - X[xp.asarray(truth[:, -1])].astype(xp.float64)) ** 2).sum(axis=1))
+    return float((kth / xp.median(far, axis=1)).mean())
+
+
 def sync(device: str) -> None:
     if device == "gpu":
         import cupy as cp  # noqa: PLC0415 - GPU runs only
@@ -102,6 +115,7 @@ def main() -> None:
         sync(args.device)
         made = time.perf_counter() - t
         truth = sampled_truth(X, args.k, args.sample, seed=1, metric=metric, device=args.device)
+        ratio = round(contrast(X, *truth), 3)
         for rows in (int(r) for r in str(rows_list).split(",")):
             for overlap in (int(o) for o in str(overlaps).split(",")):
                 n_partitions = max(1, -(-X.shape[0] // rows))
@@ -127,7 +141,8 @@ def main() -> None:
                            "largest": timings["largest_partition"],
                            **{key: round(timings[key], 3) for key in ("plan", "searches", "merge")},
                            "search_s": round(search, 3), "refine_s": round(refined, 3),
-                           "knn_s": round(search + refined, 3), "recall": round(recall, 4), "device": args.device,
+                           "knn_s": round(search + refined, 3), "recall": round(recall, 4), "contrast": ratio,
+                           "device": args.device,
                            "made_s": round(made, 1), "machine": f"{platform.node()} {os.cpu_count()} cores"}
                     print(json.dumps(row), flush=True)
                     if args.out:
