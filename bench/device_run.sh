@@ -26,7 +26,7 @@
 #                build, DATA=text_like lays out text-like data instead of the benchmarks' 384-d mixture
 #   knn_recall   bench/partitioned_recall.py --device gpu: recall@15 and seconds (plan, searches, merge, each refinement
 #                round) of the partitioned kNN on RECALL_SETS (name:n[:rows[:overlaps[:rounds]]]; default
-#                mixture_gpu and text_like_gpu at 1M and 10M, 16384 rows per partition, overlap 1 and 2, 2 rounds)
+#                mixture_gpu and text_like_gpu at 1M and 10M, 8192 and 16384 rows per partition, overlap 2, 2 rounds)
 #                -> $OUT/knn_recall.jsonl
 #   profile      bench/fit_profile.py: cProfile of that fit, stage by stage
 #   umap         bench/gpu_bench.py: umap-learn on 30,000 points beside the GPU pipeline on the same points
@@ -176,7 +176,7 @@ for name in "${STEPS[@]}"; do
     scale) step scale 560 python3 bench/fit_scale.py --device gpu --sizes "$SIZES" --knn "${KNN:-approx}" \
       ${UMAP_FIT:+--umap-fit} ${HOST_DATA:+--host-data} --data "${DATA:-mixture}" --timeout 500 --out "$OUT/scale" ;;
     knn_recall) step knn_recall 400 python3 bench/partitioned_recall.py --device gpu --sets ${RECALL_SETS:-mixture_gpu:1000000 \
-      text_like_gpu:1000000 text_like_gpu:10000000 mixture_gpu:10000000} --rows 16384 --overlaps 1,2 --refine 2 \
+      text_like_gpu:1000000 text_like_gpu:10000000 mixture_gpu:10000000} --rows 8192,16384 --overlaps 2 --refine 2 \
       --out "$OUT/knn_recall.jsonl" ;;
     profile) step profile 200 python3 bench/fit_profile.py ;;
     umap) step umap 200 python3 bench/gpu_bench.py --sizes "" --skip-fit --umap-learn 30000 --out "$OUT/umap" ;;
