@@ -9,7 +9,7 @@ import pytest
 from umapviz import datasets
 from umapviz.graph import build_graph
 from umapviz.graph.knn_cpu import exact_knn
-from umapviz.graph.knn_refine import candidate_width, refine_knn
+from umapviz.graph.knn_refine import _candidates, _reverse_neighbours, candidate_width, refine_knn
 from umapviz.graph.partitioned import partitioned_knn
 from umapviz.graph.recall import recall_at_k
 
@@ -72,6 +72,21 @@ def test_cosine_refinement_finds_the_text_like_neighbours():
     X = datasets.load("text_like", n_samples=3000, random_state=0)[0]
     idx, _ = partitioned_knn(X, 15, "cosine", n_partitions=24, random_state=0)
     assert recall_at_k(X, idx, sample=500, seed=1, metric="cosine") >= 0.99
+
+
+def test_candidates_are_neighbours_their_neighbours_and_reverse_neighbours():
+    rng = np.random.default_rng(0)
+    n, k = 60, 5
+    idx = np.stack([np.concatenate([[i], rng.choice(np.delete(np.arange(n), i), k - 1, replace=False)])
+                    for i in range(n)]).astype(np.int32)
+    reverse = _reverse_neighbours(idx, k - 1, np)
+    cand = _candidates(idx, reverse, 10, 50, np)
+    for r, i in enumerate(range(10, 50)):
+        listing = sorted(j for j in range(n) if i in idx[j, 1:])[: k - 1]
+        want = set(idx[i]) | {int(c) for j in idx[i, 1:] for c in idx[j, 1:]} | set(listing)
+        row = cand[r][cand[r] >= 0]
+        assert row.tolist() == sorted(want)  # each once, ascending
+        assert (cand[r][row.size :] == -1).all()
 
 
 def test_candidate_width_fits_one_gpu_block():
