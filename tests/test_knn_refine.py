@@ -68,6 +68,18 @@ def test_partitioned_search_refines_by_default_and_records_it(clusters, coarse):
     assert np.array_equal(graph.knn_indices, refine_knn(clusters, coarse[0], 2)[0])
 
 
+def test_repeated_partitionings_find_more_and_keep_their_bytes(clusters, coarse):
+    twice = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, refine=0, repeats=2)
+    again = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, refine=0, repeats=2)
+    assert twice[0].tobytes() == again[0].tobytes() and twice[1].tobytes() == again[1].tobytes()
+    found_once = recall_at_k(clusters, coarse[0], sample=3000, seed=1)
+    assert recall_at_k(clusters, twice[0], sample=3000, seed=1) > found_once
+    assert (twice[1] <= coarse[1]).all()  # the first partitioning is the plain one: the j-th found is never farther
+    graph = build_graph(clusters, knn="partitioned", knn_partitions=24, knn_repeats=2, random_state=0, cache=False,
+                        progress=False)
+    assert graph.params["knn_repeats"] == 2
+
+
 def test_cosine_refinement_finds_the_text_like_neighbours():
     X = datasets.load("text_like", n_samples=3000, random_state=0)[0]
     idx, _ = partitioned_knn(X, 15, "cosine", n_partitions=24, random_state=0)

@@ -38,6 +38,7 @@ DEFAULT_OVERLAP = 2
 # that does not fit (rows streamed per partition) skips it, since a round reads rows at random.
 DEFAULT_REFINE = "auto"
 REFINE_ROUNDS = 1
+DEFAULT_REPEATS = 1
 # A partition may hold up to this many times its share of memberships (overlap * n / n_partitions) before it is
 # cut in halves: balance bounds the slowest search and the GPU memory of one partition.
 MAX_MEMBERS_FACTOR = 2.0
@@ -81,7 +82,8 @@ def resolve_partitioning(n_samples: int, n_neighbors: int, n_partitions: int | s
 def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_partitions: int | str = "auto",
                     overlap: int = DEFAULT_OVERLAP, random_state: int = 0, device: str = "cpu", client: Any = None,
                     return_device: bool = False, timings: dict | None = None,
-                    data_on_device: bool | None = None, refine: int | str = DEFAULT_REFINE) -> tuple[Any, Any]:
+                    data_on_device: bool | None = None, refine: int | str = DEFAULT_REFINE,
+                    repeats: int = DEFAULT_REPEATS) -> tuple[Any, Any]:
     """Approximate kNN by overlapping partitions: ``(indices int32 (n, k), distances float32 (n, k))``, self first,
     the rest by (distance, index), like the exact searches.
 
@@ -115,6 +117,10 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
         Rounds of neighbourhood refinement after the merge (:func:`umapviz.graph.knn_refine.refine_knn`; 0: none).
         "auto": REFINE_ROUNDS where X is on the work's device (always on the CPU; on the GPU when X is a CuPy array
         or is uploaded whole), else 0. On the GPU a round reads X on the device: an int with host X uploads it.
+    repeats : int
+        Independent partitionings (k-means from other seeds: :func:`repeat_seed`), their candidates merged: each
+        costs one search more; on data whose clusters the partitions cut, two find more neighbours than overlap 3
+        at less cost (bench/PARTITIONED_KNN.md).
     """
     metric = check_metric(metric)
     n, d = (int(s) for s in X.shape)
@@ -126,27 +132,49 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     data = _work_data(X, n, d, k, overlap, n_partitions, data_on_device) if device == "gpu" else X
     if refine == "auto":
         refine = REFINE_ROUNDS if device == "cpu" or is_cupy(data) else 0
-    plan = plan_partitions(data, n_partitions, overlap, int(random_state or 0), _max_members(n, n_partitions, overlap),
-                           _min_members(k), metric=metric, xp=xp)
-    t1 = time.perf_counter()
-    # Column block `slot` of a point's row holds the k candidates of its slot-th partition.
-    keys = xp.full((n, overlap * k), _EMPTY, dtype=xp.int64)
-    for part, (idx, dist) in zip(plan, _searches(data, plan, k, metric, device, client), strict=True):
-        _scatter(keys, part, xp.asarray(idx), xp.asarray(dist), k, xp)
-    t2 = time.perf_counter()
+    repeats = check_int("knn_repeats", repeats, 1)
+    # Column block `r * overlap + slot` of a point's row holds the k candidates of its slot-th partition in the r-th
+    # partitioning.
+    keys = xp.full((n, repeats * overlap * k), _EMPTY, dtype=xp.int64)
+    planning, searching = time.perf_counter() - t0, 0.0  # the plan's time includes the upload of X
+    sizes = []
+    for r in range(repeats):
+        t1 = time.perf_counter()
+        plan = plan_partitions(data, n_partitions, overlap, repeat_seed(int(random_state or 0), r),
+                               _max_members(n, n_partitions, overlap), _min_members(k), metric=metric, xp=xp)
+        t2 = time.perf_counter()
+        for part, (idx, dist) in zip(plan, _searches(data, plan, k, metric, device, client), strict=True):
+            _scatter(keys, part, xp.asarray(idx), xp.asarray(dist), k, r * overlap, xp)
+        planning, searching = planning + t2 - t1, searching + time.perf_counter() - t2
+        sizes += [part.size for part in plan]
+    t3 = time.perf_counter()
     idx, dist = _merge(keys, k, xp)
     del keys
-    t3 = time.perf_counter()
+    t4 = time.perf_counter()
     refined: dict = {}
     if refine and n_partitions > 1:  # one partition is the exact search: nothing to refine
         idx, dist = refine_knn(data, idx, refine, metric, device, timings=refined)
     if timings is not None:
-        timings.update(plan=t1 - t0, searches=t2 - t1, merge=t3 - t2, refine=time.perf_counter() - t3,
-                       refine_rounds=refined.get("refine_rounds", []), n_partitions=len(plan),
-                       largest_partition=max(part.size for part in plan))
+        timings.update(plan=planning, searches=searching, merge=t4 - t3,
+                       refine=time.perf_counter() - t4, refine_rounds=refined.get("refine_rounds", []),
+                       n_partitions=len(sizes) // repeats, largest_partition=max(sizes))
     if xp is not np and not return_device:
         return idx.get(), dist.get()
     return idx, dist
+
+
+def repeat_seed(seed: int, repeat: int) -> int:
+    """The k-means seed of the ``repeat``-th partitioning: ``seed`` itself for the first (so one partitioning is
+    the plain search), then a seed drawn from ``(seed, repeat)``.
+
+    Parameters
+    ----------
+    seed : int
+        The search's seed.
+    repeat : int
+        Which partitioning, from 0.
+    """
+    return seed if repeat == 0 else int(np.random.default_rng([seed, repeat]).integers(2**31))
 
 
 def resolve_refine(refine: int | str) -> int | str:
@@ -186,7 +214,8 @@ def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> t
 
 
 def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int, overlap: int,
-                             data_on_device: bool = True, refine: int | str = DEFAULT_REFINE) -> int:
+                             data_on_device: bool = True, refine: int | str = DEFAULT_REFINE,
+                             repeats: int = DEFAULT_REPEATS) -> int:
     """GPU bytes a partitioned search needs at its peak: X when it is on the device, the assignment and the
     candidate keys of every point (and the sort's copy), and the larger of the largest partition's exact search
     and the refinement rounds (which hold X on the device).
@@ -203,9 +232,11 @@ def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int
         Whether X lies on the GPU for the whole search (else its rows travel partition by partition).
     refine : int or "auto"
         Rounds of refinement after the merge ("auto": where X is on the device).
+    repeats : int
+        Independent partitionings (their candidate keys are held together).
     """
     largest = min(n, _max_members(n, n_partitions, overlap))
-    candidates = 2 * 8 * n * overlap * n_neighbors + 4 * n * overlap
+    candidates = 2 * 8 * n * repeats * overlap * n_neighbors + 4 * n * overlap
     search = knn_bytes_needed(largest, d, n_neighbors, min(largest, 1024)) + 4 * largest * d
     if refine == "auto":
         refine = REFINE_ROUNDS if data_on_device else 0
@@ -255,15 +286,16 @@ def _searches(data: Any, plan: list[Partition], k: int, metric: str, device: str
         yield futures.pop(0).result()
 
 
-def _scatter(keys: Any, part: Partition, idx: Any, dist: Any, k: int, xp: Any) -> None:
-    """Write a partition's candidates into its members' rows of ``keys``: (global index << 32) | distance bits,
-    -1 for the point itself (so it sorts first whatever its duplicates)."""
+def _scatter(keys: Any, part: Partition, idx: Any, dist: Any, k: int, first_block: int, xp: Any) -> None:
+    """Write a partition's candidates into its members' rows of ``keys`` (column block ``first_block`` + the
+    member's slot): (global index << 32) | distance bits, -1 for the point itself (so it sorts first whatever its
+    duplicates)."""
     members = xp.asarray(part.members)
     found = members[idx.astype(xp.int64)]
     bits = dist.astype(xp.float32).view(xp.int32).astype(xp.int64)  # a float >= 0 orders as its bits do
     key = (found << 32) | bits
     key[found == members[:, None]] = -1
-    cols = xp.asarray(part.slots)[:, None] * k + xp.arange(k)[None, :]
+    cols = (xp.asarray(part.slots)[:, None] + first_block) * k + xp.arange(k)[None, :]
     keys[members[:, None], cols] = key
 
 
