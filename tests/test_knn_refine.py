@@ -75,9 +75,6 @@ def test_repeated_partitionings_find_more_and_keep_their_bytes(clusters, coarse)
     found_once = recall_at_k(clusters, coarse[0], sample=3000, seed=1)
     assert recall_at_k(clusters, twice[0], sample=3000, seed=1) > found_once
     assert (twice[1] <= coarse[1]).all()  # the first partitioning is the plain one: the j-th found is never farther
-    graph = build_graph(clusters, knn="partitioned", knn_partitions=24, knn_repeats=2, random_state=0, cache=False,
-                        progress=False)
-    assert graph.params["knn_repeats"] == 2
 
 
 def test_cosine_refinement_finds_the_text_like_neighbours():

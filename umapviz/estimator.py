@@ -12,7 +12,7 @@ from ._validation import RandomStateLike, check_data, check_n_epochs, check_rand
 from .graph import build_graph
 from .graph.fuzzy_cpu import new_point_memberships
 from .graph.knn_cpu import query_knn, reference_index
-from .graph.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE, DEFAULT_REPEATS
+from .graph.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
 from .optimize.transform import embed_new_points, transform_n_epochs
@@ -32,8 +32,8 @@ class UMAP:
 
     Parameters
     ----------
-    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine, knn_repeats
-        The graph's, as :func:`umapviz.build_graph` takes them (the last four tune the partitioned kNN, which
+    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine
+        The graph's, as :func:`umapviz.build_graph` takes them (the last three tune the partitioned kNN, which
         ``knn="auto"`` picks on the GPU for large data).
     n_components : int
         Dimensions of the embedding.
@@ -73,7 +73,6 @@ class UMAP:
         cache: bool | str = False,
         verbose: bool = False,
         knn_refine: int | str = DEFAULT_REFINE,
-        knn_repeats: int = DEFAULT_REPEATS,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -95,7 +94,6 @@ class UMAP:
         self.cache = cache
         self.verbose = verbose
         self.knn_refine = knn_refine
-        self.knn_repeats = knn_repeats
 
     def get_params(self, deep: bool = True) -> dict:
         """Constructor parameters, as scikit-learn expects."""
@@ -142,7 +140,6 @@ class UMAP:
             knn_partitions=self.knn_partitions,
             knn_overlap=self.knn_overlap,
             knn_refine=self.knn_refine,
-            knn_repeats=self.knn_repeats,
             random_state=seed,
             cache=self.cache,
             progress=self.verbose,

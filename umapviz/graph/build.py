@@ -14,7 +14,6 @@ from .._backend import resolve_device
 from .._validation import (
     RandomStateLike,
     check_data,
-    check_int,
     check_n_epochs,
     check_n_neighbors,
     check_random_state,
@@ -31,7 +30,6 @@ from .params import GraphParams
 from .partitioned import (
     DEFAULT_OVERLAP,
     DEFAULT_REFINE,
-    DEFAULT_REPEATS,
     partitioned_knn,
     resolve_partitioning,
     resolve_refine,
@@ -55,7 +53,6 @@ def build_graph(
     knn_overlap: int = DEFAULT_OVERLAP,
     client: Any = None,
     knn_refine: int | str = DEFAULT_REFINE,
-    knn_repeats: int = DEFAULT_REPEATS,
 ) -> FuzzyGraph:
     """Build UMAP's fuzzy graph of ``X`` as a :class:`FuzzyGraph`.
 
@@ -119,7 +116,6 @@ def build_graph(
     if partitioned:
         knn_partitions, knn_overlap = resolve_partitioning(X.shape[0], n_neighbors, knn_partitions, knn_overlap)
         knn_refine = resolve_refine(knn_refine)
-        knn_repeats = check_int("knn_repeats", knn_repeats, 1)
     if device == "gpu":
         check_graph_fits(X.shape[0], X.shape[1], n_neighbors, method, knn_partitions, knn_overlap)
 
@@ -127,8 +123,7 @@ def build_graph(
                                  spread=spread, random_state=random_state, n_epochs=n_epochs, curve=(a, b))
     params = build.record()
     if partitioned:
-        params.update(knn_partitions=knn_partitions, knn_overlap=knn_overlap, knn_refine=knn_refine,
-                      knn_repeats=knn_repeats)
+        params.update(knn_partitions=knn_partitions, knn_overlap=knn_overlap, knn_refine=knn_refine)
     seeded = method == "approx" or partitioned
     directory = resolve_cache_dir(cache)
     if seeded and random_state is None:
@@ -148,13 +143,12 @@ def build_graph(
 
     if device == "gpu":
         partitioning = dict(n_partitions=knn_partitions, overlap=knn_overlap, random_state=random_state,
-                            client=client, refine=knn_refine, repeats=knn_repeats) if partitioned else None
+                            client=client, refine=knn_refine) if partitioned else None
         graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(X, n_neighbors, metric, knn_partitions, knn_overlap,
-                                                     random_state=random_state, client=client, refine=knn_refine,
-                                                     repeats=knn_repeats)
+                                                     random_state=random_state, client=client, refine=knn_refine)
         else:
             knn_indices, knn_dists = nearest_neighbors(
                 X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel

@@ -119,8 +119,8 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
         or is uploaded whole), else 0. On the GPU a round reads X on the device: an int with host X uploads it.
     repeats : int
         Independent partitionings (k-means from other seeds: :func:`repeat_seed`), their candidates merged: each
-        costs one search more; on data whose clusters the partitions cut, two find more neighbours than overlap 3
-        at less cost (bench/PARTITIONED_KNN.md).
+        costs one search more. Measured no better than partitions as much larger at the same cost
+        (bench/PARTITIONED_KNN.md), so build_graph does not offer it; benchmarks and studies do.
     """
     metric = check_metric(metric)
     n, d = (int(s) for s in X.shape)
