@@ -158,8 +158,7 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
 // One block per query row Q[row0 + r], one thread per candidate (blockDim.x >= m): exact float64 distance to the
 // candidate row of X (operation for operation as knn_cpu.py's _refine), then each thread's rank by (distance, index)
 // decides where it lands among the row's k outputs. With self_first (Q is X) self is ranked first (distance
-// -1, written as 0). A candidate listed twice counts once (the first copy), as _refine skips repeats: two equal
-// (distance, index) pairs would take the same rank and leave the next output unwritten.
+// -1, written as 0).
 extern "C" __global__ void refine(const float* __restrict__ X, const float* __restrict__ Q, int d, i64 row0,
                                   int self_first, const int* __restrict__ cand, int m, int k, int cosine,
                                   int* __restrict__ out_idx, float* __restrict__ out_dist) {
@@ -170,11 +169,6 @@ extern "C" __global__ void refine(const float* __restrict__ X, const float* __re
     i64 i = row0 + r;
     int c = threadIdx.x;
     int j = c < m ? cand[(i64)r * m + c] : -1;
-    si[c] = j;
-    __syncthreads();
-    for (int q = 0; q < c && j >= 0; ++q)
-        if (si[q] == j) j = -1;
-    __syncthreads();  // every repeat is found before si is overwritten below
     double val = __longlong_as_double(0x7ff0000000000000LL);  // +inf for an empty slot
     const float* xi = Q + i * d;
     if (j >= 0) {

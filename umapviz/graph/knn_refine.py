@@ -2,15 +2,15 @@
 
 One round gives every point, as candidates, its current neighbours, its neighbours' neighbours and its reverse
 neighbours (points that list it; the lowest-numbered ``k - 1`` of them), and keeps the k best by exact distance,
-ties by index, itself first. A neighbour of a neighbour is likely a neighbour ("friends of friends"), so a round
-recovers most of what partition boundaries cut off; the current neighbours are candidates too, so a round never
+ties by index, itself first. Where data has low-dimensional structure a neighbour of a neighbour is likely a
+neighbour, so a round recovers much of what partition boundaries cut off (in isotropic high-dimensional clusters,
+where it seldom is, a little: bench/PARTITIONED_KNN.md); the current neighbours are candidates too, so a round never
 loses a neighbour it had (recall cannot fall).
 
 The distances are the exact searches' own: float64, operation for operation the same on both devices
 (:func:`umapviz.graph.knn_cpu._refine` and the ``refine`` kernel of ``knn_gpu.cu``), computed from the two rows of
-X, so CPU and GPU give the same bytes. The candidate lists are a function of the graph alone, and both kernels keep
-the k best of their distinct candidates by (distance, index), whatever their order or repeats: a round is
-deterministic, with no atomics and no dependence on thread scheduling.
+X, so CPU and GPU give the same bytes. The candidate lists are a function of the graph alone (sorted, duplicates
+dropped), so a round is deterministic: no atomics, no dependence on thread scheduling.
 """
 
 from __future__ import annotations
@@ -133,14 +133,23 @@ def _reverse_neighbours(idx: Any, most: int, xp: Any) -> Any:
 
 def _candidates(idx: Any, reverse: Any, start: int, stop: int, xp: Any) -> Any:
     """(rows, m) int64 candidate lists of rows start..stop: own neighbours, the first ``hops`` neighbours of each
-    neighbour, reverse neighbours (-1 where fewer). Repeats stay: both refine kernels take each candidate once."""
+    neighbour, reverse neighbours; sorted, each once, -1 filling the end: the GPU refine kernel ranks candidates by
+    (distance, index), and two copies of one would take the same rank and leave an output unwritten."""
     k = idx.shape[1]
     own = idx[start:stop].astype(xp.int64)
-    if reverse is None:
-        return own
-    hops, _ = candidate_width(k)
-    second = idx[own[:, 1:]][:, :, 1 : 1 + hops].reshape(own.shape[0], -1)
-    return xp.concatenate([own, second.astype(xp.int64), reverse[start:stop].astype(xp.int64)], axis=1)
+    parts = [own]
+    if reverse is not None:
+        hops, _ = candidate_width(k)
+        second = idx[own[:, 1:]][:, :, 1 : 1 + hops].reshape(own.shape[0], -1)
+        parts += [second.astype(xp.int64), reverse[start:stop].astype(xp.int64)]
+    empty = np.iinfo(np.int64).max
+    cand = xp.concatenate(parts, axis=1)
+    cand = xp.where(cand < 0, empty, cand)
+    cand.sort(axis=1)
+    repeat = xp.concatenate([xp.zeros((cand.shape[0], 1), dtype=bool), cand[:, 1:] == cand[:, :-1]], axis=1)
+    cand = xp.where(repeat, empty, cand)
+    cand.sort(axis=1)
+    return xp.where(cand == empty, -1, cand)
 
 
 def _round(X: Any, idx: Any, reverse: Any, metric: str, xp: Any) -> tuple[Any, Any]:
