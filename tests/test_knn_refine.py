@@ -6,10 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from umapviz import datasets
+from umapviz import UMAP, datasets
 from umapviz.graph import build_graph
 from umapviz.graph.knn_cpu import exact_knn
-from umapviz.graph.knn_refine import _candidates, _reverse_neighbours, candidate_width, refine_knn
+from umapviz.graph.knn_refine import (
+    _candidates,
+    _reverse_neighbours,
+    candidate_width,
+    check_refine_fits,
+    refine_knn,
+)
 from umapviz.graph.partitioned import partitioned_knn
 from umapviz.graph.recall import recall_at_k
 
@@ -77,6 +83,12 @@ def test_repeated_partitionings_find_more_and_keep_their_bytes(clusters, coarse)
     assert (twice[1] <= coarse[1]).all()  # the first partitioning is the plain one: the j-th found is never farther
 
 
+def test_umap_passes_the_rounds_to_the_graph(clusters):
+    model = UMAP(knn="partitioned", knn_partitions=3, knn_refine=0, n_epochs=5, random_state=0, device="cpu")
+    model.fit(clusters[:1000])
+    assert model.get_params()["knn_refine"] == 0 and model.graph_.params["knn_refine"] == 0
+
+
 def test_cosine_refinement_finds_the_text_like_neighbours():
     X = datasets.load("text_like", n_samples=3000, random_state=0)[0]
     idx, _ = partitioned_knn(X, 15, "cosine", n_partitions=24, random_state=0)
@@ -109,6 +121,16 @@ def test_candidate_width_fits_one_gpu_block():
 def test_bad_rounds_are_refused_with_the_fix(clusters, value, match):
     with pytest.raises((ValueError, TypeError), match=match):
         build_graph(clusters, knn="partitioned", knn_refine=value, cache=False)
+
+
+def test_a_refinement_too_big_for_the_gpu_says_what_it_needs_and_the_fix():
+    gib = 2**30
+    with pytest.raises(MemoryError) as info:  # 10M x 384 host data: 15 GB to upload, beside a round's buffers
+        check_refine_fits(10_000_000, 384, 15, x_on_device=False, free_total=(16 * gib, 80 * gib))
+    text = str(info.value)
+    assert "16.00 GiB of 80.00 GiB is free" in text and "knn_refine=0" in text
+    assert float(text.split("needs about ")[1].split(" GiB")[0]) > 4 * 10_000_000 * 384 / gib
+    check_refine_fits(10_000_000, 384, 15, x_on_device=True, free_total=(16 * gib, 80 * gib))  # X already there
 
 
 def test_indices_of_another_data_set_are_refused(clusters, coarse):

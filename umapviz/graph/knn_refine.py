@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import cupy, is_cupy
+from .._backend import cupy, gpu_memory, is_cupy
 from .._validation import check_int
 from .knn import check_metric
 from .knn_cpu import _refine
@@ -55,6 +55,7 @@ def refine_knn(X: Any, indices: Any, rounds: int = 1, metric: str = "euclidean",
     rounds = check_int("knn_refine", rounds, 0)
     xp = cupy() if device == "gpu" else np
     if device == "gpu":
+        check_refine_fits(int(X.shape[0]), int(X.shape[1]), int(indices.shape[1]), is_cupy(X))
         X = xp.ascontiguousarray(xp.asarray(X, dtype=xp.float32))
         indices = xp.asarray(indices)
     else:
@@ -106,6 +107,33 @@ def refine_bytes_needed(n: int, n_neighbors: int) -> int:
     reverse = 4 * n * (k - 1) + 5 * 8 * n * (k - 1)
     tile = 4 * 8 * min(_GPU_TILE_ELEMENTS, n * candidate_width(k)[1])
     return graphs + reverse + tile
+
+
+def check_refine_fits(n: int, d: int, n_neighbors: int, x_on_device: bool,
+                      free_total: tuple[int, int] | None = None) -> None:
+    """MemoryError before a GPU refinement that cannot fit: how much it needs (X uploaded when it is host data, and
+    a round's buffers), how much is free, and the fix.
+
+    Parameters
+    ----------
+    n, d : int
+        Points and features.
+    n_neighbors : int
+        Neighbours per point.
+    x_on_device : bool
+        Whether X is already on the GPU (else it is uploaded for the rounds).
+    free_total : (int, int), optional
+        (free, total) bytes; None asks the GPU.
+    """
+    need = refine_bytes_needed(n, n_neighbors) + (0 if x_on_device else 4 * n * d)
+    free, total = gpu_memory() if free_total is None else free_total
+    if need > free:
+        raise MemoryError(
+            f"Refining the kNN graph of {n:,} points on the GPU needs about {need / 2**30:.2f} GiB of GPU memory (X "
+            f"on the device and a round's buffers), but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is "
+            "free. Pass knn_refine=0 (or 'auto', which skips it for host data that stays on the host), or free GPU "
+            "memory."
+        )
 
 
 def _clock(xp: Any) -> float:
