@@ -110,6 +110,14 @@ def test_candidates_are_neighbours_their_neighbours_and_reverse_neighbours():
         assert (cand[r][row.size :] == -1).all()
 
 
+def test_mnist_subset_with_small_partitions_keeps_its_neighbours():
+    X = datasets.load("mnist")[0]  # 5,000 images: 20 partitions of ~250 rows, a tenth of a digit class each
+    plain, _ = partitioned_knn(X, 15, n_partitions=20, random_state=0, refine=0)
+    refined, _ = partitioned_knn(X, 15, n_partitions=20, random_state=0)
+    assert recall_at_k(X, plain, sample=500, seed=1) < recall_at_k(X, refined, sample=500, seed=1)
+    assert recall_at_k(X, refined, sample=500, seed=1) >= 0.97
+
+
 def test_candidate_width_fits_one_gpu_block():
     assert candidate_width(15) == (14, 15 + 14 * 14 + 14)
     for k in (2, 15, 31, 32, 64, 200, 500):
