@@ -4,8 +4,10 @@ The rows are cut into overlapping partitions (:mod:`umapviz.graph.partitions`: k
 its ``overlap`` nearest centroids' partitions, sizes capped); each partition's members get their exact kNN among
 the members (the exact searches :func:`umapviz.graph.knn_cpu.exact_knn` and
 :func:`umapviz.graph.knn_gpu.exact_knn_gpu`); each point keeps the ``k`` best of the candidates its partitions gave,
-by (distance, index), itself first. The cost is about ``overlap**2 * n * rows_per_partition`` distance
-evaluations instead of ``n**2``; what it misses is measured by :func:`umapviz.graph.recall.recall_at_k`.
+by (distance, index), itself first; rounds of neighbourhood refinement (:mod:`umapviz.graph.knn_refine`) then
+find some of the neighbours that partition boundaries cut off. The cost is about ``overlap**2 * n *
+rows_per_partition`` distance evaluations instead of ``n**2``, plus about ``k**2 * n`` a round; what it misses is
+measured by :func:`umapviz.graph.recall.recall_at_k`.
 
 Deterministic: the plan is a function of the data and the seed, and the merge a function of the set of
 candidates (a pair's distance is recomputed exactly from its two rows, the same in every partition that holds
