@@ -23,7 +23,12 @@
 #                layout, total} s, recall, trust, peak GPU memory of the partitioned kNN's fit (KNN, default approx;
 #                KNN=exact for the exact-kNN fit to compare trust with), each size in a fresh process; UMAP_FIT=1
 #                also times UMAP().fit_transform of the same data, HOST_DATA=1 keeps X on the host during the graph
-#                build, DATA=text_like lays out text-like data instead of the benchmarks' 384-d mixture
+#                build, DATA=text_like lays out text-like data instead of the benchmarks' 384-d mixture, KNN_REFINE
+#                sets the partitioned search's refinement rounds (default auto: one where X is on the GPU)
+#   knn_recall   bench/partitioned_recall.py --device gpu: recall@15 and seconds (plan, searches, merge, each refinement
+#                round) of the partitioned kNN on RECALL_SETS (name:n[:rows[:overlaps[:rounds]]]; default
+#                mixture_gpu and text_like_gpu at 1M and 10M, 8192 and 16384 rows per partition, overlap 2, 2 rounds)
+#                -> $OUT/knn_recall.jsonl
 #   profile      bench/fit_profile.py: cProfile of that fit, stage by stage
 #   umap         bench/gpu_bench.py: umap-learn on 30,000 points beside the GPU pipeline on the same points
 #   render       bench/render_bench.py --device gpu: frame time at 1M, 10M and 30M points
@@ -170,7 +175,11 @@ for name in "${STEPS[@]}"; do
       --strategies hogwild,chunked,vertex --strategies-large hogwild,chunked,vertex --out "$OUT/pow_cost" ;;
     fit) step fit 200 python3 bench/gpu_bench.py --sizes "" --out "$OUT/fit" ;;
     scale) step scale 560 python3 bench/fit_scale.py --device gpu --sizes "$SIZES" --knn "${KNN:-approx}" \
-      ${UMAP_FIT:+--umap-fit} ${HOST_DATA:+--host-data} --data "${DATA:-mixture}" --timeout 500 --out "$OUT/scale" ;;
+      ${UMAP_FIT:+--umap-fit} ${HOST_DATA:+--host-data} --data "${DATA:-mixture}" --refine "${KNN_REFINE:-auto}" \
+      --timeout 500 --out "$OUT/scale" ;;
+    knn_recall) step knn_recall 400 python3 bench/partitioned_recall.py --device gpu --sets ${RECALL_SETS:-mixture_gpu:1000000 \
+      text_like_gpu:1000000 text_like_gpu:10000000 mixture_gpu:10000000} --rows 8192,16384 --overlaps 2 --refine 2 \
+      --out "$OUT/knn_recall.jsonl" ;;
     profile) step profile 200 python3 bench/fit_profile.py ;;
     umap) step umap 200 python3 bench/gpu_bench.py --sizes "" --skip-fit --umap-learn 30000 --out "$OUT/umap" ;;
     render) step render 120 python3 bench/render_bench.py --device gpu --repeats 5 ;;

@@ -3,16 +3,16 @@
     PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/fit_scale.py --device gpu --sizes 1000000,10000000 --out DIR
     PYTHONPATH=. python bench/fit_scale.py --device cpu --sizes 20000,50000 --knn partitioned      (here)
 
-Each size runs in a fresh process (a child of this one) on data generated there: the 384-d Gaussian mixture of
-the GPU benches (bench/gpu_mixture.py: Zipf-sized clusters far apart), made on the GPU and copied to the host (X
-is a NumPy array, as a user passes it; --host-data keeps it there for the whole graph build, streamed partition
-by partition), or --data text_like (umapviz.datasets, 384-d unit vectors from anisotropic topics). Stages:
-kNN (``--knn``: approx is the partitioned search on the GPU; exact; partitioned; auto), the rest of the graph
-(fuzzy set and edge list), the spectral start, the chunked("auto") layout, and the total of those. Then, not
-timed: recall@k on 1,000 sampled rows against brute force (umapviz.graph.recall.recall_at_k), trustworthiness on a
-5,000-point sample (umapviz.metrics.trustworthiness), and the peak of CuPy's memory pool (what the run held at
-most, beside what CUDA itself keeps) with the GPU's used memory at the end. --umap-fit also times
-``UMAP(device=..., random_state=0).fit_transform(X)`` as a user calls it (knn="auto"), in its own fresh process.
+Each size runs in a fresh process (a child of this one) on data generated there: the 384-d Gaussian mixture of the GPU
+benches (bench/gpu_mixture.py: Zipf-sized clusters far apart), made on the GPU and copied to the host (X is a NumPy
+array, as a user passes it; --host-data keeps it there for the whole graph build, streamed partition by partition), or
+--data text_like (umapviz.datasets, 384-d unit vectors from anisotropic topics). Stages: kNN (``--knn``: approx is the
+partitioned search on the GPU, --refine its refinement rounds; exact; partitioned; auto), the rest of the graph (fuzzy
+set and edge list), the spectral start, the chunked("auto") layout, and the total of those. Then, not timed: recall@k on
+1,000 sampled rows against brute force (umapviz.graph.recall.recall_at_k), trustworthiness on a 5,000-point sample
+(umapviz.metrics.trustworthiness), and the peak of CuPy's memory pool (what the run held at most, beside what CUDA
+itself keeps) with the GPU's used memory at the end. --umap-fit also times ``UMAP(device=...,
+random_state=0).fit_transform(X)`` as a user calls it (knn="auto"), in its own fresh process.
 Writes results.jsonl and results.md to --out and prints the table.
 """
 
@@ -72,7 +72,7 @@ def one_size(args) -> dict:
     row: dict = {"n": n, "d": int(X.shape[1]), "knn": method, "data": args.data}
     parts = resolve_partitioning(n, k, args.partitions, args.overlap) if method.startswith("partitioned") else None
     if parts is not None:
-        row.update(partitions=parts[0], overlap=parts[1])
+        row.update(partitions=parts[0], overlap=parts[1], refine=args.refine)
     stages: dict = {}
     _sync(device)
     t0 = time.perf_counter()
@@ -82,12 +82,13 @@ def one_size(args) -> dict:
         check_graph_fits(n, X.shape[1], k, method, *(parts or (1, 1)), data_on_device=not args.host_data)
         params = GraphParams.for_data(n, n_neighbors=k, metric="euclidean", knn=method)
         partitioning = (dict(n_partitions=parts[0], overlap=parts[1], random_state=seed,
-                             data_on_device=not args.host_data) if parts else None)
+                             data_on_device=not args.host_data, refine=args.refine) if parts else None)
         graph = graph_on_gpu(X, params, timings=stages, partitioning=partitioning)
         knn_s = stages["knn"]
     else:
         if parts is not None:
-            idx, dist = partitioned_knn(X, k, n_partitions=parts[0], overlap=parts[1], random_state=seed)
+            idx, dist = partitioned_knn(X, k, n_partitions=parts[0], overlap=parts[1], random_state=seed,
+                                        refine=args.refine)
         else:
             idx, dist = nearest_neighbors(X, k, method=method, random_state=seed, progress=False)
         knn_s = time.perf_counter() - t0
@@ -138,7 +139,7 @@ def markdown(rows: list[dict]) -> str:
 def child(args, extra: list[str]) -> dict:
     """Run this script for one size in a fresh process; its last stdout line is the JSON row."""
     cmd = [sys.executable, __file__, "--device", args.device, "--knn", args.knn, "--data", args.data,
-           "--partitions", str(args.partitions), "--overlap", str(args.overlap), *extra]
+           "--partitions", str(args.partitions), "--overlap", str(args.overlap), "--refine", str(args.refine), *extra]
     if args.host_data:
         cmd.append("--host-data")
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -155,6 +156,7 @@ def main() -> None:
     parser.add_argument("--data", default="mixture", choices=("mixture", "text_like"))
     parser.add_argument("--partitions", default="auto", help="knn_partitions (int or auto)")
     parser.add_argument("--overlap", type=int, default=2)
+    parser.add_argument("--refine", default="auto", help="knn_refine: rounds of refinement (int) or auto")
     parser.add_argument("--host-data", action="store_true", help="keep X on the host during the graph build")
     parser.add_argument("--umap-fit", action="store_true", help="also time UMAP().fit_transform per size")
     parser.add_argument("--timeout", type=float, default=900)
@@ -164,6 +166,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.partitions != "auto":
         args.partitions = int(args.partitions)
+    if args.refine != "auto":
+        args.refine = int(args.refine)
     if args.one is not None:  # the child
         print(json.dumps(umap_fit(args) if args.fit_only else one_size(args)), flush=True)
         return

@@ -1,10 +1,21 @@
-"""Recall of the partitioned kNN (umapviz.graph.partitioned) on the kit's data sets, by partition size and overlap.
+"""Recall and seconds of the partitioned kNN (umapviz.graph.partitioned), by partition size, overlap and rounds of
+neighbourhood refinement (umapviz.graph.knn_refine), on the CPU or the GPU.
 
     PYTHONPATH=. python bench/partitioned_recall.py --sets clusters:50000 gaussian:50000 --rows 2048,8192 \
-        --overlaps 2,3 --out bench/partitioned_recall.jsonl
+        --overlaps 2,3 --refine 2 --out bench/partitioned_recall.jsonl                                    (CPU)
+    PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/partitioned_recall.py --device gpu \
+        --sets mixture_gpu:1000000 text_like_gpu:1000000 --rows 16384 --overlaps 2 --refine 2 --out $OUT/r.jsonl
 
-Each line of --out: data set, n, d, rows per partition, overlap, partitions, largest partition, seconds (CPU),
-recall@15 on 1,000 sampled rows against brute force (umapviz.graph.recall.recall_at_k).
+Sets: the kit's data sets by name (umapviz.datasets, made with NumPy), or on the GPU ``mixture_gpu`` (the GPU
+benches' 384-d mixture, bench/gpu_mixture.py) and ``text_like_gpu`` (the recipe of the kit's text_like, drawn with
+CuPy: 384-d unit vectors from anisotropic topics), made on the device. Each configuration runs the partitioned
+search without refinement, then refinement rounds one at a time; a line of --out per stage: data set, n, d, rows
+per partition, overlap, independent partitionings (repeats), rounds, partitions, largest partition, seconds of the
+search's stages (plan, searches, merge; GPU synchronised), of the refinement rounds so far, the kNN total, recall@15
+on --sample sampled rows
+against brute force (umapviz.graph.recall.recall_at_k's measure, one exact search per data set, on the device), and
+the data's contrast: the k-th true neighbour's distance over the median distance, averaged over the sampled rows
+(near 1: distances concentrate).
 """
 
 from __future__ import annotations
@@ -13,43 +24,135 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
+from pathlib import Path
+
+import numpy as np
 
 from umapviz import datasets
+from umapviz.datasets import _zipf_sizes
 from umapviz.graph import partitioned
-from umapviz.graph.recall import recall_at_k
+from umapviz.graph.knn_refine import refine_knn
+from umapviz.graph.recall import recall_from_truth, sampled_truth
+
+
+def text_like_gpu(n: int, seed: int = 0):
+    """The kit's text_like recipe (umapviz.datasets._text_like) drawn with CuPy on the GPU: other random numbers."""
+    import cupy as cp  # noqa: PLC0415 - GPU runs only
+
+    rng = cp.random.default_rng(seed)
+    dim, n_topics, rank = 384, min(24, max(1, n // 20)), 8
+    sizes = _zipf_sizes(n, n_topics, exponent=0.7)
+    labels = cp.asarray(np.random.default_rng(seed).permutation(np.repeat(np.arange(n_topics), sizes)))
+    centres = rng.standard_normal((n_topics, dim), dtype=cp.float32)
+    centres /= cp.linalg.norm(centres, axis=1, keepdims=True)
+    bases = rng.standard_normal((n_topics, rank, dim), dtype=cp.float32) / np.float32(np.sqrt(dim))
+    scales = cp.asarray(0.6 / np.sqrt(np.arange(1, rank + 1)), dtype=cp.float32)
+    X = centres[labels]
+    for topic in range(n_topics):
+        members = cp.flatnonzero(labels == topic)
+        coords = rng.standard_normal((members.size, rank), dtype=cp.float32) * scales
+        X[members] += coords @ bases[topic]
+    X += rng.standard_normal((n, dim), dtype=cp.float32) * np.float32(0.15 / np.sqrt(dim))
+    X /= cp.linalg.norm(X, axis=1, keepdims=True)
+    return cp.ascontiguousarray(X, dtype=cp.float32)
+
+
+def load(name: str, n: int, device: str):
+    """(n, d) float32 data on the device."""
+    if name == "mixture_gpu":
+        sys.path.insert(0, str(Path(__file__).parent))
+        from gpu_mixture import mixture_gpu  # noqa: PLC0415 - a sibling script
+
+        return mixture_gpu(n, 384, seed=0)[0]
+    if name == "text_like_gpu":
+        return text_like_gpu(n)
+    X, _ = datasets.load(name, n_samples=n or None, random_state=0)
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    if device == "gpu":
+        import cupy as cp  # noqa: PLC0415 - GPU runs only
+
+        return cp.asarray(X)
+    return X
+
+
+def contrast(X, rows, truth) -> float:
+    """Mean over the sampled rows of (distance to the k-th true neighbour) / (median distance to the sampled rows):
+    near 1, distances concentrate and near is barely nearer than far (any cut of the data loses neighbours)."""
+    xp = np if isinstance(X, np.ndarray) else sys.modules["cupy"]
+    Q = X[xp.asarray(rows)].astype(xp.float64)
+    sq = (Q * Q).sum(axis=1)
+    far = xp.sqrt(xp.maximum(sq[:, None] + sq[None, :200] - 2.0 * (Q @ Q[:200].T), 0.0))
+    kth = xp.sqrt(((Q - X[xp.asarray(truth[:, -1])].astype(xp.float64)) ** 2).sum(axis=1))
+    return float((kth / xp.median(far, axis=1)).mean())
+
+
+def sync(device: str) -> None:
+    if device == "gpu":
+        import cupy as cp  # noqa: PLC0415 - GPU runs only
+
+        cp.cuda.Device().synchronize()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", default=["clusters:50000"], help="name:n (name:0 for the whole set)")
+    parser.add_argument("--sets", nargs="+", default=["clusters:50000"],
+                        help="name:n (name:0: the whole set); name:n:ROWS[:OVERLAPS[:REFINE[:REPEATS]]] for this set")
     parser.add_argument("--rows", default="2048,8192", help="rows per partition, comma-separated")
     parser.add_argument("--overlaps", default="2,3")
+    parser.add_argument("--refine", type=int, default=0, help="refinement rounds measured after the search")
+    parser.add_argument("--repeats", default="1", help="independent partitionings, comma-separated")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--k", type=int, default=15)
     parser.add_argument("--sample", type=int, default=1000)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    metric = "euclidean"
     for item in args.sets:
-        name, n = item.split(":")
-        X, _ = datasets.load(name, n_samples=int(n) or None, random_state=0)
-        metric = "euclidean"
-        for rows in (int(r) for r in args.rows.split(",")):
-            for overlap in (int(o) for o in args.overlaps.split(",")):
-                n_partitions = max(1, -(-X.shape[0] // rows))
-                timings: dict = {}
-                t0 = time.perf_counter()
-                idx, _ = partitioned.partitioned_knn(X, args.k, metric, n_partitions=n_partitions, overlap=overlap,
-                                                     random_state=0, timings=timings)
-                seconds = time.perf_counter() - t0
-                recall = recall_at_k(X, idx, args.sample, seed=1, metric=metric)
+        name, n, *tail = item.split(":")
+        rows_list, overlaps, rounds_most, repeat_list = (tail + [args.rows, args.overlaps, args.refine,
+                                                                 args.repeats][len(tail):])[:4]
+        t = time.perf_counter()
+        X = load(name, int(n), args.device)
+        sync(args.device)
+        made = time.perf_counter() - t
+        truth = sampled_truth(X, args.k, args.sample, seed=1, metric=metric, device=args.device)
+        ratio = round(contrast(X, *truth), 3)
+        configs = [(int(r), int(o), int(p)) for r in str(rows_list).split(",") for o in str(overlaps).split(",")
+                   for p in str(repeat_list).split(",")]
+        for rows, overlap, repeats in configs:
+            n_partitions = max(1, -(-X.shape[0] // rows))
+            timings: dict = {}
+            sync(args.device)
+            t0 = time.perf_counter()
+            idx, _ = partitioned.partitioned_knn(X, args.k, metric, n_partitions=n_partitions, overlap=overlap,
+                                                 random_state=0, timings=timings, device=args.device,
+                                                 return_device=True, refine=0, repeats=repeats)
+            sync(args.device)
+            search = time.perf_counter() - t0
+            refined = 0.0
+            for rounds in range(int(rounds_most) + 1):
+                if rounds:
+                    sync(args.device)
+                    t1 = time.perf_counter()
+                    idx, _ = refine_knn(X, idx, 1, metric, args.device)
+                    sync(args.device)
+                    refined += time.perf_counter() - t1
+                recall = recall_from_truth(idx, *truth)
                 row = {"data": name, "n": int(X.shape[0]), "d": int(X.shape[1]), "rows_per_partition": rows,
-                       "overlap": overlap, "partitions": timings["n_partitions"],
-                       "largest": timings["largest_partition"], "seconds": round(seconds, 2),
-                       "recall": round(recall, 4), "machine": f"{platform.node()} {os.cpu_count()} cores"}
+                       "overlap": overlap, "repeats": repeats, "refine": rounds, "partitions": timings["n_partitions"],
+                       "largest": timings["largest_partition"],
+                       **{key: round(timings[key], 3) for key in ("plan", "searches", "merge")},
+                       "search_s": round(search, 3), "refine_s": round(refined, 3),
+                       "knn_s": round(search + refined, 3), "recall": round(recall, 4), "contrast": ratio,
+                       "device": args.device,
+                       "made_s": round(made, 1), "machine": f"{platform.node()} {os.cpu_count()} cores"}
                 print(json.dumps(row), flush=True)
                 if args.out:
                     with open(args.out, "a") as fh:
                         fh.write(json.dumps(row) + "\n")
+        del X
 
 
 if __name__ == "__main__":

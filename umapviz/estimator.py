@@ -12,7 +12,7 @@ from ._validation import RandomStateLike, check_data, check_n_epochs, check_rand
 from .graph import build_graph
 from .graph.fuzzy_cpu import new_point_memberships
 from .graph.knn_cpu import query_knn, reference_index
-from .graph.partitioned import DEFAULT_OVERLAP
+from .graph.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
 from .optimize.transform import embed_new_points, transform_n_epochs
@@ -32,8 +32,8 @@ class UMAP:
 
     Parameters
     ----------
-    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap
-        The graph's, as :func:`umapviz.build_graph` takes them (the last two tune the partitioned kNN, which
+    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine
+        The graph's, as :func:`umapviz.build_graph` takes them (the last three tune the partitioned kNN, which
         ``knn="auto"`` picks on the GPU for large data).
     n_components : int
         Dimensions of the embedding.
@@ -72,6 +72,7 @@ class UMAP:
         knn_overlap: int = DEFAULT_OVERLAP,
         cache: bool | str = False,
         verbose: bool = False,
+        knn_refine: int | str = DEFAULT_REFINE,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -92,6 +93,7 @@ class UMAP:
         self.knn_overlap = knn_overlap
         self.cache = cache
         self.verbose = verbose
+        self.knn_refine = knn_refine
 
     def get_params(self, deep: bool = True) -> dict:
         """Constructor parameters, as scikit-learn expects."""
@@ -137,6 +139,7 @@ class UMAP:
             knn=self.knn,
             knn_partitions=self.knn_partitions,
             knn_overlap=self.knn_overlap,
+            knn_refine=self.knn_refine,
             random_state=seed,
             cache=self.cache,
             progress=self.verbose,

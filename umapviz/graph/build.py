@@ -27,7 +27,13 @@ from .fuzzy_cpu import fuzzy_simplicial_set
 from .knn import check_metric, resolve_knn_method, stop_if_cancelled
 from .knn_cpu import nearest_neighbors
 from .params import GraphParams
-from .partitioned import DEFAULT_OVERLAP, partitioned_knn, resolve_partitioning
+from .partitioned import (
+    DEFAULT_OVERLAP,
+    DEFAULT_REFINE,
+    partitioned_knn,
+    resolve_partitioning,
+    resolve_refine,
+)
 
 
 def build_graph(
@@ -46,6 +52,7 @@ def build_graph(
     knn_partitions: int | str = "auto",
     knn_overlap: int = DEFAULT_OVERLAP,
     client: Any = None,
+    knn_refine: int | str = DEFAULT_REFINE,
 ) -> FuzzyGraph:
     """Build UMAP's fuzzy graph of ``X`` as a :class:`FuzzyGraph`.
 
@@ -108,6 +115,7 @@ def build_graph(
     partitioned = method.startswith("partitioned")
     if partitioned:
         knn_partitions, knn_overlap = resolve_partitioning(X.shape[0], n_neighbors, knn_partitions, knn_overlap)
+        knn_refine = resolve_refine(knn_refine)
     if device == "gpu":
         check_graph_fits(X.shape[0], X.shape[1], n_neighbors, method, knn_partitions, knn_overlap)
 
@@ -115,7 +123,7 @@ def build_graph(
                                  spread=spread, random_state=random_state, n_epochs=n_epochs, curve=(a, b))
     params = build.record()
     if partitioned:
-        params.update(knn_partitions=knn_partitions, knn_overlap=knn_overlap)
+        params.update(knn_partitions=knn_partitions, knn_overlap=knn_overlap, knn_refine=knn_refine)
     seeded = method == "approx" or partitioned
     directory = resolve_cache_dir(cache)
     if seeded and random_state is None:
@@ -135,12 +143,12 @@ def build_graph(
 
     if device == "gpu":
         partitioning = dict(n_partitions=knn_partitions, overlap=knn_overlap, random_state=random_state,
-                            client=client) if partitioned else None
+                            client=client, refine=knn_refine) if partitioned else None
         graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(X, n_neighbors, metric, knn_partitions, knn_overlap,
-                                                     random_state=random_state, client=client)
+                                                     random_state=random_state, client=client, refine=knn_refine)
         else:
             knn_indices, knn_dists = nearest_neighbors(
                 X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel

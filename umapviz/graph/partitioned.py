@@ -4,8 +4,10 @@ The rows are cut into overlapping partitions (:mod:`umapviz.graph.partitions`: k
 its ``overlap`` nearest centroids' partitions, sizes capped); each partition's members get their exact kNN among
 the members (the exact searches :func:`umapviz.graph.knn_cpu.exact_knn` and
 :func:`umapviz.graph.knn_gpu.exact_knn_gpu`); each point keeps the ``k`` best of the candidates its partitions gave,
-by (distance, index), itself first. The cost is about ``overlap**2 * n * rows_per_partition`` distance
-evaluations instead of ``n**2``; what it misses is measured by :func:`umapviz.graph.recall.recall_at_k`.
+by (distance, index), itself first; rounds of neighbourhood refinement (:mod:`umapviz.graph.knn_refine`) then
+find some of the neighbours that partition boundaries cut off. The cost is about ``overlap**2 * n *
+rows_per_partition`` distance evaluations instead of ``n**2``, plus about ``k**2 * n`` a round; what it misses is
+measured by :func:`umapviz.graph.recall.recall_at_k`.
 
 Deterministic: the plan is a function of the data and the seed, and the merge a function of the set of
 candidates (a pair's distance is recomputed exactly from its two rows, the same in every partition that holds
@@ -25,12 +27,20 @@ from .._validation import check_int
 from .knn import check_metric
 from .knn_cpu import exact_knn
 from .knn_gpu import exact_knn_gpu, knn_bytes_needed
+from .knn_refine import refine_bytes_needed, refine_knn
 from .partitions import Partition, plan_partitions, take_rows
 
 # Primary rows per partition for n_partitions="auto" and the default overlap: chosen by the recall they reach on
 # the kit's data sets (bench/PARTITIONED_KNN.md).
 ROWS_PER_PARTITION = 16384
 DEFAULT_OVERLAP = 2
+# Rounds of neighbourhood refinement after the merge (:mod:`umapviz.graph.knn_refine`) for knn_refine="auto": one
+# round recovers much of what partition boundaries cut off at a small share of the searches' cost
+# (bench/PARTITIONED_KNN.md). "auto" refines where X is on the device the work runs on: a GPU search of host data
+# that does not fit (rows streamed per partition) skips it, since a round reads rows at random.
+DEFAULT_REFINE = "auto"
+REFINE_ROUNDS = 1
+DEFAULT_REPEATS = 1
 # A partition may hold up to this many times its share of memberships (overlap * n / n_partitions) before it is
 # cut in halves: balance bounds the slowest search and the GPU memory of one partition.
 MAX_MEMBERS_FACTOR = 2.0
@@ -74,7 +84,8 @@ def resolve_partitioning(n_samples: int, n_neighbors: int, n_partitions: int | s
 def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_partitions: int | str = "auto",
                     overlap: int = DEFAULT_OVERLAP, random_state: int = 0, device: str = "cpu", client: Any = None,
                     return_device: bool = False, timings: dict | None = None,
-                    data_on_device: bool | None = None) -> tuple[Any, Any]:
+                    data_on_device: bool | None = None, refine: int | str = DEFAULT_REFINE,
+                    repeats: int = DEFAULT_REPEATS) -> tuple[Any, Any]:
     """Approximate kNN by overlapping partitions: ``(indices int32 (n, k), distances float32 (n, k))``, self first,
     the rest by (distance, index), like the exact searches.
 
@@ -104,29 +115,83 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     data_on_device : bool, optional
         On the GPU with NumPy X: True uploads X whole, False keeps it on the host (rows travel per tile and per
         partition), None decides by free GPU memory (uploaded when X and the work take at most half of it).
+    refine : int or "auto"
+        Rounds of neighbourhood refinement after the merge (:func:`umapviz.graph.knn_refine.refine_knn`; 0: none).
+        "auto": REFINE_ROUNDS where X is on the work's device (always on the CPU; on the GPU when X is a CuPy array
+        or is uploaded whole), else 0. On the GPU a round reads X on the device: an int with host X uploads it.
+    repeats : int
+        Independent partitionings (k-means from other seeds: :func:`repeat_seed`), their candidates merged: each
+        costs one search more. Measured no better than partitions as much larger at the same cost
+        (bench/PARTITIONED_KNN.md), so build_graph does not offer it; benchmarks and studies do.
     """
     metric = check_metric(metric)
     n, d = (int(s) for s in X.shape)
     k = check_int("n_neighbors", n_neighbors, 1)
+    refine = resolve_refine(refine)
     n_partitions, overlap = resolve_partitioning(n, k, n_partitions, overlap)
     xp = cupy() if device == "gpu" else np
     t0 = time.perf_counter()
     data = _work_data(X, n, d, k, overlap, n_partitions, data_on_device) if device == "gpu" else X
-    plan = plan_partitions(data, n_partitions, overlap, int(random_state or 0), _max_members(n, n_partitions, overlap),
-                           _min_members(k), metric=metric, xp=xp)
-    t1 = time.perf_counter()
-    # Column block `slot` of a point's row holds the k candidates of its slot-th partition.
-    keys = xp.full((n, overlap * k), _EMPTY, dtype=xp.int64)
-    for part, (idx, dist) in zip(plan, _searches(data, plan, k, metric, device, client), strict=True):
-        _scatter(keys, part, xp.asarray(idx), xp.asarray(dist), k, xp)
-    t2 = time.perf_counter()
+    if refine == "auto":
+        refine = REFINE_ROUNDS if device == "cpu" or is_cupy(data) else 0
+    repeats = check_int("knn_repeats", repeats, 1)
+    # Column block `r * overlap + slot` of a point's row holds the k candidates of its slot-th partition in the r-th
+    # partitioning.
+    keys = xp.full((n, repeats * overlap * k), _EMPTY, dtype=xp.int64)
+    planning, searching = time.perf_counter() - t0, 0.0  # the plan's time includes the upload of X
+    sizes = []
+    for r in range(repeats):
+        t1 = time.perf_counter()
+        plan = plan_partitions(data, n_partitions, overlap, repeat_seed(int(random_state or 0), r),
+                               _max_members(n, n_partitions, overlap), _min_members(k), metric=metric, xp=xp)
+        t2 = time.perf_counter()
+        for part, (idx, dist) in zip(plan, _searches(data, plan, k, metric, device, client), strict=True):
+            _scatter(keys, part, xp.asarray(idx), xp.asarray(dist), k, r * overlap, xp)
+        planning, searching = planning + t2 - t1, searching + time.perf_counter() - t2
+        sizes += [part.size for part in plan]
+    t3 = time.perf_counter()
     idx, dist = _merge(keys, k, xp)
+    del keys
+    t4 = time.perf_counter()
+    refined: dict = {}
+    if refine and n_partitions > 1:  # one partition is the exact search: nothing to refine
+        idx, dist = refine_knn(data, idx, refine, metric, device, timings=refined)
     if timings is not None:
-        timings.update(plan=t1 - t0, searches=t2 - t1, merge=time.perf_counter() - t2, n_partitions=len(plan),
-                       largest_partition=max(part.size for part in plan))
+        timings.update(plan=planning, searches=searching, merge=t4 - t3,
+                       refine=time.perf_counter() - t4, refine_rounds=refined.get("refine_rounds", []),
+                       n_partitions=len(sizes) // repeats, largest_partition=max(sizes))
     if xp is not np and not return_device:
         return idx.get(), dist.get()
     return idx, dist
+
+
+def repeat_seed(seed: int, repeat: int) -> int:
+    """The k-means seed of the ``repeat``-th partitioning: ``seed`` itself for the first (so one partitioning is
+    the plain search), then a seed drawn from ``(seed, repeat)``.
+
+    Parameters
+    ----------
+    seed : int
+        The search's seed.
+    repeat : int
+        Which partitioning, from 0.
+    """
+    return seed if repeat == 0 else int(np.random.default_rng([seed, repeat]).integers(2**31))
+
+
+def resolve_refine(refine: int | str) -> int | str:
+    """``refine`` checked: "auto" or a count of rounds >= 0 (a clear error names the fix).
+
+    Parameters
+    ----------
+    refine : int or "auto"
+        Rounds of refinement after the partitioned search.
+    """
+    if isinstance(refine, str):
+        if refine != "auto":
+            raise ValueError(f"knn_refine={refine!r} is not understood: pass a number of rounds >= 0 or 'auto'.")
+        return refine
+    return check_int("knn_refine", refine, 0)
 
 
 def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> tuple[Any, Any]:
@@ -151,9 +216,11 @@ def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> t
 
 
 def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int, overlap: int,
-                             data_on_device: bool = True) -> int:
+                             data_on_device: bool = True, refine: int | str = DEFAULT_REFINE,
+                             repeats: int = DEFAULT_REPEATS) -> int:
     """GPU bytes a partitioned search needs at its peak: X when it is on the device, the assignment and the
-    candidate keys of every point (and the sort's copy), and the largest partition's exact search.
+    candidate keys of every point (and the sort's copy), and the larger of the largest partition's exact search
+    and the refinement rounds (which hold X on the device).
 
     Parameters
     ----------
@@ -165,11 +232,18 @@ def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int
         The resolved partitioning (:func:`resolve_partitioning`).
     data_on_device : bool
         Whether X lies on the GPU for the whole search (else its rows travel partition by partition).
+    refine : int or "auto"
+        Rounds of refinement after the merge ("auto": where X is on the device).
+    repeats : int
+        Independent partitionings (their candidate keys are held together).
     """
     largest = min(n, _max_members(n, n_partitions, overlap))
-    candidates = 2 * 8 * n * overlap * n_neighbors + 4 * n * overlap
+    candidates = 2 * 8 * n * repeats * overlap * n_neighbors + 4 * n * overlap
     search = knn_bytes_needed(largest, d, n_neighbors, min(largest, 1024)) + 4 * largest * d
-    return (4 * n * d if data_on_device else 0) + candidates + search
+    if refine == "auto":
+        refine = REFINE_ROUNDS if data_on_device else 0
+    refining = refine_bytes_needed(n, n_neighbors) + (0 if data_on_device else 4 * n * d) if refine else 0
+    return (4 * n * d if data_on_device else 0) + max(candidates + search, refining)
 
 
 def _max_members(n: int, n_partitions: int, overlap: int) -> int:
@@ -191,8 +265,8 @@ def _work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, 
         return X
     if upload is None:
         free, _ = gpu_memory()
-        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False)
-        upload = 4 * n * d + work <= 0.5 * free
+        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False, refine=0)
+        upload = 4 * n * d + max(work, refine_bytes_needed(n, k)) <= 0.5 * free
     return cupy().asarray(X, dtype=np.float32) if upload else X
 
 
@@ -214,15 +288,16 @@ def _searches(data: Any, plan: list[Partition], k: int, metric: str, device: str
         yield futures.pop(0).result()
 
 
-def _scatter(keys: Any, part: Partition, idx: Any, dist: Any, k: int, xp: Any) -> None:
-    """Write a partition's candidates into its members' rows of ``keys``: (global index << 32) | distance bits,
-    -1 for the point itself (so it sorts first whatever its duplicates)."""
+def _scatter(keys: Any, part: Partition, idx: Any, dist: Any, k: int, first_block: int, xp: Any) -> None:
+    """Write a partition's candidates into its members' rows of ``keys`` (column block ``first_block`` + the
+    member's slot): (global index << 32) | distance bits, -1 for the point itself (so it sorts first whatever its
+    duplicates)."""
     members = xp.asarray(part.members)
     found = members[idx.astype(xp.int64)]
     bits = dist.astype(xp.float32).view(xp.int32).astype(xp.int64)  # a float >= 0 orders as its bits do
     key = (found << 32) | bits
     key[found == members[:, None]] = -1
-    cols = xp.asarray(part.slots)[:, None] * k + xp.arange(k)[None, :]
+    cols = (xp.asarray(part.slots)[:, None] + first_block) * k + xp.arange(k)[None, :]
     keys[members[:, None], cols] = key
 
 

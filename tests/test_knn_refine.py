@@ -1,0 +1,169 @@
+"""Neighbourhood refinement of a kNN graph (umapviz.graph.knn_refine): determinism, recall never falls, exact
+distances, the partitioned search's default, and the GPU twin's bytes (marked gpu)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from umapviz import UMAP, datasets
+from umapviz.graph import build_graph
+from umapviz.graph.knn_cpu import exact_knn
+from umapviz.graph.knn_refine import (
+    _candidates,
+    _reverse_neighbours,
+    candidate_width,
+    check_refine_fits,
+    refine_knn,
+)
+from umapviz.graph.partitioned import partitioned_knn
+from umapviz.graph.recall import recall_at_k
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    return datasets.load("clusters", n_samples=3000, random_state=0)[0]
+
+
+@pytest.fixture(scope="module")
+def coarse(clusters):
+    """A partitioned graph with many small partitions, so that it misses neighbours."""
+    return partitioned_knn(clusters, 15, n_partitions=24, random_state=0, refine=0)
+
+
+def test_refinement_is_deterministic(clusters, coarse):
+    first = refine_knn(clusters, coarse[0], 2)
+    again = refine_knn(clusters, coarse[0], 2)
+    assert first[0].tobytes() == again[0].tobytes() and first[1].tobytes() == again[1].tobytes()
+
+
+def test_refinement_raises_recall_and_never_loses_a_neighbour(clusters, coarse):
+    exact_idx, _ = exact_knn(clusters, 15, progress=False)
+    before = recall_at_k(clusters, coarse[0], sample=3000, seed=1)
+    once, _ = refine_knn(clusters, coarse[0], 1)
+    twice, _ = refine_knn(clusters, coarse[0], 2)
+    after_once = recall_at_k(clusters, once, sample=3000, seed=1)
+    assert before < 0.97 and before < after_once <= recall_at_k(clusters, twice, sample=3000, seed=1)
+    for old, new, true in zip(coarse[0].tolist(), once.tolist(), exact_idx.tolist(), strict=True):
+        assert (set(old) & set(true)) <= set(new)  # a true neighbour found stays found
+
+
+def test_refined_distances_are_the_exact_searches(clusters, coarse):
+    idx, dist = refine_knn(clusters, coarse[0], 1)
+    exact_idx, exact_dist = exact_knn(clusters, 15, progress=False)
+    assert idx.dtype == np.int32 and dist.dtype == np.float32
+    assert (idx[:, 0] == np.arange(len(idx))).all() and (dist[:, 0] == 0).all()
+    assert all(len(set(row)) == 15 for row in idx.tolist())
+    assert (dist >= exact_dist).all()  # the j-th found is never nearer than the true j-th
+    same = (idx == exact_idx).all(axis=1)
+    assert same.mean() > 0.5 and dist[same].tobytes() == exact_dist[same].tobytes()
+
+
+def test_zero_rounds_recomputes_the_graph_it_was_given(clusters, coarse):
+    idx, dist = refine_knn(clusters, coarse[0], 0)
+    assert np.array_equal(idx, coarse[0]) and dist.tobytes() == coarse[1].tobytes()
+
+
+def test_partitioned_search_refines_by_default_and_records_it(clusters, coarse):
+    default, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0)
+    refined, _ = refine_knn(clusters, coarse[0], 1)
+    assert np.array_equal(default, refined)
+    graph = build_graph(clusters, knn="partitioned", knn_partitions=24, knn_refine=2, random_state=0, cache=False,
+                        progress=False)
+    assert graph.params["knn_refine"] == 2
+    assert np.array_equal(graph.knn_indices, refine_knn(clusters, coarse[0], 2)[0])
+
+
+def test_repeated_partitionings_find_more_and_keep_their_bytes(clusters, coarse):
+    twice = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, refine=0, repeats=2)
+    again = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, refine=0, repeats=2)
+    assert twice[0].tobytes() == again[0].tobytes() and twice[1].tobytes() == again[1].tobytes()
+    found_once = recall_at_k(clusters, coarse[0], sample=3000, seed=1)
+    assert recall_at_k(clusters, twice[0], sample=3000, seed=1) > found_once
+    assert (twice[1] <= coarse[1]).all()  # the first partitioning is the plain one: the j-th found is never farther
+
+
+def test_umap_passes_the_rounds_to_the_graph(clusters):
+    model = UMAP(knn="partitioned", knn_partitions=3, knn_refine=0, n_epochs=5, random_state=0, device="cpu")
+    model.fit(clusters[:1000])
+    assert model.get_params()["knn_refine"] == 0 and model.graph_.params["knn_refine"] == 0
+
+
+def test_cosine_refinement_finds_the_text_like_neighbours():
+    X = datasets.load("text_like", n_samples=3000, random_state=0)[0]
+    idx, _ = partitioned_knn(X, 15, "cosine", n_partitions=24, random_state=0)
+    assert recall_at_k(X, idx, sample=500, seed=1, metric="cosine") >= 0.99
+
+
+def test_candidates_are_neighbours_their_neighbours_and_reverse_neighbours():
+    rng = np.random.default_rng(0)
+    n, k = 60, 5
+    idx = np.stack([np.concatenate([[i], rng.choice(np.delete(np.arange(n), i), k - 1, replace=False)])
+                    for i in range(n)]).astype(np.int32)
+    reverse = _reverse_neighbours(idx, k - 1, np)
+    cand = _candidates(idx, reverse, 10, 50, np)
+    for r, i in enumerate(range(10, 50)):
+        listing = sorted(j for j in range(n) if i in idx[j, 1:])[: k - 1]
+        want = set(idx[i]) | {int(c) for j in idx[i, 1:] for c in idx[j, 1:]} | set(listing)
+        row = cand[r][cand[r] >= 0]
+        assert row.tolist() == sorted(want)  # each once, ascending
+        assert (cand[r][row.size :] == -1).all()
+
+
+def test_mnist_subset_with_small_partitions_keeps_its_neighbours():
+    X = datasets.load("mnist")[0]  # 5,000 images: 20 partitions of ~250 rows, a tenth of a digit class each
+    plain, _ = partitioned_knn(X, 15, n_partitions=20, random_state=0, refine=0)
+    refined, _ = partitioned_knn(X, 15, n_partitions=20, random_state=0)
+    assert recall_at_k(X, plain, sample=500, seed=1) < recall_at_k(X, refined, sample=500, seed=1)
+    assert recall_at_k(X, refined, sample=500, seed=1) >= 0.97
+
+
+def test_candidate_width_fits_one_gpu_block():
+    assert candidate_width(15) == (14, 15 + 14 * 14 + 14)
+    for k in (2, 15, 31, 32, 64, 200, 500):
+        assert candidate_width(k)[1] <= 1024
+
+
+@pytest.mark.parametrize(("value", "match"), [(-1, "knn_refine=-1 is out of range"), ("many", "'auto'"),
+                                              (1.5, "knn_refine must be an integer")])
+def test_bad_rounds_are_refused_with_the_fix(clusters, value, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        build_graph(clusters, knn="partitioned", knn_refine=value, cache=False)
+
+
+def test_a_refinement_too_big_for_the_gpu_says_what_it_needs_and_the_fix():
+    gib = 2**30
+    with pytest.raises(MemoryError) as info:  # 10M x 384 host data: 15 GB to upload, beside a round's buffers
+        check_refine_fits(10_000_000, 384, 15, x_on_device=False, free_total=(16 * gib, 80 * gib))
+    text = str(info.value)
+    assert "16.00 GiB of 80.00 GiB is free" in text and "knn_refine=0" in text
+    assert float(text.split("needs about ")[1].split(" GiB")[0]) > 4 * 10_000_000 * 384 / gib
+    check_refine_fits(10_000_000, 384, 15, x_on_device=True, free_total=(16 * gib, 80 * gib))  # X already there
+
+
+def test_indices_of_another_data_set_are_refused(clusters, coarse):
+    with pytest.raises(ValueError, match="pass the kNN indices of this X"):
+        refine_knn(clusters[:100], coarse[0], 1)
+
+
+# ------------------------------------------------------------------------------------------------- GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_gpu_refinement_gives_the_cpu_bytes(clusters, coarse, metric):
+    cpu_idx, cpu_dist = refine_knn(clusters, coarse[0], 2, metric)
+    gpu_idx, gpu_dist = refine_knn(clusters, coarse[0], 2, metric, device="gpu")
+    assert cpu_idx.tobytes() == gpu_idx.get().tobytes() and cpu_dist.tobytes() == gpu_dist.get().tobytes()
+
+
+@pytest.mark.gpu
+def test_gpu_partitioned_search_refines_where_x_is_on_the_gpu(clusters):
+    refined, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu")
+    plain, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu", refine=0)
+    streamed, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu",
+                                  data_on_device=False)
+    assert np.array_equal(streamed, plain)  # host data that stays there: "auto" skips the rounds
+    assert recall_at_k(clusters, refined, sample=1000, seed=1) > recall_at_k(clusters, plain, sample=1000, seed=1)
+    again, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu")
+    assert refined.tobytes() == again.tobytes()
