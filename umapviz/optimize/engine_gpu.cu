@@ -914,6 +914,231 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
     }
 }
 
+// ------------------------------------------------------------------------------------------ chunked, pipelined
+
+// Chunked with ONE grid barrier per chunk (chunked_persistent above takes two: the apply needs every sum of its
+// chunk, and the next chunk's reads need every apply). Here nobody applies a chunk's sums in place; a reader
+// applies them as it reads. Two copies of the embedding, Y0 and Y1, and three sum buffers, acc[c % 3] for chunk c:
+// in phase p (between barriers p - 1 and p), R = Y[p & 1] holds the layout after chunks 0 .. p - 2 (every row),
+// acc[(p - 1) % 3] holds chunk p - 1's complete sums, and the other copy W holds the layout after chunks
+// 0 .. p - 3. Phase p then
+//   - computes chunk p, reading each row as R's row plus acc[(p - 1) % 3]'s sum (pending_row: the very apply of
+//     the definition, a zero sum keeping the bits), so its reads see the layout after chunk p - 1, and adds its
+//     fixed-point moves into acc[p % 3] (zeroed in phase p - 1);
+//   - writes W's rows touched by chunk p - 2 or p - 1 as R plus acc[(p - 1) % 3] (the same pending_row), so that
+//     W holds the layout after chunks 0 .. p - 1 for phase p + 1, where it is R;
+//   - zeroes acc[(p - 2) % 3] at chunk p - 2's rows, for chunk p + 1's sums.
+// R and acc[(p - 1) % 3] are only read in phase p, W and acc[(p - 2) % 3] only written, acc[p % 3] only added to:
+// no access of the phase waits for another of the same phase, and duplicate writers of a W row (a row in several
+// edges) write the same bytes. Phases C and C + 1 after the last chunk C - 1 finish the layout in both copies and
+// zero the last sums. The bytes are chunked_persistent's: each read gives the row that its apply would have left.
+// The host copies Y0 into Y1 before the launch (both hold the start; every sum buffer is zero).
+#ifndef PIPE_THREADS
+#define PIPE_THREADS 256
+#endif
+// Negative rows loaded together: 8 covers an edge's usual 5 negatives in one memory round trip (4 needs two). The
+// grid is sized to the chunk, not to occupancy, so the registers this takes cost nothing up to 4-D; beyond, 8 rows
+// would spill.
+#ifndef PIPE_NEG_BATCH
+#define PIPE_NEG_BATCH (DIM <= 4 ? 8 : 4)
+#endif
+// The barrier between phases: 1 grid_barrier_flag, 0 grid_barrier (the ticket barrier).
+#ifndef PIPE_BARRIER
+#define PIPE_BARRIER 1
+#endif
+
+// Grid-wide barrier whose waiters poll a release word on another cache line than the arrival counter: bar[0]
+// counts arrivals (never reset, as grid_barrier's), bar[BAR_FLAG] holds how many rounds have ended. The last
+// arrival of a round (it acquired every earlier arrival's release through the counter's read-modify-writes) stores
+// the round's end with release semantics; the others poll with relaxed loads, which do not contend with the
+// arrivals' atomics, and acquire once with a fence when the word moves on. Valid across launches of one grid size.
+#define BAR_FLAG 16
+__device__ __forceinline__ void grid_barrier_flag(u64* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 ticket, now;
+        asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l"(ticket) : "l"(bar) : "memory");
+        u64 round = ticket / gridDim.x;
+        if (ticket - round * gridDim.x == gridDim.x - 1ULL) {
+            asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(bar + BAR_FLAG), "l"(round + 1ULL) : "memory");
+        } else {
+            do {
+                asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar + BAR_FLAG) : "memory");
+            } while (now <= round);
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        }
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ void pipe_barrier(u64* bar) {
+#if PIPE_BARRIER
+    grid_barrier_flag(bar);
+#else
+    grid_barrier(bar);
+#endif
+}
+
+// A row and its pending sums as loaded (the loads in flight), and the row they make.
+struct PendingRaw {
+    float y[DIM];
+    u64 s[DIM];
+};
+
+__device__ __forceinline__ void load_pending(const float* Y, const u64* acc, int v, PendingRaw& raw) {
+#if DIM == 2
+    ulonglong2 s = __ldcg(reinterpret_cast<const ulonglong2*>(acc + (i64)v * 2));
+    float2 y = __ldcg(reinterpret_cast<const float2*>(Y + (i64)v * 2));
+    raw.s[0] = s.x;
+    raw.s[1] = s.y;
+    raw.y[0] = y.x;
+    raw.y[1] = y.y;
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        raw.s[d] = __ldcg(acc + (i64)v * DIM + d);
+        raw.y[d] = __ldcg(Y + (i64)v * DIM + d);
+    }
+#endif
+}
+
+// The row as the apply of its chunk sums leaves it (a coordinate whose sum is 0 keeps its bits).
+__device__ __forceinline__ void pending_row(const PendingRaw& raw, float* out) {
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) out[d] = raw.s[d] != 0ULL ? apply_fixed(raw.y[d], raw.s[d]) : raw.y[d];
+}
+
+// Row reader of the pipelined kernel's gradient phase: R's row with the previous chunk's sums applied.
+struct PendingRows {
+    const float* Y;
+    const u64* acc;
+    __device__ __forceinline__ void row(int v, float* out) const {
+        PendingRaw raw;
+        load_pending(Y, acc, v, raw);
+        pending_row(raw, out);
+    }
+};
+
+__device__ __forceinline__ void store_row_cg(float* Y, int v, const float* y) {
+#if DIM == 2
+    __stcg(reinterpret_cast<float2*>(Y + (i64)v * 2), make_float2(y[0], y[1]));
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) __stcg(Y + (i64)v * DIM + d, y[d]);
+#endif
+}
+
+__device__ __forceinline__ void zero_sums(u64* acc, int v) {
+#if DIM == 2
+    __stcg(reinterpret_cast<ulonglong2*>(acc + (i64)v * 2), make_ulonglong2(0ULL, 0ULL));
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) __stcg(acc + (i64)v * DIM + d, 0ULL);
+#endif
+}
+
+// One edge record of chunk p - 1 or p - 2 in phase p: its head's and tail's rows into W from R and the previous
+// chunk's sums; with `old`, the chunk p - 2 sums at its rows zeroed.
+__device__ __forceinline__ void carry_edge(const float* R, const u64* acc_prev, float* W, u64* acc_old, int4 r,
+                                           bool old) {
+    PendingRaw h, t;
+    float y[DIM];
+    load_pending(R, acc_prev, r.y, h);
+    load_pending(R, acc_prev, r.z, t);
+    if (old) {
+        zero_sums(acc_old, r.y);
+        zero_sums(acc_old, r.z);
+    }
+    pending_row(h, y);
+    store_row_cg(W, r.y, y);
+    pending_row(t, y);
+    store_row_cg(W, r.z, y);
+}
+
+// One edge of chunk p: its fixed-point moves into acc_cur, rows read through the previous chunk's sums.
+__device__ __forceinline__ void pipe_edge(const PendingRows& rows, u64* acc_cur, int4 r, u64 seed, int t,
+                                          const Curve& cv, float alpha) {
+    float y0[DIM], yi[DIM], tm[DIM];
+    edge_moves<PIPE_NEG_BATCH>(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        acc_add(acc_cur + (i64)r.y * DIM + d, to_fixed(__fsub_rn(yi[d], y0[d])));
+        acc_add(acc_cur + (i64)r.z * DIM + d, to_fixed(tm[d]));
+    }
+}
+
+// The pipelined chunked epoch (see above). acc: three buffers of n * DIM sums, one after the other. A thread keeps
+// its first record of chunks p, p - 1 and p - 2 in registers (x < 0: none); its later records of a chunk (when the
+// chunk has more edges than the grid has threads) are read again from the active list.
+extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
+    chunked_pipelined(float* Y0, float* Y1, u64* acc, const int4* __restrict__ active, const int* __restrict__ n_act,
+                      int n_chunks, const int* __restrict__ ep, u64 seed, int n, float a, float b, float c_att,
+                      float c_rep, u64* bar) {
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    int m = *n_act;
+    int C = min(n_chunks, m);  // array_split gives every chunk past the m-th no edge: those are skipped
+    if (C == 0) return;
+    i64 plane = (i64)n * DIM;
+    int stride = gridDim.x * blockDim.x;
+    int first = spread_index();
+    const int4 none = make_int4(-1, 0, 0, 0);
+    int lo0, hi0, lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0;  // chunks p, p - 1, p - 2 (empty before chunk 0)
+    chunk_range(m, n_chunks, 0, &lo0, &hi0);
+    int4 r0 = lo0 + first < hi0 ? active[lo0 + first] : none, r1 = none, r2 = none;
+    for (int p = 0; p < C + 2; ++p) {
+        const float* R = (p & 1) ? Y1 : Y0;
+        float* W = (p & 1) ? Y0 : Y1;
+        const u64* acc_prev = acc + (i64)((p + 2) % 3) * plane;  // chunk p - 1's sums
+        u64* acc_cur = acc + (i64)(p % 3) * plane;               // chunk p's
+        u64* acc_old = acc + (i64)((p + 1) % 3) * plane;         // chunk p - 2's, zeroed here for chunk p + 1
+        int lo_next = hi0, hi_next = hi0;
+        if (p + 1 < C) chunk_range(m, n_chunks, p + 1, &lo_next, &hi_next);
+        int4 r_next = lo_next + first < hi_next ? active[lo_next + first] : none;
+        // The carried rows' loads go out first, then the edge's own: one round trip serves both.
+        PendingRaw h1, t1, h2, t2;
+        if (r1.x >= 0) {
+            load_pending(R, acc_prev, r1.y, h1);
+            load_pending(R, acc_prev, r1.z, t1);
+        }
+        if (r2.x >= 0) {
+            load_pending(R, acc_prev, r2.y, h2);
+            load_pending(R, acc_prev, r2.z, t2);
+        }
+        PendingRows rows = {R, acc_prev};
+        if (r0.x >= 0) pipe_edge(rows, acc_cur, r0, seed, t, cv, alpha);
+        float y[DIM];
+        if (r1.x >= 0) {
+            pending_row(h1, y);
+            store_row_cg(W, r1.y, y);
+            pending_row(t1, y);
+            store_row_cg(W, r1.z, y);
+        }
+        if (r2.x >= 0) {
+            pending_row(h2, y);
+            store_row_cg(W, r2.y, y);
+            pending_row(t2, y);
+            store_row_cg(W, r2.z, y);
+            zero_sums(acc_old, r2.y);
+            zero_sums(acc_old, r2.z);
+        }
+        for (int q = lo0 + first + stride; q < hi0; q += stride) pipe_edge(rows, acc_cur, active[q], seed, t, cv, alpha);
+        for (int q = lo1 + first + stride; q < hi1; q += stride) carry_edge(R, acc_prev, W, acc_old, active[q], false);
+        for (int q = lo2 + first + stride; q < hi2; q += stride) carry_edge(R, acc_prev, W, acc_old, active[q], true);
+        if (p <= C) pipe_barrier(bar);  // none after the last phase: the launch's end orders it before what follows
+        lo2 = lo1;
+        hi2 = hi1;
+        lo1 = lo0;
+        hi1 = hi0;
+        lo0 = lo_next;
+        hi0 = hi_next;
+        r2 = r1;
+        r1 = r0;
+        r0 = r_next;
+    }
+}
+
 // Vertex (owner computes): a tile of lanes per vertex order[v] (busiest first); others' rows from the
 // epoch-start snapshot S (as engine_cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are
 // gathered a group at a time (32 items, or VTX_WIDE = 128 for the widest vertices) into a queue in shared memory

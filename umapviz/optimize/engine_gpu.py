@@ -9,9 +9,14 @@ This module holds the device state and launches one epoch:
    edge's n_neg, and the next window's activity bits): the per-edge state is read and written once per window
    instead of once per epoch; no host round trip;
 2. the strategy: ``hogwild`` one launch; ``sequential`` one launch of a single thread (small graphs and tests
-   only); ``chunked``/``buffered`` one persistent launch that walks all chunks with grid-wide barriers (per
-   chunk: compute, barrier, apply, barrier; the apply sweeps every row's sum in order unless the chunk touches
-   few rows, else it walks its edges), so the host launches one kernel an epoch whatever n_chunks is;
+   only); ``chunked``/``buffered`` one persistent launch that walks all chunks with grid-wide barriers, so the
+   host launches one kernel an epoch whatever n_chunks is. Where a typical chunk touches few rows (many small
+   chunks), ``chunked_pipelined``: one barrier per chunk (each read applies the previous chunk's pending sums
+   itself, and the rows the last two chunks touched are carried into a second copy of the embedding meanwhile),
+   on a grid sized to a typical chunk (about one edge a thread) rather than to the GPU, since a barrier costs
+   more the more blocks it waits for. Otherwise ``chunked_persistent``: per chunk compute, barrier, apply,
+   barrier (the apply sweeps every row's sum in order unless the chunk touches few rows, else it walks its
+   edges). Both give the bytes of docs/optimizer.md;
    ``vertex`` one launch, 32 of a vertex's edges at a time (128 for the widest), busiest vertices first, four
    warps for each of the widest, a warp for each other hub and a few lanes for each other vertex.
 
@@ -42,6 +47,17 @@ SCHED_WINDOW = 8
 VERTEX_HEAVY = 64
 # Threads per block of the persistent chunked kernel: must equal PERSIST_THREADS in engine_gpu.cu.
 PERSIST_THREADS = 256
+# Threads per block of the pipelined chunked kernel: must equal PIPE_THREADS in engine_gpu.cu.
+PIPE_THREADS = 256
+# Which chunked kernel runs: "auto" takes chunked_pipelined where a typical chunk's apply would walk its edges
+# (2 * edges below SWEEP_PCT % of the rows: many small chunks, where the barriers are the cost), else
+# chunked_persistent, whose row sweep applies a large chunk with fewer memory accesses; "pipelined" or
+# "persistent" forces one (tests, benchmarks). The bytes are the same.
+CHUNK_KERNEL = "auto"
+# Edges of a typical chunk per thread of the pipelined kernel's grid: one keeps a chunk's critical path one edge
+# long; more would need fewer blocks, whose barrier costs less.
+PIPE_EDGES_PER_THREAD = 1.0
+_SWEEP_PCT = 20  # must equal SWEEP_PCT in engine_gpu.cu
 # Share of the edges active in a typical epoch (each edge is active once every epochs_per_sample epochs): the
 # persistent kernel gets enough blocks for a chunk of that many edges, as many as fit at most.
 _TYPICAL_ACTIVE = 0.3
@@ -60,7 +76,7 @@ def _module(dim: int, private_head: bool, nneg_bytes: int | None = None):
     """The compiled kernels for one embedding dimension and private_head (and, for the vertex strategy, the
     bytes of its per-epoch n_neg), cached per process; CuPy also caches the binary on disk."""
     cp = cupy()
-    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}")
+    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}", f"-DPIPE_THREADS={PIPE_THREADS}")
     if nneg_bytes is not None:
         options += (f"-DVTX_NNEG_BYTES={int(nneg_bytes)}",)
     return cp.RawModule(code=KERNELS.read_text(), options=options)
@@ -91,8 +107,10 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
         per_vertex += 4 * dim + 8 * 2 + 4  # snapshot, two CSR pointers, vertex order
     else:
         per_edge += 4 * 3 + 16 * window + 1  # order, head, tail; active lists (int4) per epoch; activity bits
-        if strategy in ("chunked", "buffered"):
+        if strategy == "buffered":
             per_vertex += 8 * dim  # fixed-point accumulators
+        elif strategy == "chunked":
+            per_vertex += 3 * 8 * dim + 4 * dim  # three accumulators and a second embedding (the pipelined kernel)
     n_blocks = -(-nnz // _SCHED_BLOCK)
     return per_edge * nnz + per_vertex * (n_vertices + 1) + 8 * n_blocks * _SCHED_WMAX + 4096
 
@@ -149,6 +167,8 @@ class GpuEngine:
         self._vix = vertex_index(head, tail, eps, self.n_vertices) if strategy == "vertex" else None
         self._layout = {"mirrored": self._vix.mirrored, "nneg_bytes": self._nneg_bytes()} if self._vix else {}
         self._eps = cp.asarray(eps) if self._order is None else cp.asarray(eps)[self._order]
+        # Edges active in an average epoch (edge e is active once every eps[e] epochs): sizes the chunked grids.
+        self._typical_active = float(np.sum(1.0 / np.maximum(eps[np.isfinite(eps)], 1.0))) if self.nnz else 0.0
         self._n_sched_blocks = -(-self.nnz // _SCHED_BLOCK)
         self._counts = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
         self._offsets = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
@@ -189,7 +209,7 @@ class GpuEngine:
             self._status.fill(0)  # an old run's stamp could name an epoch of the new one
             if self._acc is not None:
                 self._barrier.fill(0)  # a fresh count, whatever an interrupted epoch left
-                self._acc.fill(0)
+                self._acc_all.fill(0)
         self._stream.synchronize()
         self._finite = True
         self._win_t0 = None
@@ -303,16 +323,37 @@ class GpuEngine:
         elif self.strategy == "hogwild":
             self._k_hog = k("epoch_hogwild")
         else:
-            self._acc = cp.zeros((n, dim), dtype=np.uint64)
-            self._k_persist = k("chunked_persistent")
-            self._barrier = cp.zeros(1, dtype=np.uint64)  # the grid barrier's ticket counter (engine_gpu.cu)
-            fit = _blocks_per_sm(self._k_persist, PERSIST_THREADS)
-            if fit < 1:
+            chunk = self._typical_active / self.n_chunks  # edges of a typical chunk
+            self._pipelined = self._chunk_kernel(chunk) == "pipelined"
+            # The pipelined kernel's three accumulators (chunk c adds into the (c % 3)-th), or the persistent one's.
+            self._acc_all = cp.zeros((3 if self._pipelined else 1, n, dim), dtype=np.uint64)
+            self._acc = self._acc_all[0]
+            # The grid barrier's words: its ticket counter and, 16 words on, the pipelined kernel's release word.
+            self._barrier = cp.zeros(32, dtype=np.uint64)
+            if self._pipelined:
+                self._k_pipe = k("chunked_pipelined")
+                self._Y1 = cp.empty_like(self.Y)
+                per_sm = _blocks_per_sm(self._k_pipe, PIPE_THREADS)
+                want = math.ceil(chunk / (PIPE_THREADS * PIPE_EDGES_PER_THREAD))
+                self._pipe_blocks = int(min(max(want, 1), self._sms * per_sm))
+            else:
+                self._k_persist = k("chunked_persistent")
+                per_sm = _blocks_per_sm(self._k_persist, PERSIST_THREADS)
+                # Enough threads for a typical chunk, at most what fits: the barrier needs every block resident.
+                want = math.ceil(_TYPICAL_ACTIVE * nnz / self.n_chunks / (self._sms * PERSIST_THREADS))
+                self._persist_blocks = self._sms * int(min(max(want, 1), per_sm))
+            if per_sm < 1:
                 raise RuntimeError("A block of the persistent chunked kernel does not fit on one multiprocessor of "
                                    "this GPU (registers); use device='cpu' or another strategy.")
-            # Enough threads for a typical chunk, at most what fits: the grid barrier needs every block resident.
-            want = math.ceil(_TYPICAL_ACTIVE * nnz / self.n_chunks / (self._sms * PERSIST_THREADS))
-            self._persist_blocks = self._sms * int(min(max(want, 1), fit))
+
+    def _chunk_kernel(self, chunk: float) -> str:
+        """The chunked kernel to run, "pipelined" or "persistent": CHUNK_KERNEL, or for "auto" the pipelined one
+        where a chunk of `chunk` edges would be applied edge by edge (SWEEP_PCT, engine_gpu.cu)."""
+        if CHUNK_KERNEL in ("pipelined", "persistent"):
+            return CHUNK_KERNEL
+        if CHUNK_KERNEL != "auto":
+            raise ValueError(f"CHUNK_KERNEL={CHUNK_KERNEL!r}: use 'auto', 'pipelined' or 'persistent'.")
+        return "pipelined" if 200 * chunk < _SWEEP_PCT * self.n_vertices else "persistent"
 
     def _nneg_bytes(self) -> int:
         """Bytes per n_neg in the vertex strategy's per-epoch array: 1 where n_neg stays below 127 (it is less than
@@ -370,6 +411,10 @@ class GpuEngine:
         elif self.strategy == "hogwild":
             blocks = min(-(-self.nnz // _THREADS), sms * 16)
             self._k_hog((blocks,), (_THREADS,), (self.Y, active, n_act, ep, *curve))
+        elif self._pipelined:  # both copies of the embedding start from Y
+            self._Y1.data.copy_from_device_async(self.Y.data, self.Y.nbytes, stream=self._stream)
+            self._k_pipe((self._pipe_blocks,), (PIPE_THREADS,), (
+                self.Y, self._Y1, self._acc_all, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
         else:  # chunked and buffered
             self._k_persist((self._persist_blocks,), (PERSIST_THREADS,), (
                 self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))

@@ -1,0 +1,166 @@
+"""What a chunk costs on the GPU (run on the GPU machine): ms per epoch of the chunked kernels, old and new side by
+side on the 1M-point 384-d mixture graph of bench/gpu_bench.py, with every run's fingerprint.
+
+    PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/experiments/chunk_cost_gpu.py [--n 1000000] [--epochs 200]
+        [--baseline .baseline] [--out DIR]   (one line)
+
+Runs, each on a fresh load of the engine module with its constants set (so its kernels compile with its macros):
+hogwild, vertex and buffered for scale; chunked("auto") and chunked(124) with chunked_persistent (two barriers a
+chunk, the grid sized to the GPU) and with chunked_pipelined in a few variants (threads per block, edges of a
+typical chunk per thread, the barrier, the negative rows loaded together); chunked(16) both ways. With --baseline
+DIR (an earlier engine_gpu.py and engine_gpu.cu, as gpu_bench.py --baseline takes), chunked("auto") and
+buffered on it too. Every run of one n_chunks must give the same fingerprint (deterministic strategies): the
+script says SAME or DIFFER and exits 1 on a difference. After the layouts, ns per grid barrier of both barriers
+on grids of 8 to 132 blocks. A run that takes longer than --run-limit stops the script (what ran is printed).
+Writes chunk_cost.json to --out (default bench/out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: gpu_bench, gpu_mixture
+from gpu_bench import load_engine, time_layout  # noqa: E402
+from gpu_mixture import mixture_gpu  # noqa: E402
+
+from umapviz.graph.clusterwise import graph_from_knn  # noqa: E402
+from umapviz.graph.knn_gpu import exact_knn_gpu  # noqa: E402
+from umapviz.optimize import engine_gpu  # noqa: E402
+from umapviz.optimize.chunks import resolve_n_chunks  # noqa: E402
+
+BARRIER_LOOP = r"""
+extern "C" __global__ void ticket_loop(u64* bar, int reps) { for (int r = 0; r < reps; ++r) grid_barrier(bar); }
+extern "C" __global__ void flag_loop(u64* bar, int reps) { for (int r = 0; r < reps; ++r) grid_barrier_flag(bar); }
+"""
+
+# (label, constants of engine_gpu set on the fresh module, extra NVRTC macros)
+PIPE_VARIANTS = [
+    ("pipelined t256 e1 flag nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
+    ("pipelined t256 e1 ticket nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 1.0}, ("-DPIPE_BARRIER=0",)),
+    ("pipelined t256 e1 flag nb4", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 1.0}, ("-DPIPE_NEG_BATCH=4",)),
+    ("pipelined t128 e1 flag nb8", {"PIPE_THREADS": 128, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
+    ("pipelined t512 e1 flag nb8", {"PIPE_THREADS": 512, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
+    ("pipelined t256 e2 flag nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 2.0}, ()),
+    ("pipelined t256 e0.5 flag nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 0.5}, ()),
+]
+
+
+def log(*args) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
+
+
+def engine_variant(label: str, constants: dict, macros: tuple = ()):
+    """A fresh copy of this checkout's engine_gpu module with `constants` set and `macros` added to its compile
+    flags (its own compile cache, so the kernels build with them)."""
+    spec = importlib.util.spec_from_file_location(f"umapviz.optimize.engine_gpu_{abs(hash(label))}",
+                                                  engine_gpu.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, value in constants.items():
+        setattr(module, name, value)
+    module.NVRTC_OPTIONS = (*module.NVRTC_OPTIONS, *macros)
+    return module
+
+
+def barrier_ns(blocks_list: list[int], reps: int = 20000) -> list[dict]:
+    """ns per barrier, ticket (grid_barrier) and flag (grid_barrier_flag), `reps` in one launch, best of three."""
+    module = cp.RawModule(code=engine_gpu.KERNELS.read_text() + BARRIER_LOOP, options=engine_gpu.NVRTC_OPTIONS)
+    rows = []
+    for name in ("ticket_loop", "flag_loop"):
+        kernel = module.get_function(name)
+        for blocks in blocks_list:
+            bar = cp.zeros(32, dtype=cp.uint64)
+            kernel((blocks,), (256,), (bar, cp.int32(10)))
+            best = float("inf")
+            for _ in range(3):
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
+                kernel((blocks,), (256,), (bar, cp.int32(reps)))
+                stop.record()
+                stop.synchronize()
+                best = min(best, cp.cuda.get_elapsed_time(start, stop) * 1e6 / reps)
+            rows.append({"barrier": name, "blocks": blocks, "ns": best})
+            log(f"barrier {name:<12} {blocks:>4} blocks: {best:.0f} ns")
+    return rows
+
+
+def build_graph(n: int):
+    """The 1M mixture graph of gpu_bench.py (exact kNN of all points, k = 15, 200 epochs)."""
+    t = time.perf_counter()
+    X, _ = mixture_gpu(n)
+    idx, dist = exact_knn_gpu(X, 15, "euclidean", return_device=True)
+    del X
+    graph = graph_from_knn(idx, dist, n_epochs=200, knn="exact-gpu")
+    del idx, dist
+    cp.get_default_memory_pool().free_all_blocks()
+    log(f"graph in {time.perf_counter() - t:.1f} s: {graph!r}")
+    return graph
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--epochs", type=int, default=200, help="epochs timed per run (the schedule's first)")
+    ap.add_argument("--baseline", default="", help="folder with an earlier engine_gpu.py and engine_gpu.cu")
+    ap.add_argument("--variants", default="all", help="'all', or 'first': only the first pipelined variant")
+    ap.add_argument("--run-limit", type=float, default=60.0,
+                    help="seconds one run may take before the script stops (a stuck barrier)")
+    ap.add_argument("--out", default="bench/out")
+    args = ap.parse_args()
+    out = {"runs": []}
+    graph = build_graph(args.n)
+    auto = resolve_n_chunks("auto", graph)
+    eps = graph.epochs_per_sample
+    typical = float(np.sum(1.0 / np.maximum(eps[np.isfinite(eps)], 1.0)))
+    log(f"n_chunks auto = {auto}, max degree {graph.max_degree}, nnz {graph.nnz:,}, "
+        f"about {typical:,.0f} active edges an epoch ({typical / auto:,.0f} a chunk under auto)")
+    persistent = engine_variant("persistent", {"CHUNK_KERNEL": "persistent"})
+    variants = PIPE_VARIANTS if args.variants == "all" else PIPE_VARIANTS[:1]
+    pipes = [(label, engine_variant(label, {"CHUNK_KERNEL": "pipelined", **c}, m)) for label, c, m in variants]
+    baseline = load_engine(args.baseline) if args.baseline else None
+    # The figures that matter most first, in case a later run stops the script.
+    plan = [("chunked", "auto", *pipes[0]), ("chunked", "auto", "persistent", persistent),
+            ("hogwild", 1, "current", None), ("buffered", 1, "current", None), ("vertex", 1, "current", None),
+            ("chunked", 124, "persistent", persistent), ("chunked", 124, *pipes[0]),
+            ("chunked", 16, "persistent", persistent), ("chunked", 16, *pipes[0])]
+    plan += [("chunked", "auto", label, module) for label, module in pipes[1:]]
+    plan += [("chunked", "auto", "auto kernel choice", None), ("chunked", 124, "auto kernel choice", None)]
+    plan += [(s, r, "baseline", baseline) for s, r in (("chunked", "auto"), ("buffered", 1))] if baseline else []
+    for strategy, rule, code, module in plan:
+        faulthandler.dump_traceback_later(args.run_limit, exit=True)
+        try:
+            r = time_layout(graph, strategy, rule, epochs=args.epochs, engine=module)
+        except Exception as exc:  # keep the other numbers
+            log(f"{strategy} {rule} {code} failed: {exc!r}")
+            continue
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+        r.update(code=code, us_per_chunk=1e3 * r["ms_per_epoch"] / r["n_chunks"])
+        out["runs"].append(r)
+        log(f"{strategy:<9} {str(rule):<5} C={r['n_chunks']:<5} {code:<30} {r['ms_per_epoch']:8.3f} ms/epoch "
+            f"({r['us_per_chunk']:.2f} us/chunk) {r['fingerprint']} finite={r['finite']}")
+    ok = True
+    for strategy, rule in sorted({(r["strategy"], str(r["rule"])) for r in out["runs"] if r["strategy"] != "hogwild"}):
+        prints = {r["fingerprint"] for r in out["runs"] if (r["strategy"], str(r["rule"])) == (strategy, rule)}
+        same = len(prints) == 1
+        ok &= same
+        log(f"{strategy} {rule}: {'SAME' if same else 'DIFFER'} fingerprints {sorted(prints)}")
+    faulthandler.dump_traceback_later(args.run_limit, exit=True)
+    out["barriers"] = barrier_ns([8, 16, 32, 66, 132])
+    faulthandler.cancel_dump_traceback_later()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "chunk_cost.json").write_text(json.dumps(out, indent=1))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
