@@ -10,8 +10,9 @@ chunk, the grid sized to the GPU) and with chunked_pipelined in a few variants (
 typical chunk per thread, the barrier, the negative rows loaded together); chunked(16) both ways. With --baseline
 DIR (an earlier engine_gpu.py and engine_gpu.cu, as gpu_bench.py --baseline takes), chunked("auto") and
 buffered on it too. Every run of one n_chunks must give the same fingerprint (deterministic strategies): the
-script says SAME or DIFFER and exits 1 on a difference. After the layouts, ns per grid barrier of both barriers
-on grids of 8 to 132 blocks. A run that takes longer than --run-limit stops the script (what ran is printed).
+script says SAME or DIFFER and exits 1 on a difference. After the layouts, ns per grid barrier of the pipelined
+kernel's three barriers (PIPE_BARRIER 0, 1, 2) on grids of 8 to 132 blocks. A run that takes longer than
+--run-limit stops the script (what ran is printed).
 Writes chunk_cost.json to --out (default bench/out).
 """
 
@@ -37,20 +38,33 @@ from umapviz.graph.knn_gpu import exact_knn_gpu  # noqa: E402
 from umapviz.optimize import engine_gpu  # noqa: E402
 from umapviz.optimize.chunks import resolve_n_chunks  # noqa: E402
 
+# A loop of the pipelined kernel's barrier (PipeBarrier, cut from engine_gpu.cu), arrive and wait back to back.
 BARRIER_LOOP = r"""
-extern "C" __global__ void ticket_loop(u64* bar, int reps) { for (int r = 0; r < reps; ++r) grid_barrier(bar); }
-extern "C" __global__ void flag_loop(u64* bar, int reps) { for (int r = 0; r < reps; ++r) grid_barrier_flag(bar); }
+extern "C" __global__ void barrier_loop(u64* bar, int reps) {
+    PipeBarrier b = {bar, 0ULL, false};
+    if (threadIdx.x == 0) b.start();
+    for (int r = 0; r < reps; ++r) {
+        __syncthreads();
+        if (threadIdx.x == 0) b.arrive();
+        if (threadIdx.x == 0) b.wait();
+        __syncthreads();
+    }
+}
 """
 
 # (label, constants of engine_gpu set on the fresh module, extra NVRTC macros)
+# (label, constants of engine_gpu set on the fresh module, extra NVRTC macros); the first is the engine's default
+# (256 threads a block, a typical chunk's edge per thread, barrier 2, 8 negative rows a round trip).
+T256 = {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 1.0}
 PIPE_VARIANTS = [
-    ("pipelined t256 e1 flag nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
-    ("pipelined t256 e1 ticket nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 1.0}, ("-DPIPE_BARRIER=0",)),
-    ("pipelined t256 e1 flag nb4", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 1.0}, ("-DPIPE_NEG_BATCH=4",)),
-    ("pipelined t128 e1 flag nb8", {"PIPE_THREADS": 128, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
-    ("pipelined t512 e1 flag nb8", {"PIPE_THREADS": 512, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
-    ("pipelined t256 e2 flag nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 2.0}, ()),
-    ("pipelined t256 e0.5 flag nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 0.5}, ()),
+    ("pipelined t256 e1 bar2 nb8", T256, ()),
+    ("pipelined t256 e1 bar1 nb8", T256, ("-DPIPE_BARRIER=1",)),
+    ("pipelined t256 e1 bar0 nb8", T256, ("-DPIPE_BARRIER=0",)),
+    ("pipelined t256 e1 bar2 nb4", T256, ("-DPIPE_NEG_BATCH=4",)),
+    ("pipelined t128 e1 bar2 nb8", {"PIPE_THREADS": 128, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
+    ("pipelined t512 e1 bar2 nb8", {"PIPE_THREADS": 512, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
+    ("pipelined t256 e2 bar2 nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 2.0}, ()),
+    ("pipelined t256 e0.5 bar2 nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 0.5}, ()),
 ]
 
 
@@ -71,12 +85,18 @@ def engine_variant(label: str, constants: dict, macros: tuple = ()):
     return module
 
 
+def barrier_source(mode: int) -> str:
+    """engine_gpu.cu's PipeBarrier with PIPE_BARRIER = mode, alone (the text between its markers)."""
+    text = engine_gpu.KERNELS.read_text()
+    body = text[text.index("#define BAR_FLAG"):text.index("// An edge's first PIPE_NEG_BATCH")]
+    return f"typedef unsigned long long u64;\n#define PIPE_BARRIER {mode}\n" + body + BARRIER_LOOP
+
+
 def barrier_ns(blocks_list: list[int], reps: int = 20000) -> list[dict]:
-    """ns per barrier, ticket (grid_barrier) and flag (grid_barrier_flag), `reps` in one launch, best of three."""
-    module = cp.RawModule(code=engine_gpu.KERNELS.read_text() + BARRIER_LOOP, options=engine_gpu.NVRTC_OPTIONS)
+    """ns per barrier of each PIPE_BARRIER mode, `reps` in one launch of 256-thread blocks, best of three."""
     rows = []
-    for name in ("ticket_loop", "flag_loop"):
-        kernel = module.get_function(name)
+    for mode in (0, 1, 2):
+        kernel = cp.RawModule(code=barrier_source(mode), options=engine_gpu.NVRTC_OPTIONS).get_function("barrier_loop")
         for blocks in blocks_list:
             bar = cp.zeros(32, dtype=cp.uint64)
             kernel((blocks,), (256,), (bar, cp.int32(10)))
@@ -88,8 +108,8 @@ def barrier_ns(blocks_list: list[int], reps: int = 20000) -> list[dict]:
                 stop.record()
                 stop.synchronize()
                 best = min(best, cp.cuda.get_elapsed_time(start, stop) * 1e6 / reps)
-            rows.append({"barrier": name, "blocks": blocks, "ns": best})
-            log(f"barrier {name:<12} {blocks:>4} blocks: {best:.0f} ns")
+            rows.append({"barrier": mode, "blocks": blocks, "ns": best})
+            log(f"barrier mode {mode}: {blocks:>4} blocks: {best:.0f} ns")
     return rows
 
 

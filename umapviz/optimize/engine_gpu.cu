@@ -932,7 +932,10 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
 // no access of the phase waits for another of the same phase, and duplicate writers of a W row (a row in several
 // edges) write the same bytes. Phases C and C + 1 after the last chunk C - 1 finish the layout in both copies and
 // zero the last sums. The bytes are chunked_persistent's: each read gives the row that its apply would have left.
-// The host copies Y0 into Y1 before the launch (both hold the start; every sum buffer is zero).
+// The host copies Y0 into Y1 before the launch (both hold the start; every sum buffer is zero). While a phase's
+// barrier is in flight, each thread draws its next edge's negatives (they read no row). The grid is sized to a
+// typical chunk, about one edge a thread (engine_gpu.py), not to the GPU: a barrier costs more the more blocks
+// it waits for, and a chunk's critical path is one edge long either way.
 #ifndef PIPE_THREADS
 #define PIPE_THREADS 256
 #endif
@@ -942,41 +945,86 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
 #ifndef PIPE_NEG_BATCH
 #define PIPE_NEG_BATCH (DIM <= 4 ? 8 : 4)
 #endif
-// The barrier between phases: 1 grid_barrier_flag, 0 grid_barrier (the ticket barrier).
+// The barrier between phases (PipeBarrier below): 0 ticket, 1 release word, 2 reduction and counter.
 #ifndef PIPE_BARRIER
-#define PIPE_BARRIER 1
+#define PIPE_BARRIER 2
 #endif
 
-// Grid-wide barrier whose waiters poll a release word on another cache line than the arrival counter: bar[0]
-// counts arrivals (never reset, as grid_barrier's), bar[BAR_FLAG] holds how many rounds have ended. The last
-// arrival of a round (it acquired every earlier arrival's release through the counter's read-modify-writes) stores
-// the round's end with release semantics; the others poll with relaxed loads, which do not contend with the
-// arrivals' atomics, and acquire once with a fence when the word moves on. Valid across launches of one grid size.
+// The pipelined kernel's grid barrier, split in two: thread 0 of each block arrives (publishing its block's writes,
+// ordered before it by __syncthreads) and later waits; between the two the block does work that reads nothing
+// another block writes. bar[0] counts arrivals and is never reset (a launch starts it at a multiple of the grid
+// size, as it ends it). Three ways to wait, chosen by PIPE_BARRIER (bench/experiments/chunk_cost_gpu.py times them):
+//   0 (ticket, as grid_barrier): arrive with an acquire-release atomic add, poll the counter with acquire loads
+//     until the round's last arrival;
+//   1 (release word): the same atomic; the round's last arrival (it acquired the others' releases through the
+//     counter's read-modify-writes) stores the round count to bar[BAR_FLAG], on another cache line, with release
+//     semantics; the others poll that word with relaxed loads, which do not contend with the arrivals, and acquire
+//     once with a fence;
+//   2 (reduction): arrive with a release reduction (no reply to wait for), poll the counter with relaxed loads
+//     until it reaches the round's end, then acquire with a fence: the value read was written by the last
+//     arrival's reduction, which continues every earlier arrival's release sequence.
 #define BAR_FLAG 16
-__device__ __forceinline__ void grid_barrier_flag(u64* bar) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        u64 ticket, now;
+struct PipeBarrier {
+    u64* bar;
+    u64 round;  // rounds completed before the next arrival (thread 0 only)
+    bool last;  // this block was the round's last arrival (mode 1)
+
+    __device__ __forceinline__ void start() {  // thread 0, at the launch's start
+#if PIPE_BARRIER == 2
+        u64 now;  // no round can end before this block arrives: the count lies in [round * grid, (round + 1) * grid)
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar) : "memory");
+        round = now / gridDim.x;
+#endif
+    }
+    __device__ __forceinline__ void arrive() {  // thread 0, after __syncthreads
+#if PIPE_BARRIER == 2
+        asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(bar) : "memory");
+#else
+        u64 ticket;
         asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l"(ticket) : "l"(bar) : "memory");
-        u64 round = ticket / gridDim.x;
-        if (ticket - round * gridDim.x == gridDim.x - 1ULL) {
+        round = ticket / gridDim.x;
+        last = ticket - round * gridDim.x == gridDim.x - 1ULL;
+#if PIPE_BARRIER == 1
+        if (last)
             asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(bar + BAR_FLAG), "l"(round + 1ULL) : "memory");
-        } else {
+#endif
+#endif
+    }
+    __device__ __forceinline__ void wait() {  // thread 0, then __syncthreads
+        u64 now;
+#if PIPE_BARRIER == 2
+        u64 end = (round + 1ULL) * gridDim.x;
+        do {
+            asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar) : "memory");
+        } while (now < end);
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        round += 1ULL;
+#elif PIPE_BARRIER == 1
+        if (!last) {
             do {
                 asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar + BAR_FLAG) : "memory");
             } while (now <= round);
             asm volatile("fence.acq_rel.gpu;" ::: "memory");
         }
-    }
-    __syncthreads();
-}
-
-__device__ __forceinline__ void pipe_barrier(u64* bar) {
-#if PIPE_BARRIER
-    grid_barrier_flag(bar);
 #else
-    grid_barrier(bar);
+        u64 end = (round + 1ULL) * gridDim.x;
+        for (now = last ? end : 0ULL; now < end;)
+            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar) : "memory");
 #endif
+    }
+};
+
+// An edge's first PIPE_NEG_BATCH negative draws and its hash base: they read no row, so the pipelined kernel draws
+// the next phase's while its barrier is in flight. Slot q holds the head itself past n_neg (load_negatives' rule).
+struct NegDraws {
+    u64 base;
+    int k[PIPE_NEG_BATCH];
+};
+
+__device__ __forceinline__ void draw_negatives(NegDraws& dr, int4 r, u64 seed, int t, const Curve& cv) {
+    dr.base = edge_hash_base(seed, (u64)t, (u64)r.x);
+#pragma unroll
+    for (int q = 0; q < PIPE_NEG_BATCH; ++q) dr.k[q] = q < r.w ? negative_vertex(dr.base, (u64)q, cv.n, cv.inv_n) : r.y;
 }
 
 // A row and its pending sums as loaded (the loads in flight), and the row they make.
@@ -1055,16 +1103,52 @@ __device__ __forceinline__ void carry_edge(const float* R, const u64* acc_prev, 
     store_row_cg(W, r.z, y);
 }
 
-// One edge of chunk p: its fixed-point moves into acc_cur, rows read through the previous chunk's sums.
-__device__ __forceinline__ void pipe_edge(const PendingRows& rows, u64* acc_cur, int4 r, u64 seed, int t,
+// One edge of chunk p (as edge_moves, then chunk_edge): its fixed-point moves into acc_cur, every row read
+// through the previous chunk's sums; dr: its draws (draw_negatives).
+__device__ __forceinline__ void pipe_edge(const PendingRows& rows, u64* acc_cur, int4 r, const NegDraws& dr, int t,
                                           const Curve& cv, float alpha) {
-    float y0[DIM], yi[DIM], tm[DIM];
-    edge_moves<PIPE_NEG_BATCH>(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
+    constexpr int B = PIPE_NEG_BATCH;
+    int i = r.y, nneg = r.w;
+    float y0[DIM], yi[DIM], yj[DIM], tm[DIM];
+    rows.row(i, y0);
+    rows.row(r.z, yj);
+    NegBatch<B> nb;
+#pragma unroll
+    for (int q = 0; q < B; ++q) {
+        nb.k[q] = dr.k[q];
+        if (nb.k[q] != i) rows.row(nb.k[q], nb.y[q]);
+    }
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) yi[d] = y0[d];
+#if !UMV_PH
+    float yfrom[DIM];
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) yfrom[d] = yi[d];
+#endif
+    attract(yi, yj, cv, alpha, tm);
+    for (int s0 = 0;;) {
+#if UMV_PH
+        repel_batch(yi, yi, nb, i, cv, alpha);
+#else
+        repel_batch(yi, yfrom, nb, i, cv, alpha);
+#endif
+        s0 += B;
+        if (s0 >= nneg) break;
+        load_negatives(nb, rows, i, dr.base, s0, nneg, cv);
+    }
 #pragma unroll
     for (int d = 0; d < DIM; ++d) {
-        acc_add(acc_cur + (i64)r.y * DIM + d, to_fixed(__fsub_rn(yi[d], y0[d])));
+        acc_add(acc_cur + (i64)i * DIM + d, to_fixed(__fsub_rn(yi[d], y0[d])));
         acc_add(acc_cur + (i64)r.z * DIM + d, to_fixed(tm[d]));
     }
+}
+
+// An edge of chunk p that is not the thread's first: drawn, then computed.
+__device__ __forceinline__ void pipe_edge_drawn(const PendingRows& rows, u64* acc_cur, int4 r, u64 seed, int t,
+                                                const Curve& cv, float alpha) {
+    NegDraws dr;
+    draw_negatives(dr, r, seed, t, cv);
+    pipe_edge(rows, acc_cur, r, dr, t, cv, alpha);
 }
 
 // The pipelined chunked epoch (see above). acc: three buffers of n * DIM sums, one after the other. A thread keeps
@@ -1087,6 +1171,10 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
     int lo0, hi0, lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0;  // chunks p, p - 1, p - 2 (empty before chunk 0)
     chunk_range(m, n_chunks, 0, &lo0, &hi0);
     int4 r0 = lo0 + first < hi0 ? active[lo0 + first] : none, r1 = none, r2 = none;
+    NegDraws dr;
+    if (r0.x >= 0) draw_negatives(dr, r0, seed, t, cv);
+    PipeBarrier barrier = {bar, 0ULL, false};
+    if (threadIdx.x == 0) barrier.start();
     for (int p = 0; p < C + 2; ++p) {
         const float* R = (p & 1) ? Y1 : Y0;
         float* W = (p & 1) ? Y0 : Y1;
@@ -1107,7 +1195,7 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
             load_pending(R, acc_prev, r2.z, t2);
         }
         PendingRows rows = {R, acc_prev};
-        if (r0.x >= 0) pipe_edge(rows, acc_cur, r0, seed, t, cv, alpha);
+        if (r0.x >= 0) pipe_edge(rows, acc_cur, r0, dr, t, cv, alpha);
         float y[DIM];
         if (r1.x >= 0) {
             pending_row(h1, y);
@@ -1123,10 +1211,17 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
             zero_sums(acc_old, r2.y);
             zero_sums(acc_old, r2.z);
         }
-        for (int q = lo0 + first + stride; q < hi0; q += stride) pipe_edge(rows, acc_cur, active[q], seed, t, cv, alpha);
+        for (int q = lo0 + first + stride; q < hi0; q += stride)
+            pipe_edge_drawn(rows, acc_cur, active[q], seed, t, cv, alpha);
         for (int q = lo1 + first + stride; q < hi1; q += stride) carry_edge(R, acc_prev, W, acc_old, active[q], false);
         for (int q = lo2 + first + stride; q < hi2; q += stride) carry_edge(R, acc_prev, W, acc_old, active[q], true);
-        if (p <= C) pipe_barrier(bar);  // none after the last phase: the launch's end orders it before what follows
+        if (p <= C) {  // none after the last phase: the launch's end orders it before what follows
+            __syncthreads();
+            if (threadIdx.x == 0) barrier.arrive();
+            if (r_next.x >= 0) draw_negatives(dr, r_next, seed, t, cv);
+            if (threadIdx.x == 0) barrier.wait();
+            __syncthreads();
+        }
         lo2 = lo1;
         hi2 = hi1;
         lo1 = lo0;
