@@ -872,6 +872,21 @@ def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatc
     assert opt.run().embedding.tobytes() == ref.tobytes()
 
 
+def test_chunk_kernel_choice_follows_the_apply_rule(monkeypatch):
+    """CHUNK_KERNEL="auto" takes the pipelined kernel exactly where the persistent one would apply a chunk edge by
+    edge (2 * edges below SWEEP_PCT % of the rows), and either kernel can be forced; anything else is refused."""
+    engine = dataclasses.make_dataclass("Rows", ["n_vertices"])(1000)  # the choice reads only the row count
+    choose = engine_gpu.GpuEngine._chunk_kernel
+    assert choose(engine, 99.0) == "pipelined"
+    assert choose(engine, 100.0) == "persistent"
+    for kernel in ("pipelined", "persistent"):
+        monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", kernel)
+        assert choose(engine, 1.0) == choose(engine, 1e9) == kernel
+    monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "fast")
+    with pytest.raises(ValueError, match="CHUNK_KERNEL='fast'"):
+        choose(engine, 1.0)
+
+
 @pytest.mark.gpu
 def test_pipelined_barrier_keeps_chunks_apart_on_any_grid(small_graph, monkeypatch):
     """The pipelined kernel (one barrier per chunk; reads apply the previous chunk's pending sums) gives the same
