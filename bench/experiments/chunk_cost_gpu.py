@@ -91,7 +91,7 @@ def engine_variant(label: str, constants: dict, macros: tuple = ()):
 def barrier_source(mode: int) -> str:
     """engine_gpu.cu's PipeBarrier with PIPE_BARRIER = mode, alone (the text between its markers)."""
     text = engine_gpu.KERNELS.read_text()
-    body = text[text.index("#define BAR_FLAG"):text.index("// An edge's first PIPE_NEG_BATCH")]
+    body = text.split("// >>> pipe barrier", 1)[1].split("\n", 1)[1].split("// <<< pipe barrier", 1)[0]
     return f"typedef unsigned long long u64;\n#define PIPE_BARRIER {mode}\n" + body + BARRIER_LOOP
 
 

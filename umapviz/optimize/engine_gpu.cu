@@ -847,6 +847,7 @@ __device__ __forceinline__ void apply_edges(float* Y, u64* acc, const int4* __re
 // so it stays valid across launches of the same grid size (a 64-bit count does not wrap). One atomic per block
 // and round makes it faster than a count-and-generation barrier, which resets its count
 // (bench/experiments/barrier_bench.py times both).
+// >>> grid barrier (a host build of the chunked kernels supplies its own)
 __device__ __forceinline__ void grid_barrier(u64* bar) {
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -858,6 +859,7 @@ __device__ __forceinline__ void grid_barrier(u64* bar) {
     }
     __syncthreads();
 }
+// <<< grid barrier
 
 // Chunked, all chunks of one epoch in one launch: gradient, barrier, apply, barrier, per chunk. A thread's
 // first edge of a chunk is read one chunk ahead (the active list does not change during the epoch) and kept
@@ -963,6 +965,7 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
 //   2 (reduction): arrive with a release reduction (no reply to wait for), poll the counter with relaxed loads
 //     until it reaches the round's end, then acquire with a fence: the value read was written by the last
 //     arrival's reduction, which continues every earlier arrival's release sequence.
+// >>> pipe barrier (a host build of the chunked kernels supplies its own)
 #define BAR_FLAG 16
 struct PipeBarrier {
     u64* bar;
@@ -1013,6 +1016,7 @@ struct PipeBarrier {
 #endif
     }
 };
+// <<< pipe barrier
 
 // An edge's first PIPE_NEG_BATCH negative draws and its hash base: they read no row, so the pipelined kernel draws
 // the next phase's while its barrier is in flight. Slot q holds the head itself past n_neg (load_negatives' rule).
@@ -1233,6 +1237,8 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
         r0 = r_next;
     }
 }
+
+// ---- end of the chunked kernels (tests build the code above as host code)
 
 // Vertex (owner computes): a tile of lanes per vertex order[v] (busiest first); others' rows from the
 // epoch-start snapshot S (as engine_cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are
