@@ -61,6 +61,7 @@ PIPE_VARIANTS = [
     ("pipelined t256 e1 bar1 nb8", T256, ("-DPIPE_BARRIER=1",)),
     ("pipelined t256 e1 bar0 nb8", T256, ("-DPIPE_BARRIER=0",)),
     ("pipelined t256 e1 bar2 nb4", T256, ("-DPIPE_NEG_BATCH=4",)),
+    ("pipelined t256 e1 bar2 nb6", T256, ("-DPIPE_NEG_BATCH=6",)),
     ("pipelined t256 e2 bar2 nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 2.0}, ()),
     ("pipelined t256 e0.5 bar2 nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 0.5}, ()),
     # fewer threads a multiprocessor: a chunk's scattered row accesses spread over more load/store units
@@ -68,6 +69,7 @@ PIPE_VARIANTS = [
     ("pipelined t128 e0.5 bar2 nb8", {"PIPE_THREADS": 128, "PIPE_EDGES_PER_THREAD": 0.5}, ()),
     ("pipelined t64 e1 bar2 nb8", {"PIPE_THREADS": 64, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
     ("pipelined t128 e0.25 bar2 nb8", {"PIPE_THREADS": 128, "PIPE_EDGES_PER_THREAD": 0.25}, ()),
+    ("pipelined t32 e1 bar2 nb8", {"PIPE_THREADS": 32, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
 ]
 
 
