@@ -10,8 +10,8 @@ chunk, the grid sized to the GPU) and with chunked_pipelined in a few variants (
 typical chunk per thread, the barrier, the negative rows loaded together); chunked(16) both ways. With --baseline
 DIR (an earlier engine_gpu.py and engine_gpu.cu, as gpu_bench.py --baseline takes), chunked("auto") and
 buffered on it too. Every run of one n_chunks must give the same fingerprint (deterministic strategies): the
-script says SAME or DIFFER and exits 1 on a difference. After the layouts, ns per grid barrier of the pipelined
-kernel's three barriers (PIPE_BARRIER 0, 1, 2) on grids of 8 to 132 blocks. A run that takes longer than
+script says SAME or DIFFER and exits 1 on a difference. Before the tail of variants, ns per grid barrier of the
+pipelined kernel's three barriers (PIPE_BARRIER 0, 1, 2) on grids of 8 to 132 blocks. A run that takes longer than
 --run-limit stops the script (what ran is printed).
 Writes chunk_cost.json to --out (default bench/out).
 """
@@ -157,11 +157,17 @@ def main() -> None:
             ("hogwild", 1, "current", None), ("buffered", 1, "current", None), ("vertex", 1, "current", None),
             ("chunked", 124, "persistent", persistent), ("chunked", 124, *pipes[0]),
             ("chunked", 16, "persistent", persistent), ("chunked", 16, *pipes[0])]
+    plan += [("barriers", None, None, None)]  # ns per barrier alone, before the longer tail of variants
     plan += [("chunked", "auto", label, module) for label, module in pipes[1:]]
     plan += [("chunked", "auto", "auto kernel choice", None), ("chunked", 124, "auto kernel choice", None)]
     plan += [(s, r, "baseline", baseline) for s, r in (("chunked", "auto"), ("buffered", 1))] if baseline else []
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     for strategy, rule, code, module in plan:
         faulthandler.dump_traceback_later(args.run_limit, exit=True)
+        if strategy == "barriers":
+            out["barriers"] = barrier_ns([8, 16, 32, 66, 132])
+            faulthandler.cancel_dump_traceback_later()
+            continue
         try:
             r = time_layout(graph, strategy, rule, epochs=args.epochs, engine=module)
         except Exception as exc:  # keep the other numbers
@@ -173,16 +179,13 @@ def main() -> None:
         out["runs"].append(r)
         log(f"{strategy:<9} {str(rule):<5} C={r['n_chunks']:<5} {code:<30} {r['ms_per_epoch']:8.3f} ms/epoch "
             f"({r['us_per_chunk']:.2f} us/chunk) {r['fingerprint']} finite={r['finite']}")
+        (Path(args.out) / "chunk_cost.json").write_text(json.dumps(out, indent=1))  # what ran, whatever follows
     ok = True
     for strategy, rule in sorted({(r["strategy"], str(r["rule"])) for r in out["runs"] if r["strategy"] != "hogwild"}):
         prints = {r["fingerprint"] for r in out["runs"] if (r["strategy"], str(r["rule"])) == (strategy, rule)}
         same = len(prints) == 1
         ok &= same
         log(f"{strategy} {rule}: {'SAME' if same else 'DIFFER'} fingerprints {sorted(prints)}")
-    faulthandler.dump_traceback_later(args.run_limit, exit=True)
-    out["barriers"] = barrier_ns([8, 16, 32, 66, 132])
-    faulthandler.cancel_dump_traceback_later()
-    Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "chunk_cost.json").write_text(json.dumps(out, indent=1))
     sys.exit(0 if ok else 1)
 
