@@ -160,7 +160,7 @@ def test_gpu_modules_import_without_touching_cupy(module):
 @pytest.mark.parametrize("macro, attr", [("SCHED_BLOCK", "_SCHED_BLOCK"), ("SCHED_WMAX", "_SCHED_WMAX"),
                                          ("VTX_WARPS", "_VERTEX_WARPS"), ("VTX_WIDE", "_VERTEX_WIDE"),
                                          ("VTX_TILE", "_VERTEX_TILE"), ("PERSIST_THREADS", "PERSIST_THREADS"),
-                                         ("PIPE_THREADS", "PIPE_THREADS"), ("SWEEP_PCT", "_SWEEP_PCT")])
+                                         ("PIPE_THREADS", "PIPE_THREADS")])
 def test_launch_constants_match_the_kernel_source(macro, attr):
     """The host sizes launches from these; a mismatch would silently skip or repeat work."""
     found = re.search(rf"^#define {macro} (\d+)", engine_gpu.KERNELS.read_text(), re.M)

@@ -872,19 +872,14 @@ def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatc
     assert opt.run().embedding.tobytes() == ref.tobytes()
 
 
-def test_chunk_kernel_choice_follows_the_apply_rule(monkeypatch):
-    """CHUNK_KERNEL="auto" takes the pipelined kernel exactly where the persistent one would apply a chunk edge by
-    edge (2 * edges below SWEEP_PCT % of the rows), and either kernel can be forced; anything else is refused."""
-    engine = dataclasses.make_dataclass("Rows", ["n_vertices"])(1000)  # the choice reads only the row count
-    choose = engine_gpu.GpuEngine._chunk_kernel
-    assert choose(engine, 99.0) == "pipelined"
-    assert choose(engine, 100.0) == "persistent"
-    for kernel in ("pipelined", "persistent"):
-        monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", kernel)
-        assert choose(engine, 1.0) == choose(engine, 1e9) == kernel
+def test_chunk_kernel_is_the_persistent_one_unless_asked(monkeypatch):
+    """The pipelined chunked kernel is opt-in (engine_gpu.CHUNK_KERNEL); a name that is neither is refused."""
+    assert engine_gpu.CHUNK_KERNEL == engine_gpu.GpuEngine._chunk_kernel() == "persistent"
+    monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "pipelined")
+    assert engine_gpu.GpuEngine._chunk_kernel() == "pipelined"
     monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "fast")
     with pytest.raises(ValueError, match="CHUNK_KERNEL='fast'"):
-        choose(engine, 1.0)
+        engine_gpu.GpuEngine._chunk_kernel()
 
 
 @pytest.mark.gpu
@@ -1279,12 +1274,15 @@ def test_sequential_on_the_gpu_warns_where_its_one_thread_is_slow(small_graph):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("strategy", ["hogwild", "chunked", "vertex"])
-def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, strategy):
+@pytest.mark.parametrize("strategy", ["hogwild", "chunked", "chunked-pipelined", "vertex"])
+def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, monkeypatch, strategy):
     """device_bytes_needed sizes the schedule window and the out-of-memory error, so it must neither
     overstate (a smaller window or a false error) nor understate (an allocation failure) what is allocated."""
     import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
+    if strategy == "chunked-pipelined":  # the opt-in chunked kernel: two more accumulators, a second embedding
+        monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "pipelined")
+        strategy = "chunked"
 
     _, graph = mixture_graph
     pool = cp.get_default_memory_pool()

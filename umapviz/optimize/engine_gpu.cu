@@ -934,7 +934,9 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
 // no access of the phase waits for another of the same phase, and duplicate writers of a W row (a row in several
 // edges) write the same bytes. Phases C and C + 1 after the last chunk C - 1 finish the layout in both copies and
 // zero the last sums. The bytes are chunked_persistent's: each read gives the row that its apply would have left.
-// The host copies Y0 into Y1 before the launch (both hold the start; every sum buffer is zero). While a phase's
+// The host copies Y0 into Y1 before the launch (both hold the start; every sum buffer is zero). An edge loads all
+// its rows and their sums before it makes any row from them (pending_row selects, without a branch on a sum): a
+// row made right after its own loads made every edge wait one memory round trip per row. While a phase's
 // barrier is in flight, each thread draws its next edge's negatives (they read no row). The grid is sized to a
 // typical chunk, about one edge a thread (engine_gpu.py), not to the GPU: a barrier costs more the more blocks
 // it waits for, and a chunk's critical path is one edge long either way.
@@ -1054,22 +1056,35 @@ __device__ __forceinline__ void load_pending(const float* Y, const u64* acc, int
 #endif
 }
 
-// The row as the apply of its chunk sums leaves it (a coordinate whose sum is 0 keeps its bits).
+// The row as the apply of its chunk sums leaves it (a coordinate whose sum is 0 keeps its bits). Computed for every
+// coordinate and selected, without a branch: a branch on a loaded sum would make the warp wait for that load before
+// it issues the next row's, one memory round trip per row read instead of one for all of an edge's rows.
 __device__ __forceinline__ void pending_row(const PendingRaw& raw, float* out) {
 #pragma unroll
-    for (int d = 0; d < DIM; ++d) out[d] = raw.s[d] != 0ULL ? apply_fixed(raw.y[d], raw.s[d]) : raw.y[d];
+    for (int d = 0; d < DIM; ++d) {
+        float applied = apply_fixed(raw.y[d], raw.s[d]);
+        out[d] = raw.s[d] != 0ULL ? applied : raw.y[d];
+    }
 }
 
-// Row reader of the pipelined kernel's gradient phase: R's row with the previous chunk's sums applied.
-struct PendingRows {
+// Where the pipelined kernel's gradient phase reads rows: R with the previous chunk's sums pending in acc.
+struct PendingSource {
     const float* Y;
     const u64* acc;
-    __device__ __forceinline__ void row(int v, float* out) const {
-        PendingRaw raw;
-        load_pending(Y, acc, v, raw);
-        pending_row(raw, out);
-    }
 };
+
+// Negative samples s0 .. s0 + B - 1 of head i (k[q]: drawn vertices, i where skipped): every row's loads go out
+// before any row is made from them, then the rows (as load_negatives, reading through the pending sums).
+template <int B>
+__device__ __forceinline__ void pending_negatives(NegBatch<B>& nb, const PendingSource& src, int i) {
+    PendingRaw raw[B];
+#pragma unroll
+    for (int q = 0; q < B; ++q)
+        if (nb.k[q] != i) load_pending(src.Y, src.acc, nb.k[q], raw[q]);
+#pragma unroll
+    for (int q = 0; q < B; ++q)
+        if (nb.k[q] != i) pending_row(raw[q], nb.y[q]);
+}
 
 __device__ __forceinline__ void store_row_cg(float* Y, int v, const float* y) {
 #if DIM == 2
@@ -1108,20 +1123,22 @@ __device__ __forceinline__ void carry_edge(const float* R, const u64* acc_prev, 
 }
 
 // One edge of chunk p (as edge_moves, then chunk_edge): its fixed-point moves into acc_cur, every row read
-// through the previous chunk's sums; dr: its draws (draw_negatives).
-__device__ __forceinline__ void pipe_edge(const PendingRows& rows, u64* acc_cur, int4 r, const NegDraws& dr, int t,
+// through the previous chunk's sums; dr: its draws (draw_negatives). The head's, the tail's and the first batch's
+// rows are all loaded before any is used.
+__device__ __forceinline__ void pipe_edge(const PendingSource& src, u64* acc_cur, int4 r, const NegDraws& dr, int t,
                                           const Curve& cv, float alpha) {
     constexpr int B = PIPE_NEG_BATCH;
     int i = r.y, nneg = r.w;
     float y0[DIM], yi[DIM], yj[DIM], tm[DIM];
-    rows.row(i, y0);
-    rows.row(r.z, yj);
+    PendingRaw head, tail;
+    load_pending(src.Y, src.acc, i, head);
+    load_pending(src.Y, src.acc, r.z, tail);
     NegBatch<B> nb;
 #pragma unroll
-    for (int q = 0; q < B; ++q) {
-        nb.k[q] = dr.k[q];
-        if (nb.k[q] != i) rows.row(nb.k[q], nb.y[q]);
-    }
+    for (int q = 0; q < B; ++q) nb.k[q] = dr.k[q];
+    pending_negatives(nb, src, i);
+    pending_row(head, y0);
+    pending_row(tail, yj);
 #pragma unroll
     for (int d = 0; d < DIM; ++d) yi[d] = y0[d];
 #if !UMV_PH
@@ -1138,7 +1155,12 @@ __device__ __forceinline__ void pipe_edge(const PendingRows& rows, u64* acc_cur,
 #endif
         s0 += B;
         if (s0 >= nneg) break;
-        load_negatives(nb, rows, i, dr.base, s0, nneg, cv);
+#pragma unroll
+        for (int q = 0; q < B; ++q) {  // the next batch's draws (load_negatives' rule), then its rows
+            int s = s0 + q;
+            nb.k[q] = s < nneg ? negative_vertex(dr.base, (u64)s, cv.n, cv.inv_n) : i;
+        }
+        pending_negatives(nb, src, i);
     }
 #pragma unroll
     for (int d = 0; d < DIM; ++d) {
@@ -1148,11 +1170,11 @@ __device__ __forceinline__ void pipe_edge(const PendingRows& rows, u64* acc_cur,
 }
 
 // An edge of chunk p that is not the thread's first: drawn, then computed.
-__device__ __forceinline__ void pipe_edge_drawn(const PendingRows& rows, u64* acc_cur, int4 r, u64 seed, int t,
+__device__ __forceinline__ void pipe_edge_drawn(const PendingSource& src, u64* acc_cur, int4 r, u64 seed, int t,
                                                 const Curve& cv, float alpha) {
     NegDraws dr;
     draw_negatives(dr, r, seed, t, cv);
-    pipe_edge(rows, acc_cur, r, dr, t, cv, alpha);
+    pipe_edge(src, acc_cur, r, dr, t, cv, alpha);
 }
 
 // The pipelined chunked epoch (see above). acc: three buffers of n * DIM sums, one after the other. A thread keeps
@@ -1198,7 +1220,7 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
             load_pending(R, acc_prev, r2.y, h2);
             load_pending(R, acc_prev, r2.z, t2);
         }
-        PendingRows rows = {R, acc_prev};
+        PendingSource rows = {R, acc_prev};
         if (r0.x >= 0) pipe_edge(rows, acc_cur, r0, dr, t, cv, alpha);
         float y[DIM];
         if (r1.x >= 0) {

@@ -9,14 +9,12 @@ This module holds the device state and launches one epoch:
    edge's n_neg, and the next window's activity bits): the per-edge state is read and written once per window
    instead of once per epoch; no host round trip;
 2. the strategy: ``hogwild`` one launch; ``sequential`` one launch of a single thread (small graphs and tests
-   only); ``chunked``/``buffered`` one persistent launch that walks all chunks with grid-wide barriers, so the
-   host launches one kernel an epoch whatever n_chunks is. Where a typical chunk touches few rows (many small
-   chunks), ``chunked_pipelined``: one barrier per chunk (each read applies the previous chunk's pending sums
-   itself, and the rows the last two chunks touched are carried into a second copy of the embedding meanwhile),
-   on a grid sized to a typical chunk (about one edge a thread) rather than to the GPU, since a barrier costs
-   more the more blocks it waits for. Otherwise ``chunked_persistent``: per chunk compute, barrier, apply,
-   barrier (the apply sweeps every row's sum in order unless the chunk touches few rows, else it walks its
-   edges). Both give the bytes of docs/optimizer.md;
+   only); ``chunked``/``buffered`` one persistent launch that walks all chunks with grid-wide barriers (per
+   chunk: compute, barrier, apply, barrier; the apply sweeps every row's sum in order unless the chunk touches
+   few rows, else it walks its edges), so the host launches one kernel an epoch whatever n_chunks is. An opt-in
+   alternative (CHUNK_KERNEL = "pipelined"), ``chunked_pipelined``, takes one barrier per chunk (each read
+   applies the previous chunk's pending sums itself, and the rows the last two chunks touched are carried into a
+   second copy of the embedding meanwhile) on a grid sized to a typical chunk; the same bytes;
    ``vertex`` one launch, 32 of a vertex's edges at a time (128 for the widest), busiest vertices first, four
    warps for each of the widest, a warp for each other hub and a few lanes for each other vertex.
 
@@ -49,15 +47,14 @@ VERTEX_HEAVY = 64
 PERSIST_THREADS = 256
 # Threads per block of the pipelined chunked kernel: must equal PIPE_THREADS in engine_gpu.cu.
 PIPE_THREADS = 256
-# Which chunked kernel runs: "auto" takes chunked_pipelined where a typical chunk's apply would walk its edges
-# (2 * edges below SWEEP_PCT % of the rows: many small chunks, where the barriers are the cost), else
-# chunked_persistent, whose row sweep applies a large chunk with fewer memory accesses; "pipelined" or
-# "persistent" forces one (tests, benchmarks). The bytes are the same.
-CHUNK_KERNEL = "auto"
+# Which chunked kernel runs, "persistent" or "pipelined" (the same bytes). The pipelined one (one barrier per chunk
+# instead of two) is opt-in: on an H200 its first version took longer than the persistent one at every chunk count
+# timed (bench/experiments/chunk_cost_gpu.py; bench/CHUNK_STUDY.md, "What a chunk costs on the GPU"), and the
+# version here, whose reads no longer wait one memory round trip per row, has not been timed yet.
+CHUNK_KERNEL = "persistent"
 # Edges of a typical chunk per thread of the pipelined kernel's grid: one keeps a chunk's critical path one edge
 # long; more would need fewer blocks, whose barrier costs less.
 PIPE_EDGES_PER_THREAD = 1.0
-_SWEEP_PCT = 20  # must equal SWEEP_PCT in engine_gpu.cu
 # Share of the edges active in a typical epoch (each edge is active once every epochs_per_sample epochs): the
 # persistent kernel gets enough blocks for a chunk of that many edges, as many as fit at most.
 _TYPICAL_ACTIVE = 0.3
@@ -107,10 +104,10 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
         per_vertex += 4 * dim + 8 * 2 + 4  # snapshot, two CSR pointers, vertex order
     else:
         per_edge += 4 * 3 + 16 * window + 1  # order, head, tail; active lists (int4) per epoch; activity bits
-        if strategy == "buffered":
+        if strategy in ("chunked", "buffered"):
             per_vertex += 8 * dim  # fixed-point accumulators
-        elif strategy == "chunked":
-            per_vertex += 3 * 8 * dim + 4 * dim  # three accumulators and a second embedding (the pipelined kernel)
+        if strategy == "chunked" and CHUNK_KERNEL == "pipelined":
+            per_vertex += 2 * 8 * dim + 4 * dim  # two more accumulators and a second embedding
     n_blocks = -(-nnz // _SCHED_BLOCK)
     return per_edge * nnz + per_vertex * (n_vertices + 1) + 8 * n_blocks * _SCHED_WMAX + 4096
 
@@ -324,7 +321,7 @@ class GpuEngine:
             self._k_hog = k("epoch_hogwild")
         else:
             chunk = self._typical_active / self.n_chunks  # edges of a typical chunk
-            self._pipelined = self._chunk_kernel(chunk) == "pipelined"
+            self._pipelined = self.strategy == "chunked" and self._chunk_kernel() == "pipelined"
             # The pipelined kernel's three accumulators (chunk c adds into the (c % 3)-th), or the persistent one's.
             self._acc_all = cp.zeros((3 if self._pipelined else 1, n, dim), dtype=np.uint64)
             self._acc = self._acc_all[0]
@@ -346,14 +343,12 @@ class GpuEngine:
                 raise RuntimeError("A block of the persistent chunked kernel does not fit on one multiprocessor of "
                                    "this GPU (registers); use device='cpu' or another strategy.")
 
-    def _chunk_kernel(self, chunk: float) -> str:
-        """The chunked kernel to run, "pipelined" or "persistent": CHUNK_KERNEL, or for "auto" the pipelined one
-        where a chunk of `chunk` edges would be applied edge by edge (SWEEP_PCT, engine_gpu.cu)."""
-        if CHUNK_KERNEL in ("pipelined", "persistent"):
-            return CHUNK_KERNEL
-        if CHUNK_KERNEL != "auto":
-            raise ValueError(f"CHUNK_KERNEL={CHUNK_KERNEL!r}: use 'auto', 'pipelined' or 'persistent'.")
-        return "pipelined" if 200 * chunk < _SWEEP_PCT * self.n_vertices else "persistent"
+    @staticmethod
+    def _chunk_kernel() -> str:
+        """The chunked kernel to run: CHUNK_KERNEL, checked ("persistent" or "pipelined")."""
+        if CHUNK_KERNEL not in ("persistent", "pipelined"):
+            raise ValueError(f"CHUNK_KERNEL={CHUNK_KERNEL!r}: use 'persistent' or 'pipelined'.")
+        return CHUNK_KERNEL
 
     def _nneg_bytes(self) -> int:
         """Bytes per n_neg in the vertex strategy's per-epoch array: 1 where n_neg stays below 127 (it is less than
