@@ -1,19 +1,20 @@
-"""What a chunk costs on the GPU (run on the GPU machine): ms per epoch of the chunked kernels, old and new side by
-side on the 1M-point 384-d mixture graph of bench/gpu_bench.py, with every run's fingerprint.
+"""What a chunk costs on the GPU (run on the GPU machine): ms per epoch of the two chunked kernels side by side on
+the 1M-point 384-d mixture graph of bench/gpu_bench.py, with every run's fingerprint.
 
     PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/experiments/chunk_cost_gpu.py [--n 1000000] [--epochs 200]
-        [--baseline .baseline] [--out DIR]   (one line)
+        [--variants all|first] [--baseline .baseline] [--out DIR]   (one line)
 
-Runs, each on a fresh load of the engine module with its constants set (so its kernels compile with its macros):
-hogwild, vertex and buffered for scale; chunked("auto") and chunked(124) with chunked_persistent (two barriers a
-chunk, the grid sized to the GPU) and with chunked_pipelined in a few variants (threads per block, edges of a
-typical chunk per thread, the barrier, the negative rows loaded together); chunked(16) both ways. With --baseline
-DIR (an earlier engine_gpu.py and engine_gpu.cu, as gpu_bench.py --baseline takes), chunked("auto") and
-buffered on it too. Every run of one n_chunks must give the same fingerprint (deterministic strategies): the
-script says SAME or DIFFER and exits 1 on a difference. Before the tail of variants, ns per grid barrier of the
-pipelined kernel's three barriers (PIPE_BARRIER 0, 1, 2) on grids of 8 to 132 blocks. A run that takes longer than
---run-limit stops the script (what ran is printed).
-Writes chunk_cost.json to --out (default bench/out).
+First ns per grid barrier of the pipelined kernel's three barriers (PIPE_BARRIER 0, 1, 2) on grids of 8 to 132
+blocks. Then runs, each on a fresh load of the engine module with its constants set (so its kernels compile with
+its macros): chunked("auto") and chunked(124) with chunked_persistent (two barriers a chunk, the grid sized to the
+GPU, the engine's default) and with chunked_pipelined (engine_gpu.CHUNK_KERNEL = "pipelined"); hogwild, buffered
+and vertex for scale; chunked(16) both ways; then more pipelined variants (barrier, threads per block, edges of a
+typical chunk per thread, negative rows loaded together). With --baseline DIR (an earlier engine_gpu.py and
+engine_gpu.cu, as gpu_bench.py --baseline takes), chunked("auto") and buffered on it too. Every run of one
+n_chunks must give the same fingerprint (deterministic strategies): the script says SAME or DIFFER and exits 1 on
+a difference. A run that takes longer than --run-limit stops the script; chunk_cost.json (in --out, default
+bench/out) is rewritten after every run, so it and the log hold what ran. bench/CHUNK_STUDY.md ("What a chunk
+costs on the GPU") has the figures and what they say.
 """
 
 from __future__ import annotations
@@ -58,11 +59,9 @@ extern "C" __global__ void barrier_loop(u64* bar, int reps) {
 T256 = {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 1.0}
 PIPE_VARIANTS = [
     ("pipelined t256 e1 bar2 nb8", T256, ()),
-    ("pipelined t256 e1 bar1 nb8", T256, ("-DPIPE_BARRIER=1",)),
     ("pipelined t256 e1 bar0 nb8", T256, ("-DPIPE_BARRIER=0",)),
-    ("pipelined t256 e1 bar2 nb4", T256, ("-DPIPE_NEG_BATCH=4",)),
+    ("pipelined t256 e1 bar1 nb8", T256, ("-DPIPE_BARRIER=1",)),
     ("pipelined t256 e1 bar2 nb6", T256, ("-DPIPE_NEG_BATCH=6",)),
-    ("pipelined t256 e2 bar2 nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 2.0}, ()),
     ("pipelined t256 e0.5 bar2 nb8", {"PIPE_THREADS": 256, "PIPE_EDGES_PER_THREAD": 0.5}, ()),
     # fewer threads a multiprocessor: a chunk's scattered row accesses spread over more load/store units
     ("pipelined t128 e1 bar2 nb8", {"PIPE_THREADS": 128, "PIPE_EDGES_PER_THREAD": 1.0}, ()),
@@ -153,13 +152,12 @@ def main() -> None:
     pipes = [(label, engine_variant(label, {"CHUNK_KERNEL": "pipelined", **c}, m)) for label, c, m in variants]
     baseline = load_engine(args.baseline) if args.baseline else None
     # The figures that matter most first, in case a later run stops the script.
-    plan = [("chunked", "auto", *pipes[0]), ("chunked", "auto", "persistent", persistent),
+    plan = [("barriers", None, None, None),  # the shortest part first
+            ("chunked", "auto", *pipes[0]), ("chunked", "auto", "persistent", persistent),
             ("hogwild", 1, "current", None), ("buffered", 1, "current", None), ("vertex", 1, "current", None),
             ("chunked", 124, "persistent", persistent), ("chunked", 124, *pipes[0]),
             ("chunked", 16, "persistent", persistent), ("chunked", 16, *pipes[0])]
-    plan += [("barriers", None, None, None)]  # ns per barrier alone, before the longer tail of variants
     plan += [("chunked", "auto", label, module) for label, module in pipes[1:]]
-    plan += [("chunked", "auto", "auto kernel choice", None), ("chunked", 124, "auto kernel choice", None)]
     plan += [(s, r, "baseline", baseline) for s, r in (("chunked", "auto"), ("buffered", 1))] if baseline else []
     Path(args.out).mkdir(parents=True, exist_ok=True)
     for strategy, rule, code, module in plan:
