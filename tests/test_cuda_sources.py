@@ -21,9 +21,11 @@ from umapviz.optimize import engine_gpu, moves_cpu, vertex_index
 ROOT = Path(__file__).resolve().parents[1] / "umapviz"
 CU_FILES = sorted(ROOT.rglob("*.cu"))
 # engine_gpu.cu is specialised by macros at load time (dimension, private_head, the vertex strategy's n_neg
-# bytes; the benchmark's library powf): compile the default and the other branches too.
+# bytes, whether the pipelined chunked kernel is built; the benchmark's library powf): compile the default and the
+# other branches too.
 VARIANTS = {
-    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"], ["-DUMV_DIM=1", "-DUMV_LIBRARY_POW=1"],
+    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"],
+                      ["-DUMV_DIM=1", "-DUMV_LIBRARY_POW=1", "-DUMV_PIPELINED=0"],
                       ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
     "knn_gpu.cu": [[], ["-DSEL_STAGES=2"], ["-DSEL_STAGES=5"], ["-arch=sm_75"]],  # Turing: no cp.async
 }

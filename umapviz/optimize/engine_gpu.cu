@@ -918,6 +918,13 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
 
 // ------------------------------------------------------------------------------------------ chunked, pipelined
 
+// UMV_PIPELINED 0 leaves the pipelined kernel out of the build (engine_gpu.py compiles it only where it is asked
+// for: it adds to the module's compile time); the default compiles it, for the source checks.
+#ifndef UMV_PIPELINED
+#define UMV_PIPELINED 1
+#endif
+#if UMV_PIPELINED
+
 // Chunked with ONE grid barrier per chunk (chunked_persistent above takes two: the apply needs every sum of its
 // chunk, and the next chunk's reads need every apply). Here nobody applies a chunk's sums in place; a reader
 // applies them as it reads. Two copies of the embedding, Y0 and Y1, and three sum buffers, acc[c % 3] for chunk c:
@@ -1259,6 +1266,8 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
         r0 = r_next;
     }
 }
+
+#endif  // UMV_PIPELINED
 
 // ---- end of the chunked kernels (tests build the code above as host code)
 

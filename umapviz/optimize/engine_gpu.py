@@ -69,11 +69,13 @@ _VERTEX_TILE = 8  # must equal VTX_TILE in engine_gpu.cu: lanes per ordinary ver
 
 
 @functools.cache
-def _module(dim: int, private_head: bool, nneg_bytes: int | None = None):
+def _module(dim: int, private_head: bool, nneg_bytes: int | None = None, pipelined: bool = False):
     """The compiled kernels for one embedding dimension and private_head (and, for the vertex strategy, the
-    bytes of its per-epoch n_neg), cached per process; CuPy also caches the binary on disk."""
+    bytes of its per-epoch n_neg; with `pipelined`, the pipelined chunked kernel too), cached per process; CuPy
+    also caches the binary on disk."""
     cp = cupy()
-    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}", f"-DPIPE_THREADS={PIPE_THREADS}")
+    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}", f"-DUMV_PIPELINED={int(pipelined)}",
+                               f"-DPIPE_THREADS={PIPE_THREADS}")
     if nneg_bytes is not None:
         options += (f"-DVTX_NNEG_BYTES={int(nneg_bytes)}",)
     return cp.RawModule(code=KERNELS.read_text(), options=options)
@@ -164,8 +166,6 @@ class GpuEngine:
         self._vix = vertex_index(head, tail, eps, self.n_vertices) if strategy == "vertex" else None
         self._layout = {"mirrored": self._vix.mirrored, "nneg_bytes": self._nneg_bytes()} if self._vix else {}
         self._eps = cp.asarray(eps) if self._order is None else cp.asarray(eps)[self._order]
-        # Edges active in an average epoch (edge e is active once every eps[e] epochs): sizes the chunked grids.
-        self._typical_active = float(np.sum(1.0 / np.maximum(eps[np.isfinite(eps)], 1.0))) if self.nnz else 0.0
         self._n_sched_blocks = -(-self.nnz // _SCHED_BLOCK)
         self._counts = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
         self._offsets = cp.zeros(_SCHED_WMAX * self._n_sched_blocks, dtype=np.int32)
@@ -270,7 +270,8 @@ class GpuEngine:
         self._due = cp.empty(nnz, dtype=np.int32)
         self._acc = None
         nneg_bytes = self._layout["nneg_bytes"] if self.strategy == "vertex" else None
-        self._mod = _module(dim, self.private_head, nneg_bytes)
+        self._pipelined = self.strategy == "chunked" and self._chunk_kernel() == "pipelined"
+        self._mod = _module(dim, self.private_head, nneg_bytes, self._pipelined)
         self._sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
         def k(name):
@@ -320,8 +321,6 @@ class GpuEngine:
         elif self.strategy == "hogwild":
             self._k_hog = k("epoch_hogwild")
         else:
-            chunk = self._typical_active / self.n_chunks  # edges of a typical chunk
-            self._pipelined = self.strategy == "chunked" and self._chunk_kernel() == "pipelined"
             # The pipelined kernel's three accumulators (chunk c adds into the (c % 3)-th), or the persistent one's.
             self._acc_all = cp.zeros((3 if self._pipelined else 1, n, dim), dtype=np.uint64)
             self._acc = self._acc_all[0]
@@ -330,6 +329,9 @@ class GpuEngine:
             if self._pipelined:
                 self._k_pipe = k("chunked_pipelined")
                 self._Y1 = cp.empty_like(self.Y)
+                # Edges of a typical chunk: edge e is active once every eps[e] epochs.
+                eps = self._eps_host[np.isfinite(self._eps_host)]
+                chunk = float(np.sum(1.0 / np.maximum(eps, 1.0))) / self.n_chunks
                 per_sm = _blocks_per_sm(self._k_pipe, PIPE_THREADS)
                 want = math.ceil(chunk / (PIPE_THREADS * PIPE_EDGES_PER_THREAD))
                 self._pipe_blocks = int(min(max(want, 1), self._sms * per_sm))
