@@ -857,8 +857,9 @@ def test_gpu_launch_constants_do_not_change_the_bytes(small_graph, monkeypatch, 
 @pytest.mark.gpu
 def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatch):
     """The persistent kernel's barrier, 2,000 chunks (up to 4,000 barriers an epoch) on several blocks per
-    multiprocessor, gives the bytes of a grid of one block per multiprocessor; and a second run after a reset
-    repeats them (the barrier's counter starts over)."""
+    multiprocessor, gives the bytes of a grid of one block per multiprocessor, and so does a grid sized to the
+    chunk (fewer blocks than multiprocessors); a second run after a reset repeats them (the barrier's counter
+    starts over)."""
 
     monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "persistent")
     small = _opt(small_graph, "chunked", "gpu", n_chunks=2000)
@@ -870,6 +871,10 @@ def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatc
     assert opt.run().embedding.tobytes() == ref.tobytes()
     opt.reset()
     assert opt.run().embedding.tobytes() == ref.tobytes()
+    monkeypatch.setattr(engine_gpu, "PERSIST_GRID", "chunk")  # a grid sized to a chunk of a few edges: one block
+    one = _opt(small_graph, "chunked", "gpu", n_chunks=2000)
+    assert one._engine._persist_blocks < one._engine._sms
+    assert one.run().embedding.tobytes() == ref.tobytes()
 
 
 def test_chunk_kernel_is_the_persistent_one_unless_asked(monkeypatch):

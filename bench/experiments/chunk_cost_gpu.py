@@ -6,9 +6,10 @@ the 1M-point 384-d mixture graph of bench/gpu_bench.py, with every run's fingerp
 
 First ns per grid barrier of the pipelined kernel's three barriers (PIPE_BARRIER 0, 1, 2) on grids of 8 to 132
 blocks. Then runs, each on a fresh load of the engine module with its constants set (so its kernels compile with
-its macros): chunked("auto") and chunked(124) with chunked_persistent (two barriers a chunk, the grid sized to the
-GPU, the engine's default) and with chunked_pipelined (engine_gpu.CHUNK_KERNEL = "pipelined"); hogwild, buffered
-and vertex for scale; chunked(16) both ways; then more pipelined variants (barrier, threads per block, edges of a
+its macros): chunked("auto") with chunked_persistent (two barriers a chunk, the grid sized to the GPU: the
+engine's default), with chunked_persistent on a grid sized to the chunk (PERSIST_GRID = "chunk") and with
+chunked_pipelined (CHUNK_KERNEL = "pipelined"); hogwild, buffered and vertex for scale; chunked(124) and
+chunked(16) with both kernels; then more pipelined variants (barrier, threads per block, edges of a
 typical chunk per thread, negative rows loaded together). With --baseline DIR (an earlier engine_gpu.py and
 engine_gpu.cu, as gpu_bench.py --baseline takes), chunked("auto") and buffered on it too. Every run of one
 n_chunks must give the same fingerprint (deterministic strategies): the script says SAME or DIFFER and exits 1 on
@@ -148,12 +149,15 @@ def main() -> None:
     log(f"n_chunks auto = {auto}, max degree {graph.max_degree}, nnz {graph.nnz:,}, "
         f"about {typical:,.0f} active edges an epoch ({typical / auto:,.0f} a chunk under auto)")
     persistent = engine_variant("persistent", {"CHUNK_KERNEL": "persistent"})
+    persistent_small = engine_variant("persistent, grid sized to the chunk",
+                                      {"CHUNK_KERNEL": "persistent", "PERSIST_GRID": "chunk"})
     variants = PIPE_VARIANTS if args.variants == "all" else PIPE_VARIANTS[:1]
     pipes = [(label, engine_variant(label, {"CHUNK_KERNEL": "pipelined", **c}, m)) for label, c, m in variants]
     baseline = load_engine(args.baseline) if args.baseline else None
     # The figures that matter most first, in case a later run stops the script.
     plan = [("barriers", None, None, None),  # the shortest part first
             ("chunked", "auto", *pipes[0]), ("chunked", "auto", "persistent", persistent),
+            ("chunked", "auto", "persistent, grid sized to the chunk", persistent_small),
             ("hogwild", 1, "current", None), ("buffered", 1, "current", None), ("vertex", 1, "current", None),
             ("chunked", 124, "persistent", persistent), ("chunked", 124, *pipes[0]),
             ("chunked", 16, "persistent", persistent), ("chunked", 16, *pipes[0])]

@@ -55,6 +55,11 @@ CHUNK_KERNEL = "persistent"
 # Edges of a typical chunk per thread of the pipelined kernel's grid: one keeps a chunk's critical path one edge
 # long; more would need fewer blocks, whose barrier costs less.
 PIPE_EDGES_PER_THREAD = 1.0
+# The persistent chunked kernel's grid: "gpu", enough blocks for _TYPICAL_ACTIVE of the edges a chunk, in whole
+# multiples of the multiprocessor count (at least one block each); "chunk", an edge of a typical chunk per thread
+# (fewer blocks where chunks are small, so that each barrier waits for fewer; untimed, for
+# bench/experiments/chunk_cost_gpu.py). The bytes are the same.
+PERSIST_GRID = "gpu"
 # Share of the edges active in a typical epoch (each edge is active once every epochs_per_sample epochs): the
 # persistent kernel gets enough blocks for a chunk of that many edges, as many as fit at most.
 _TYPICAL_ACTIVE = 0.3
@@ -329,21 +334,27 @@ class GpuEngine:
             if self._pipelined:
                 self._k_pipe = k("chunked_pipelined")
                 self._Y1 = cp.empty_like(self.Y)
-                # Edges of a typical chunk: edge e is active once every eps[e] epochs.
-                eps = self._eps_host[np.isfinite(self._eps_host)]
-                chunk = float(np.sum(1.0 / np.maximum(eps, 1.0))) / self.n_chunks
                 per_sm = _blocks_per_sm(self._k_pipe, PIPE_THREADS)
-                want = math.ceil(chunk / (PIPE_THREADS * PIPE_EDGES_PER_THREAD))
+                want = math.ceil(self._typical_chunk() / (PIPE_THREADS * PIPE_EDGES_PER_THREAD))
                 self._pipe_blocks = int(min(max(want, 1), self._sms * per_sm))
             else:
                 self._k_persist = k("chunked_persistent")
                 per_sm = _blocks_per_sm(self._k_persist, PERSIST_THREADS)
                 # Enough threads for a typical chunk, at most what fits: the barrier needs every block resident.
-                want = math.ceil(_TYPICAL_ACTIVE * nnz / self.n_chunks / (self._sms * PERSIST_THREADS))
-                self._persist_blocks = self._sms * int(min(max(want, 1), per_sm))
+                if PERSIST_GRID == "chunk":
+                    want = math.ceil(self._typical_chunk() / PERSIST_THREADS)
+                    self._persist_blocks = int(min(max(want, 1), self._sms * per_sm))
+                else:
+                    want = math.ceil(_TYPICAL_ACTIVE * nnz / self.n_chunks / (self._sms * PERSIST_THREADS))
+                    self._persist_blocks = self._sms * int(min(max(want, 1), per_sm))
             if per_sm < 1:
                 raise RuntimeError("A block of the persistent chunked kernel does not fit on one multiprocessor of "
                                    "this GPU (registers); use device='cpu' or another strategy.")
+
+    def _typical_chunk(self) -> float:
+        """Edges of a chunk in an average epoch (edge e is active once every eps[e] epochs)."""
+        eps = self._eps_host[np.isfinite(self._eps_host)]
+        return float(np.sum(1.0 / np.maximum(eps, 1.0))) / self.n_chunks
 
     @staticmethod
     def _chunk_kernel() -> str:
