@@ -847,6 +847,7 @@ __device__ __forceinline__ void apply_edges(float* Y, u64* acc, const int4* __re
 // so it stays valid across launches of the same grid size (a 64-bit count does not wrap). One atomic per block
 // and round makes it faster than a count-and-generation barrier, which resets its count
 // (bench/experiments/barrier_bench.py times both).
+// >>> grid barrier (a host build of the chunked kernels supplies its own)
 __device__ __forceinline__ void grid_barrier(u64* bar) {
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -858,6 +859,7 @@ __device__ __forceinline__ void grid_barrier(u64* bar) {
     }
     __syncthreads();
 }
+// <<< grid barrier
 
 // Chunked, all chunks of one epoch in one launch: gradient, barrier, apply, barrier, per chunk. A thread's
 // first edge of a chunk is read one chunk ahead (the active list does not change during the epoch) and kept
@@ -913,6 +915,361 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
         rec = rec_next;
     }
 }
+
+// ------------------------------------------------------------------------------------------ chunked, pipelined
+
+// UMV_PIPELINED 0 leaves the pipelined kernel out of the build (engine_gpu.py compiles it only where it is asked
+// for: it adds to the module's compile time); the default compiles it, for the source checks.
+#ifndef UMV_PIPELINED
+#define UMV_PIPELINED 1
+#endif
+#if UMV_PIPELINED
+
+// Chunked with ONE grid barrier per chunk (chunked_persistent above takes two: the apply needs every sum of its
+// chunk, and the next chunk's reads need every apply). Here nobody applies a chunk's sums in place; a reader
+// applies them as it reads. Two copies of the embedding, Y0 and Y1, and three sum buffers, acc[c % 3] for chunk c:
+// in phase p (between barriers p - 1 and p), R = Y[p & 1] holds the layout after chunks 0 .. p - 2 (every row),
+// acc[(p - 1) % 3] holds chunk p - 1's complete sums, and the other copy W holds the layout after chunks
+// 0 .. p - 3. Phase p then
+//   - computes chunk p, reading each row as R's row plus acc[(p - 1) % 3]'s sum (pending_row: the very apply of
+//     the definition, a zero sum keeping the bits), so its reads see the layout after chunk p - 1, and adds its
+//     fixed-point moves into acc[p % 3] (zeroed in phase p - 1);
+//   - writes W's rows touched by chunk p - 2 or p - 1 as R plus acc[(p - 1) % 3] (the same pending_row), so that
+//     W holds the layout after chunks 0 .. p - 1 for phase p + 1, where it is R;
+//   - zeroes acc[(p - 2) % 3] at chunk p - 2's rows, for chunk p + 1's sums.
+// R and acc[(p - 1) % 3] are only read in phase p, W and acc[(p - 2) % 3] only written, acc[p % 3] only added to:
+// no access of the phase waits for another of the same phase, and duplicate writers of a W row (a row in several
+// edges) write the same bytes. Phases C and C + 1 after the last chunk C - 1 finish the layout in both copies and
+// zero the last sums. The bytes are chunked_persistent's: each read gives the row that its apply would have left.
+// The host copies Y0 into Y1 before the launch (both hold the start; every sum buffer is zero). An edge loads all
+// its rows and their sums before it makes any row from them (pending_row selects, without a branch on a sum): a
+// row made right after its own loads made every edge wait one memory round trip per row. While a phase's
+// barrier is in flight, each thread draws its next edge's negatives (they read no row). The grid is sized to a
+// typical chunk, about one edge a thread (engine_gpu.py), not to the GPU: a barrier costs more the more blocks
+// it waits for, and a chunk's critical path is one edge long either way.
+#ifndef PIPE_THREADS
+#define PIPE_THREADS 256
+#endif
+// Negative rows loaded together: 8 covers an edge's usual 5 negatives in one memory round trip (4 needs two). The
+// grid is sized to the chunk, not to occupancy, so the registers this takes cost nothing up to 4-D; beyond, 8 rows
+// would spill.
+#ifndef PIPE_NEG_BATCH
+#define PIPE_NEG_BATCH (DIM <= 4 ? 8 : 4)
+#endif
+// The barrier between phases (PipeBarrier below): 0 ticket, 1 release word, 2 reduction and counter.
+#ifndef PIPE_BARRIER
+#define PIPE_BARRIER 2
+#endif
+
+// The pipelined kernel's grid barrier, split in two: thread 0 of each block arrives (publishing its block's writes,
+// ordered before it by __syncthreads) and later waits; between the two the block does work that reads nothing
+// another block writes. bar[0] counts arrivals and is never reset (a launch starts it at a multiple of the grid
+// size, as it ends it). Three ways to wait, chosen by PIPE_BARRIER (bench/experiments/chunk_cost_gpu.py times them):
+//   0 (ticket, as grid_barrier): arrive with an acquire-release atomic add, poll the counter with acquire loads
+//     until the round's last arrival;
+//   1 (release word): the same atomic; the round's last arrival (it acquired the others' releases through the
+//     counter's read-modify-writes) stores the round count to bar[BAR_FLAG], on another cache line, with release
+//     semantics; the others poll that word with relaxed loads, which do not contend with the arrivals, and acquire
+//     once with a fence;
+//   2 (reduction): arrive with a release reduction (no reply to wait for), poll the counter with relaxed loads
+//     until it reaches the round's end, then acquire with a fence: the value read was written by the last
+//     arrival's reduction, which continues every earlier arrival's release sequence.
+// >>> pipe barrier (a host build of the chunked kernels supplies its own)
+#define BAR_FLAG 16
+struct PipeBarrier {
+    u64* bar;
+    u64 round;  // rounds completed before the next arrival (thread 0 only)
+    bool last;  // this block was the round's last arrival (mode 1)
+
+    __device__ __forceinline__ void start() {  // thread 0, at the launch's start
+#if PIPE_BARRIER == 2
+        u64 now;  // no round can end before this block arrives: the count lies in [round * grid, (round + 1) * grid)
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar) : "memory");
+        round = now / gridDim.x;
+#endif
+    }
+    __device__ __forceinline__ void arrive() {  // thread 0, after __syncthreads
+#if PIPE_BARRIER == 2
+        asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(bar) : "memory");
+#else
+        u64 ticket;
+        asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l"(ticket) : "l"(bar) : "memory");
+        round = ticket / gridDim.x;
+        last = ticket - round * gridDim.x == gridDim.x - 1ULL;
+#if PIPE_BARRIER == 1
+        if (last)
+            asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(bar + BAR_FLAG), "l"(round + 1ULL) : "memory");
+#endif
+#endif
+    }
+    __device__ __forceinline__ void wait() {  // thread 0, then __syncthreads
+        u64 now;
+#if PIPE_BARRIER == 2
+        u64 end = (round + 1ULL) * gridDim.x;
+        do {
+            asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar) : "memory");
+        } while (now < end);
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        round += 1ULL;
+#elif PIPE_BARRIER == 1
+        if (!last) {
+            do {
+                asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar + BAR_FLAG) : "memory");
+            } while (now <= round);
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        }
+#else
+        u64 end = (round + 1ULL) * gridDim.x;
+        for (now = last ? end : 0ULL; now < end;)
+            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(now) : "l"(bar) : "memory");
+#endif
+    }
+};
+// <<< pipe barrier
+
+// An edge's first PIPE_NEG_BATCH negative draws and its hash base: they read no row, so the pipelined kernel draws
+// the next phase's while its barrier is in flight. Slot q holds the head itself past n_neg (load_negatives' rule).
+struct NegDraws {
+    u64 base;
+    int k[PIPE_NEG_BATCH];
+};
+
+__device__ __forceinline__ void draw_negatives(NegDraws& dr, int4 r, u64 seed, int t, const Curve& cv) {
+    dr.base = edge_hash_base(seed, (u64)t, (u64)r.x);
+#pragma unroll
+    for (int q = 0; q < PIPE_NEG_BATCH; ++q) dr.k[q] = q < r.w ? negative_vertex(dr.base, (u64)q, cv.n, cv.inv_n) : r.y;
+}
+
+// A row and its pending sums as loaded (the loads in flight), and the row they make.
+struct PendingRaw {
+    float y[DIM];
+    u64 s[DIM];
+};
+
+__device__ __forceinline__ void load_pending(const float* Y, const u64* acc, int v, PendingRaw& raw) {
+#if DIM == 2
+    ulonglong2 s = __ldcg(reinterpret_cast<const ulonglong2*>(acc + (i64)v * 2));
+    float2 y = __ldcg(reinterpret_cast<const float2*>(Y + (i64)v * 2));
+    raw.s[0] = s.x;
+    raw.s[1] = s.y;
+    raw.y[0] = y.x;
+    raw.y[1] = y.y;
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        raw.s[d] = __ldcg(acc + (i64)v * DIM + d);
+        raw.y[d] = __ldcg(Y + (i64)v * DIM + d);
+    }
+#endif
+}
+
+// The row as the apply of its chunk sums leaves it (a coordinate whose sum is 0 keeps its bits). Computed for every
+// coordinate and selected, without a branch: a branch on a loaded sum would make the warp wait for that load before
+// it issues the next row's, one memory round trip per row read instead of one for all of an edge's rows.
+__device__ __forceinline__ void pending_row(const PendingRaw& raw, float* out) {
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        float applied = apply_fixed(raw.y[d], raw.s[d]);
+        out[d] = raw.s[d] != 0ULL ? applied : raw.y[d];
+    }
+}
+
+// Where the pipelined kernel's gradient phase reads rows: R with the previous chunk's sums pending in acc.
+struct PendingSource {
+    const float* Y;
+    const u64* acc;
+};
+
+// Negative samples s0 .. s0 + B - 1 of head i (k[q]: drawn vertices, i where skipped): every row's loads go out
+// before any row is made from them, then the rows (as load_negatives, reading through the pending sums).
+template <int B>
+__device__ __forceinline__ void pending_negatives(NegBatch<B>& nb, const PendingSource& src, int i) {
+    PendingRaw raw[B];
+#pragma unroll
+    for (int q = 0; q < B; ++q)
+        if (nb.k[q] != i) load_pending(src.Y, src.acc, nb.k[q], raw[q]);
+#pragma unroll
+    for (int q = 0; q < B; ++q)
+        if (nb.k[q] != i) pending_row(raw[q], nb.y[q]);
+}
+
+__device__ __forceinline__ void store_row_cg(float* Y, int v, const float* y) {
+#if DIM == 2
+    __stcg(reinterpret_cast<float2*>(Y + (i64)v * 2), make_float2(y[0], y[1]));
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) __stcg(Y + (i64)v * DIM + d, y[d]);
+#endif
+}
+
+__device__ __forceinline__ void zero_sums(u64* acc, int v) {
+#if DIM == 2
+    __stcg(reinterpret_cast<ulonglong2*>(acc + (i64)v * 2), make_ulonglong2(0ULL, 0ULL));
+#else
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) __stcg(acc + (i64)v * DIM + d, 0ULL);
+#endif
+}
+
+// One edge record of chunk p - 1 or p - 2 in phase p: its head's and tail's rows into W from R and the previous
+// chunk's sums; with `old`, the chunk p - 2 sums at its rows zeroed.
+__device__ __forceinline__ void carry_edge(const float* R, const u64* acc_prev, float* W, u64* acc_old, int4 r,
+                                           bool old) {
+    PendingRaw h, t;
+    float y[DIM];
+    load_pending(R, acc_prev, r.y, h);
+    load_pending(R, acc_prev, r.z, t);
+    if (old) {
+        zero_sums(acc_old, r.y);
+        zero_sums(acc_old, r.z);
+    }
+    pending_row(h, y);
+    store_row_cg(W, r.y, y);
+    pending_row(t, y);
+    store_row_cg(W, r.z, y);
+}
+
+// One edge of chunk p (as edge_moves, then chunk_edge): its fixed-point moves into acc_cur, every row read
+// through the previous chunk's sums; dr: its draws (draw_negatives). The head's, the tail's and the first batch's
+// rows are all loaded before any is used.
+__device__ __forceinline__ void pipe_edge(const PendingSource& src, u64* acc_cur, int4 r, const NegDraws& dr, int t,
+                                          const Curve& cv, float alpha) {
+    constexpr int B = PIPE_NEG_BATCH;
+    int i = r.y, nneg = r.w;
+    float y0[DIM], yi[DIM], yj[DIM], tm[DIM];
+    PendingRaw head, tail;
+    load_pending(src.Y, src.acc, i, head);
+    load_pending(src.Y, src.acc, r.z, tail);
+    NegBatch<B> nb;
+#pragma unroll
+    for (int q = 0; q < B; ++q) nb.k[q] = dr.k[q];
+    pending_negatives(nb, src, i);
+    pending_row(head, y0);
+    pending_row(tail, yj);
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) yi[d] = y0[d];
+#if !UMV_PH
+    float yfrom[DIM];
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) yfrom[d] = yi[d];
+#endif
+    attract(yi, yj, cv, alpha, tm);
+    for (int s0 = 0;;) {
+#if UMV_PH
+        repel_batch(yi, yi, nb, i, cv, alpha);
+#else
+        repel_batch(yi, yfrom, nb, i, cv, alpha);
+#endif
+        s0 += B;
+        if (s0 >= nneg) break;
+#pragma unroll
+        for (int q = 0; q < B; ++q) {  // the next batch's draws (load_negatives' rule), then its rows
+            int s = s0 + q;
+            nb.k[q] = s < nneg ? negative_vertex(dr.base, (u64)s, cv.n, cv.inv_n) : i;
+        }
+        pending_negatives(nb, src, i);
+    }
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) {
+        acc_add(acc_cur + (i64)i * DIM + d, to_fixed(__fsub_rn(yi[d], y0[d])));
+        acc_add(acc_cur + (i64)r.z * DIM + d, to_fixed(tm[d]));
+    }
+}
+
+// An edge of chunk p that is not the thread's first: drawn, then computed.
+__device__ __forceinline__ void pipe_edge_drawn(const PendingSource& src, u64* acc_cur, int4 r, u64 seed, int t,
+                                                const Curve& cv, float alpha) {
+    NegDraws dr;
+    draw_negatives(dr, r, seed, t, cv);
+    pipe_edge(src, acc_cur, r, dr, t, cv, alpha);
+}
+
+// The pipelined chunked epoch (see above). acc: three buffers of n * DIM sums, one after the other. A thread keeps
+// its first record of chunks p, p - 1 and p - 2 in registers (x < 0: none); its later records of a chunk (when the
+// chunk has more edges than the grid has threads) are read again from the active list.
+extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
+    chunked_pipelined(float* Y0, float* Y1, u64* acc, const int4* __restrict__ active, const int* __restrict__ n_act,
+                      int n_chunks, const int* __restrict__ ep, u64 seed, int n, float a, float b, float c_att,
+                      float c_rep, u64* bar) {
+    Curve cv = make_curve(a, b, c_att, c_rep, n);
+    int t = epoch_t(ep);
+    float alpha = epoch_alpha(ep);
+    int m = *n_act;
+    int C = min(n_chunks, m);  // array_split gives every chunk past the m-th no edge: those are skipped
+    if (C == 0) return;
+    i64 plane = (i64)n * DIM;
+    int stride = gridDim.x * blockDim.x;
+    int first = spread_index();
+    const int4 none = make_int4(-1, 0, 0, 0);
+    int lo0, hi0, lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0;  // chunks p, p - 1, p - 2 (empty before chunk 0)
+    chunk_range(m, n_chunks, 0, &lo0, &hi0);
+    int4 r0 = lo0 + first < hi0 ? active[lo0 + first] : none, r1 = none, r2 = none;
+    NegDraws dr;
+    if (r0.x >= 0) draw_negatives(dr, r0, seed, t, cv);
+    PipeBarrier barrier = {bar, 0ULL, false};
+    if (threadIdx.x == 0) barrier.start();
+    for (int p = 0; p < C + 2; ++p) {
+        const float* R = (p & 1) ? Y1 : Y0;
+        float* W = (p & 1) ? Y0 : Y1;
+        const u64* acc_prev = acc + (i64)((p + 2) % 3) * plane;  // chunk p - 1's sums
+        u64* acc_cur = acc + (i64)(p % 3) * plane;               // chunk p's
+        u64* acc_old = acc + (i64)((p + 1) % 3) * plane;         // chunk p - 2's, zeroed here for chunk p + 1
+        int lo_next = hi0, hi_next = hi0;
+        if (p + 1 < C) chunk_range(m, n_chunks, p + 1, &lo_next, &hi_next);
+        int4 r_next = lo_next + first < hi_next ? active[lo_next + first] : none;
+        // The carried rows' loads go out first, then the edge's own: one round trip serves both.
+        PendingRaw h1, t1, h2, t2;
+        if (r1.x >= 0) {
+            load_pending(R, acc_prev, r1.y, h1);
+            load_pending(R, acc_prev, r1.z, t1);
+        }
+        if (r2.x >= 0) {
+            load_pending(R, acc_prev, r2.y, h2);
+            load_pending(R, acc_prev, r2.z, t2);
+        }
+        PendingSource rows = {R, acc_prev};
+        if (r0.x >= 0) pipe_edge(rows, acc_cur, r0, dr, t, cv, alpha);
+        float y[DIM];
+        if (r1.x >= 0) {
+            pending_row(h1, y);
+            store_row_cg(W, r1.y, y);
+            pending_row(t1, y);
+            store_row_cg(W, r1.z, y);
+        }
+        if (r2.x >= 0) {
+            pending_row(h2, y);
+            store_row_cg(W, r2.y, y);
+            pending_row(t2, y);
+            store_row_cg(W, r2.z, y);
+            zero_sums(acc_old, r2.y);
+            zero_sums(acc_old, r2.z);
+        }
+        for (int q = lo0 + first + stride; q < hi0; q += stride)
+            pipe_edge_drawn(rows, acc_cur, active[q], seed, t, cv, alpha);
+        for (int q = lo1 + first + stride; q < hi1; q += stride) carry_edge(R, acc_prev, W, acc_old, active[q], false);
+        for (int q = lo2 + first + stride; q < hi2; q += stride) carry_edge(R, acc_prev, W, acc_old, active[q], true);
+        if (p <= C) {  // none after the last phase: the launch's end orders it before what follows
+            __syncthreads();
+            if (threadIdx.x == 0) barrier.arrive();
+            if (r_next.x >= 0) draw_negatives(dr, r_next, seed, t, cv);
+            if (threadIdx.x == 0) barrier.wait();
+            __syncthreads();
+        }
+        lo2 = lo1;
+        hi2 = hi1;
+        lo1 = lo0;
+        hi1 = hi0;
+        lo0 = lo_next;
+        hi0 = hi_next;
+        r2 = r1;
+        r1 = r0;
+        r0 = r_next;
+    }
+}
+
+#endif  // UMV_PIPELINED
+
+// ---- end of the chunked kernels (tests build the code above as host code)
 
 // Vertex (owner computes): a tile of lanes per vertex order[v] (busiest first); others' rows from the
 // epoch-start snapshot S (as engine_cpu.epoch_vertex). The vertex's active items (edges as head, then as tail) are
