@@ -3,6 +3,8 @@ memory check, and the GPU twin (marked gpu)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
@@ -10,7 +12,7 @@ from scipy.spatial.distance import cdist
 from umapviz import UMAP, datasets
 from umapviz.graph import build_graph
 from umapviz.graph.build_gpu import check_graph_fits, graph_bytes_needed
-from umapviz.graph.knn import resolve_knn_method
+from umapviz.graph.knn import AUTO_GPU_EXACT_MAX_ROWS, check_auto_recall, resolve_knn_method
 from umapviz.graph.knn_cpu import exact_knn
 from umapviz.graph.partitioned import partitioned_knn, resolve_partitioning
 from umapviz.graph.partitions import plan_partitions
@@ -140,11 +142,20 @@ def test_auto_partitions_and_methods():
     assert resolve_partitioning(100_000, 15) == (7, 2)  # one per 16,384 rows
     assert resolve_partitioning(1000, 15) == (1, 1)  # one partition: exact
     assert resolve_knn_method("auto", 150_000, 384, device="gpu") == "exact-gpu"
-    assert resolve_knn_method("auto", 10_000_000, 384, device="gpu") == "exact-gpu"  # approximate only when asked
+    assert resolve_knn_method("auto", 2_000_000, 384, device="gpu") == "exact-gpu"
+    assert resolve_knn_method("auto", 2_000_001, 384, device="gpu") == "partitioned-gpu"  # exact work grows as n**2
     assert resolve_knn_method("approx", 1000, 384, device="gpu") == "partitioned-gpu"
     assert resolve_knn_method("exact", 10**7, 384, device="gpu") == "exact-gpu"
     assert resolve_knn_method("approx", 10**6, 384) == "approx"  # NN-descent on the CPU
     assert resolve_knn_method("auto", 1000, 8, distributed=True) == "partitioned"
+
+
+def test_low_recall_of_the_auto_choice_warns_with_the_fix():
+    with pytest.warns(UserWarning, match=r"found only 0\.62 of the true neighbours.*knn='exact'"):
+        check_auto_recall(0.62, 10_000_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_auto_recall(0.95, 10_000_000)  # enough: no warning
 
 
 def test_memory_check_names_need_free_and_fix():
@@ -193,3 +204,20 @@ def test_gpu_host_data_streams_to_the_same_neighbours(tmp_path, text_like):
     streamed = partitioned_knn(mapped, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=False)
     resident = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=True)
     assert np.array_equal(streamed[0], resident[0]) and np.array_equal(streamed[1], resident[1])
+
+
+@pytest.mark.gpu
+def test_gpu_auto_above_the_exact_bound_is_partitioned_with_its_recall_measured():
+    # Above the bound "auto" picks the partitioned search and records its measured recall; clustered 8-d data
+    # (2,000 round clusters) leaves it no reason to warn.
+    rng = np.random.default_rng(0)
+    n = AUTO_GPU_EXACT_MAX_ROWS + 1
+    centres = rng.normal(size=(2000, 8)).astype(np.float32) * 20
+    X = centres[rng.integers(0, 2000, n)] + rng.normal(size=(n, 8)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="knn='auto'")
+        graph = build_graph(X, random_state=0, device="gpu", cache=False, progress=False)
+    assert graph.params["knn"] == "partitioned-gpu"
+    assert 0.9 <= graph.params["knn_recall"] <= 1.0
+    assert graph.params["knn_recall"] == round(recall_at_k(X, graph.knn_indices, sample=1000, seed=0,
+                                                           device="gpu"), 4)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import resolve_device
+from .._backend import gpu_memory, resolve_device
 from .._validation import (
     RandomStateLike,
     check_data,
@@ -24,7 +24,7 @@ from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy import find_ab_params
 from .fuzzy_cpu import fuzzy_simplicial_set
-from .knn import check_metric, resolve_knn_method, stop_if_cancelled
+from .knn import AUTO_RECALL_SAMPLE, check_auto_recall, check_metric, resolve_knn_method, stop_if_cancelled
 from .knn_cpu import nearest_neighbors
 from .params import GraphParams
 from .partitioned import (
@@ -34,6 +34,7 @@ from .partitioned import (
     resolve_partitioning,
     resolve_refine,
 )
+from .recall import recall_at_k
 
 
 def build_graph(
@@ -73,7 +74,8 @@ def build_graph(
         ``"exact"`` (tiled brute force), ``"approx"``, ``"partitioned"`` or ``"auto"``. On the CPU "approx" is
         NN-descent (pynndescent) and "auto" is exact while ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about
         half a minute on two cores), else approx. On the GPU "approx" is the partitioned search and "auto" is exact
-        (the partitioned search's recall falls with the number of partitions). "partitioned"
+        up to 2,000,000 rows, else partitioned; then the build measures the search's recall@k on 1,000 sampled rows
+        (``graph.params["knn_recall"]``) and warns below 0.9, naming the fix. "partitioned"
         (:mod:`umapviz.graph.partitioned`: k-means partitions, each point in its ``knn_overlap`` nearest ones,
         exact search inside each, candidates merged) runs on either device; measure what it misses with
         :func:`umapviz.graph.recall.recall_at_k`.
@@ -145,6 +147,8 @@ def build_graph(
         partitioning = dict(n_partitions=knn_partitions, overlap=knn_overlap, random_state=random_state,
                             client=client, refine=knn_refine) if partitioned else None
         graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
+        if partitioned and knn == "auto":
+            params["knn_recall"] = auto_recall(X, graph.knn_indices, metric)
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(X, n_neighbors, metric, knn_partitions, knn_overlap,
@@ -170,3 +174,24 @@ def build_graph(
                 stacklevel=2,
             )
     return graph
+
+
+def auto_recall(X, knn_indices, metric: str) -> float | None:
+    """recall@k of the partitioned GPU search that ``knn="auto"`` chose, on AUTO_RECALL_SAMPLE sampled rows
+    (warned about when low, :func:`umapviz.graph.knn.check_auto_recall`); None when X is host data too large to
+    upload beside the graph (the exact search of the sample needs X on the GPU).
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray
+        The data the graph was built from.
+    knn_indices : numpy.ndarray
+        The graph's (n, k) neighbour indices.
+    metric : str
+        The graph's metric.
+    """
+    if isinstance(X, np.ndarray) and 2 * X.nbytes > gpu_memory()[0]:
+        return None
+    recall = recall_at_k(X, knn_indices, sample=AUTO_RECALL_SAMPLE, seed=0, metric=metric, device="gpu")
+    check_auto_recall(recall, int(X.shape[0]))
+    return round(float(recall), 4)

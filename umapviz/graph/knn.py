@@ -7,6 +7,7 @@ Both searches return ``(indices int32 (n, k), distances float32 (n, k))`` with t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -31,10 +32,35 @@ def check_metric(metric: str) -> str:
     return metric.lower()
 
 
-# On the GPU "auto" is exact at every size: the partitioned search's recall@15 falls with the number of
-# partitions on round clusters (0.81 at 1M and 0.34 at 10M points of the 384-d mixture on an H200,
-# bench/PARTITIONED_KNN.md), and a default must not hand over another graph without saying so. It stays opt-in
-# (knn="approx" or "partitioned") with its recall measurable by graph.recall.recall_at_k.
+# On the GPU "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows and the partitioned search above. The exact
+# search's work grows as n**2 (about 6 s at 1M x 384 on an H200, so minutes from a few million rows); the
+# partitioned search with one refinement round grows as n (bench/PARTITIONED_KNN.md: recall@15 0.993 in 18 s
+# on 10M x 384 text-like rows). Its recall depends on the data (0.36 on round 384-d Gaussian clusters at 10M),
+# so a build that "auto" sends there measures recall on AUTO_RECALL_SAMPLE sampled rows, records it, and warns
+# below AUTO_RECALL_WARN, naming the fix (check_auto_recall).
+AUTO_GPU_EXACT_MAX_ROWS = 2_000_000
+AUTO_RECALL_SAMPLE = 1000
+AUTO_RECALL_WARN = 0.9
+
+
+def check_auto_recall(recall: float, n_samples: int) -> None:
+    """Warn (UserWarning) when the partitioned search that ``knn="auto"`` chose found too few true neighbours.
+
+    Parameters
+    ----------
+    recall : float
+        recall@k measured on sampled rows (:func:`umapviz.graph.recall.recall_at_k`).
+    n_samples : int
+        Rows of the data, named in the warning.
+    """
+    if recall < AUTO_RECALL_WARN:
+        warnings.warn(
+            f"knn='auto' used the partitioned search for {n_samples:,} rows on the GPU, and it found only "
+            f"{recall:.2f} of the true neighbours on {AUTO_RECALL_SAMPLE} sampled rows (graph.params['knn_recall']): "
+            "these data have little cluster structure for partitions to follow. For the exact graph pass "
+            "knn='exact' (its time grows with the square of the rows), or raise knn_overlap / knn_refine.",
+            UserWarning, stacklevel=3,
+        )
 
 
 def resolve_knn_method(knn: str, n_samples: int, n_features: int, device: str = "cpu",
@@ -43,8 +69,9 @@ def resolve_knn_method(knn: str, n_samples: int, n_features: int, device: str = 
 
     On the CPU: "exact", "approx" (pynndescent) or "partitioned"; "auto" is exact up to AUTO_EXACT_MAX_WORK of
     ``n_samples**2 * (n_features + 150)``, else approx. On the GPU: "exact-gpu" or "partitioned-gpu" ("approx"
-    is the partitioned search there); "auto" is exact. With ``distributed`` (a Dask
-    client) only the partitioned search runs: "auto" picks it, and "exact" or "approx" is refused.
+    is the partitioned search there); "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows, else partitioned. With
+    ``distributed`` (a Dask client) only the partitioned search runs: "auto" picks it, and "exact" or "approx" is
+    refused.
     """
     if knn not in KNN_METHODS:
         raise ValueError(f"knn={knn!r} is not one of {', '.join(map(repr, KNN_METHODS))}.")
@@ -57,7 +84,9 @@ def resolve_knn_method(knn: str, n_samples: int, n_features: int, device: str = 
             )
         knn = "partitioned"
     if device == "gpu":
-        return "exact-gpu" if knn in ("auto", "exact") else "partitioned-gpu"
+        if knn == "auto":
+            knn = "exact" if n_samples <= AUTO_GPU_EXACT_MAX_ROWS else "partitioned"
+        return "exact-gpu" if knn == "exact" else "partitioned-gpu"
     if knn == "auto":
         return "exact" if work <= AUTO_EXACT_MAX_WORK else "approx"
     return knn
