@@ -1,7 +1,7 @@
 """A live HoloViews view of a running layout: push frames; zoom, pan, hover, click and select on it.
 
 The image is a ``hv.DynamicMap`` over a ``Pipe`` (the latest frame) and the plot's ``RangeXY``, ``PlotSize``
-and ``PlotReset`` streams. Each event re-renders through ``umapviz.render.render`` (datashader for NumPy,
+and ``PlotReset`` streams. Each event re-renders through ``umapviz.render.render`` (a Numba pass for NumPy,
 the CUDA kernel for CuPy), so a zoomed-in region is aggregated afresh at full resolution, outliers stay
 ringed discs at any zoom, and a CuPy embedding never leaves the GPU. ``PointerXY``, ``Tap``, ``BoundsXY``
 and ``Lasso`` streams on the same plot answer hover, click and box/lasso selection through the point
