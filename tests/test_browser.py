@@ -192,13 +192,16 @@ def _shrink_copy(src: Path, dst: Path, width: int = 1400) -> None:
 
 @pytest.fixture
 def warm_cache():
-    """Build the default dataset's graph and initial layout once, as a first run would, into the test's
-    private cache (conftest points UMAPVIZ_CACHE_DIR there); the browser then measures a cached start."""
+    """Build the default dataset's graph and initial layout once and draw its first frame, as a first run
+    would, into the test's private cache (conftest points UMAPVIZ_CACHE_DIR there) and Numba's cache of the
+    renderer (the first frame ever in a fresh clone compiles it); the browser then measures a cached start."""
     from umapviz.widgets import session  # noqa: PLC0415
+    from umapviz.widgets.params import ExplorerParams  # noqa: PLC0415
 
     source = session.load_source(session.datasets.DEFAULT)
     graph = session.build(source, {})
-    session.initial_layout(graph, "spectral", 0)
+    params = ExplorerParams().layout_kwargs()  # the Explorer's defaults: spectral, seed 0
+    session.LayoutRun(graph, session.make_optimizer(graph, params), source.labels).image(480, 480)
     return Path(os.environ["UMAPVIZ_CACHE_DIR"])
 
 

@@ -1,7 +1,8 @@
 """umapviz.render on the CPU: grids, views, shading, recordings, export, figures, live view.
 
 Images are checked for content: where a colour appears, how many points a grid holds, what a file holds.
-Small images and a few thousand points keep this fast (the first datashader call compiles, ~3 s).
+Small images and a few thousand points keep this fast (datashader, the reference of the grids, compiles on its first
+call, ~3 s).
 """
 
 from __future__ import annotations
@@ -116,6 +117,42 @@ def test_labels_give_per_label_counts():
     assert agg.counts[..., 0].sum() == 1000 and agg.counts[..., 1].sum() == 500
     # label 0 lives in the left half, label 1 in the right half
     assert agg.counts[:, :20, 0].sum() == 1000 and agg.counts[:, 20:, 1].sum() == 500
+
+
+def datashader_grids(emb, view, width, height, labels=None, n_labels=None, outliers=None):
+    """The grids datashader itself makes: Canvas.points with count() or count_cat, and count() of the outliers."""
+    import datashader as ds  # noqa: PLC0415 - the reference, imported by the tests that compare with it
+    import pandas as pd  # noqa: PLC0415 - datashader's input
+
+    canvas = ds.Canvas(plot_width=width, plot_height=height, x_range=view.x_range, y_range=view.y_range)
+    frame = pd.DataFrame(emb, columns=["x", "y"])
+    if labels is None:
+        counts = canvas.points(frame, "x", "y", agg=ds.count()).values
+    else:
+        frame["label"] = pd.Categorical.from_codes(labels, categories=np.arange(n_labels))
+        counts = canvas.points(frame, "x", "y", agg=ds.count_cat("label")).values
+    flung = None
+    if outliers is not None:
+        flung = canvas.points(pd.DataFrame(emb[outliers], columns=["x", "y"]), "x", "y", agg=ds.count()).values
+    return counts, flung
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("coloured", [False, True])
+def test_host_grids_equal_datashader_bit_for_bit(dtype, coloured):
+    """Points on every pixel border and view edge (and one ulp either side), NaN, inf and far rows: the host's
+    Numba pass puts each in datashader's pixel, by label and for the outlier grid too, in C and Fortran order."""
+    emb = tricky_points(50_000, dtype=dtype, seed=4)
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 7, len(emb)) if coloured else None
+    outliers = rng.random(len(emb)) < 0.02
+    expected, expected_flung = datashader_grids(emb, VIEW, WIDTH, HEIGHT, labels, 7, outliers)
+    for points in (emb, np.asfortranarray(emb)):
+        agg = aggregate(points, VIEW, WIDTH, HEIGHT, labels=labels, outliers=outliers)
+        assert agg.counts.dtype == np.uint32 and agg.counts.shape == expected.shape
+        np.testing.assert_array_equal(agg.counts, expected)
+        np.testing.assert_array_equal(agg.outlier_counts, expected_flung)
+    assert agg.n_in_view == expected.sum() > 0
 
 
 def test_bad_inputs_are_named():
@@ -592,7 +629,7 @@ def test_a_recording_whose_parts_disagree_is_refused_as_damaged(tmp_path, change
         Recording.load(path)
 
 
-# -- on CuPy arrays: the CUDA grids must equal the NumPy (datashader) grids bit for bit -----------------------
+# -- on CuPy arrays: the CUDA grids must equal the NumPy grids (datashader's, above) bit for bit -----------
 # The data are chosen to hit the cases where a different rounding would move a point: coordinates on pixel
 # borders and on the view's edges, NaN and inf rows, points outside the view, float32 and float64. Marked gpu:
 # skipped, saying why, where no GPU is usable.
@@ -622,8 +659,9 @@ def cp():
 
 @pytest.fixture(scope="module")
 def reference(cp):
-    """The host's grids and images, which these tests compare with, come from datashader: without it (the GPU
-    machine's bare image; bench/device_wheels.sh brings it) there is nothing to compare with."""
+    """The host's grids and images, which these tests compare with, equal datashader's (the host tests above
+    check it on the same points): the GPU's are datashader's too only where that holds, so without datashader
+    (the GPU machine's bare image; bench/device_wheels.sh brings it) there is no reference to hold them to."""
     return pytest.importorskip("datashader", reason="the host reference (datashader) is not installed")
 
 

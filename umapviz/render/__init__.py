@@ -1,7 +1,8 @@
 """Rendering embeddings of up to tens of millions of points: pixel grids, shading, live views, export.
 
 ``image()`` is the one entry point for a still frame; everything else (live view, recordings, animations,
-figures) builds on it. NumPy embeddings aggregate through datashader, CuPy embeddings on the GPU.
+figures) builds on it. NumPy embeddings aggregate in a cached Numba pass, CuPy embeddings on the GPU, both
+as datashader's point glyph does, bit for bit.
 The core never imports this package.
 """
 

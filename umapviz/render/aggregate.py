@@ -1,10 +1,11 @@
 """Aggregation of an (N, 2) embedding into pixel grids: the device-neutral front, with its checks.
 
-NumPy embeddings go through :mod:`umapviz.render.aggregate_cpu` (datashader), CuPy ones through
-:mod:`umapviz.render.aggregate_gpu` (a fused CUDA kernel).
+NumPy embeddings go through :mod:`umapviz.render.aggregate_cpu` (a cached Numba pass), CuPy ones through
+:mod:`umapviz.render.aggregate_gpu` (a fused CUDA kernel); both repeat datashader's point glyph (its
+``Canvas.points`` with ``count`` / ``count_cat``) bit for bit.
 
 The path is chosen by array type, as datashader does: a CuPy embedding never leaves the GPU (only the grids
-come back), a NumPy one goes through ``datashader.Canvas.points`` without copying the points.
+come back), a NumPy one is read in place without copying the points.
 
 Grids follow datashader's orientation: row 0 is the *bottom* of the view (smallest y).
 """
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import is_cupy, to_host, xp_of
-from umapviz.render.aggregate_cpu import N_EDGE_BINS, datashader_grids, edge_bins
+from umapviz.render.aggregate_cpu import N_EDGE_BINS, count_grids, edge_bins
 from umapviz.render.view import View, as_view, check_pixels
 
 SIDES = ("left", "right", "bottom", "top")  # row order of Aggregate.edge_counts
@@ -222,7 +223,7 @@ def aggregate(
     else:
         labels = None if labels is None else to_host(labels)
         outliers = None if outliers is None else to_host(outliers)
-        counts, outlier_counts = datashader_grids(embedding, view, width, height, labels, n_labels, outliers)
+        counts, outlier_counts = count_grids(embedding, view, width, height, labels, n_labels, outliers)
         edge_counts = np.zeros((4, N_EDGE_BINS), dtype=np.uint32)
     agg = Aggregate(counts, outlier_counts, edge_counts, view, n_labels if labels is not None else None)
     if not is_cupy(embedding) and agg.n_in_view < n:

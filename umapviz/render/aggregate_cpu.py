@@ -1,5 +1,5 @@
-"""Aggregation of a NumPy (N, 2) embedding into pixel grids: datashader's points glyph, and a Numba pass that
-counts the points outside the view along its edges.
+"""Aggregation of a NumPy (N, 2) embedding into pixel grids: datashader's points glyph as a cached Numba pass,
+and a Numba pass that counts the points outside the view along its edges.
 
 Grids follow datashader's orientation: row 0 is the *bottom* of the view (smallest y).
 """
@@ -14,20 +14,7 @@ from umapviz.render.view import View
 N_EDGE_BINS = 32  # out-of-view points are counted in this many bins along each side of the image
 
 
-def _canvas(view: View, width: int, height: int):
-    import datashader as ds  # noqa: PLC0415 - slow to import: loaded for the first image
-
-    return ds.Canvas(plot_width=width, plot_height=height, x_range=view.x_range, y_range=view.y_range)
-
-
-def _points_frame(points: np.ndarray):
-    """A DataFrame whose x and y columns are views of the (N, 2) array: no copy of the points."""
-    import pandas as pd  # noqa: PLC0415 - loaded with datashader, which needs it
-
-    return pd.DataFrame(points, columns=["x", "y"], copy=False)
-
-
-def datashader_grids(
+def count_grids(
     embedding: np.ndarray,
     view: View,
     width: int,
@@ -36,24 +23,58 @@ def datashader_grids(
     n_labels: int | None,
     outliers: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    import datashader as ds  # noqa: PLC0415 - slow to import: loaded for the first image
-    import pandas as pd  # noqa: PLC0415 - loaded with datashader, which needs it
+    """(counts, outlier_counts) of a NumPy (N, 2) embedding over ``view``: datashader's ``Canvas.points`` with
+    ``count()`` (labels None, an (H, W) grid) or ``count_cat`` ((H, W, K)), and ``count()`` of the outliers.
 
-    canvas = _canvas(view, width, height)
-    frame = _points_frame(embedding)
-    if labels is None:
-        counts = canvas.points(frame, "x", "y", agg=ds.count()).values
-    else:
-        # Categorical codes index the categories directly: no copy or factorization of the labels.
-        frame["label"] = pd.Categorical.from_codes(labels, categories=np.arange(n_labels))
-        counts = canvas.points(frame, "x", "y", agg=ds.count_cat("label")).values
-    outlier_counts = None
-    if outliers is not None:
-        flung = _points_frame(np.ascontiguousarray(embedding[outliers]))
-        outlier_counts = canvas.points(flung, "x", "y", agg=ds.count()).values
-    return np.asarray(counts, dtype=np.uint32), (
-        None if outlier_counts is None else np.asarray(outlier_counts, dtype=np.uint32)
+    One cached Numba pass with datashader's point-glyph arithmetic (closed ranges, ``int(x * sx + tx)`` in
+    double precision, the right and top edges folded into the last pixel), as the CUDA kernel of
+    ``aggregate_gpu`` repeats it: the grids equal datashader's bit for bit (tests/test_render.py compares them
+    with datashader itself). Datashader compiles its aggregation afresh in every process (its kernels are made
+    at run time and cannot be cached), about a second on two cores before a panel's first frame; this pass
+    loads from Numba's cache.
+    """
+    xmin, xmax, ymin, ymax = view.bounds
+    # datashader's scale and translate (Canvas.points), computed the same way in Python doubles.
+    sx = width / (xmax - xmin)
+    tx = -xmin * sx
+    sy = height / (ymax - ymin)
+    ty = -ymin * sy
+    n_layers = n_labels if labels is not None else 1
+    counts = np.zeros((height, width, n_layers), dtype=np.uint32)
+    outlier_counts = np.zeros((height, width) if outliers is not None else (0, 0), dtype=np.uint32)
+    _count_points(
+        embedding, float(xmin), float(xmax), float(ymin), float(ymax), float(sx), float(tx), float(sy), float(ty),
+        _NO_LABELS if labels is None else np.asarray(labels, dtype=np.int64),
+        _NO_OUTLIERS if outliers is None else np.asarray(outliers, dtype=np.bool_),
+        counts, outlier_counts,
     )
+    return (counts if labels is not None else counts.reshape(height, width)), (
+        outlier_counts if outliers is not None else None
+    )
+
+
+_NO_LABELS = np.zeros(0, dtype=np.int64)
+_NO_OUTLIERS = np.zeros(0, dtype=np.bool_)
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_points(xy, xmin, xmax, ymin, ymax, sx, tx, sy, ty, labels, outliers, counts, outlier_counts):
+    """Count each point inside the closed box into its pixel (by label when ``labels`` is not empty) and each
+    flagged one (``outliers`` not empty) into ``outlier_counts``; datashader's ``_perform_extend_points``."""
+    height, width = counts.shape[0], counts.shape[1]
+    by_label = labels.shape[0] > 0
+    flagged = outliers.shape[0] > 0
+    for i in range(xy.shape[0]):
+        x = xy[i, 0]
+        y = xy[i, 1]
+        if (xmin <= x <= xmax) and (ymin <= y <= ymax):  # NaN fails both; inf lies outside any finite range
+            xx = int(x * sx + tx)
+            yy = int(y * sy + ty)
+            xi = width - 1 if xx >= width else xx
+            yi = height - 1 if yy >= height else yy
+            counts[yi, xi, labels[i] if by_label else 0] += 1
+            if flagged and outliers[i]:
+                outlier_counts[yi, xi] += 1
 
 
 def edge_bins(embedding: np.ndarray, view: View, n_bins: int = N_EDGE_BINS) -> np.ndarray:

@@ -81,9 +81,9 @@ def image(
 def warm_up(device: str = "cpu") -> float:
     """Render a few tiny frames so the first real one does not pay compilation; returns the seconds taken.
 
-    The first frame of a process compiles datashader's Numba functions (about 1-3 s) or, with
-    ``device="gpu"``, the CUDA aggregation kernel and CuPy's shading kernels. A live view can call this while
-    the optimizer starts.
+    The first frame of a process loads the Numba aggregation from its cache (compiles it, the first time
+    ever) or, with ``device="gpu"``, compiles the CUDA aggregation kernel and CuPy's shading kernels. A live
+    view can call this while the optimizer starts.
     """
     import time  # noqa: PLC0415
 

@@ -1,7 +1,7 @@
 """A live HoloViews view of a running layout: push frames; zoom, pan, hover, click and select on it.
 
 The image is a ``hv.DynamicMap`` over a ``Pipe`` (the latest frame) and the plot's ``RangeXY``, ``PlotSize``
-and ``PlotReset`` streams. Each event re-renders through ``umapviz.render.render`` (datashader for NumPy,
+and ``PlotReset`` streams. Each event re-renders through ``umapviz.render.render`` (a Numba pass for NumPy,
 the CUDA kernel for CuPy), so a zoomed-in region is aggregated afresh at full resolution, outliers stay
 ringed discs at any zoom, and a CuPy embedding never leaves the GPU. ``PointerXY``, ``Tap``, ``BoundsXY``
 and ``Lasso`` streams on the same plot answer hover, click and box/lasso selection through the point
@@ -33,6 +33,9 @@ from umapviz.render.view import View, ViewSpec, as_view, check_pixels
 __all__ = ["ECHO_MEMORY", "ECHO_TOLERANCE", "TOOLS", "LiveView", "bokeh_options"]
 
 TOOLS = ["tap", "box_select", "lasso_select"]  # besides HoloViews' pan, wheel zoom, box zoom, save, reset
+# The frame is a NumPy array: naming its one interface spares HoloViews trying the others, whose type checks
+# import pandas (a quarter of a second of a panel's start) for a frame that is never a DataFrame.
+RGB_DATATYPE = ["image"]
 
 
 class LiveView(PointPicking):
@@ -306,12 +309,12 @@ class LiveView(PointPicking):
     def _element(self, **stream_values):  # the streams only trigger it: it draws the current state
         with self._lock:
             if self._data is None:  # nothing pushed yet: an empty black square
-                return hv.RGB(np.zeros((2, 2, 4), dtype=np.uint8), bounds=(-1, -1, 1, 1))
+                return hv.RGB(np.zeros((2, 2, 4), dtype=np.uint8), bounds=(-1, -1, 1, 1), datatype=RGB_DATATYPE)
             _, rgba, view, _agg = self._render(*self._size())
             xmin, xmax, ymin, ymax = view.bounds
             # The caption goes into the title through a hook: as the element's label it would change the
             # overlay's layer key on every frame, and HoloViews would stop updating the image shown.
-            return hv.RGB(rgba, bounds=(xmin, ymin, xmax, ymax))
+            return hv.RGB(rgba, bounds=(xmin, ymin, xmax, ymax), datatype=RGB_DATATYPE)
 
     @property
     def caption(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from traitlets import HasTraits, Int
 
+from .. import render
 from .session import LayoutRun
 
 EXPORT_SUFFIXES = (".png", ".gif", ".html", ".mp4", ".npz")
@@ -65,9 +66,7 @@ class Frames(HasTraits):
         if not lock_view:
             return "robust"
         if self.fixed_view is None:
-            from ..render import resolve_view  # noqa: PLC0415 - datashader is slow to import
-
-            self.fixed_view = resolve_view(run.optimizer.device_embedding, "robust", size, size)
+            self.fixed_view = render.resolve_view(run.optimizer.device_embedding, "robust", size, size)
         return self.fixed_view
 
     def render_current(self, run: LayoutRun, size: int, lock_view: bool, view_range: Any = None) -> None:
@@ -113,8 +112,6 @@ def export(path: str | Path, frame: Any, recording: Any, size: int, fps: float =
     fps : float
         Frames per second of an animation.
     """
-    from .. import render  # noqa: PLC0415
-
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in EXPORT_SUFFIXES:

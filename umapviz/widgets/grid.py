@@ -19,6 +19,8 @@ import numpy as np
 from traitlets import Int, Unicode
 
 from .. import datasets, metrics
+from ..render import View, resolve_view
+from ..render.view import union
 from .focus import CellsFocus
 from .lifetime import call_each
 from .session import (
@@ -333,9 +335,6 @@ class GridController(CellsFocus):
         self._show_all()
 
     def _show_all(self) -> None:
-        from ..render import View, resolve_view  # noqa: PLC0415 - datashader is slow to import
-        from ..render.view import union  # noqa: PLC0415
-
         size = self.settings["panel_size"]
         if self.view_range is not None:  # zoomed: the same range in every cell
             view = View(*self.view_range)

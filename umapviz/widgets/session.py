@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import datasets, metrics
+from .. import datasets, metrics, render
 from .._backend import resolve_device, to_host
 from .._files import atomic_write
 from .._validation import check_data, check_random_state
@@ -318,7 +318,7 @@ class LayoutRun:
         self.labels = labels
         self.n_labels = int(labels.max()) + 1 if labels is not None and labels.size else None
         # Colour by class, or by density only: on the CPU, classes cost most of a frame's rendering
-        # (datashader aggregates one grid per class; ~70 ms against ~10 ms at 480 px, 30 classes).
+        # (one grid of counts per class; ~70 ms against ~10 ms at 480 px, 30 classes).
         self.colour_by_class = True
         self.outlier_method = outlier_method
         self.log = FrameLog() if record else None
@@ -399,15 +399,11 @@ class LayoutRun:
 
     def image(self, width: int, height: int, view: Any = "robust") -> np.ndarray:
         """The current embedding as an (height, width, 4) RGBA image, outliers ringed."""
-        from .. import render  # noqa: PLC0415 - datashader is slow to import; only panels need it
-
         labels, n_labels = self._colours()
         return render.image(self.optimizer.device_embedding, labels, self.mask, width, height, view, n_labels=n_labels)
 
     def recorded_image(self, index: int, width: int, height: int, view: Any = "robust") -> tuple[int, np.ndarray]:
         """(epoch, image) of the ``index``-th recorded frame."""
-        from .. import render  # noqa: PLC0415
-
         log = self.log
         embedding, mask = log.embeddings[index], log.outliers[index]
         labels, n_labels = self._colours()
@@ -418,11 +414,9 @@ class LayoutRun:
 
     def recording(self, metadata: dict | None = None):
         """The recorded frames as a ``umapviz.render.Recording`` (for export)."""
-        from ..render import Recording  # noqa: PLC0415
-
         if self.log is None or not len(self.log):
             raise ValueError("nothing was recorded yet: play a few epochs first.")
-        rec = Recording(labels=self.labels, metadata=metadata or {})
+        rec = render.Recording(labels=self.labels, metadata=metadata or {})
         for epoch, embedding, mask in zip(self.log.epochs, self.log.embeddings, self.log.outliers, strict=True):
             rec.add(epoch, embedding, outliers=mask)
         return rec
