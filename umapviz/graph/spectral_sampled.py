@@ -50,7 +50,8 @@ def check_gpu_memory(n: int, nnz: int) -> None:
 
 
 def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: int, seed: int, device: str,
-                       stats: dict | None = None) -> list:
+                       stats: dict | None = None, rows_per_landmark: int = ROWS_PER_LANDMARK,
+                       smoothing_steps: int = SMOOTHING_STEPS) -> list:
     """Per component, approximate leading eigenpairs of ``D^-1/2 W D^-1/2``: the coarse graph's eigenvalues and
     the interpolated eigenvectors (the first, trivial one, exactly ``D^1/2 1`` normalised).
 
@@ -70,6 +71,10 @@ def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: 
         Receives ``landmarks``, ``coarse_edges``, the coarse solve's ``products`` and ``seconds``, each stage's
         (``setup``, ``landmarks``, ``coarse_graph``, ``coarse_solve``, ``interpolation``; the GPU synchronised
         after each, only when ``stats`` is given).
+    rows_per_landmark : int
+        Rows per landmark on average.
+    smoothing_steps : int
+        Lazy-walk steps after the interpolation.
 
     Returns
     -------
@@ -103,7 +108,7 @@ def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: 
         ops = HostOps(adj, bounds)
     xp = ops.xp
     lap("setup")
-    is_landmark = choose_landmarks(bounds, seed)
+    is_landmark = choose_landmarks(bounds, seed, rows_per_landmark)
     owner = assign_landmarks(ops.indptr, ops.indices, ops.weight, is_landmark, device)
     n_landmarks = int(is_landmark.sum())
     lap("landmarks")
@@ -124,7 +129,7 @@ def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: 
     vectors[:, 0] = to_host(trivial)
     for k in range(1, n_vec):
         x = sqrt_degree * xp.asarray(walk[:, k])[owner]
-        for _ in range(SMOOTHING_STEPS):
+        for _ in range(smoothing_steps):
             x = 0.5 * (x + ops.matvec(x))
         x = ops.combine(trivial[None], 1, ops.seg_dots(trivial[None], 1, x), x, -1.0)
         vectors[:, k] = to_host(x)
