@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import ctypes
+import shutil
+
 import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from cuda_host import build_host_library
 
 from umapviz import datasets
-from umapviz.graph import build_graph, random_init, spectral_init
+from umapviz.graph import build_graph, landmarks_gpu, random_init, spectral_init
 from umapviz.graph import init as init_mod
 from umapviz.graph.landmarks import assign_landmarks, choose_landmarks, coarse_graph, coarse_graph_sorted
 from umapviz.graph.spectral_sampled import sampled_eigenpairs
 from umapviz.metrics import fingerprint, trustworthiness
+from umapviz.optimize import LayoutOptimizer
+from umapviz.widgets.session import initial_layout
 
 
 def _grouped_adjacency(graph) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -55,6 +61,64 @@ def test_a_component_without_a_landmark_is_refused():
     pick[0] = True
     with pytest.raises(ValueError, match="not connected to any landmark"):
         assign_landmarks(adj.indptr.astype(np.int64), adj.indices, adj.data, pick, "cpu")
+
+
+_HOST_HARNESS = r"""
+// landmarks_gpu.cu built as host code: each thread of a launch runs in turn (a step reads only earlier steps'
+// labels, so any order of threads gives the GPU's result).
+struct Dim { unsigned x, y, z; };
+static Dim blockIdx, threadIdx, blockDim;
+#define __global__
+#define __restrict__
+static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
+    unsigned long long old = *a; *a += v; return old;
+}
+#include KERNELS
+extern "C" unsigned long long host_grow_owners(const i64* indptr, const int* indices, const float* w, int* level,
+                                               int* owner, int step, int n) {
+    unsigned long long count = 0;
+    blockDim = {256, 1, 1};
+    for (unsigned b = (n + 255) / 256; b-- > 0;)  // blocks in reverse: the order must not matter
+        for (unsigned t = 0; t < 256; ++t) {
+            blockIdx = {b, 0, 0};
+            threadIdx = {t, 0, 0};
+            grow_owners(indptr, indices, w, level, owner, step, n, &count);
+        }
+    return count;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_landmark_kernel_built_as_host_code_labels_like_the_numba_twin(tmp_path):
+    """grow_owners of landmarks_gpu.cu against landmarks_cpu.grow_owners, on a graph whose weights tie often."""
+    lib = build_host_library(_HOST_HARNESS.replace("KERNELS", f'"{landmarks_gpu.KERNELS}"'), tmp_path)
+    lib.host_grow_owners.restype = ctypes.c_ulonglong
+    rng = np.random.default_rng(4)
+    n = 3_000
+    head, tail = rng.integers(0, n, 12_000), rng.integers(0, n, 12_000)
+    ring = np.arange(n)
+    adj = sp.coo_matrix((rng.integers(1, 4, head.size + n) / 4.0,
+                         (np.concatenate([head, ring]), np.concatenate([tail, (ring + 1) % n]))), shape=(n, n))
+    adj = (adj + adj.T).tocsr().astype(np.float32)
+    adj.sort_indices()
+    indptr = adj.indptr.astype(np.int64)
+    pick = choose_landmarks(np.array([0, n]), 0, rows_per_landmark=100)
+    expected = assign_landmarks(indptr, adj.indices, adj.data, pick, "cpu")
+    owner = np.full(n, -1, dtype=np.int32)
+    owner[pick] = np.arange(pick.sum(), dtype=np.int32)
+    level = np.where(pick, 0, -1).astype(np.int32)
+
+    def ptr(a):
+        return a.ctypes.data_as(ctypes.c_void_p)
+
+    step = 1
+    while (level < 0).any():
+        assert lib.host_grow_owners(ptr(indptr), ptr(adj.indices), ptr(adj.data), ptr(level), ptr(owner),
+                                    ctypes.c_int(step), ctypes.c_int(n)) > 0
+        step += 1
+    assert step > 3  # several steps ran
+    np.testing.assert_array_equal(owner, expected)
 
 
 def test_coarse_graph_is_the_same_by_sparse_sums_and_by_sort(moons):
@@ -130,3 +194,16 @@ def test_sampled_start_is_the_same_bytes_on_the_gpu(moons):
     cpu = spectral_init(graph, 2, 0, device="cpu", method="sampled")
     gpu = spectral_init(graph, 2, 0, device="gpu", method="sampled")
     assert fingerprint(gpu) == fingerprint(cpu)
+
+
+def test_named_inits_ask_for_their_method(moons):
+    """init="spectral_sampled" / "spectral_full" start from spectral_init's layout of that method, in the optimizer
+    and in the panels' shared start; "spectral" takes the full solve at this size."""
+    _, graph = moons
+    sampled = spectral_init(graph, 2, 3, method="sampled")
+    full = spectral_init(graph, 2, 3, method="full")
+    assert fingerprint(sampled) != fingerprint(full)
+    for init, expected in (("spectral_sampled", sampled), ("spectral_full", full), ("spectral", full)):
+        opt = LayoutOptimizer(graph, init=init, random_state=3, n_epochs=1)
+        assert fingerprint(opt.embedding) == fingerprint(expected), init
+        assert fingerprint(initial_layout(graph, init, 3, cache=False)) == fingerprint(expected), init
