@@ -114,7 +114,7 @@ def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: 
     lap("landmarks")
     coarse = coarse_graph(ops.indptr, ops.indices, ops.weight, owner, n_landmarks, device)
     lap("coarse_graph")
-    coarse_bounds = np.concatenate([[0], np.cumsum(np.add.reduceat(is_landmark, bounds[:-1]))]).astype(np.int64)
+    coarse_bounds = np.concatenate([[0], np.cumsum(np.add.reduceat(is_landmark.astype(np.int64), bounds[:-1]))])
     solve_stats: dict = {}
     pairs = leading_eigenpairs(coarse, coarse_bounds, n_vec, device, solve_stats)
     lap("coarse_solve")
@@ -128,7 +128,7 @@ def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: 
     vectors = np.empty((ops.n, n_vec))
     vectors[:, 0] = to_host(trivial)
     for k in range(1, n_vec):
-        x = sqrt_degree * xp.asarray(walk[:, k])[owner]
+        x = sqrt_degree * xp.asarray(np.ascontiguousarray(walk[:, k]))[owner]
         for _ in range(smoothing_steps):
             x = 0.5 * (x + ops.matvec(x))
         x = ops.combine(trivial[None], 1, ops.seg_dots(trivial[None], 1, x), x, -1.0)
