@@ -105,6 +105,7 @@ def one_size(n: int, out: Path | None, layout_max: int) -> None:
             starts[method] = (layout, opt.device_embedding.copy())
         del opt
         free_gpu_memory()
+    emit(out, dict(record, record="size_timings"))  # the timings, in case the checks below run out of time
     X, _ = mixture_gpu(n, n_clusters=n_clusters, seed=0, xp=cp)
     for method, pair in starts.items():
         layout, final = pair if isinstance(pair, tuple) else (pair, None)
