@@ -7,7 +7,8 @@
 (``spectral_init(graph, 2, 0, method="sampled")``) on the CPU (all Numba threads, then one) and on the GPU: their
 fingerprints must be equal (exit 1 if not). For each size in ``--sizes``: the GPU benches' mixture (exact kNN
 within clusters, bench/gpu_mixture_graph.py), then on the GPU the full and the sampled start (seconds, the
-sampled start's stages, trustworthiness of each start on a 5,000-point sample), the edge order (this revision's
+sampled start's stages, trustworthiness of each start on a 5,000-point sample; ``--variant-rows``: the sampled
+start with other rows per landmark too), the edge order (this revision's
 against NumPy's shuffle, same bytes checked) and ``LayoutOptimizer(graph, init=start, device="gpu")``'s set-up;
 below ``--layout-max`` points also trustworthiness after 200 epochs of chunked("auto") from each start. One JSON
 line per record to stdout and ``--out``/sampled_start.jsonl.
@@ -16,6 +17,7 @@ line per record to stdout and ``--out``/sampled_start.jsonl.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -31,6 +33,7 @@ from gpu_mixture_graph import clusters_that_fit, free_gpu_memory, mixture_graph 
 
 from umapviz import LayoutOptimizer, datasets  # noqa: E402
 from umapviz.graph import build_graph  # noqa: E402
+from umapviz.graph import init as init_mod  # noqa: E402
 from umapviz.graph.init import spectral_init  # noqa: E402
 from umapviz.metrics import fingerprint, trustworthiness  # noqa: E402
 from umapviz.optimize.rng import edge_order  # noqa: E402
@@ -69,7 +72,18 @@ def parity(n: int, out: Path | None) -> bool:
     return equal
 
 
-def one_size(n: int, out: Path | None, layout_max: int) -> None:
+def sampled_variant(graph, rows: int) -> tuple[np.ndarray, dict]:
+    """The sampled start on the GPU with ``rows`` rows per landmark, and its stats."""
+    solve = init_mod.sampled_eigenpairs
+    init_mod.sampled_eigenpairs = functools.partial(solve, rows_per_landmark=rows)
+    try:
+        stats: dict = {}
+        return spectral_init(graph, 2, 0, device="gpu", method="sampled", stats=stats), stats
+    finally:
+        init_mod.sampled_eigenpairs = solve
+
+
+def one_size(n: int, out: Path | None, layout_max: int, variant_rows: list[int]) -> None:
     import cupy as cp  # noqa: PLC0415 - a GPU machine's module
 
     n_clusters = clusters_that_fit(n, 15, 500)
@@ -84,6 +98,13 @@ def one_size(n: int, out: Path | None, layout_max: int) -> None:
         starts[method] = spectral_init(graph, 2, 0, device="gpu", method=method, stats=stats)
         record[f"{method}_s"] = synced(cp, start)
         record[f"{method}_stats"] = stats.get(method)
+        free_gpu_memory()
+    variants = {}
+    for rows in variant_rows:  # other rows per landmark: seconds and stages (trustworthiness below)
+        start = time.perf_counter()
+        variants[rows], stats = sampled_variant(graph, rows)
+        record[f"sampled_rows{rows}_s"] = synced(cp, start)
+        record[f"sampled_rows{rows}_stats"] = stats.get("sampled")
         free_gpu_memory()
     start = time.perf_counter()
     order = edge_order(0, graph.nnz)
@@ -112,6 +133,9 @@ def one_size(n: int, out: Path | None, layout_max: int) -> None:
         record[f"trust_start_{method}"] = trustworthiness(X, cp.asarray(layout), sample=5000, random_state=0)
         if final is not None:
             record[f"trust_after_{method}"] = trustworthiness(X, final, sample=5000, random_state=0)
+    for rows, layout in variants.items():
+        record[f"trust_start_sampled_rows{rows}"] = trustworthiness(X, cp.asarray(layout), sample=5000,
+                                                                    random_state=0)
     del X
     free_gpu_memory()
     emit(out, record)
@@ -122,13 +146,14 @@ def main() -> None:
     parser.add_argument("--parity", type=int, default=200_000)
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--layout-max", type=int, default=2_000_000)
+    parser.add_argument("--variant-rows", default="256", help="other rows per landmark to time (comma-separated)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     ok = parity(args.parity, args.out) if args.parity else True
     for n in (int(s) for s in args.sizes.split(",") if s):
-        one_size(n, args.out, args.layout_max)
+        one_size(n, args.out, args.layout_max, [int(r) for r in args.variant_rows.split(",") if r])
     sys.exit(0 if ok else 1)
 
 
