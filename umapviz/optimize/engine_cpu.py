@@ -41,7 +41,17 @@ def schedule(next_s, next_neg, eps, eps_neg, t, active, n_neg_active):
 @njit(cache=JIT_CACHE, nogil=True, parallel=True)
 def gather_in_order(perm, head, tail, eps):
     """``head[perm]``, ``tail[perm]`` and ``eps[perm]`` in one parallel pass (the edges in processing order): one
-    random read of each array per edge, spread over the threads, instead of three serial NumPy gathers."""
+    random read of each array per edge, spread over the threads, instead of three serial NumPy gathers.
+
+    Parameters
+    ----------
+    perm : ndarray
+        int32 processing order of the edges.
+    head, tail : ndarray
+        int32 endpoints of each edge, in graph order.
+    eps : ndarray
+        float64 epochs_per_sample of each edge, in graph order.
+    """
     nnz = perm.size
     head_p = np.empty(nnz, np.int32)
     tail_p = np.empty(nnz, np.int32)
