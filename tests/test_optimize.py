@@ -191,11 +191,12 @@ def test_cpu_engine_kernels_have_no_fused_or_relaxed_float_operations(small_grap
     assert float_op_flags(next(iter(relaxed.inspect_llvm().values()))) - {""}
 
 
-@pytest.mark.parametrize("nnz", [1, 2, 17, 65_537, 1_000_003])
+@pytest.mark.parametrize("nnz", [0, 1, 2, 17, 65_537, 1_000_003, 2_100_003])
 @pytest.mark.parametrize("seed", [0, 5, 2**32 - 1])
 def test_edge_order_is_the_documented_permutation(nnz, seed):
     """docs/optimizer.md: perm = np.random.default_rng([seed, 2]).permutation(nnz), as int32; edge_order shuffles an
-    int32 array in place (no int64 copy), which must make the same swaps."""
+    int32 array in place (no int64 copy), drawing a block of swaps at a time, which must make the same swaps (the
+    largest size runs past one block of draws and one of the generator's raw outputs)."""
     order = edge_order(seed, nnz)
     assert order.dtype == np.int32
     np.testing.assert_array_equal(order, np.random.default_rng([seed, 2]).permutation(nnz))

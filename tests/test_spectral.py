@@ -131,7 +131,7 @@ def test_cpu_primitives_sum_like_the_gpu_tree():
     x = np.random.default_rng(1).standard_normal(300)
     y = np.empty(300)
     scale = np.random.default_rng(2).uniform(0.5, 2.0, 300)
-    spectral_cpu.csr_matvec(ops._indptr, ops._indices, ops._weight, x, scale, y)
+    spectral_cpu.csr_matvec(ops.indptr, ops.indices, ops.weight, x, scale, y)
     for row in (0, 7, 150, 299):
         total = 0.0
         for p in range(adj.indptr[row], adj.indptr[row + 1]):
@@ -195,9 +195,9 @@ def test_cuda_kernels_built_as_host_code_give_the_numba_twins_bytes(tmp_path):
     n, k, rng = adj.shape[0], 5, np.random.default_rng(0)
     x, scale = rng.standard_normal(n), rng.uniform(0.5, 2.0, n)
     cuda, numba_twin = np.empty(n), np.empty(n)
-    lib.host_csr_matvec(ptr(ops._indptr), ptr(ops._indices), ptr(ops._weight), ptr(x), ptr(scale), ptr(cuda),
+    lib.host_csr_matvec(ptr(ops.indptr), ptr(ops.indices), ptr(ops.weight), ptr(x), ptr(scale), ptr(cuda),
                         ctypes.c_int(n))
-    spectral_cpu.csr_matvec(ops._indptr, ops._indices, ops._weight, x, scale, numba_twin)
+    spectral_cpu.csr_matvec(ops.indptr, ops.indices, ops.weight, x, scale, numba_twin)
     assert cuda.tobytes() == numba_twin.tobytes()
     V, coef, add = rng.standard_normal((7, n)), rng.standard_normal((len(TILED), k)), rng.standard_normal(n)
     lib.host_seg_combine(ptr(V), ctypes.c_longlong(n), ctypes.c_int(k), ptr(coef), ptr(ops.comp_of), ptr(add),

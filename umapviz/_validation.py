@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import is_cupy, xp_of
+from ._host_data import read_only_mapping, row_blocks
 
 
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
@@ -123,6 +124,10 @@ def check_data(
     sparse, non-numeric, complex, 0-/1-/3-D or empty input, NaN/inf rows, and fewer rows than ``n_neighbors``.
     ``reference`` marks X as new data for a fitted model (one row is then enough) and, holding the fit's data,
     gives the column ranges the float32-loss warning measures against; by default X's own.
+
+    A float32, C-ordered memory map (``np.load(path, mmap_mode="r")``) is returned as it is, checked a block of
+    rows at a time (:func:`umapviz._host_data.row_blocks`), so the file is not loaded into memory; another dtype
+    or order is converted to a float32 array in memory.
     """
     if X is None:  # np.asarray(None) is a 0-D object array, reported as "a single number"
         raise TypeError(f"{name} is None; pass a 2-D array of shape (n_samples, n_features).")
@@ -203,10 +208,14 @@ def check_data(
     if n_features == 0:
         raise ValueError(f"{name} has no features (shape {arr.shape}, no columns); pass at least one column.")
 
-    with np.errstate(over="ignore"):  # overflow to inf is reported just below, by row
-        out = np.ascontiguousarray(arr, dtype=np.float32)
+    if isinstance(X, np.memmap) and X.dtype == np.float32 and X.flags.c_contiguous:
+        out = X  # host data stays a memory map: its checks read a block of rows at a time, not the whole file
+    else:
+        with np.errstate(over="ignore"):  # overflow to inf is reported just below, by row
+            out = np.ascontiguousarray(arr, dtype=np.float32)
 
-    bad = non_finite_rows(out)
+    bad = non_finite_rows(out) if read_only_mapping(out) is None else np.concatenate(
+        [non_finite_rows(block) + start for start, block in row_blocks(out)])
     if bad.size:
         overflow = np.isfinite(np.asarray(arr[bad[:1]], dtype=np.float64)).all()
         why = " (values too large for float32)" if overflow else ""

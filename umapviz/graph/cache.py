@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._files import atomic_write, load_npz
+from .._host_data import row_blocks
 from ._types import FuzzyGraph
 
 FORMAT_VERSION = 1
@@ -56,11 +57,13 @@ def resolve_cache_dir(cache: bool | str | os.PathLike | None) -> Path | None:
 
 
 def data_fingerprint(X: np.ndarray) -> str:
-    """Hex blake2b of X's bytes, shape and dtype."""
+    """Hex blake2b of X's bytes, shape and dtype; read a block of rows at a time (the same digest), so a memory-mapped
+    file is not loaded into memory (:func:`umapviz._host_data.row_blocks`)."""
     X = np.ascontiguousarray(X)
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((X.shape, X.dtype.str)).encode())
-    h.update(memoryview(X).cast("B"))
+    for _, block in row_blocks(X):
+        h.update(memoryview(block).cast("B"))
     return h.hexdigest()
 
 

@@ -20,10 +20,18 @@ import scipy.sparse.csgraph
 from .._backend import resolve_device
 from ._types import FuzzyGraph
 from .spectral import leading_eigenpairs
+from .spectral_sampled import sampled_eigenpairs
 
 INIT_SCALE = 10.0  # layouts span [-10, 10] per axis at most
 _NOISE_SCALE = 1e-4  # tiny jitter so coincident spectral coordinates separate
 _CELL_FILL = 0.8  # fraction of its cell a component's layout spans
+# method="auto" solves on the landmarks' coarse graph (spectral_sampled) above this many vertices: the full solve
+# costs about 20 s at 10M on an H200, the sampled one a fraction, with the same trustworthiness after the layout
+# (bench/RESULTS.md, "Sampled spectral start").
+SAMPLED_ABOVE = 2_000_000
+# A sampled start still solves a component fully below this many rows (a coarse graph of 64 landmarks or fewer).
+SAMPLED_MIN_ROWS = 64 * 64
+SPECTRAL_METHODS = ("auto", "full", "sampled")
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -94,30 +102,61 @@ def _nontrivial(values: np.ndarray, vectors: np.ndarray, dim: int) -> np.ndarray
     return _fix_signs(vectors[:, order[1 : dim + 1]])
 
 
+def _grouped(adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list
+             ) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
+    """The adjacency of the given components, their rows one component after another, and its bounds."""
+    if len(comps) == 1 and bounds[comps[0] + 1] - bounds[comps[0]] == adj.shape[0]:
+        return adj, np.array([0, adj.shape[0]])  # one component: no copy
+    verts = [members[bounds[c] : bounds[c + 1]] for c in comps]
+    grouped = np.concatenate(verts)
+    position = np.empty(adj.shape[0], dtype=np.int32)  # each vertex's row in the grouped matrix
+    position[grouped] = np.arange(grouped.size, dtype=np.int32)
+    group_bounds = np.concatenate([[0], np.cumsum([v.size for v in verts])])
+    return _component_adjacency(adj, grouped, position), group_bounds
+
+
 def _solve_components(
-    adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list, dim: int, device: str
+    adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list, dim: int, device: str,
+    sampled: bool = False, seed: int = 0, stats: dict | None = None,
 ) -> dict:
-    """``{component: coordinates}`` for the given components, solved together (:func:`spectral.leading_eigenpairs`)
-    on ``device``; a component that did not converge is missing. Where the GPU has too little memory, the CPU
-    solves instead: the same bytes, more slowly."""
+    """``{component: coordinates}`` for the given components, solved together (:func:`spectral.leading_eigenpairs`,
+    or :func:`spectral_sampled.sampled_eigenpairs` with ``sampled``) on ``device``; a component that did not
+    converge is missing. Where the GPU has too little memory, the CPU solves instead: the same bytes, more
+    slowly."""
     if not comps:
         return {}
-    if len(comps) == 1 and sum(bounds[c + 1] - bounds[c] for c in comps) == adj.shape[0]:
-        grouped_adj, group_bounds = adj, np.array([0, adj.shape[0]])  # one component: no copy
-    else:
-        verts = [members[bounds[c] : bounds[c + 1]] for c in comps]
-        grouped = np.concatenate(verts)
-        position = np.empty(adj.shape[0], dtype=np.int32)  # each vertex's row in the grouped matrix
-        position[grouped] = np.arange(grouped.size, dtype=np.int32)
-        group_bounds = np.concatenate([[0], np.cumsum([v.size for v in verts])])
-        grouped_adj = _component_adjacency(adj, grouped, position)
+    grouped_adj, group_bounds = _grouped(adj, members, bounds, comps)
+
+    def solve(on: str) -> list:
+        if sampled:
+            return sampled_eigenpairs(grouped_adj, group_bounds, dim + 1, seed, on, stats)
+        return leading_eigenpairs(grouped_adj, group_bounds, dim + 1, on, stats)
+
     try:
-        pairs = leading_eigenpairs(grouped_adj, group_bounds, dim + 1, device)
+        pairs = solve(device)
     except MemoryError as exc:  # CuPy's OutOfMemoryError is one, and names the bytes it wanted
         warnings.warn(f"spectral_init: the GPU eigen-solve ran out of memory ({exc}); solving on the CPU "
                       "instead (the same result, more slowly).", UserWarning, stacklevel=3)
-        pairs = leading_eigenpairs(grouped_adj, group_bounds, dim + 1, "cpu")
+        pairs = solve("cpu")
     return {c: _nontrivial(*pair, dim) for c, pair in zip(comps, pairs, strict=True) if pair is not None}
+
+
+def resolve_spectral_method(method: str, n_vertices: int) -> str:
+    """``"full"`` or ``"sampled"``: ``method`` itself, or for ``"auto"`` the sampled start above
+    ``SAMPLED_ABOVE`` vertices.
+
+    Parameters
+    ----------
+    method : str
+        ``"auto"``, ``"full"`` or ``"sampled"``.
+    n_vertices : int
+        Vertices of the graph.
+    """
+    if method not in SPECTRAL_METHODS:
+        raise ValueError(f"method={method!r} is not known; use one of {SPECTRAL_METHODS}.")
+    if method == "auto":
+        return "sampled" if n_vertices > SAMPLED_ABOVE else "full"
+    return method
 
 
 def _grid_centres(n_cells: int, dim: int) -> tuple[np.ndarray, float]:
@@ -133,7 +172,8 @@ def _grid_centres(n_cells: int, dim: int) -> tuple[np.ndarray, float]:
     return centres, width
 
 
-def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -> np.ndarray:
+def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", method: str = "auto",
+                  stats: dict | None = None) -> np.ndarray:
     """``(n, dim)`` float32 spectral layout, scaled to max |coordinate| 10, plus noise of scale 1e-4.
 
     Works on disconnected graphs: each component gets its own grid cell (largest first). Singletons and
@@ -141,6 +181,11 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
     are placed uniformly at random inside their cell. The others are solved together by
     :func:`umapviz.graph.spectral.leading_eigenpairs` on ``device``: the CPU (any Numba thread count) and the
     GPU give the same bytes. Where the GPU lacks the memory, the CPU solves instead (with a warning).
+
+    The sampled start (``method="sampled"``, and ``"auto"`` above ``SAMPLED_ABOVE`` vertices) solves each
+    component of at least ``SAMPLED_MIN_ROWS`` vertices on a coarse graph of seeded landmarks and interpolates
+    the result (:mod:`umapviz.graph.spectral_sampled`): far fewer sparse products on the whole graph, the same
+    bytes on either device too.
 
     Parameters
     ----------
@@ -152,9 +197,21 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
         Seeds the random placements and the noise (``default_rng([seed, 1])``).
     device : str
         ``"cpu"``, ``"gpu"`` or ``"auto"``: where the eigen-solve runs.
+    method : str
+        ``"full"`` (the eigen-solve on the whole graph), ``"sampled"`` (on the landmarks' coarse graph; its
+        landmarks drawn from ``default_rng([seed, 3])``) or ``"auto"`` (sampled above ``SAMPLED_ABOVE``
+        vertices).
+    stats : dict, optional
+        Receives ``method`` (the one used) and, under ``"full"`` and ``"sampled"``, the stats of each solve
+        (those of :func:`umapviz.graph.spectral.thick_restart_lanczos` and of
+        :func:`umapviz.graph.spectral_sampled.sampled_eigenpairs`; None where it had no component).
     """
     device = resolve_device(device)
     n = graph.n_vertices
+    method = resolve_spectral_method(method, n)
+    sampled = method == "sampled"
+    full_stats: dict | None = None if stats is None else {}
+    sampled_stats: dict | None = None if stats is None else {}
     if dim < 1:
         raise ValueError(f"dim={dim} must be at least 1.")
     rng = _rng(seed)
@@ -168,7 +225,13 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu") -
     layout = np.empty((n, dim))
     members, bounds, _ = _component_members(labels, sizes)
     solvable = [comp for comp in by_size if sizes[comp] > 2 * dim + 1]
-    solved = _solve_components(adj, members, bounds, solvable, dim, device)
+    coarse = [comp for comp in solvable if sampled and sizes[comp] >= SAMPLED_MIN_ROWS]
+    solved = _solve_components(adj, members, bounds, [c for c in solvable if c not in coarse], dim, device,
+                               stats=full_stats)
+    solved.update(_solve_components(adj, members, bounds, coarse, dim, device, sampled=True, seed=seed,
+                                    stats=sampled_stats))
+    if stats is not None:
+        stats.update(method=method, full=full_stats or None, sampled=sampled_stats or None)
     failed = len(solvable) - len(solved)
     for cell, comp in enumerate(by_size):
         verts = members[bounds[comp] : bounds[comp + 1]]

@@ -181,29 +181,36 @@ class HostOps:
         Symmetric adjacency with float32 weights, rows grouped by component.
     bounds : ndarray
         Component ``c`` owns rows ``bounds[c]`` to ``bounds[c + 1] - 1``.
+
+    Attributes
+    ----------
+    inv_sqrt_degree : ndarray
+        ``D^-1/2``: one over the square root of each row's sum of weights (float64, on the ops' device).
+    indptr, indices, weight : ndarray
+        The adjacency's CSR arrays on the ops' device (int64, int32, float32).
     """
 
     xp = np
 
     def __init__(self, adj: scipy.sparse.csr_matrix, bounds: np.ndarray):
         self.n, self.bounds = adj.shape[0], np.asarray(bounds, dtype=np.int64)
-        self._indptr = adj.indptr.astype(np.int64)
-        self._indices = adj.indices.astype(np.int32, copy=False)
-        self._weight = adj.data.astype(np.float32, copy=False)
+        self.indptr = adj.indptr.astype(np.int64)
+        self.indices = adj.indices.astype(np.int32, copy=False)
+        self.weight = adj.data.astype(np.float32, copy=False)
         sizes = np.diff(self.bounds)
         self.comp_of = np.repeat(np.arange(sizes.size, dtype=np.int32), sizes)
         self.tile_lo, self.comp_tiles = tiles(self.bounds)
         ones = np.ones(self.n)
-        self._inv_sqrt = 1.0 / np.sqrt(self._product(ones, ones))  # D^-1/2: row sums of W
+        self.inv_sqrt_degree = 1.0 / np.sqrt(self._product(ones, ones))  # D^-1/2: row sums of W
 
     def _product(self, x: np.ndarray, row_scale: np.ndarray) -> np.ndarray:
         y = np.empty(self.n)
-        csr_matvec(self._indptr, self._indices, self._weight, x, row_scale, y)
+        csr_matvec(self.indptr, self.indices, self.weight, x, row_scale, y)
         return y
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``D^-1/2 W D^-1/2 x``."""
-        return self._product(self._inv_sqrt * x, self._inv_sqrt)
+        return self._product(self.inv_sqrt_degree * x, self.inv_sqrt_degree)
 
     def seg_dots(self, V: np.ndarray, k: int, x: np.ndarray) -> np.ndarray:
         """``(n_comp, k)``: per component, the dot products of the first ``k`` rows of ``V`` with ``x``."""

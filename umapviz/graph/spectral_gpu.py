@@ -37,14 +37,21 @@ class DeviceOps:
         Symmetric adjacency with float32 weights, rows grouped by component.
     bounds : ndarray
         Component ``c`` owns rows ``bounds[c]`` to ``bounds[c + 1] - 1``.
+
+    Attributes
+    ----------
+    inv_sqrt_degree : ndarray
+        ``D^-1/2``: one over the square root of each row's sum of weights (float64, on the ops' device).
+    indptr, indices, weight : ndarray
+        The adjacency's CSR arrays on the ops' device (int64, int32, float32).
     """
 
     def __init__(self, adj: scipy.sparse.csr_matrix, bounds: np.ndarray):
         cp = cupy()
         self.xp, self.n, self.bounds = cp, adj.shape[0], np.asarray(bounds, dtype=np.int64)
-        self._indptr = cp.asarray(adj.indptr, dtype=cp.int64)
-        self._indices = cp.asarray(adj.indices, dtype=cp.int32)
-        self._weight = cp.asarray(adj.data, dtype=cp.float32)
+        self.indptr = cp.asarray(adj.indptr, dtype=cp.int64)
+        self.indices = cp.asarray(adj.indices, dtype=cp.int32)
+        self.weight = cp.asarray(adj.data, dtype=cp.float32)
         sizes = np.diff(self.bounds)
         self.comp_of = cp.asarray(np.repeat(np.arange(sizes.size, dtype=np.int32), sizes))
         tile_lo, comp_tiles = tiles(self.bounds)
@@ -54,19 +61,19 @@ class DeviceOps:
         self._matvec, self._tiles, self._finish, self._combine = (
             module.get_function(name) for name in ("csr_matvec", "seg_dot_tiles", "seg_dot_finish", "seg_combine"))
         ones = cp.ones(self.n, dtype=cp.float64)
-        self._inv_sqrt = 1.0 / cp.sqrt(self._product(ones, ones))  # D^-1/2: row sums of W
+        self.inv_sqrt_degree = 1.0 / cp.sqrt(self._product(ones, ones))  # D^-1/2: row sums of W
 
     def _product(self, x, row_scale):
         cp = self.xp
         y = cp.empty(self.n, dtype=cp.float64)
         blocks = (self.n + _MATVEC_THREADS - 1) // _MATVEC_THREADS
         self._matvec((blocks,), (_MATVEC_THREADS,),
-                     (self._indptr, self._indices, self._weight, x, row_scale, y, np.int32(self.n)))
+                     (self.indptr, self.indices, self.weight, x, row_scale, y, np.int32(self.n)))
         return y
 
     def matvec(self, x):
         """``D^-1/2 W D^-1/2 x``."""
-        return self._product(self.xp.ascontiguousarray(self._inv_sqrt * x), self._inv_sqrt)
+        return self._product(self.xp.ascontiguousarray(self.inv_sqrt_degree * x), self.inv_sqrt_degree)
 
     def seg_dots(self, V, k: int, x):
         """``(n_comp, k)``: per component, the dot products of the first ``k`` rows of ``V`` with ``x``."""

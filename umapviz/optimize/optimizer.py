@@ -25,7 +25,10 @@ from .rng import edge_order, resolve_seed
 
 STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
 REPRODUCIBLE = frozenset({"sequential", "buffered", "chunked", "vertex"})
-INITS = ("spectral", "random")
+# The spectral inits by name and the method of graph.init.spectral_init each asks for: "spectral" solves on the
+# whole graph up to init.SAMPLED_ABOVE vertices and on the landmarks' coarse graph above.
+SPECTRAL_INITS = {"spectral": "auto", "spectral_full": "full", "spectral_sampled": "sampled"}
+INITS = (*SPECTRAL_INITS, "random")
 # The GPU's sequential strategy is one thread, for checks against the CPU, and several times slower than the
 # CPU's own sequential run (bench/RESULTS.md). Beyond this many edges a run takes long enough to deserve a word.
 SEQUENTIAL_GPU_EDGES = 100_000
@@ -119,7 +122,9 @@ class LayoutOptimizer:
         The seed of the run: an int in [0, 2**32), None (a fresh one), or a generator from which one is drawn.
         ``seed`` holds the int used (``reset`` keeps it).
     init : str or array-like
-        ``"spectral"`` (default), ``"random"``, or an array of shape (n_vertices, n_components).
+        ``"spectral"`` (default: the eigen-solve on the whole graph up to 2,000,000 vertices, on a coarse graph of
+        landmarks above, see :func:`umapviz.graph.spectral_init`), ``"spectral_full"`` or ``"spectral_sampled"``
+        (either solve at any size), ``"random"``, or an array of shape (n_vertices, n_components).
     n_epochs : int, optional
         Epochs of the run; None takes the graph's (the count its pruning assumed).
     learning_rate : float
@@ -310,8 +315,8 @@ class LayoutOptimizer:
     def _initial_embedding(self, init: str | np.ndarray) -> np.ndarray:
         n, dim = self.graph.n_vertices, self.n_components
         if isinstance(init, str):
-            if init == "spectral":
-                return spectral_init(self.graph, dim, self.seed, device=self.device)
+            if init in SPECTRAL_INITS:
+                return spectral_init(self.graph, dim, self.seed, device=self.device, method=SPECTRAL_INITS[init])
             return random_init(n, dim, self.seed)  # the only other name check_layout_params lets through
         try:
             arr = np.asarray(to_host(init), dtype=np.float32)

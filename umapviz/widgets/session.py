@@ -32,6 +32,7 @@ from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
 from ..graph.init import random_init, spectral_init
 from ..optimize import LayoutOptimizer
+from ..optimize.optimizer import SPECTRAL_INITS
 from ..optimize.rng import resolve_seed
 
 GRAPH_PARAMS = ("n_neighbors", "metric", "min_dist", "spread", "knn")
@@ -187,15 +188,15 @@ def initial_layout(graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache:
         return _INIT_MEMORY[key]
     if init == "random":
         layout = random_init(graph.n_vertices, dim, seed)
-    elif init == "spectral":
+    elif init in SPECTRAL_INITS:
         path = _init_path(key) if cache and device == "cpu" else None
         layout = _read_init(path, graph.n_vertices, dim) if path is not None else None
         if layout is None:
-            layout = spectral_init(graph, dim, seed, device=device)
+            layout = spectral_init(graph, dim, seed, device=device, method=SPECTRAL_INITS[init])
             if path is not None:
                 _write_init(path, layout)
     else:
-        raise ValueError(f"init={init!r} is not known; use 'spectral' or 'random'.")
+        raise ValueError(f"init={init!r} is not known; use one of {(*SPECTRAL_INITS, 'random')}.")
     layout.setflags(write=False)
     _INIT_MEMORY[key] = layout
     while len(_INIT_MEMORY) > _INIT_MEMORY_ITEMS:
@@ -205,12 +206,14 @@ def initial_layout(graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache:
 
 @functools.lru_cache(maxsize=1)
 def _init_code_version() -> str:
-    """A digest of graph/init.py and the versions of the libraries its eigen-solve runs on."""
+    """A digest of graph/init.py, the modules of its eigen-solves and the versions of the libraries they run on."""
     import scipy  # noqa: PLC0415
 
     from ..graph import init as init_module  # noqa: PLC0415
 
-    source = Path(init_module.__file__).read_bytes()
+    folder = Path(init_module.__file__).parent
+    names = ("init.py", "spectral.py", "spectral_cpu.py", "spectral_sampled.py", "landmarks.py", "landmarks_cpu.py")
+    source = b"".join((folder / name).read_bytes() for name in names)
     versions = f"numpy {np.__version__} scipy {scipy.__version__}".encode()
     return hashlib.blake2b(source + versions, digest_size=8).hexdigest()
 
@@ -253,7 +256,7 @@ def make_optimizer(graph: FuzzyGraph, params: dict[str, Any]) -> LayoutOptimizer
     if dim != 2:  # checked before anything is built: the panels would fail only when drawing the first frame
         raise ValueError(f"n_components={dim!r}: the panels draw 2-D layouts, so n_components must be 2. "
                          "Use umapviz.LayoutOptimizer directly for other dimensions.")
-    if isinstance(init, str) and init in ("spectral", "random") and isinstance(dim, int):
+    if isinstance(init, str) and init in (*SPECTRAL_INITS, "random") and isinstance(dim, int):
         layout = initial_layout(graph, init, seed, dim, device=params.get("device", "cpu"))
         optimizer = LayoutOptimizer(graph, random_state=seed, init=layout, **params)
         optimizer.init = init  # report the rule, not the array it produced
