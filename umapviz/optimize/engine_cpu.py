@@ -271,10 +271,10 @@ def _epoch_chunked_team(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, 
 
 @njit(cache=JIT_CACHE, nogil=True)
 def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, b, c_att, c_rep, alpha,
-                  private_head, head_fix, tail_fix, acc, touched_flag, touched):
+                  private_head, head_fix, tail_fix, acc, touched_flag, touched, threads):
     """Chunks of the active list (cut at `bounds`), each computed from the embedding at its start and applied
-    at its end: with two threads or more by a team of them (_epoch_chunked_team), on one thread here."""
-    threads = get_num_threads()
+    at its end: with `threads` >= 2 by a team of them (_epoch_chunked_team), on one thread here. (The caller
+    passes Numba's thread count: reading it in here would keep Numba from caching this function.)"""
     if threads > 1:
         _epoch_chunked_team(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, b, c_att, c_rep, alpha,
                             private_head, head_fix, tail_fix, acc, touched_flag, touched, threads)
@@ -421,7 +421,7 @@ class CpuEngine:
             epoch_hogwild(self.Y, *edges, *args)
         elif s in ("chunked", "buffered"):
             bounds = chunk_bounds(n_active, self.n_chunks)
-            epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch())
+            epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch(), get_num_threads())
         elif s == "vertex":
             Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr, mirrored, groups = self._vertex_arrays()
             scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
