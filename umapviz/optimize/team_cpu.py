@@ -133,4 +133,4 @@ def spin(rounds):
     if rounds < SPIN_ROUNDS:
         _cpu_pause()
     else:
-        _sleep_microseconds(SLEEP_MICROSECONDS)
+        _sleep_microseconds(min(SLEEP_MICROSECONDS << min((rounds - SPIN_ROUNDS) // 4, 6), 1000))
