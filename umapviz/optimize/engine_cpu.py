@@ -8,26 +8,17 @@ writes results whose bytes do not depend on how blocks are spread over threads.
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from .chunks import chunk_bounds
 from .moves_cpu import F0, JIT_CACHE, attract, attract_coef, clip, negatives_due, repel
 from .params import EngineParams
-from .team_cpu import atomic_add, atomic_load, atomic_store, compare_and_swap, spin
 from .vertex_index import VERTEX_WIDE_GROUP, vertex_group_sizes, vertex_index
 
 _FIX = 4294967296.0  # 2**32: fixed-point scale of the chunk accumulators
 _UNFIX = 1.0 / 4294967296.0
 _BLOCK = 2048  # edges (or vertices) per parallel work item
-# With two threads or more, a chunk of at least this many edges is shared by the team (_epoch_chunked_team);
-# smaller ones the team's leader runs alone.
-_PARALLEL_MIN = 512
-_UNIT = 256  # edges per unit of a chunk's moves that a team member claims
-_OWNER_ROWS = 64  # a chunk's apply is split into parts of whole runs of this many rows (no cache line shared)
-# The team's shared counters, one cache line (8 int64 cells) apart: the phase published, units claimed, units done,
-# and the end of the epoch.
-_CELL = 8
-_PHASE, _CLAIM, _DONE, _FINISHED = 0, _CELL, 2 * _CELL, 3 * _CELL
+_PARALLEL_MIN = 2 * _BLOCK  # smaller chunks run serially
 
 
 @njit(cache=JIT_CACHE, nogil=True)
@@ -130,6 +121,17 @@ def _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, r0, r1, seed, t, 
             tail_fix[r, d] = _fix(tail_move[d])
 
 
+@njit(cache=JIT_CACHE, nogil=True, parallel=True)
+def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
+                 private_head, head_fix, tail_fix):
+    """_chunk_edges over active[lo:hi] in parallel blocks (each edge's result is the same either way)."""
+    n = hi - lo
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for blk in prange(n_blocks):
+        _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, blk * _BLOCK, min((blk + 1) * _BLOCK, n), seed,
+                     t, a, b, c_att, c_rep, alpha, private_head, head_fix, tail_fix)
+
+
 @njit(cache=JIT_CACHE, nogil=True)
 def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched):
     """Sum the chunk's fixed-point moves per row, then move each touched row once and clear it; a coordinate
@@ -161,131 +163,22 @@ def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, tou
 
 
 @njit(cache=JIT_CACHE, nogil=True)
-def _apply_part(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, part, n_parts):
-    """_apply_chunk for the rows of one part of n_parts (every n_parts-th run of _OWNER_ROWS rows): sums the
-    chunk's moves into the part's rows, then walks the chunk's edges again and moves each of them at the first
-    sight of a nonzero sum, clearing it (so once). Integer sums do not depend on their order and no row is in two
-    parts, so the parts, in any order or at once on different threads, give the bytes of _apply_chunk."""
-    dim = Y.shape[1]
-    for r in range(hi - lo):
-        p = active[lo + r]
-        i = head_p[p]
-        j = tail_p[p]
-        if (i // _OWNER_ROWS) % n_parts == part:
-            for d in range(dim):
-                acc[i, d] += head_fix[r, d]
-        if (j // _OWNER_ROWS) % n_parts == part:
-            for d in range(dim):
-                acc[j, d] += tail_fix[r, d]
-    for r in range(hi - lo):
-        p = active[lo + r]
-        for v in (head_p[p], tail_p[p]):
-            if (v // _OWNER_ROWS) % n_parts == part:
-                for d in range(dim):
-                    if acc[v, d] != 0:
-                        Y[v, d] = np.float32(np.float64(Y[v, d]) + np.float64(acc[v, d]) * _UNFIX)
-                        acc[v, d] = 0
-
-
-@njit(cache=JIT_CACHE, nogil=True)
-def _team_work(phase, sync, phase_end, bounds, n_parts, Y, head_p, tail_p, edge_p, active, n_neg, seed, t, a, b,
-               c_att, c_rep, alpha, private_head, head_fix, tail_fix, acc):
-    """Claim units of `phase` from the team's counter and do them until none is left. Phase 2c + 1 is chunk c's
-    moves, _UNIT edges a unit; phase 2c + 2 its apply, one part of rows a unit (_apply_part)."""
-    c = (phase - 1) // 2
-    lo = bounds[c]
-    hi = bounds[c + 1]
-    while True:
-        u = atomic_load(sync, _CLAIM)
-        if u >= phase_end[phase]:
-            return
-        if not compare_and_swap(sync, _CLAIM, u, u + 1):
-            continue
-        k = u - phase_end[phase - 1]
-        if phase % 2 == 1:
-            _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, k * _UNIT, min(hi - lo, (k + 1) * _UNIT),
-                         seed, t, a, b, c_att, c_rep, alpha, private_head, head_fix, tail_fix)
-        else:
-            _apply_part(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, k, n_parts)
-        atomic_add(sync, _DONE, 1)
-
-
-@njit(cache=JIT_CACHE, nogil=True, parallel=True)
-def _epoch_chunked_team(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, b, c_att, c_rep, alpha,
-                        private_head, head_fix, tail_fix, acc, touched_flag, touched, threads):
-    """epoch_chunked on a team of `threads` threads in one parallel loop: no fork or join per chunk.
-
-    Member 0 leads: for each chunk of at least _PARALLEL_MIN edges it publishes the chunk's moves (a phase
-    number, release-stored), claims and does units of it like every member, waits until every unit is done, then
-    publishes the chunk's apply the same way; smaller chunks it runs alone, as on one thread. The others claim units
-    of each published phase until it has none left, and wait for the next. Units are claimed from one counter that
-    only grows (compare-and-swap), so a member late for a phase finds nothing to claim, and the leader waits only
-    for units claimed and unfinished, never for a member to arrive: a member off its core (a busy machine) costs at
-    most the unit in its hands. A unit's result does not depend on who does it, or when within its phase: the bytes
-    of one thread.
-    """
-    n_chunks = bounds.shape[0] - 1
-    n_parts = threads
-    phase_end = np.zeros(2 * n_chunks + 1, np.int64)  # the claim counter's value after each phase
-    for c in range(n_chunks):
-        n = bounds[c + 1] - bounds[c]
-        shared = n >= _PARALLEL_MIN
-        phase_end[2 * c + 1] = phase_end[2 * c] + ((n + _UNIT - 1) // _UNIT if shared else 0)
-        phase_end[2 * c + 2] = phase_end[2 * c + 1] + (n_parts if shared else 0)
-    sync = np.zeros(4 * _CELL, np.int64)
-    for member in prange(threads):
-        if member == 0:
-            for c in range(n_chunks):
-                lo = bounds[c]
-                hi = bounds[c + 1]
-                if hi - lo < _PARALLEL_MIN:
-                    if hi > lo:
-                        _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, 0, hi - lo, seed, t, a, b,
-                                     c_att, c_rep, alpha, private_head, head_fix, tail_fix)
-                        _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag,
-                                     touched)
-                    continue
-                for phase in (2 * c + 1, 2 * c + 2):
-                    atomic_store(sync, _PHASE, phase)
-                    _team_work(phase, sync, phase_end, bounds, n_parts, Y, head_p, tail_p, edge_p, active, n_neg,
-                               seed, t, a, b, c_att, c_rep, alpha, private_head, head_fix, tail_fix, acc)
-                    rounds = 0
-                    while atomic_load(sync, _DONE) < phase_end[phase]:
-                        spin(rounds)
-                        rounds += 1
-            atomic_store(sync, _FINISHED, 1)
-        else:
-            seen = 0
-            rounds = 0
-            while atomic_load(sync, _FINISHED) == 0:
-                phase = atomic_load(sync, _PHASE)
-                if phase > seen:
-                    _team_work(phase, sync, phase_end, bounds, n_parts, Y, head_p, tail_p, edge_p, active, n_neg,
-                               seed, t, a, b, c_att, c_rep, alpha, private_head, head_fix, tail_fix, acc)
-                    seen = phase
-                    rounds = 0
-                else:
-                    spin(rounds)
-                    rounds += 1
-
-
-@njit(cache=JIT_CACHE, nogil=True)
 def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, b, c_att, c_rep, alpha,
-                  private_head, head_fix, tail_fix, acc, touched_flag, touched, threads):
+                  private_head, head_fix, tail_fix, acc, touched_flag, touched):
     """Chunks of the active list (cut at `bounds`), each computed from the embedding at its start and applied
-    at its end: with `threads` >= 2 by a team of them (_epoch_chunked_team), on one thread here. (The caller
-    passes Numba's thread count: reading it in here would keep Numba from caching this function.)"""
-    if threads > 1:
-        _epoch_chunked_team(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, b, c_att, c_rep, alpha,
-                            private_head, head_fix, tail_fix, acc, touched_flag, touched, threads)
-        return
+    at its end. Small chunks run on one thread: waking the thread pool would cost more than their work."""
     for c in range(bounds.shape[0] - 1):
         lo = bounds[c]
         hi = bounds[c + 1]
-        if hi > lo:
+        if hi == lo:
+            continue
+        if hi - lo >= _PARALLEL_MIN:
+            _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
+                         private_head, head_fix, tail_fix)
+        else:
             _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, 0, hi - lo, seed, t, a, b, c_att, c_rep,
                          alpha, private_head, head_fix, tail_fix)
-            _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
+        _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
 
 
 @njit(cache=JIT_CACHE, inline="always")
@@ -421,7 +314,7 @@ class CpuEngine:
             epoch_hogwild(self.Y, *edges, *args)
         elif s in ("chunked", "buffered"):
             bounds = chunk_bounds(n_active, self.n_chunks)
-            epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch(), get_num_threads())
+            epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch())
         elif s == "vertex":
             Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr, mirrored, groups = self._vertex_arrays()
             scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
