@@ -152,6 +152,32 @@ def test_cpu_primitives_sum_like_the_gpu_tree():
     assert ops.seg_dots(v[None], 1, x)[0, 0] == total
 
 
+
+@pytest.mark.parametrize("first", [0, spectral.KEEP])
+def test_cpu_fused_lanczos_steps_give_the_primitives_bytes(first):
+    """HostOps.extend_basis (one Numba call) against spectral.extend_basis on the same primitives (the GPU's
+    path): bitwise equal, from the start and after a restart, with a component whose Krylov space runs out."""
+    adj, bounds = _stack([_connected(3000, 20000, 3), _connected(12, 8, 5), _connected(2100, 5000, 8)])
+    ops = spectral_cpu.HostOps(adj, bounds)
+    n, n_comp, rng = adj.shape[0], bounds.size - 1, np.random.default_rng(4)
+    V = np.zeros((spectral.BASIS + 1, n))
+    H = np.zeros((n_comp, spectral.BASIS + 1, spectral.BASIS))
+    arrow = np.zeros((n_comp, spectral.KEEP))
+    if first:  # orthonormal kept vectors per component, then the next one, and their couplings
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            q = np.linalg.qr(rng.standard_normal((hi - lo, first + 1)))[0]
+            V[: first + 1, lo:hi] = q.T
+        arrow[:] = rng.standard_normal(arrow.shape)
+        H[:, np.arange(first), np.arange(first)] = rng.uniform(0.5, 1.0, (n_comp, first))
+    else:
+        v = spectral.start_vector(bounds)
+        V[0] = v / np.sqrt(ops.seg_dots(v[None], 1, v)[:, 0])[ops.comp_of]
+    V_ref, H_ref = V.copy(), H.copy()
+    spectral.extend_basis(ops, V_ref, H_ref, arrow, first)
+    ops.extend_basis(V, H, arrow, first, spectral._BREAKDOWN)
+    assert V.tobytes() == V_ref.tobytes() and H.tobytes() == H_ref.tobytes()
+    assert not V[-1, bounds[1] : bounds[2]].any()  # twelve vertices: the basis ran out, the rest is zeros
+
 _HOST_HARNESS = r"""
 // spectral_gpu.cu's kernels that use no warp intrinsic, built as host code: each thread of a launch runs in turn.
 struct Dim { unsigned x, y, z; };
@@ -195,7 +221,8 @@ def test_cuda_kernels_built_as_host_code_give_the_numba_twins_bytes(tmp_path):
     n, k, rng = adj.shape[0], 5, np.random.default_rng(0)
     x, scale = rng.standard_normal(n), rng.uniform(0.5, 2.0, n)
     cuda, numba_twin = np.empty(n), np.empty(n)
-    lib.host_csr_matvec(ptr(ops.indptr), ptr(ops.indices), ptr(ops.weight), ptr(x), ptr(scale), ptr(cuda),
+    weight32 = adj.data.astype(np.float32)  # the GPU reads the graph's float32 weights, the CPU them widened
+    lib.host_csr_matvec(ptr(ops.indptr), ptr(ops.indices), ptr(weight32), ptr(x), ptr(scale), ptr(cuda),
                         ctypes.c_int(n))
     spectral_cpu.csr_matvec(ops.indptr, ops.indices, ops.weight, x, scale, numba_twin)
     assert cuda.tobytes() == numba_twin.tobytes()

@@ -53,7 +53,8 @@ def assign_landmarks(indptr, indices, weight, is_landmark: np.ndarray, device: s
     Parameters
     ----------
     indptr, indices, weight : ndarray
-        The symmetric adjacency's CSR arrays (int64, int32, float32), on ``device`` (NumPy or CuPy).
+        The symmetric adjacency's CSR arrays (int64, int32, float32; the host's weights widened to float64, exactly),
+        on ``device`` (NumPy or CuPy).
     is_landmark : ndarray
         Host boolean mask of the landmarks (:func:`choose_landmarks`).
     device : str
@@ -139,7 +140,7 @@ def coarse_graph(indptr, indices, weight, owner, n_landmarks: int, device: str) 
     Parameters
     ----------
     indptr, indices, weight : ndarray
-        The adjacency's CSR arrays (int64, int32, float32), on ``device``.
+        The adjacency's CSR arrays (int64, int32, float32; the host's widened to float64, exactly), on ``device``.
     owner : ndarray
         int32 landmark of each row, on ``device``.
     n_landmarks : int

@@ -24,7 +24,7 @@ def grow_owners(indptr, indices, weight, level, owner, step):
     indptr, indices : ndarray
         The CSR structure (int64 row pointers, int32 column indices).
     weight : ndarray
-        float32 edge weights.
+        Edge weights (float32, or their exact float64 widening: the comparisons are the same).
     level : ndarray
         int32 step at which each row was labelled, -1 where it has no owner yet (updated).
     owner : ndarray

@@ -122,6 +122,53 @@ def _projected_ritz(H: np.ndarray, size: int, n_keep: int) -> tuple[np.ndarray, 
     return theta[top], Z[:, top], beta
 
 
+def extend_basis(ops, V, H, arrow: np.ndarray, first: int) -> None:
+    """Lanczos steps ``first .. BASIS - 1``: each writes the next basis vector ``V[j + 1]`` and column ``j`` of every
+    component's projected matrix ``H`` (with row ``j + 1``'s subdiagonal), in place.
+
+    Step ``j`` multiplies ``V[j]`` by the operator, removes the recurrence's known terms (``alpha v_j + beta
+    v_j-1``, or after a restart ``alpha v_j`` plus the kept Ritz vectors' couplings ``arrow``), then projects out
+    every earlier vector once more (one classical Gram-Schmidt pass) and normalises per component; a component
+    whose new vector is shorter than ``_BREAKDOWN`` gets zeros (its Krylov space is exhausted). The device-neutral
+    definition, on ``ops``'s primitives; ``spectral_cpu.HostOps.extend_basis`` is its fused CPU twin (the same
+    operations in the same order: change both together).
+
+    Parameters
+    ----------
+    ops : HostOps or DeviceOps
+        The primitives.
+    V : ndarray
+        ``(BASIS + 1, n)`` basis on ``ops.xp``; rows up to ``first`` are set.
+    H : ndarray
+        ``(n_comp, BASIS + 1, BASIS)`` projected matrices on ``ops.xp`` (upper triangle and subdiagonal).
+    arrow : ndarray
+        ``(n_comp, KEEP)`` host couplings of the kept Ritz vectors to ``V[first]`` (used where ``first > 0``).
+    first : int
+        The first step: 0 at the start, ``KEEP`` after a restart.
+    """
+    xp, m = ops.xp, V.shape[0] - 1
+    for j in range(first, m):
+        w = ops.matvec(V[j])
+        alpha = ops.seg_dots(V[j : j + 1], 1, w)
+        if j == 0:  # the recurrence's known terms: w -= alpha v_j + beta v_j-1 (+ the arrow after a restart)
+            w = ops.combine(V[:1], 1, alpha, w, -1.0)
+        elif j == first:
+            w = ops.combine(V, j + 1, xp.concatenate([xp.asarray(arrow), alpha], axis=1), w, -1.0)
+        else:
+            w = ops.combine(V[j - 1 : j + 1], 2, xp.concatenate([H[:, j, j - 1 : j], alpha], axis=1), w, -1.0)
+        again = ops.seg_dots(V, j + 1, w)  # then one classical Gram-Schmidt pass against every earlier vector
+        w = ops.combine(V, j + 1, again, w, -1.0)
+        b = xp.sqrt(ops.seg_dots(w[None], 1, w)[:, 0])
+        V[j + 1] = w * xp.where(b > _BREAKDOWN, 1.0 / xp.maximum(b, _BREAKDOWN), 0.0)[ops.comp_of]
+        H[:, j, j] = alpha[:, 0]
+        if j == first and j > 0:
+            H[:, :j, j] = xp.asarray(arrow)
+        elif j > 0:
+            H[:, j - 1, j] = H[:, j, j - 1]
+        H[:, : j + 1, j] = H[:, : j + 1, j] + again
+        H[:, j + 1, j] = b
+
+
 def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats: dict | None = None) -> list:
     """Per component, the ``n_vec`` largest eigenpairs of a block-diagonal symmetric operator.
 
@@ -172,26 +219,10 @@ def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats:
     arrow = np.zeros((n_comp, keep))  # after a restart: the kept Ritz vectors' couplings to the next vector
     first, products = 0, 0
     while True:
-        for j in range(first, m):
-            w = ops.matvec(V[j])
-            alpha = ops.seg_dots(V[j : j + 1], 1, w)
-            if j == 0:  # the recurrence's known terms: w -= alpha v_j + beta v_j-1 (+ the arrow after a restart)
-                w = ops.combine(V[:1], 1, alpha, w, -1.0)
-            elif j == first:
-                w = ops.combine(V, j + 1, xp.concatenate([xp.asarray(arrow), alpha], axis=1), w, -1.0)
-            else:
-                w = ops.combine(V[j - 1 : j + 1], 2, xp.concatenate([H[:, j, j - 1 : j], alpha], axis=1), w, -1.0)
-            again = ops.seg_dots(V, j + 1, w)  # then one classical Gram-Schmidt pass against every earlier vector
-            w = ops.combine(V, j + 1, again, w, -1.0)
-            b = xp.sqrt(ops.seg_dots(w[None], 1, w)[:, 0])
-            V[j + 1] = w * xp.where(b > _BREAKDOWN, 1.0 / xp.maximum(b, _BREAKDOWN), 0.0)[ops.comp_of]
-            H[:, j, j] = alpha[:, 0]
-            if j == first and j > 0:
-                H[:, :j, j] = xp.asarray(arrow)
-            elif j > 0:
-                H[:, j - 1, j] = H[:, j, j - 1]
-            H[:, : j + 1, j] = H[:, : j + 1, j] + again
-            H[:, j + 1, j] = b
+        if hasattr(ops, "extend_basis"):  # the CPU's fused twin: no Python between the steps
+            ops.extend_basis(V, H, arrow, first, _BREAKDOWN)
+        else:
+            extend_basis(ops, V, H, arrow, first)
         products += m - first
         last = products >= max_products
         host_H = to_host(H)
@@ -211,9 +242,10 @@ def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats:
                 restart[:, c, :size] = S[:, :keep].T
                 kept_H[c, np.arange(keep), np.arange(keep)] = theta[:keep]
                 arrow[c] = beta * S[-1, :keep]
-        finishing = xp.asarray(finish.any(axis=(0, 2)))[ops.comp_of]  # only their rows change
-        for i in range(n_vec):
-            Y[i] = xp.where(finishing, ops.combine(V, m, xp.asarray(finish[i]), Y[i], 1.0), Y[i])
+        if finish.any():  # only the finishing components' rows change
+            finishing = xp.asarray(finish.any(axis=(0, 2)))[ops.comp_of]
+            for i in range(n_vec):
+                Y[i] = xp.where(finishing, ops.combine(V, m, xp.asarray(finish[i]), Y[i], 1.0), Y[i])
         if done_at.all():
             break
         kept = [ops.combine(V, m, xp.asarray(restart[i]), xp.zeros(n), 1.0) for i in range(keep)]

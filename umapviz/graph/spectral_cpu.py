@@ -171,6 +171,83 @@ def seg_combine(V, k, coef, comp_of, add, sign, out):
             out[r] = add[r] + sign * sums[r - lo]
 
 
+@numba.njit(cache=True)
+def _seg_dots(V, k, x, tile_lo, comp_tiles, n_comp):
+    """``HostOps.seg_dots`` inside Numba."""
+    partial = np.empty((k, tile_lo.size - 1))
+    seg_dot_tiles(V, k, x, tile_lo, partial)
+    out = np.empty((n_comp, k))
+    seg_dot_finish(partial, k, comp_tiles, out)
+    return out
+
+
+@numba.njit(cache=True)
+def lanczos_steps(indptr, indices, weight, inv_sqrt, tile_lo, comp_tiles, comp_of, V, H, arrow, first, breakdown):
+    """``spectral.extend_basis`` fused: the same primitives, in the same order, on the same numbers, with no
+    Python between them (its twin: change both together). Writes ``V[first + 1 :]`` and ``H``'s columns ``first``
+    on, in place.
+
+    Parameters
+    ----------
+    indptr, indices, weight : ndarray
+        The CSR structure and float32 entries of ``W``.
+    inv_sqrt : ndarray
+        ``D^-1/2``.
+    tile_lo, comp_tiles, comp_of : ndarray
+        The per-component sums' tiles (:func:`tiles`) and each row's component.
+    V, H, arrow, first :
+        As ``spectral.extend_basis``.
+    breakdown : float
+        A new vector shorter than this is a zero vector (``spectral._BREAKDOWN``).
+    """
+    n_comp, m = H.shape[0], V.shape[0] - 1
+    n = V.shape[1]
+    scaled = np.empty(n)
+    w = np.empty(n)
+    for j in range(first, m):
+        v = V[j]
+        for r in range(n):
+            scaled[r] = inv_sqrt[r] * v[r]
+        csr_matvec(indptr, indices, weight, scaled, inv_sqrt, w)
+        alpha = _seg_dots(V[j : j + 1], 1, w, tile_lo, comp_tiles, n_comp)
+        if j == 0:
+            seg_combine(V[:1], 1, alpha, comp_of, w, -1.0, w)
+        elif j == first:
+            coef = np.empty((n_comp, j + 1))
+            for c in range(n_comp):
+                for i in range(j):
+                    coef[c, i] = arrow[c, i]
+                coef[c, j] = alpha[c, 0]
+            seg_combine(V, j + 1, coef, comp_of, w, -1.0, w)
+        else:
+            coef = np.empty((n_comp, 2))
+            for c in range(n_comp):
+                coef[c, 0] = H[c, j, j - 1]
+                coef[c, 1] = alpha[c, 0]
+            seg_combine(V[j - 1 : j + 1], 2, coef, comp_of, w, -1.0, w)
+        again = _seg_dots(V, j + 1, w, tile_lo, comp_tiles, n_comp)
+        seg_combine(V, j + 1, again, comp_of, w, -1.0, w)
+        norm2 = _seg_dots(w.reshape((1, n)), 1, w, tile_lo, comp_tiles, n_comp)
+        b = np.empty(n_comp)
+        scale = np.empty(n_comp)
+        for c in range(n_comp):
+            b[c] = np.sqrt(norm2[c, 0])
+            scale[c] = 1.0 / max(b[c], breakdown) if b[c] > breakdown else 0.0
+        nxt = V[j + 1]
+        for r in range(n):
+            nxt[r] = w[r] * scale[comp_of[r]]
+        for c in range(n_comp):
+            H[c, j, j] = alpha[c, 0]
+            if j == first and j > 0:
+                for i in range(j):
+                    H[c, i, j] = arrow[c, i]
+            elif j > 0:
+                H[c, j - 1, j] = H[c, j, j - 1]
+            for i in range(j + 1):
+                H[c, i, j] = H[c, i, j] + again[c, i]
+            H[c, j + 1, j] = b[c]
+
+
 class HostOps:
     """:func:`umapviz.graph.spectral.thick_restart_lanczos`'s primitives on the CPU: twin of ``spectral_gpu.DeviceOps``
     (change both together).
@@ -196,7 +273,9 @@ class HostOps:
         self.n, self.bounds = adj.shape[0], np.asarray(bounds, dtype=np.int64)
         self.indptr = adj.indptr.astype(np.int64)
         self.indices = adj.indices.astype(np.int32, copy=False)
-        self.weight = adj.data.astype(np.float32, copy=False)
+        # The float32 weights widened to float64 once (exact: the products see the same numbers); the sparse
+        # product reads them faster than it converts float32 on every pass.
+        self.weight = adj.data.astype(np.float32, copy=False).astype(np.float64)
         sizes = np.diff(self.bounds)
         self.comp_of = np.repeat(np.arange(sizes.size, dtype=np.int32), sizes)
         self.tile_lo, self.comp_tiles = tiles(self.bounds)
@@ -225,6 +304,13 @@ class HostOps:
         out = np.empty(self.n)
         seg_combine(V, k, np.ascontiguousarray(coef, dtype=np.float64), self.comp_of, add, float(sign), out)
         return out
+
+
+    def extend_basis(self, V: np.ndarray, H: np.ndarray, arrow: np.ndarray, first: int, breakdown: float) -> None:
+        """``spectral.extend_basis`` in one Numba call (:func:`lanczos_steps`): the same bytes, without the
+        Python between the primitives (most of the solve's time on components of a few thousand rows)."""
+        lanczos_steps(self._indptr, self._indices, self._weight, self._inv_sqrt, self.tile_lo, self.comp_tiles,
+                      self.comp_of, V, H, np.ascontiguousarray(arrow, dtype=np.float64), first, breakdown)
 
 
 def tiles(bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
