@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_host import THREADED_KERNEL_SHIMS, build_host_library, compiler, replace_marked_section
+from cuda_host import build_host_library
 from numba import njit
 
 from umapviz.optimize import engine_gpu, moves_cpu, vertex_index
@@ -21,11 +21,9 @@ from umapviz.optimize import engine_gpu, moves_cpu, vertex_index
 ROOT = Path(__file__).resolve().parents[1] / "umapviz"
 CU_FILES = sorted(ROOT.rglob("*.cu"))
 # engine_gpu.cu is specialised by macros at load time (dimension, private_head, the vertex strategy's n_neg
-# bytes, whether the pipelined chunked kernel is built; the benchmark's library powf): compile the default and the
-# other branches too.
+# bytes; the benchmark's library powf): compile the default and the other branches too.
 VARIANTS = {
-    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"],
-                      ["-DUMV_DIM=1", "-DUMV_LIBRARY_POW=1", "-DUMV_PIPELINED=0"],
+    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"], ["-DUMV_DIM=1", "-DUMV_LIBRARY_POW=1"],
                       ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
     "knn_gpu.cu": [[], ["-DSEL_STAGES=2"], ["-DSEL_STAGES=5"], ["-arch=sm_75"]],  # Turing: no cp.async
 }
@@ -161,8 +159,7 @@ def test_gpu_modules_import_without_touching_cupy(module):
 
 @pytest.mark.parametrize("macro, attr", [("SCHED_BLOCK", "_SCHED_BLOCK"), ("SCHED_WMAX", "_SCHED_WMAX"),
                                          ("VTX_WARPS", "_VERTEX_WARPS"), ("VTX_WIDE", "_VERTEX_WIDE"),
-                                         ("VTX_TILE", "_VERTEX_TILE"), ("PERSIST_THREADS", "PERSIST_THREADS"),
-                                         ("PIPE_THREADS", "PIPE_THREADS")])
+                                         ("VTX_TILE", "_VERTEX_TILE"), ("PERSIST_THREADS", "PERSIST_THREADS")])
 def test_launch_constants_match_the_kernel_source(macro, attr):
     """The host sizes launches from these; a mismatch would silently skip or repeat work."""
     found = re.search(rf"^#define {macro} (\d+)", engine_gpu.KERNELS.read_text(), re.M)
@@ -174,71 +171,3 @@ def test_vertex_groups_are_as_wide_as_the_gpus():
     """The CPU engine folds a vertex's moves in groups as wide as the GPU kernel's warp (its wide groups: the
     GPU engine takes VERTEX_WIDE_GROUP, which the test above ties to VTX_WIDE)."""
     assert vertex_index.VERTEX_GROUP == 32
-
-
-# Entry points of the host build of the chunked kernels (THREADED_KERNEL_SHIMS' launch runs them).
-_CHUNKED_LAUNCHERS = r"""
-extern "C" void run_persistent(int blocks, int threads, float* Y, u64* acc, const int4* active, const int* n_act,
-                               int n_chunks, const int* ep, u64 seed, int n, float a, float b, float ca, float cr,
-                               u64* bar) {
-    launch(blocks, threads,
-           [=] { chunked_persistent(Y, acc, active, n_act, n_chunks, ep, seed, n, a, b, ca, cr, bar); });
-}
-extern "C" void run_pipelined(int blocks, int threads, float* Y0, float* Y1, u64* acc, const int4* active,
-                              const int* n_act, int n_chunks, const int* ep, u64 seed, int n, float a, float b,
-                              float ca, float cr, u64* bar) {
-    launch(blocks, threads,
-           [=] { chunked_pipelined(Y0, Y1, acc, active, n_act, n_chunks, ep, seed, n, a, b, ca, cr, bar); });
-}
-"""
-
-
-@pytest.mark.skipif(compiler() is None, reason="no C++ compiler (g++ or c++) on PATH")
-@pytest.mark.parametrize(("dim", "private_head"), [(2, 1), (3, 0), (1, 1)])
-def test_pipelined_chunked_kernel_gives_the_persistent_kernels_bytes_as_host_code(tmp_path, dim, private_head):
-    """chunked_pipelined (one barrier per chunk, reads through the previous chunk's pending sums, two copies of the
-    embedding, three sum buffers) built as host code with one OS thread per GPU thread gives chunked_persistent's
-    bytes (two barriers per chunk, apply in place), on random active lists cut into 1 to more chunks than edges,
-    with chunks larger and smaller than the grid and n_neg past one batch of negatives; it leaves both copies of
-    the embedding equal and every sum buffer zero, as the next epoch needs. The barriers are the host's, so this
-    checks the kernels' phases and buffers, not the PTX barriers (the GPU tests do)."""
-    text = engine_gpu.KERNELS.read_text().split("// ---- end of the chunked kernels", 1)[0]
-    for section in ("grid barrier", "pipe barrier"):  # THREADED_KERNEL_SHIMS defines both
-        text = replace_marked_section(text, section, "")
-    macros = f"#define UMV_DIM {dim}\n#define UMV_PH {private_head}\n"
-    source = THREADED_KERNEL_SHIMS + macros + text + _CHUNKED_LAUNCHERS
-    lib = build_host_library(source, tmp_path, std="c++20", flags=("-pthread",))
-    P = ctypes.c_void_p
-
-    def p(a):
-        return a.ctypes.data_as(P)
-
-    rng = np.random.default_rng(dim)
-    cases = 0
-    for _ in range(3):
-        n, m = int(rng.integers(4, 60)), int(rng.integers(1, 150))
-        heads = rng.integers(0, n, m)
-        active = np.zeros((m + 1, 4), np.int32)  # (edge id, head, tail, n_neg) and a spare record
-        active[:m] = np.stack([rng.permutation(10**6)[:m], heads, (heads + rng.integers(1, n, m)) % n,
-                               rng.integers(0, 12, m)], 1)
-        start = (rng.standard_normal((n, dim)) * 3).astype(np.float32)
-        start[rng.integers(0, n), 0] = -0.0  # a zero sum must keep it
-        ep = np.array([int(rng.integers(0, 200)), np.float32(0.7 + rng.random()).view(np.int32)], np.int32)
-        common = (p(active), p(np.array([m], np.int32)))
-        curve = (ctypes.c_uint64(12345), ctypes.c_int(n), ctypes.c_float(1.577), ctypes.c_float(0.895),
-                 ctypes.c_float(-2.823), ctypes.c_float(1.79))
-        for n_chunks in sorted({1, 2, 3, max(1, m // 5), m, m + 5}):
-            ref, acc = start.copy(), np.zeros((n, dim), np.uint64)
-            lib.run_persistent(2, 64, p(ref), p(acc), *common, ctypes.c_int(n_chunks), p(ep), *curve,
-                               p(np.zeros(32, np.uint64)))
-            assert not acc.any()
-            for blocks, threads in ((1, 32), (3, 64)):
-                y0, y1, sums = start.copy(), start.copy(), np.zeros((3, n, dim), np.uint64)
-                lib.run_pipelined(blocks, threads, p(y0), p(y1), p(sums), *common, ctypes.c_int(n_chunks), p(ep),
-                                  *curve, p(np.zeros(32, np.uint64)))
-                where = f"n={n} m={m} n_chunks={n_chunks} grid={blocks}x{threads}"
-                assert y0.tobytes() == ref.tobytes(), f"{where}: {int((y0 != ref).sum())} coordinates differ"
-                assert y1.tobytes() == y0.tobytes() and not sums.any(), where
-                cases += 1
-    assert not np.array_equal(ref, start)  # the kernels moved the rows
-    assert cases >= 24

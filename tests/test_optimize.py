@@ -858,11 +858,9 @@ def test_gpu_launch_constants_do_not_change_the_bytes(small_graph, monkeypatch, 
 @pytest.mark.gpu
 def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatch):
     """The persistent kernel's barrier, 2,000 chunks (up to 4,000 barriers an epoch) on several blocks per
-    multiprocessor, gives the bytes of a grid of one block per multiprocessor, and so does a grid sized to the
-    chunk (fewer blocks than multiprocessors); a second run after a reset repeats them (the barrier's counter
-    starts over)."""
+    multiprocessor, gives the bytes of a grid of one block per multiprocessor; and a second run after a reset
+    repeats them (the barrier's counter starts over)."""
 
-    monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "persistent")
     small = _opt(small_graph, "chunked", "gpu", n_chunks=2000)
     assert small._engine._persist_blocks == small._engine._sms  # a typical chunk of a few edges: one block each
     ref = small.run().embedding
@@ -872,39 +870,6 @@ def test_grid_barrier_keeps_chunks_apart_on_a_large_grid(small_graph, monkeypatc
     assert opt.run().embedding.tobytes() == ref.tobytes()
     opt.reset()
     assert opt.run().embedding.tobytes() == ref.tobytes()
-    monkeypatch.setattr(engine_gpu, "PERSIST_GRID", "chunk")  # a grid sized to a chunk of a few edges: one block
-    one = _opt(small_graph, "chunked", "gpu", n_chunks=2000)
-    assert one._engine._persist_blocks < one._engine._sms
-    assert one.run().embedding.tobytes() == ref.tobytes()
-
-
-def test_chunk_kernel_is_the_persistent_one_unless_asked(monkeypatch):
-    """The pipelined chunked kernel is opt-in (engine_gpu.CHUNK_KERNEL); a name that is neither is refused."""
-    assert engine_gpu.CHUNK_KERNEL == engine_gpu.GpuEngine._chunk_kernel() == "persistent"
-    monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "pipelined")
-    assert engine_gpu.GpuEngine._chunk_kernel() == "pipelined"
-    monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "fast")
-    with pytest.raises(ValueError, match="CHUNK_KERNEL='fast'"):
-        engine_gpu.GpuEngine._chunk_kernel()
-
-
-@pytest.mark.gpu
-def test_pipelined_barrier_keeps_chunks_apart_on_any_grid(small_graph, monkeypatch):
-    """The pipelined kernel (one barrier per chunk; reads apply the previous chunk's pending sums) gives the same
-    bytes on a grid of one block, where every thread walks many edges of a chunk and carries many rows, as on the
-    largest grid that fits; and a second run after a reset repeats them (the barrier's words start over)."""
-
-    monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "pipelined")
-    monkeypatch.setattr(engine_gpu, "PIPE_EDGES_PER_THREAD", 1e9)
-    one = _opt(small_graph, "chunked", "gpu", n_chunks=300)
-    assert one._engine._pipelined and one._engine._pipe_blocks == 1
-    ref = one.run().embedding
-    monkeypatch.setattr(engine_gpu, "PIPE_EDGES_PER_THREAD", 1e-9)
-    many = _opt(small_graph, "chunked", "gpu", n_chunks=300)
-    assert many._engine._pipe_blocks >= many._engine._sms
-    assert many.run().embedding.tobytes() == ref.tobytes()
-    many.reset()
-    assert many.run().embedding.tobytes() == ref.tobytes()
 
 
 @pytest.mark.gpu
@@ -1042,23 +1007,6 @@ def test_cpu_and_gpu_give_the_same_bytes_after_a_full_run(mixture_graph, strateg
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n_chunks", [1, 2, 4, 16, 100, "auto"])
-def test_both_chunked_kernels_give_the_cpus_bytes(mixture_graph, monkeypatch, n_chunks):
-    """engine_gpu.cu's two chunked kernels, the persistent one (compute, barrier, apply, barrier per chunk) and
-    the pipelined one (one barrier per chunk, reads through the previous chunk's pending sums, two copies of the
-    embedding), each give the CPU's bytes after a full run of the hub-heavy mixture graph, whatever n_chunks."""
-    _, graph = mixture_graph
-    cpu, _ = _same_start_pair(graph, "chunked", n_chunks=n_chunks)
-    cpu.run()
-    for kernel in ("persistent", "pipelined"):
-        monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", kernel)
-        gpu = _opt(graph, "chunked", "gpu", n_chunks=n_chunks, init=cpu._init)
-        assert gpu._engine._pipelined == (kernel == "pipelined")
-        gpu.run()
-        _assert_same_bytes(cpu, gpu)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("strategy", ["chunked", "vertex"])
 def test_random_init_is_the_same_on_both_devices_and_so_is_the_layout(small_graph, strategy):
     """init="random" draws the start on the host from the seed, whatever the device."""
@@ -1074,9 +1022,7 @@ def test_random_init_is_the_same_on_both_devices_and_so_is_the_layout(small_grap
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("n_components", [1, 3])
-@pytest.mark.parametrize("kernel", ["persistent", "pipelined"])
-def test_other_dimensions_give_the_cpus_bytes(small_graph, monkeypatch, n_components, kernel):
-    monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", kernel)
+def test_other_dimensions_give_the_cpus_bytes(small_graph, n_components):
     cpu = _opt(small_graph, "chunked", "cpu", n_components=n_components, init="random").run()
     gpu = _opt(small_graph, "chunked", "gpu", n_components=n_components, init="random").run()
     assert gpu.embedding.shape == (small_graph.n_vertices, n_components)
@@ -1085,11 +1031,8 @@ def test_other_dimensions_give_the_cpus_bytes(small_graph, monkeypatch, n_compon
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("strategy", ["chunked-persistent", "chunked-pipelined", "vertex"])
-def test_private_head_off_gives_the_cpus_bytes(small_graph, monkeypatch, strategy):
-    if strategy.startswith("chunked-"):  # each of the two chunked kernels
-        monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", strategy.split("-")[1])
-        strategy = "chunked"
+@pytest.mark.parametrize("strategy", ["chunked", "vertex"])
+def test_private_head_off_gives_the_cpus_bytes(small_graph, strategy):
     cpu, gpu = _same_start_pair(small_graph, strategy, private_head=False)
     cpu.run()
     gpu.run()
@@ -1280,15 +1223,12 @@ def test_sequential_on_the_gpu_warns_where_its_one_thread_is_slow(small_graph):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("strategy", ["hogwild", "chunked", "chunked-pipelined", "vertex"])
-def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, monkeypatch, strategy):
+@pytest.mark.parametrize("strategy", ["hogwild", "chunked", "vertex"])
+def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, strategy):
     """device_bytes_needed sizes the schedule window and the out-of-memory error, so it must neither
     overstate (a smaller window or a false error) nor understate (an allocation failure) what is allocated."""
     import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
-    if strategy == "chunked-pipelined":  # the opt-in chunked kernel: two more accumulators, a second embedding
-        monkeypatch.setattr(engine_gpu, "CHUNK_KERNEL", "pipelined")
-        strategy = "chunked"
 
     _, graph = mixture_graph
     pool = cp.get_default_memory_pool()

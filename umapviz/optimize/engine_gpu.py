@@ -11,10 +11,7 @@ This module holds the device state and launches one epoch:
 2. the strategy: ``hogwild`` one launch; ``sequential`` one launch of a single thread (small graphs and tests
    only); ``chunked``/``buffered`` one persistent launch that walks all chunks with grid-wide barriers (per
    chunk: compute, barrier, apply, barrier; the apply sweeps every row's sum in order unless the chunk touches
-   few rows, else it walks its edges), so the host launches one kernel an epoch whatever n_chunks is. An opt-in
-   alternative (CHUNK_KERNEL = "pipelined"), ``chunked_pipelined``, takes one barrier per chunk (each read
-   applies the previous chunk's pending sums itself, and the rows the last two chunks touched are carried into a
-   second copy of the embedding meanwhile) on a grid sized to a typical chunk; the same bytes;
+   few rows, else it walks its edges), so the host launches one kernel an epoch whatever n_chunks is;
    ``vertex`` one launch, 32 of a vertex's edges at a time (128 for the widest), busiest vertices first, four
    warps for each of the widest, a warp for each other hub and a few lanes for each other vertex.
 
@@ -45,21 +42,6 @@ SCHED_WINDOW = 8
 VERTEX_HEAVY = 64
 # Threads per block of the persistent chunked kernel: must equal PERSIST_THREADS in engine_gpu.cu.
 PERSIST_THREADS = 256
-# Threads per block of the pipelined chunked kernel: must equal PIPE_THREADS in engine_gpu.cu.
-PIPE_THREADS = 256
-# Which chunked kernel runs, "persistent" or "pipelined" (the same bytes). The pipelined one (one barrier per chunk
-# instead of two) is opt-in: on an H200 its first version took longer than the persistent one at every chunk count
-# timed (bench/experiments/chunk_cost_gpu.py; bench/CHUNK_STUDY.md, "What a chunk costs on the GPU"), and the
-# version here, whose reads no longer wait one memory round trip per row, has not been timed yet.
-CHUNK_KERNEL = "persistent"
-# Edges of a typical chunk per thread of the pipelined kernel's grid: one keeps a chunk's critical path one edge
-# long; more would need fewer blocks, whose barrier costs less.
-PIPE_EDGES_PER_THREAD = 1.0
-# The persistent chunked kernel's grid: "gpu", enough blocks for _TYPICAL_ACTIVE of the edges a chunk, in whole
-# multiples of the multiprocessor count (at least one block each); "chunk", an edge of a typical chunk per thread
-# (fewer blocks where chunks are small, so that each barrier waits for fewer; untimed, for
-# bench/experiments/chunk_cost_gpu.py). The bytes are the same.
-PERSIST_GRID = "gpu"
 # Share of the edges active in a typical epoch (each edge is active once every epochs_per_sample epochs): the
 # persistent kernel gets enough blocks for a chunk of that many edges, as many as fit at most.
 _TYPICAL_ACTIVE = 0.3
@@ -74,13 +56,11 @@ _VERTEX_TILE = 8  # must equal VTX_TILE in engine_gpu.cu: lanes per ordinary ver
 
 
 @functools.cache
-def _module(dim: int, private_head: bool, nneg_bytes: int | None = None, pipelined: bool = False):
+def _module(dim: int, private_head: bool, nneg_bytes: int | None = None):
     """The compiled kernels for one embedding dimension and private_head (and, for the vertex strategy, the
-    bytes of its per-epoch n_neg; with `pipelined`, the pipelined chunked kernel too), cached per process; CuPy
-    also caches the binary on disk."""
+    bytes of its per-epoch n_neg), cached per process; CuPy also caches the binary on disk."""
     cp = cupy()
-    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}", f"-DUMV_PIPELINED={int(pipelined)}",
-                               f"-DPIPE_THREADS={PIPE_THREADS}")
+    options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}")
     if nneg_bytes is not None:
         options += (f"-DVTX_NNEG_BYTES={int(nneg_bytes)}",)
     return cp.RawModule(code=KERNELS.read_text(), options=options)
@@ -113,8 +93,6 @@ def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, wind
         per_edge += 4 * 3 + 16 * window + 1  # order, head, tail; active lists (int4) per epoch; activity bits
         if strategy in ("chunked", "buffered"):
             per_vertex += 8 * dim  # fixed-point accumulators
-        if strategy == "chunked" and CHUNK_KERNEL == "pipelined":
-            per_vertex += 2 * 8 * dim + 4 * dim  # two more accumulators and a second embedding
     n_blocks = -(-nnz // _SCHED_BLOCK)
     return per_edge * nnz + per_vertex * (n_vertices + 1) + 8 * n_blocks * _SCHED_WMAX + 4096
 
@@ -211,7 +189,7 @@ class GpuEngine:
             self._status.fill(0)  # an old run's stamp could name an epoch of the new one
             if self._acc is not None:
                 self._barrier.fill(0)  # a fresh count, whatever an interrupted epoch left
-                self._acc_all.fill(0)
+                self._acc.fill(0)
         self._stream.synchronize()
         self._finite = True
         self._win_t0 = None
@@ -275,8 +253,7 @@ class GpuEngine:
         self._due = cp.empty(nnz, dtype=np.int32)
         self._acc = None
         nneg_bytes = self._layout["nneg_bytes"] if self.strategy == "vertex" else None
-        self._pipelined = self.strategy == "chunked" and self._chunk_kernel() == "pipelined"
-        self._mod = _module(dim, self.private_head, nneg_bytes, self._pipelined)
+        self._mod = _module(dim, self.private_head, nneg_bytes)
         self._sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
         def k(name):
@@ -326,42 +303,16 @@ class GpuEngine:
         elif self.strategy == "hogwild":
             self._k_hog = k("epoch_hogwild")
         else:
-            # The pipelined kernel's three accumulators (chunk c adds into the (c % 3)-th), or the persistent one's.
-            self._acc_all = cp.zeros((3 if self._pipelined else 1, n, dim), dtype=np.uint64)
-            self._acc = self._acc_all[0]
-            # The grid barrier's words: its ticket counter and, 16 words on, the pipelined kernel's release word.
-            self._barrier = cp.zeros(32, dtype=np.uint64)
-            if self._pipelined:
-                self._k_pipe = k("chunked_pipelined")
-                self._Y1 = cp.empty_like(self.Y)
-                per_sm = _blocks_per_sm(self._k_pipe, PIPE_THREADS)
-                want = math.ceil(self._typical_chunk() / (PIPE_THREADS * PIPE_EDGES_PER_THREAD))
-                self._pipe_blocks = int(min(max(want, 1), self._sms * per_sm))
-            else:
-                self._k_persist = k("chunked_persistent")
-                per_sm = _blocks_per_sm(self._k_persist, PERSIST_THREADS)
-                # Enough threads for a typical chunk, at most what fits: the barrier needs every block resident.
-                if PERSIST_GRID == "chunk":
-                    want = math.ceil(self._typical_chunk() / PERSIST_THREADS)
-                    self._persist_blocks = int(min(max(want, 1), self._sms * per_sm))
-                else:
-                    want = math.ceil(_TYPICAL_ACTIVE * nnz / self.n_chunks / (self._sms * PERSIST_THREADS))
-                    self._persist_blocks = self._sms * int(min(max(want, 1), per_sm))
-            if per_sm < 1:
+            self._acc = cp.zeros((n, dim), dtype=np.uint64)
+            self._k_persist = k("chunked_persistent")
+            self._barrier = cp.zeros(1, dtype=np.uint64)  # the grid barrier's ticket counter (engine_gpu.cu)
+            fit = _blocks_per_sm(self._k_persist, PERSIST_THREADS)
+            if fit < 1:
                 raise RuntimeError("A block of the persistent chunked kernel does not fit on one multiprocessor of "
                                    "this GPU (registers); use device='cpu' or another strategy.")
-
-    def _typical_chunk(self) -> float:
-        """Edges of a chunk in an average epoch (edge e is active once every eps[e] epochs)."""
-        eps = self._eps_host[np.isfinite(self._eps_host)]
-        return float(np.sum(1.0 / np.maximum(eps, 1.0))) / self.n_chunks
-
-    @staticmethod
-    def _chunk_kernel() -> str:
-        """The chunked kernel to run: CHUNK_KERNEL, checked ("persistent" or "pipelined")."""
-        if CHUNK_KERNEL not in ("persistent", "pipelined"):
-            raise ValueError(f"CHUNK_KERNEL={CHUNK_KERNEL!r}: use 'persistent' or 'pipelined'.")
-        return CHUNK_KERNEL
+            # Enough threads for a typical chunk, at most what fits: the grid barrier needs every block resident.
+            want = math.ceil(_TYPICAL_ACTIVE * nnz / self.n_chunks / (self._sms * PERSIST_THREADS))
+            self._persist_blocks = self._sms * int(min(max(want, 1), fit))
 
     def _nneg_bytes(self) -> int:
         """Bytes per n_neg in the vertex strategy's per-epoch array: 1 where n_neg stays below 127 (it is less than
@@ -419,10 +370,6 @@ class GpuEngine:
         elif self.strategy == "hogwild":
             blocks = min(-(-self.nnz // _THREADS), sms * 16)
             self._k_hog((blocks,), (_THREADS,), (self.Y, active, n_act, ep, *curve))
-        elif self._pipelined:  # both copies of the embedding start from Y
-            self._Y1.data.copy_from_device_async(self.Y.data, self.Y.nbytes, stream=self._stream)
-            self._k_pipe((self._pipe_blocks,), (PIPE_THREADS,), (
-                self.Y, self._Y1, self._acc_all, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
         else:  # chunked and buffered
             self._k_persist((self._persist_blocks,), (PERSIST_THREADS,), (
                 self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
