@@ -201,8 +201,11 @@ def test_gpu_host_data_streams_to_the_same_neighbours(tmp_path, text_like):
     path = tmp_path / "x.npy"
     np.save(path, text_like)
     mapped = np.load(path, mmap_mode="r")
-    streamed = partitioned_knn(mapped, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=False)
-    resident = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=True)
+    # The search alone (refine=0): "auto" refines only where X stays on the device, as the resident run's does.
+    streamed = partitioned_knn(mapped, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=False,
+                               refine=0)
+    resident = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=True,
+                               refine=0)
     assert np.array_equal(streamed[0], resident[0]) and np.array_equal(streamed[1], resident[1])
 
 
