@@ -25,9 +25,9 @@ from .spectral_sampled import sampled_eigenpairs
 INIT_SCALE = 10.0  # layouts span [-10, 10] per axis at most
 _NOISE_SCALE = 1e-4  # tiny jitter so coincident spectral coordinates separate
 _CELL_FILL = 0.8  # fraction of its cell a component's layout spans
-# method="auto" solves on the landmarks' coarse graph (spectral_sampled) above this many vertices: the full solve
-# costs about 20 s at 10M on an H200, the sampled one a fraction, with the same trustworthiness after the layout
-# (bench/RESULTS.md, "Sampled spectral start").
+# method="auto" solves on the landmarks' coarse graph (spectral_sampled) above this many vertices: there the full
+# solve's sparse products dominate the fit's start, while the sampled start's layout keeps the same
+# trustworthiness (bench/RESULTS.md, "Sampled spectral start").
 SAMPLED_ABOVE = 2_000_000
 # A sampled start still solves a component fully below this many rows (a coarse graph of 64 landmarks or fewer).
 SAMPLED_MIN_ROWS = 64 * 64

@@ -32,12 +32,12 @@ def check_metric(metric: str) -> str:
     return metric.lower()
 
 
-# On the GPU "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows and the partitioned search above. The exact
-# search's work grows as n**2 (about 6 s at 1M x 384 on an H200, so minutes from a few million rows); the
-# partitioned search with one refinement round grows as n (bench/PARTITIONED_KNN.md: recall@15 0.993 in 18 s
-# on 10M x 384 text-like rows). Its recall depends on the data (0.36 on round 384-d Gaussian clusters at 10M),
-# so a build that "auto" sends there measures recall on AUTO_RECALL_SAMPLE sampled rows, records it, and warns
-# below AUTO_RECALL_WARN, naming the fix (check_auto_recall).
+# On the GPU "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows and the partitioned search above: the exact
+# search's work grows as n**2 (seconds at a million rows, minutes from a few million), the partitioned search's
+# with its refinement round as n, and on data with structure it finds nearly every neighbour
+# (bench/PARTITIONED_KNN.md). On data without it (round high-dimensional Gaussian clusters) it misses many, so a
+# build that "auto" sends there measures recall on AUTO_RECALL_SAMPLE sampled rows, records it, and warns below
+# AUTO_RECALL_WARN, naming the fix (check_auto_recall): a default never hands over a poorer graph unsaid.
 AUTO_GPU_EXACT_MAX_ROWS = 2_000_000
 AUTO_RECALL_SAMPLE = 1000
 AUTO_RECALL_WARN = 0.9
