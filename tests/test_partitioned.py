@@ -12,7 +12,7 @@ from scipy.spatial.distance import cdist
 from umapviz import UMAP, datasets
 from umapviz.graph import build_graph
 from umapviz.graph.build_gpu import check_graph_fits, graph_bytes_needed
-from umapviz.graph.knn import AUTO_GPU_EXACT_MAX_ROWS, check_auto_recall, resolve_knn_method
+from umapviz.graph.knn import AUTO_GPU_EXACT_MAX_ROWS, BuildCancelled, check_auto_recall, resolve_knn_method
 from umapviz.graph.knn_cpu import exact_knn
 from umapviz.graph.partitioned import partitioned_knn, resolve_partitioning
 from umapviz.graph.partitions import plan_partitions
@@ -148,6 +148,19 @@ def test_auto_partitions_and_methods():
     assert resolve_knn_method("exact", 10**7, 384, device="gpu") == "exact-gpu"
     assert resolve_knn_method("approx", 10**6, 384) == "approx"  # NN-descent on the CPU
     assert resolve_knn_method("auto", 1000, 8, distributed=True) == "partitioned"
+
+
+def test_cancel_stops_the_partitioned_search_after_the_partition_it_was_asked_at(clusters, tmp_path):
+    asked = []
+
+    def cancel():
+        asked.append(True)
+        return len(asked) == 2  # closed while the second partition was searched
+
+    with pytest.raises(BuildCancelled):
+        build_graph(clusters, knn="partitioned", knn_partitions=8, random_state=0, cancel=cancel, cache=tmp_path)
+    assert len(asked) == 2  # not searched to the end (8 partitions, then the refinement) before being asked
+    assert not any(tmp_path.iterdir())  # nothing cached from a cancelled build
 
 
 def test_low_recall_of_the_auto_choice_warns_with_the_fix():

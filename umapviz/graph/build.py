@@ -93,8 +93,9 @@ def build_graph(
         how much GPU memory it needs and how much is free when it cannot fit, and what to change.
     cancel : callable, optional
         A no-argument callable (e.g. ``event.is_set`` of a ``threading.Event`` another thread sets), asked
-        before each tile of the exact kNN (CPU or GPU) and after the kNN; when it returns True the build stops
-        with :class:`BuildCancelled`. An approximate or partitioned search runs to its end before it is asked.
+        before each tile of the exact kNN (CPU or GPU), after each partition of the partitioned search and after
+        the kNN; when it returns True the build stops with :class:`BuildCancelled`. NN-descent (``"approx"`` on the
+        CPU) runs to its end before it is asked.
     knn_partitions : int or str
         Partitions of the partitioned search: ``"auto"`` (one per 16,384 rows; a single partition, that is exact
         search, below that) or a count.
@@ -152,7 +153,8 @@ def build_graph(
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(X, n_neighbors, metric, knn_partitions, knn_overlap,
-                                                     random_state=random_state, client=client, refine=knn_refine)
+                                                     random_state=random_state, client=client, refine=knn_refine,
+                                                     cancel=cancel)
         else:
             knn_indices, knn_dists = nearest_neighbors(
                 X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel

@@ -34,7 +34,8 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "tf32", timings: dict 
     timings : dict, optional
         Receives seconds per stage (knn, fuzzy, edges; with ``partitioning`` also the search's own stages).
     cancel : callable, optional
-        Asked before each tile of the exact kNN and after the kNN (BuildCancelled when it returns True).
+        Asked before each tile of the exact kNN (or after each partition of the partitioned search) and after the
+        kNN (BuildCancelled when it returns True).
     partitioning : dict, optional
         Keywords of :func:`umapviz.graph.partitioned.partitioned_knn` (n_partitions, overlap, random_state,
         client): the partitioned search instead of the exact one.
@@ -44,7 +45,7 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "tf32", timings: dict 
     if partitioning is not None:
         stages: dict = {}
         idx, dist = partitioned_knn(X, params.n_neighbors, params.metric, device="gpu", return_device=True,
-                                    timings=stages, **partitioning)
+                                    timings=stages, cancel=cancel, **partitioning)
         if timings is not None:
             timings.update({f"knn_{name}": value for name, value in stages.items()})
     else:

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .._backend import cupy, gpu_memory, is_cupy, to_host
 from .._validation import check_int
-from .knn import check_metric
+from .knn import check_metric, stop_if_cancelled
 from .knn_cpu import exact_knn
 from .knn_gpu import exact_knn_gpu, knn_bytes_needed
 from .knn_refine import refine_bytes_needed, refine_knn
@@ -85,7 +86,7 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
                     overlap: int = DEFAULT_OVERLAP, random_state: int = 0, device: str = "cpu", client: Any = None,
                     return_device: bool = False, timings: dict | None = None,
                     data_on_device: bool | None = None, refine: int | str = DEFAULT_REFINE,
-                    repeats: int = DEFAULT_REPEATS) -> tuple[Any, Any]:
+                    repeats: int = DEFAULT_REPEATS, cancel: Callable[[], bool] | None = None) -> tuple[Any, Any]:
     """Approximate kNN by overlapping partitions: ``(indices int32 (n, k), distances float32 (n, k))``, self first,
     the rest by (distance, index), like the exact searches.
 
@@ -123,6 +124,9 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
         Independent partitionings (k-means from other seeds: :func:`repeat_seed`), their candidates merged: each
         costs one search more. Measured no better than partitions as much larger at the same cost
         (bench/PARTITIONED_KNN.md), so build_graph does not offer it; benchmarks and studies do.
+    cancel : callable, optional
+        A no-argument callable asked after each partition's search and before the refinement; when it returns
+        True the search stops with :class:`umapviz.graph.knn.BuildCancelled`.
     """
     metric = check_metric(metric)
     n, d = (int(s) for s in X.shape)
@@ -147,6 +151,7 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
         t2 = time.perf_counter()
         for part, (idx, dist) in zip(plan, _searches(data, plan, k, metric, device, client), strict=True):
             _scatter(keys, part, xp.asarray(idx), xp.asarray(dist), k, r * overlap, xp)
+            stop_if_cancelled(cancel)  # a partition at a time: a closed panel stops a large search soon
         planning, searching = planning + t2 - t1, searching + time.perf_counter() - t2
         sizes += [part.size for part in plan]
     t3 = time.perf_counter()
@@ -154,6 +159,7 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     del keys
     t4 = time.perf_counter()
     refined: dict = {}
+    stop_if_cancelled(cancel)
     if refine and n_partitions > 1:  # one partition is the exact search: nothing to refine
         idx, dist = refine_knn(data, idx, refine, metric, device, timings=refined)
     if timings is not None:
