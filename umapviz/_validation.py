@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import is_cupy, xp_of
-from ._host_data import read_only_mapping, row_blocks
+from ._host_data import row_blocks
 
 
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
@@ -214,8 +214,8 @@ def check_data(
         with np.errstate(over="ignore"):  # overflow to inf is reported just below, by row
             out = np.ascontiguousarray(arr, dtype=np.float32)
 
-    bad = non_finite_rows(out) if read_only_mapping(out) is None else np.concatenate(
-        [non_finite_rows(block) + start for start, block in row_blocks(out)])
+    # A block of rows at a time: a memory-mapped file's pages are released as the check passes (row_blocks).
+    bad = np.concatenate([non_finite_rows(block) + start for start, block in row_blocks(out)])
     if bad.size:
         overflow = np.isfinite(np.asarray(arr[bad[:1]], dtype=np.float64)).all()
         why = " (values too large for float32)" if overflow else ""

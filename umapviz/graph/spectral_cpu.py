@@ -264,7 +264,7 @@ class HostOps:
     inv_sqrt_degree : ndarray
         ``D^-1/2``: one over the square root of each row's sum of weights (float64, on the ops' device).
     indptr, indices, weight : ndarray
-        The adjacency's CSR arrays on the ops' device (int64, int32, float32).
+        The adjacency's CSR arrays (int64, int32, and the float32 weights widened to float64, exactly).
     """
 
     xp = np

@@ -32,7 +32,7 @@ from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
 from ..graph.init import random_init, spectral_init
 from ..optimize import LayoutOptimizer
-from ..optimize.optimizer import SPECTRAL_INITS
+from ..optimize.optimizer import INITS, SPECTRAL_INITS
 from ..optimize.rng import resolve_seed
 
 GRAPH_PARAMS = ("n_neighbors", "metric", "min_dist", "spread", "knn")
@@ -196,7 +196,7 @@ def initial_layout(graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache:
             if path is not None:
                 _write_init(path, layout)
     else:
-        raise ValueError(f"init={init!r} is not known; use one of {(*SPECTRAL_INITS, 'random')}.")
+        raise ValueError(f"init={init!r} is not known; use one of {INITS}.")
     layout.setflags(write=False)
     _INIT_MEMORY[key] = layout
     while len(_INIT_MEMORY) > _INIT_MEMORY_ITEMS:
@@ -256,7 +256,7 @@ def make_optimizer(graph: FuzzyGraph, params: dict[str, Any]) -> LayoutOptimizer
     if dim != 2:  # checked before anything is built: the panels would fail only when drawing the first frame
         raise ValueError(f"n_components={dim!r}: the panels draw 2-D layouts, so n_components must be 2. "
                          "Use umapviz.LayoutOptimizer directly for other dimensions.")
-    if isinstance(init, str) and init in (*SPECTRAL_INITS, "random") and isinstance(dim, int):
+    if isinstance(init, str) and init in INITS and isinstance(dim, int):
         layout = initial_layout(graph, init, seed, dim, device=params.get("device", "cpu"))
         optimizer = LayoutOptimizer(graph, random_state=seed, init=layout, **params)
         optimizer.init = init  # report the rule, not the array it produced
@@ -321,7 +321,7 @@ class LayoutRun:
         self.labels = labels
         self.n_labels = int(labels.max()) + 1 if labels is not None and labels.size else None
         # Colour by class, or by density only: on the CPU, classes cost most of a frame's rendering
-        # (one grid of counts per class; ~70 ms against ~10 ms at 480 px, 30 classes).
+        # (one grid of counts per class).
         self.colour_by_class = True
         self.outlier_method = outlier_method
         self.log = FrameLog() if record else None
