@@ -13,7 +13,8 @@ set and edge list), the spectral start, the chunked("auto") layout, and the tota
 (umapviz.metrics.trustworthiness), and the peak of CuPy's memory pool (what the run held at most, beside what CUDA
 itself keeps) with the GPU's used memory at the end. --umap-fit also times ``UMAP(device=...,
 random_state=0).fit_transform(X)`` as a user calls it (knn="auto"), in its own fresh process.
-Writes results.jsonl and results.md to --out and prints the table.
+--warmup N first fits N points in a fresh process (warm on-disk kernel caches, as for a user's second fit);
+--dim sets the GPU recipes' columns. Writes results.jsonl and results.md to --out and prints the table.
 """
 
 from __future__ import annotations
@@ -31,19 +32,26 @@ COLUMNS = ("n", "d", "knn", "knn_s", "graph_s", "start_s", "layout_s", "total_s"
            "umap_fit_s")
 
 
-def make_data(n: int, data: str, device: str) -> np.ndarray:
-    """(n, 384) float32 NumPy data: the GPU benches' mixture (made on the GPU there), or text_like."""
+def make_data(n: int, data: str, device: str, dim: int = 384) -> np.ndarray:
+    """(n, dim) float32 NumPy data: the GPU benches' mixture or the text_like recipe, made on the GPU there (the host's
+    generator would take minutes at ten million rows) and copied to the host; on the CPU the same recipes drawn by
+    NumPy (text_like: umapviz.datasets, 384-d)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from gpu_mixture import mixture_gpu, text_like_gpu  # noqa: PLC0415 - a sibling script
+
+    if device == "gpu":
+        X = text_like_gpu(n, seed=0, dim=dim) if data == "text_like" else mixture_gpu(n, dim, seed=0)[0]
+        return X.get()
     if data == "text_like":
         from umapviz import datasets  # noqa: PLC0415 - child process only
 
         return datasets.load("text_like", n_samples=n, random_state=0)[0]
-    sys.path.insert(0, str(Path(__file__).parent))
-    from gpu_mixture import mixture_gpu  # noqa: PLC0415 - a sibling script
+    return mixture_gpu(n, dim, seed=0, xp=np)[0]
 
-    if device == "gpu":
-        X, _ = mixture_gpu(n, 384, seed=0)
-        return X.get()
-    return mixture_gpu(n, 384, seed=0, xp=np)[0]
+
+def _stage(name: str, seconds: float) -> None:
+    """A finished stage on stderr at once (a run killed by its time limit still shows how far it got)."""
+    print(f"  [{time.strftime('%H:%M:%S')}] {name}: {seconds:.2f} s", file=sys.stderr, flush=True)
 
 
 def _sync(device: str) -> None:
@@ -58,7 +66,7 @@ def one_size(args) -> dict:
     from umapviz import LayoutOptimizer  # noqa: PLC0415 - child process only: a fresh import per size
     from umapviz.graph.build_gpu import check_graph_fits, graph_on_gpu  # noqa: PLC0415
     from umapviz.graph.clusterwise import graph_from_knn  # noqa: PLC0415
-    from umapviz.graph.init import spectral_init  # noqa: PLC0415
+    from umapviz.graph.init import SAMPLED_ABOVE, spectral_init  # noqa: PLC0415
     from umapviz.graph.knn import resolve_knn_method  # noqa: PLC0415
     from umapviz.graph.knn_cpu import nearest_neighbors  # noqa: PLC0415
     from umapviz.graph.params import GraphParams  # noqa: PLC0415
@@ -67,7 +75,9 @@ def one_size(args) -> dict:
     from umapviz.metrics import trustworthiness  # noqa: PLC0415
 
     n, k, device, seed = args.one, 15, args.device, 0
-    X = make_data(n, args.data, device)
+    made = time.perf_counter()
+    X = make_data(n, args.data, device, args.dim)
+    _stage(f"data {X.shape[0]:,} x {X.shape[1]} made", time.perf_counter() - made)
     method = resolve_knn_method(args.knn, *X.shape, device=device)
     row: dict = {"n": n, "d": int(X.shape[1]), "knn": method, "data": args.data}
     parts = resolve_partitioning(n, k, args.partitions, args.overlap) if method.startswith("partitioned") else None
@@ -95,13 +105,18 @@ def one_size(args) -> dict:
         graph = graph_from_knn(idx, dist, knn=method)
     _sync(device)
     t1 = time.perf_counter()
+    _stage(f"kNN {knn_s:.2f} s, graph", t1 - t0 - knn_s)
     start = spectral_init(graph, 2, seed, device=device)
     _sync(device)
     t2 = time.perf_counter()
+    _stage("start", t2 - t1)
+    if args.both_starts:  # the warm-up compiles the other start's kernels too
+        spectral_init(graph, 2, seed, device=device, method="sampled" if n <= SAMPLED_ABOVE else "full")
     opt = LayoutOptimizer(graph, strategy="chunked", n_chunks="auto", random_state=seed, init=start, device=device)
     opt.run()
     _sync(device)
     t3 = time.perf_counter()
+    _stage("layout", t3 - t2)
     row.update(knn_s=knn_s, graph_s=t1 - t0 - knn_s, start_s=t2 - t1, layout_s=t3 - t2, total_s=t3 - t0,
                stages={key: value for key, value in stages.items() if key != "knn"})
     data = cp.asarray(X) if device == "gpu" else X
@@ -119,7 +134,7 @@ def umap_fit(args) -> dict:
     """Seconds of UMAP(device=..., random_state=0).fit_transform(X) on host data, as a user calls it."""
     from umapviz import UMAP  # noqa: PLC0415 - child process only
 
-    X = make_data(args.one, args.data, args.device)
+    X = make_data(args.one, args.data, args.device, args.dim)
     _sync(args.device)
     t0 = time.perf_counter()
     UMAP(device=args.device, random_state=0, cache=False).fit_transform(X)
@@ -139,12 +154,13 @@ def markdown(rows: list[dict]) -> str:
 def child(args, extra: list[str]) -> dict:
     """Run this script for one size in a fresh process; its last stdout line is the JSON row."""
     cmd = [sys.executable, __file__, "--device", args.device, "--knn", args.knn, "--data", args.data,
-           "--partitions", str(args.partitions), "--overlap", str(args.overlap), "--refine", str(args.refine), *extra]
+           "--partitions", str(args.partitions), "--overlap", str(args.overlap), "--refine", str(args.refine),
+           "--dim", str(args.dim), *extra]
     if args.host_data:
         cmd.append("--host-data")
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout)  # stderr: the stages, live
     if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+        return {"error": f"exit {out.returncode} (its traceback is above)"}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -154,6 +170,10 @@ def main() -> None:
     parser.add_argument("--device", default="gpu", choices=("cpu", "gpu"))
     parser.add_argument("--knn", default="approx", choices=("auto", "exact", "approx", "partitioned"))
     parser.add_argument("--data", default="mixture", choices=("mixture", "text_like"))
+    parser.add_argument("--dim", type=int, default=384, help="columns of the data (the GPU's recipes)")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="first fit this many points in a fresh process, untimed: CuPy's and Numba's on-disk "
+                             "caches then hold the compiled kernels, as after a user's first fit (0: cold caches)")
     parser.add_argument("--partitions", default="auto", help="knn_partitions (int or auto)")
     parser.add_argument("--overlap", type=int, default=2)
     parser.add_argument("--refine", default="auto", help="knn_refine: rounds of refinement (int) or auto")
@@ -162,6 +182,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--out", default=None)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--both-starts", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--fit-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.partitions != "auto":
@@ -172,12 +193,18 @@ def main() -> None:
         print(json.dumps(umap_fit(args) if args.fit_only else one_size(args)), flush=True)
         return
     rows = []
+    if args.warmup:
+        t = time.perf_counter()
+        warm = child(args, ["--one", str(args.warmup), "--both-starts"])
+        print(f"[{time.strftime('%H:%M:%S')}] warm-up, n={args.warmup:,}: {json.dumps(warm)} "
+              f"({time.perf_counter() - t:.0f} s)", flush=True)
     for n in (int(s) for s in args.sizes.split(",") if s):
         t = time.perf_counter()
         row = child(args, ["--one", str(n)])
         if args.umap_fit and "error" not in row:
             row.update(child(args, ["--one", str(n), "--fit-only"]))
         row.setdefault("n", n)
+        row["caches"] = "warm" if args.warmup else "cold"
         print(f"[{time.strftime('%H:%M:%S')}] n={n:,}: {json.dumps(row)} ({time.perf_counter() - t:.0f} s)", flush=True)
         rows.append(row)
         if args.out:

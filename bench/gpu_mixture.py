@@ -1,4 +1,5 @@
-"""The data of the GPU benches: a 384-d Gaussian mixture of Zipf-sized clusters far apart, made on the GPU.
+"""The data of the GPU benches, made on the GPU: a 384-d Gaussian mixture of Zipf-sized clusters far apart, and the
+kit's text_like recipe (the host's generator would take minutes at ten million rows).
 
 Shared by bench/gpu_bench.py and bench/chunk_study.py (dataset "mixture_gpu"). Its clusters lie far apart
 (centres ~N(0, 4) per coordinate: ~55 units between centres against ~28 between two points of one cluster),
@@ -31,3 +32,26 @@ def mixture_gpu(n: int, d: int = 384, n_clusters: int = 30, seed: int = 0, xp: A
     X = normal((n, d), dtype=xp.float32)
     X += centres[labels]
     return X, labels
+
+
+def text_like_gpu(n: int, seed: int = 0, dim: int = 384):
+    """(n, dim) float32 CuPy unit rows: the kit's text_like recipe (umapviz.datasets._text_like: Zipf-sized topics,
+    each a direction plus a decaying rank-8 spread plus small noise) drawn with CuPy, so other random numbers."""
+    import cupy as cp  # noqa: PLC0415 - GPU runs only
+
+    rng = cp.random.default_rng(seed)
+    n_topics, rank = min(24, max(1, n // 20)), 8
+    sizes = _zipf_sizes(n, n_topics, exponent=0.7)
+    labels = cp.asarray(np.random.default_rng(seed).permutation(np.repeat(np.arange(n_topics), sizes)))
+    centres = rng.standard_normal((n_topics, dim), dtype=cp.float32)
+    centres /= cp.linalg.norm(centres, axis=1, keepdims=True)
+    bases = rng.standard_normal((n_topics, rank, dim), dtype=cp.float32) / np.float32(np.sqrt(dim))
+    scales = cp.asarray(0.6 / np.sqrt(np.arange(1, rank + 1)), dtype=cp.float32)
+    X = centres[labels]
+    for topic in range(n_topics):
+        members = cp.flatnonzero(labels == topic)
+        coords = rng.standard_normal((members.size, rank), dtype=cp.float32) * scales
+        X[members] += coords @ bases[topic]
+    X += rng.standard_normal((n, dim), dtype=cp.float32) * np.float32(0.15 / np.sqrt(dim))
+    X /= cp.linalg.norm(X, axis=1, keepdims=True)
+    return cp.ascontiguousarray(X, dtype=cp.float32)

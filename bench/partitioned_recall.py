@@ -31,32 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from umapviz import datasets
-from umapviz.datasets import _zipf_sizes
 from umapviz.graph import partitioned
 from umapviz.graph.knn_refine import refine_knn
 from umapviz.graph.recall import recall_from_truth, sampled_truth
-
-
-def text_like_gpu(n: int, seed: int = 0):
-    """The kit's text_like recipe (umapviz.datasets._text_like) drawn with CuPy on the GPU: other random numbers."""
-    import cupy as cp  # noqa: PLC0415 - GPU runs only
-
-    rng = cp.random.default_rng(seed)
-    dim, n_topics, rank = 384, min(24, max(1, n // 20)), 8
-    sizes = _zipf_sizes(n, n_topics, exponent=0.7)
-    labels = cp.asarray(np.random.default_rng(seed).permutation(np.repeat(np.arange(n_topics), sizes)))
-    centres = rng.standard_normal((n_topics, dim), dtype=cp.float32)
-    centres /= cp.linalg.norm(centres, axis=1, keepdims=True)
-    bases = rng.standard_normal((n_topics, rank, dim), dtype=cp.float32) / np.float32(np.sqrt(dim))
-    scales = cp.asarray(0.6 / np.sqrt(np.arange(1, rank + 1)), dtype=cp.float32)
-    X = centres[labels]
-    for topic in range(n_topics):
-        members = cp.flatnonzero(labels == topic)
-        coords = rng.standard_normal((members.size, rank), dtype=cp.float32) * scales
-        X[members] += coords @ bases[topic]
-    X += rng.standard_normal((n, dim), dtype=cp.float32) * np.float32(0.15 / np.sqrt(dim))
-    X /= cp.linalg.norm(X, axis=1, keepdims=True)
-    return cp.ascontiguousarray(X, dtype=cp.float32)
 
 
 def load(name: str, n: int, device: str):
@@ -67,6 +44,9 @@ def load(name: str, n: int, device: str):
 
         return mixture_gpu(n, 384, seed=0)[0]
     if name == "text_like_gpu":
+        sys.path.insert(0, str(Path(__file__).parent))
+        from gpu_mixture import text_like_gpu  # noqa: PLC0415 - a sibling script
+
         return text_like_gpu(n)
     X, _ = datasets.load(name, n_samples=n or None, random_state=0)
     X = np.ascontiguousarray(X, dtype=np.float32)
