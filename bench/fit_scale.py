@@ -64,6 +64,7 @@ def _sync(device: str) -> None:
 def one_size(args) -> dict:
     """The staged fit of one size (in this process)."""
     from umapviz import LayoutOptimizer  # noqa: PLC0415 - child process only: a fresh import per size
+    from umapviz._host_data import to_device  # noqa: PLC0415
     from umapviz.graph.build_gpu import check_graph_fits, graph_on_gpu  # noqa: PLC0415
     from umapviz.graph.clusterwise import graph_from_knn  # noqa: PLC0415
     from umapviz.graph.init import SAMPLED_ABOVE, spectral_init  # noqa: PLC0415
@@ -119,7 +120,7 @@ def one_size(args) -> dict:
     _stage("layout", t3 - t2)
     row.update(knn_s=knn_s, graph_s=t1 - t0 - knn_s, start_s=t2 - t1, layout_s=t3 - t2, total_s=t3 - t0,
                stages={key: value for key, value in stages.items() if key != "knn"})
-    data = cp.asarray(X) if device == "gpu" else X
+    data = to_device(X) if device == "gpu" else X
     emb = opt.device_embedding if device == "gpu" else opt.embedding
     row["recall"] = recall_at_k(data, graph.knn_indices, sample=1000, seed=1, device=device)
     row["trust"] = trustworthiness(data, emb, sample=min(5000, n), random_state=0)

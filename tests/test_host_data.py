@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from umapviz._host_data import read_only_mapping, row_blocks
+from umapviz._host_data import read_only_mapping, row_blocks, to_device
 from umapviz._validation import check_data
 from umapviz.graph.cache import data_fingerprint
 
@@ -73,3 +73,22 @@ def test_a_memory_map_hashes_like_its_values(mapped):
     M, X = mapped
     assert data_fingerprint(M) == data_fingerprint(X)
     assert data_fingerprint(M[:-1]) != data_fingerprint(X)
+
+
+@pytest.mark.gpu
+def test_to_device_gives_cupys_bytes_across_blocks_for_rows_memory_maps_and_float64(tmp_path):
+    cp = pytest.importorskip("cupy")
+    # 150,000 x 160 float32 is 96 MB: two blocks of about 64 MiB, the second one short.
+    X = np.random.default_rng(0).normal(size=(150_000, 160)).astype(np.float32)
+    np.save(tmp_path / "x.npy", X)
+    mapped = np.load(tmp_path / "x.npy", mmap_mode="r")
+    rows = np.random.default_rng(1).integers(0, X.shape[0], 230_000)  # repeats, any order, more rows than X
+    for source, picked in ((X, None), (mapped, None), (X, rows), (mapped, rows), (X.astype(np.float64), rows)):
+        want = cp.asarray(source if picked is None else source[picked], dtype=cp.float32)
+        got = to_device(source, picked)
+        assert got.dtype == cp.float32 and got.flags.c_contiguous and got.shape == want.shape
+        assert bool((got.view(cp.uint32) == want.view(cp.uint32)).all())
+    assert to_device(X[:0]).shape == (0, 160)
+    on_device = cp.asarray(X)
+    assert to_device(on_device) is on_device  # already there: no copy
+    assert bool((to_device(on_device, cp.asarray(rows)) == on_device[cp.asarray(rows)]).all())

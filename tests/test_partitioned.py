@@ -12,7 +12,14 @@ from scipy.spatial.distance import cdist
 from umapviz import UMAP, datasets
 from umapviz.graph import build_graph
 from umapviz.graph.build_gpu import check_graph_fits, graph_bytes_needed
-from umapviz.graph.knn import AUTO_GPU_EXACT_MAX_ROWS, BuildCancelled, check_auto_recall, resolve_knn_method
+from umapviz.graph.knn import (
+    AUTO_GPU_EXACT_FALLBACK_MAX_ROWS,
+    AUTO_GPU_EXACT_MAX_ROWS,
+    BuildCancelled,
+    auto_wants_exact,
+    check_auto_recall,
+    resolve_knn_method,
+)
 from umapviz.graph.knn_cpu import exact_knn
 from umapviz.graph.partitioned import partitioned_knn, resolve_partitioning
 from umapviz.graph.partitions import plan_partitions
@@ -142,8 +149,8 @@ def test_auto_partitions_and_methods():
     assert resolve_partitioning(100_000, 15) == (7, 2)  # one per 16,384 rows
     assert resolve_partitioning(1000, 15) == (1, 1)  # one partition: exact
     assert resolve_knn_method("auto", 150_000, 384, device="gpu") == "exact-gpu"
-    assert resolve_knn_method("auto", 2_000_000, 384, device="gpu") == "exact-gpu"
-    assert resolve_knn_method("auto", 2_000_001, 384, device="gpu") == "partitioned-gpu"  # exact work grows as n**2
+    assert resolve_knn_method("auto", 500_000, 384, device="gpu") == "exact-gpu"
+    assert resolve_knn_method("auto", 500_001, 384, device="gpu") == "partitioned-gpu"  # exact work grows as n**2
     assert resolve_knn_method("approx", 1000, 384, device="gpu") == "partitioned-gpu"
     assert resolve_knn_method("exact", 10**7, 384, device="gpu") == "exact-gpu"
     assert resolve_knn_method("approx", 10**6, 384) == "approx"  # NN-descent on the CPU
@@ -169,6 +176,14 @@ def test_low_recall_of_the_auto_choice_warns_with_the_fix():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_auto_recall(0.95, 10_000_000)  # enough: no warning
+
+
+def test_auto_rebuilds_exactly_only_below_the_recall_bar_and_where_exact_is_affordable():
+    assert auto_wants_exact(0.9499, 1_000_000)
+    assert not auto_wants_exact(0.95, 1_000_000)
+    assert auto_wants_exact(0.5, AUTO_GPU_EXACT_FALLBACK_MAX_ROWS)
+    assert not auto_wants_exact(0.5, AUTO_GPU_EXACT_FALLBACK_MAX_ROWS + 1)  # too costly: warned about instead
+    assert not auto_wants_exact(None, 1_000_000)  # not measured (host data too large to check)
 
 
 def test_memory_check_names_need_free_and_fix():
@@ -234,6 +249,19 @@ def test_gpu_auto_above_the_exact_bound_is_partitioned_with_its_recall_measured(
         warnings.filterwarnings("error", message="knn='auto'")
         graph = build_graph(X, random_state=0, device="gpu", cache=False, progress=False)
     assert graph.params["knn"] == "partitioned-gpu"
-    assert 0.9 <= graph.params["knn_recall"] <= 1.0
+    assert 0.95 <= graph.params["knn_recall"] <= 1.0
     assert graph.params["knn_recall"] == round(recall_at_k(X, graph.knn_indices, sample=1000, seed=0,
                                                            device="gpu"), 4)
+
+
+@pytest.mark.gpu
+def test_gpu_auto_builds_the_exact_graph_when_the_partitioned_search_misses_too_many():
+    # 32-d Gaussian noise has no clusters for partitions to follow: "auto" measures the partitioned search's poor
+    # recall, builds the exact graph instead and says so in the params.
+    n = AUTO_GPU_EXACT_MAX_ROWS + 1
+    X = np.random.default_rng(1).normal(size=(n, 32)).astype(np.float32)
+    graph = build_graph(X, random_state=0, device="gpu", cache=False, progress=False)
+    assert graph.params["knn"] == "exact-gpu"
+    assert graph.params["knn_partitioned_recall"] < 0.95 and "knn_partitions" not in graph.params
+    exact = build_graph(X, knn="exact", device="gpu", cache=False, progress=False)
+    assert np.array_equal(graph.knn_indices, exact.knn_indices) and graph.fingerprint == exact.fingerprint

@@ -3,6 +3,7 @@ device, with an on-disk cache."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable
@@ -24,7 +25,14 @@ from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy import find_ab_params
 from .fuzzy_cpu import fuzzy_simplicial_set
-from .knn import AUTO_RECALL_SAMPLE, check_auto_recall, check_metric, resolve_knn_method, stop_if_cancelled
+from .knn import (
+    AUTO_RECALL_SAMPLE,
+    auto_wants_exact,
+    check_auto_recall,
+    check_metric,
+    resolve_knn_method,
+    stop_if_cancelled,
+)
 from .knn_cpu import nearest_neighbors
 from .params import GraphParams
 from .partitioned import (
@@ -33,6 +41,7 @@ from .partitioned import (
     partitioned_knn,
     resolve_partitioning,
     resolve_refine,
+    work_data,
 )
 from .recall import recall_at_k
 
@@ -74,8 +83,10 @@ def build_graph(
         ``"exact"`` (tiled brute force), ``"approx"``, ``"partitioned"`` or ``"auto"``. On the CPU "approx" is
         NN-descent (pynndescent) and "auto" is exact while ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about
         half a minute on two cores), else approx. On the GPU "approx" is the partitioned search and "auto" is exact
-        up to 2,000,000 rows, else partitioned; then the build measures the search's recall@k on 1,000 sampled rows
-        (``graph.params["knn_recall"]``) and warns below 0.9, naming the fix. "partitioned"
+        up to 500,000 rows, else partitioned; then the build measures the search's recall@k on 1,000 sampled rows
+        (``graph.params["knn_recall"]``). Below 0.95 it builds the exact graph instead up to 2,000,000 rows
+        (``params["knn"]`` says "exact-gpu", ``params["knn_partitioned_recall"]`` what the partitioned search
+        found), and above that warns below 0.9, naming the fix. "partitioned"
         (:mod:`umapviz.graph.partitioned`: k-means partitions, each point in its ``knn_overlap`` nearest ones,
         exact search inside each, candidates merged) runs on either device; measure what it misses with
         :func:`umapviz.graph.recall.recall_at_k`.
@@ -141,15 +152,25 @@ def build_graph(
         path = cache_path(directory, key)
         graph = load_graph(path, key)
         if graph is not None:
-            graph.params.update(params)  # the seed asked for now (it did not change the result)
+            graph.params["random_state"] = params["random_state"]  # the seed asked for now (it did not change it)
             return graph
 
     if device == "gpu":
         partitioning = dict(n_partitions=knn_partitions, overlap=knn_overlap, random_state=random_state,
                             client=client, refine=knn_refine) if partitioned else None
+        if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
+            X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions)
         graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
         if partitioned and knn == "auto":
-            params["knn_recall"] = auto_recall(X, graph.knn_indices, metric)
+            recall = auto_recall(X, graph.knn_indices, metric)
+            if auto_wants_exact(recall, X.shape[0]) and exact_fits(X.shape[0], X.shape[1], n_neighbors):
+                build = dataclasses.replace(build, knn="exact-gpu")
+                graph = graph_on_gpu(X, build, cancel=cancel)
+                params = dict(build.record(), knn_partitioned_recall=recall)
+            else:
+                if recall is not None:
+                    check_auto_recall(recall, int(X.shape[0]))
+                params["knn_recall"] = recall
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(X, n_neighbors, metric, knn_partitions, knn_overlap,
@@ -178,10 +199,19 @@ def build_graph(
     return graph
 
 
+def exact_fits(n: int, d: int, n_neighbors: int) -> bool:
+    """Whether the exact GPU search of n x d points fits in free GPU memory now."""
+    try:
+        check_graph_fits(n, d, n_neighbors, "exact-gpu", data_on_device=True)
+    except MemoryError:
+        return False
+    return True
+
+
 def auto_recall(X, knn_indices, metric: str) -> float | None:
-    """recall@k of the partitioned GPU search that ``knn="auto"`` chose, on AUTO_RECALL_SAMPLE sampled rows
-    (warned about when low, :func:`umapviz.graph.knn.check_auto_recall`); None when X is host data too large to
-    upload beside the graph (the exact search of the sample needs X on the GPU).
+    """recall@k, rounded to 4 digits, of the partitioned GPU search that ``knn="auto"`` chose, on
+    AUTO_RECALL_SAMPLE sampled rows; None when X is host data too large to upload beside the graph (the exact
+    search of the sample needs X on the GPU).
 
     Parameters
     ----------
@@ -195,5 +225,4 @@ def auto_recall(X, knn_indices, metric: str) -> float | None:
     if isinstance(X, np.ndarray) and 2 * X.nbytes > gpu_memory()[0]:
         return None
     recall = recall_at_k(X, knn_indices, sample=AUTO_RECALL_SAMPLE, seed=0, metric=metric, device="gpu")
-    check_auto_recall(recall, int(X.shape[0]))
     return round(float(recall), 4)

@@ -33,14 +33,34 @@ def check_metric(metric: str) -> str:
 
 
 # On the GPU "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows and the partitioned search above: the exact
-# search's work grows as n**2 (seconds at a million rows, minutes from a few million), the partitioned search's
-# with its refinement round as n, and on data with structure it finds nearly every neighbour
-# (bench/PARTITIONED_KNN.md). On data without it (round high-dimensional Gaussian clusters) it misses many, so a
-# build that "auto" sends there measures recall on AUTO_RECALL_SAMPLE sampled rows, records it, and warns below
-# AUTO_RECALL_WARN, naming the fix (check_auto_recall): a default never hands over a poorer graph unsaid.
-AUTO_GPU_EXACT_MAX_ROWS = 2_000_000
+# search's work grows as n**2 (about as long as the partitioned search at half a million rows, seconds at a million,
+# minutes from a few million), the partitioned search's with its refinement round as n, and on data with structure
+# it finds nearly every neighbour (bench/PARTITIONED_KNN.md). On data without it (round high-dimensional Gaussian
+# clusters) it misses many, so a build that "auto" sends there measures recall on AUTO_RECALL_SAMPLE sampled rows
+# and records it. Below AUTO_RECALL_EXACT it builds the exact graph instead where that stays affordable (up to
+# AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows: the partitioned search then costs a fraction of the exact one on top);
+# above, it warns below AUTO_RECALL_WARN, naming the fix (check_auto_recall): a default never hands over a poorer
+# graph unsaid.
+AUTO_GPU_EXACT_MAX_ROWS = 500_000
+AUTO_GPU_EXACT_FALLBACK_MAX_ROWS = 2_000_000
 AUTO_RECALL_SAMPLE = 1000
+AUTO_RECALL_EXACT = 0.95
 AUTO_RECALL_WARN = 0.9
+
+
+def auto_wants_exact(recall: float | None, n_samples: int) -> bool:
+    """Whether a GPU build that ``knn="auto"`` sent to the partitioned search should be rebuilt exactly: its
+    measured recall is below AUTO_RECALL_EXACT and the exact search is affordable (at most
+    AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows).
+
+    Parameters
+    ----------
+    recall : float or None
+        recall@k measured on sampled rows (None: not measured).
+    n_samples : int
+        Rows of the data.
+    """
+    return recall is not None and recall < AUTO_RECALL_EXACT and n_samples <= AUTO_GPU_EXACT_FALLBACK_MAX_ROWS
 
 
 def check_auto_recall(recall: float, n_samples: int) -> None:
@@ -69,7 +89,8 @@ def resolve_knn_method(knn: str, n_samples: int, n_features: int, device: str = 
 
     On the CPU: "exact", "approx" (pynndescent) or "partitioned"; "auto" is exact up to AUTO_EXACT_MAX_WORK of
     ``n_samples**2 * (n_features + 150)``, else approx. On the GPU: "exact-gpu" or "partitioned-gpu" ("approx"
-    is the partitioned search there); "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows, else partitioned. With
+    is the partitioned search there); "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows, else partitioned (which
+    ``build_graph`` checks: :func:`auto_wants_exact`). With
     ``distributed`` (a Dask client) only the partitioned search runs: "auto" picks it, and "exact" or "approx" is
     refused.
     """

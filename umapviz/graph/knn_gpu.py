@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .._backend import cupy, gpu_memory, is_cupy, to_host
+from .._host_data import to_device
 from .knn import centre_and_scale, check_metric, stop_if_cancelled
 from .knn_cpu import exact_rows
 
@@ -157,11 +158,10 @@ def reference_index_gpu(X, metric: str = "euclidean") -> tuple:
     """What :func:`query_knn_gpu` computes from the reference set X before any query, kept on the GPU: X itself
     (the exact re-scoring reads it) and its rows centred and scaled, or normalised, in float32 (2 x n x d float32
     of GPU memory). Pass it to query_knn_gpu to skip the upload and that pass on repeated queries against X."""
-    cp = cupy()
     metric = check_metric(metric)
     n, d = X.shape
     _check_free(4 * n * d * (1 if is_cupy(X) else 2), f"the reference set of {n:,} x {d} points")
-    Xd = cp.ascontiguousarray(cp.asarray(X, dtype=cp.float32))
+    Xd = to_device(X)
     return (Xd, *_selection_matrix(Xd, metric))
 
 
@@ -204,7 +204,7 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     if queries is not None:
         _check_free(4 * n_q * d * 2, f"{n_q:,} queries of {d} features")
     Xd, Z, col_add, scale, prepare = reference if reference is not None else reference_index_gpu(X, metric)
-    Qd = Xd if queries is None else cp.ascontiguousarray(cp.asarray(queries, dtype=cp.float32))
+    Qd = Xd if queries is None else to_device(queries)
     Zq = Z if queries is None else prepare(Qd)
     self_first = np.int32(queries is None)
     tile = min(_plan_tile(n, d, k, precision), n_q)

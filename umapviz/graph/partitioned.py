@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import cupy, gpu_memory, is_cupy, to_host
+from .._host_data import to_device
 from .._validation import check_int
 from .knn import check_metric, stop_if_cancelled
 from .knn_cpu import exact_knn
@@ -135,7 +136,7 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     n_partitions, overlap = resolve_partitioning(n, k, n_partitions, overlap)
     xp = cupy() if device == "gpu" else np
     t0 = time.perf_counter()
-    data = _work_data(X, n, d, k, overlap, n_partitions, data_on_device) if device == "gpu" else X
+    data = work_data(X, n, d, k, overlap, n_partitions, data_on_device) if device == "gpu" else X
     if refine == "auto":
         refine = REFINE_ROUNDS if device == "cpu" or is_cupy(data) else 0
     repeats = check_int("knn_repeats", repeats, 1)
@@ -264,16 +265,29 @@ def _min_members(n_neighbors: int) -> int:
     return 2 * n_neighbors
 
 
-def _work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, upload: bool | None) -> Any:
-    """X on the GPU when asked (``upload``), or with None when it fits beside the work in half the free memory;
-    else X where it is: its rows then travel to the GPU tile by tile and partition by partition."""
+def work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, upload: bool | None = None) -> Any:
+    """X for a partitioned search on the GPU: uploaded when asked (``upload``), or with None when it fits beside the
+    work in half the free memory; else X where it is (its rows then travel to the GPU tile by tile and partition by
+    partition).
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray
+        (n, d) float32 data (a CuPy array is returned as it is).
+    n, d, k : int
+        Rows, features and neighbours.
+    overlap, n_partitions : int
+        The resolved partitioning.
+    upload : bool, optional
+        True uploads, False keeps X on the host, None decides by free memory.
+    """
     if is_cupy(X):
         return X
     if upload is None:
         free, _ = gpu_memory()
         work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False, refine=0)
         upload = 4 * n * d + max(work, refine_bytes_needed(n, k)) <= 0.5 * free
-    return cupy().asarray(X, dtype=np.float32) if upload else X
+    return to_device(X) if upload else X
 
 
 def _searches(data: Any, plan: list[Partition], k: int, metric: str, device: str, client: Any):
@@ -281,7 +295,8 @@ def _searches(data: Any, plan: list[Partition], k: int, metric: str, device: str
     (at most two per worker core in flight, so the driver never holds every partition's rows at once)."""
     if client is None:
         for part in plan:
-            yield search_partition(take_rows(data, part.members), k, metric, device)
+            rows = to_device(data, part.members) if device == "gpu" else take_rows(data, part.members)
+            yield search_partition(rows, k, metric, device)
         return
     window = max(2, 2 * sum(client.nthreads().values()))
     futures = []

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import is_cupy, to_host, xp_of
+from .._host_data import to_device
 
 KMEANS_ITERATIONS = 10
 # Sampled rows per centroid for the k-means (at least SAMPLE_MIN rows in all): enough for stable centroids,
@@ -81,7 +82,7 @@ def plan_partitions(X: Any, n_partitions: int, overlap: int, seed: int, max_memb
     rng = np.random.default_rng(seed)
     n_sample = min(n, max(SAMPLE_MIN, SAMPLE_PER_CENTROID * n_partitions))
     sample_rows = np.sort(rng.choice(n, n_sample, replace=False))
-    sample = _prepared(take_rows(X, sample_rows), metric, xp)
+    sample = _prepared(X, metric, xp, sample_rows)
     centre = sample.mean(axis=0, dtype=xp.float64).astype(xp.float32) if metric == "euclidean" else None
     if centre is not None:
         sample -= centre
@@ -105,10 +106,13 @@ def take_rows(X: Any, rows: Any) -> Any:
     return X[rows] if is_cupy(X) == is_cupy(rows) else X[xp_of(X).asarray(to_host(rows))]
 
 
-def _prepared(rows: Any, metric: str, xp: Any) -> Any:
-    """A float32 copy of the rows on the work's device (the caller may change it in place); unit length for
-    cosine (zero rows stay zero)."""
-    A = xp.array(rows, dtype=xp.float32, order="C", copy=True)
+def _prepared(X: Any, metric: str, xp: Any, rows: Any = None) -> Any:
+    """A float32 copy of X's rows ``rows`` (None: all) on the work's device (the caller may change it in place);
+    unit length for cosine (zero rows stay zero)."""
+    if xp is not np and not is_cupy(X):
+        A = to_device(X, rows)  # a new array
+    else:
+        A = xp.array(X if rows is None else take_rows(X, rows), dtype=xp.float32, order="C", copy=True)
     if metric == "cosine":
         norms = xp.sqrt((A.astype(xp.float64) ** 2).sum(axis=1, keepdims=True))
         A = (A / xp.where(norms > 0, norms, 1.0)).astype(xp.float32)
@@ -184,7 +188,7 @@ def _cut(X: Any, part: Partition, max_members: int, metric: str, xp: Any) -> lis
     row order)."""
     if part.size <= max_members:
         return [part]
-    A = _prepared(take_rows(X, part.members), metric, xp).astype(xp.float64)
+    A = _prepared(X, metric, xp, part.members).astype(xp.float64)
     A -= A.mean(axis=0)
     v = xp.ones(A.shape[1]) / np.sqrt(A.shape[1])
     for _ in range(_POWER_ITERATIONS):
