@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 COLUMNS = ("n", "d", "knn", "knn_s", "graph_s", "start_s", "layout_s", "total_s", "recall", "trust", "peak_gpu_gib",
-           "umap_fit_s")
+           "umap_fit_s", "frame_ms")
 
 
 def make_data(n: int, data: str, device: str, dim: int = 384) -> np.ndarray:
@@ -114,10 +114,25 @@ def one_size(args) -> dict:
     if args.both_starts:  # the warm-up compiles the other start's kernels too
         spectral_init(graph, 2, seed, device=device, method="sampled" if n <= SAMPLED_ABOVE else "full")
     opt = LayoutOptimizer(graph, strategy="chunked", n_chunks="auto", random_state=seed, init=start, device=device)
-    opt.run()
+    frames: list = []
+    if args.frames_every:
+        from umapviz.render.frame import image, warm_up  # noqa: PLC0415 - only when frames are asked for
+
+        warm_up(device)
+
+        def live_frame(optimizer, _record):  # what a live view draws: the whole layout, 800 x 800
+            began = time.perf_counter()
+            image(optimizer.device_embedding if device == "gpu" else optimizer.embedding, width=800, height=800,
+                  view="robust")
+            _sync(device)
+            frames.append(time.perf_counter() - began)
+
+    opt.run(callback=live_frame if args.frames_every else None, every=args.frames_every or 1)
     _sync(device)
     t3 = time.perf_counter()
     _stage("layout", t3 - t2)
+    if frames:
+        row.update(frames=len(frames), frame_ms=1000 * float(np.median(frames)))
     row.update(knn_s=knn_s, graph_s=t1 - t0 - knn_s, start_s=t2 - t1, layout_s=t3 - t2, total_s=t3 - t0,
                stages={key: value for key, value in stages.items() if key != "knn"})
     data = to_device(X) if device == "gpu" else X
@@ -156,7 +171,7 @@ def child(args, extra: list[str]) -> dict:
     """Run this script for one size in a fresh process; its last stdout line is the JSON row."""
     cmd = [sys.executable, __file__, "--device", args.device, "--knn", args.knn, "--data", args.data,
            "--partitions", str(args.partitions), "--overlap", str(args.overlap), "--refine", str(args.refine),
-           "--dim", str(args.dim), *extra]
+           "--dim", str(args.dim), "--frames-every", str(args.frames_every), *extra]
     if args.host_data:
         cmd.append("--host-data")
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout)  # stderr: the stages, live
@@ -183,6 +198,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--out", default=None)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--frames-every", type=int, default=0,
+                        help="render a live view's frame (800 x 800, the whole layout) every this many epochs of the "
+                             "layout, inside its time (frame_ms: the median frame)")
     parser.add_argument("--both-starts", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--fit-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
