@@ -8,9 +8,9 @@ where it seldom is, a little: bench/PARTITIONED_KNN.md); the current neighbours 
 loses a neighbour it had (recall cannot fall).
 
 The distances are the exact searches' own: float64, operation for operation the same on both devices
-(:func:`umapviz.graph.knn_cpu._refine` and the ``refine`` kernel of ``knn_gpu.cu``), computed from the two rows of
-X, so CPU and GPU give the same bytes. The candidate lists are a function of the graph alone (sorted, duplicates
-dropped), so a round is deterministic: no atomics, no dependence on thread scheduling.
+(:func:`umapviz.graph.knn_cpu.refine_candidates` and its twin :func:`umapviz.graph.knn_gpu.refine_candidates_gpu`),
+computed from the two rows of X, so CPU and GPU give the same bytes. The candidate lists are a function of the graph
+alone (sorted, duplicates dropped), so a round is deterministic: no atomics, no dependence on thread scheduling.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ import numpy as np
 from .._backend import cupy, gpu_memory, is_cupy
 from .._validation import check_int
 from .knn import check_metric
-from .knn_cpu import _refine
+from .knn_cpu import refine_candidates
+from .knn_gpu import REFINE_MAX_CANDIDATES, refine_candidates_gpu
 
-# The GPU refine kernel takes one thread per candidate, at most 1024 in a block.
-MAX_CANDIDATES = 1024
+# The GPU refine kernel takes one thread per candidate, in one block.
+MAX_CANDIDATES = REFINE_MAX_CANDIDATES
 _GPU_TILE_ELEMENTS = 2**26  # candidate-list elements per GPU tile of rows (512 MiB as int64)
 _CPU_TILE_ROWS = 4096
 
@@ -194,26 +195,12 @@ def _round(X: Any, idx: Any, reverse: Any, metric: str, xp: Any) -> tuple[Any, A
             rows = np.arange(start, stop, dtype=np.int64)
             tile_idx = np.empty((stop - start, k), dtype=np.int64)
             tile_dist = np.empty((stop - start, k), dtype=np.float64)
-            _refine(X, X, rows, cand, k, metric == "cosine", True, tile_idx, tile_dist)
+            refine_candidates(X, X, rows, cand, k, metric == "cosine", True, tile_idx, tile_dist)
             out_idx[start:stop] = tile_idx
             with np.errstate(over="ignore"):  # as the exact search: beyond float32 becomes inf
                 out_dist[start:stop] = tile_dist.astype(np.float32)
         else:
-            _refine_gpu(X, cand.astype(xp.int32), start, k, metric, out_idx[start:stop], out_dist[start:stop])
+            refine_candidates_gpu(X, X, start, cand.astype(xp.int32), k, metric == "cosine", True, out_idx[start:stop],
+                                  out_dist[start:stop])
     return out_idx, out_dist
 
-
-def _refine_gpu(X: Any, cand: Any, row0: int, k: int, metric: str, out_idx: Any, out_dist: Any) -> None:
-    """The ``refine`` kernel of knn_gpu.cu on one tile of rows (row0 on): exact distances, k best, self first."""
-    from .knn_gpu import _module  # noqa: PLC0415 - compiles CUDA sources: GPU runs only
-
-    rows, m = cand.shape
-    threads = max(32, -(-m // 32) * 32)
-    if not is_cupy(X) or threads > MAX_CANDIDATES:
-        raise ValueError(f"the GPU refinement needs CuPy X and at most {MAX_CANDIDATES} candidates, got {m}.")
-    _module().get_function("refine")(
-        (rows,), (threads,),
-        (X, X, np.int32(X.shape[1]), np.int64(row0), np.int32(1), cand, np.int32(m), np.int32(k),
-         np.int32(metric == "cosine"), out_idx, out_dist),
-        shared_mem=threads * 12,
-    )
