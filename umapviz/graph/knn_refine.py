@@ -110,10 +110,26 @@ def refine_bytes_needed(n: int, n_neighbors: int) -> int:
     return graphs + reverse + tile
 
 
+def refine_gpu_bytes_needed(n: int, d: int, n_neighbors: int, x_on_device: bool) -> int:
+    """GPU bytes of the refinement rounds: a round's buffers (:func:`refine_bytes_needed`), and X where it is host
+    data (uploaded for the rounds, whose candidates' rows are read at random).
+
+    Parameters
+    ----------
+    n, d : int
+        Points and features.
+    n_neighbors : int
+        Neighbours per point.
+    x_on_device : bool
+        Whether X is already on the GPU (else it is uploaded for the rounds).
+    """
+    return refine_bytes_needed(n, n_neighbors) + (0 if x_on_device else 4 * n * d)
+
+
 def check_refine_fits(n: int, d: int, n_neighbors: int, x_on_device: bool,
-                      free_total: tuple[int, int] | None = None) -> None:
+                      free_total: tuple[int, int] | None = None, held: int = 0) -> None:
     """MemoryError before a GPU refinement that cannot fit: how much it needs (X uploaded when it is host data, and
-    a round's buffers), how much is free, and the fix.
+    a round's buffers: :func:`refine_gpu_bytes_needed`, plus ``held``), how much is free, and the fix.
 
     Parameters
     ----------
@@ -125,15 +141,16 @@ def check_refine_fits(n: int, d: int, n_neighbors: int, x_on_device: bool,
         Whether X is already on the GPU (else it is uploaded for the rounds).
     free_total : (int, int), optional
         (free, total) bytes; None asks the GPU.
+    held : int
+        Bytes that are free now but will be held by the caller beside the rounds (a search's merged graph).
     """
-    need = refine_bytes_needed(n, n_neighbors) + (0 if x_on_device else 4 * n * d)
+    need = refine_gpu_bytes_needed(n, d, n_neighbors, x_on_device) + held
     free, total = gpu_memory() if free_total is None else free_total
     if need > free:
         raise MemoryError(
             f"Refining the kNN graph of {n:,} points on the GPU needs about {need / 2**30:.2f} GiB of GPU memory (X "
             f"on the device and a round's buffers), but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is "
-            "free. Pass knn_refine=0 (or 'auto', which skips it for host data that stays on the host), or free GPU "
-            "memory."
+            "free. Pass knn_refine=0 (or 'auto', which runs no round where one does not fit), or free GPU memory."
         )
 
 
