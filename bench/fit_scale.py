@@ -99,7 +99,7 @@ def one_size(args) -> dict:
     else:
         if parts is not None:
             idx, dist = partitioned_knn(X, k, n_partitions=parts[0], overlap=parts[1], random_state=seed,
-                                        refine=args.refine)
+                                        refine=args.refine, timings=stages)
         else:
             idx, dist = nearest_neighbors(X, k, method=method, random_state=seed, progress=False)
         knn_s = time.perf_counter() - t0
@@ -107,6 +107,8 @@ def one_size(args) -> dict:
     _sync(device)
     t1 = time.perf_counter()
     _stage(f"kNN {knn_s:.2f} s, graph", t1 - t0 - knn_s)
+    if parts is not None:  # the rounds run ("auto" resolved by the search)
+        row["refine"] = len(stages.get("knn_refine_rounds", stages.get("refine_rounds", [])))
     start = spectral_init(graph, 2, seed, device=device)
     _sync(device)
     t2 = time.perf_counter()

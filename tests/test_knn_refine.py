@@ -3,6 +3,8 @@ distances, the partitioned search's default, and the GPU twin's bytes (marked gp
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ from umapviz.graph.knn_refine import (
     check_refine_fits,
     refine_knn,
 )
-from umapviz.graph.partitioned import partitioned_knn
+from umapviz.graph.partitioned import REFINE_ROUNDS, partitioned_knn, refine_rounds
 from umapviz.graph.recall import recall_at_k
 
 
@@ -141,6 +143,59 @@ def test_a_refinement_too_big_for_the_gpu_says_what_it_needs_and_the_fix():
     check_refine_fits(10_000_000, 384, 15, x_on_device=True, free_total=(16 * gib, 80 * gib))  # X already there
 
 
+def test_the_recorded_rounds_are_the_rounds_run_and_key_the_cache(clusters, coarse, tmp_path):
+    common = dict(knn="partitioned", knn_partitions=24, random_state=0, cache=tmp_path, progress=False)
+    auto = build_graph(clusters, knn_refine="auto", **common)
+    assert auto.params["knn_refine"] == REFINE_ROUNDS == 1  # the count, never "auto"
+    assert np.array_equal(auto.knn_indices, refine_knn(clusters, coarse[0], 1)[0])
+    one = build_graph(clusters, knn_refine=1, **common)  # the same graph: the same cache file
+    assert one.fingerprint == auto.fingerprint and len(list(tmp_path.glob("graph-*.npz"))) == 1
+    none = build_graph(clusters, knn_refine=0, **common)  # another graph: another file
+    assert none.params["knn_refine"] == 0 and len(list(tmp_path.glob("graph-*.npz"))) == 2
+    assert none.knn_indices.tobytes() != auto.knn_indices.tobytes()
+    # One partition is the exact search: no round runs, whatever was asked, and 0 is recorded.
+    exact = build_graph(clusters[:500], knn="partitioned", knn_partitions=1, knn_refine=2, cache=False,
+                        random_state=0, progress=False)
+    assert exact.params["knn_refine"] == 0
+
+
+GIB = 2**30
+BIG = dict(n=10_000_000, d=384, n_neighbors=15, n_partitions=611, device="gpu")  # X is 14.3 GiB
+
+
+@pytest.mark.parametrize("free_gib", [12, 16, 20, 26, 30, 60])
+def test_auto_gives_the_same_rounds_resident_or_streamed(free_gib):
+    """"auto" decides by the round's memory, not by where X lies: host data with F bytes free gets the rounds of the
+    same data resident on the GPU (X already taking its 4 n d bytes there, so F - 4 n d free)."""
+    x_bytes = 4 * BIG["n"] * BIG["d"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the warning of the too-small cases is checked below
+        host = refine_rounds("auto", **BIG, x_on_device=False, free_total=(free_gib * GIB, 80 * GIB))
+        resident = refine_rounds("auto", **BIG, x_on_device=True, free_total=(free_gib * GIB - x_bytes, 80 * GIB))
+    assert host == resident
+    assert host == (REFINE_ROUNDS if free_gib >= 26 else 0)  # a round needs about 25.4 GiB beside host X
+
+
+def test_auto_without_the_memory_for_a_round_runs_none_and_says_so():
+    with pytest.warns(UserWarning, match=r"knn_refine='auto' runs no refinement round") as record:
+        rounds = refine_rounds("auto", **BIG, x_on_device=False, free_total=(16 * GIB, 80 * GIB))
+    assert rounds == 0
+    text = str(record[0].message)
+    assert "16.00 GiB of 80.00 GiB is free" in text and "knn_refine=0" in text and "graph.params" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # where it fits: the round, silently
+        assert refine_rounds("auto", **BIG, x_on_device=False, free_total=(30 * GIB, 80 * GIB)) == REFINE_ROUNDS
+
+
+def test_a_count_of_rounds_that_cannot_fit_is_refused_before_the_search():
+    with pytest.raises(MemoryError, match="knn_refine=0"):
+        refine_rounds(2, **BIG, x_on_device=False, free_total=(16 * GIB, 80 * GIB))
+    assert refine_rounds(2, **BIG, x_on_device=False, free_total=(30 * GIB, 80 * GIB)) == 2
+    # On the CPU the rounds need no GPU memory, and the GPU is not asked.
+    assert refine_rounds("auto", **dict(BIG, device="cpu"), x_on_device=False) == REFINE_ROUNDS
+    assert refine_rounds(3, **dict(BIG, device="cpu", n_partitions=1), x_on_device=False) == 0
+
+
 def test_indices_of_another_data_set_are_refused(clusters, coarse):
     with pytest.raises(ValueError, match="pass the kNN indices of this X"):
         refine_knn(clusters[:100], coarse[0], 1)
@@ -158,12 +213,33 @@ def test_gpu_refinement_gives_the_cpu_bytes(clusters, coarse, metric):
 
 
 @pytest.mark.gpu
-def test_gpu_partitioned_search_refines_where_x_is_on_the_gpu(clusters):
-    refined, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu")
+def test_gpu_partitioned_search_refines_wherever_x_lies(clusters):
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
+
+    refined = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu")
     plain, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu", refine=0)
-    streamed, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu",
-                                  data_on_device=False)
-    assert np.array_equal(streamed, plain)  # host data that stays there: "auto" skips the rounds
-    assert recall_at_k(clusters, refined, sample=1000, seed=1) > recall_at_k(clusters, plain, sample=1000, seed=1)
+    streamed = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu", data_on_device=False)
+    resident = partitioned_knn(cp.asarray(clusters), 15, n_partitions=24, random_state=0, device="gpu")
+    for other in (streamed, resident):  # "auto": the same round, and the same bytes, wherever X lies
+        assert other[0].tobytes() == refined[0].tobytes() and other[1].tobytes() == refined[1].tobytes()
+    assert recall_at_k(clusters, refined[0], sample=1000, seed=1) > recall_at_k(clusters, plain, sample=1000, seed=1)
     again, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu")
-    assert refined.tobytes() == again.tobytes()
+    assert refined[0].tobytes() == again.tobytes()
+
+
+@pytest.mark.gpu
+def test_gpu_graph_of_host_data_is_the_resident_graph_with_its_rounds_recorded(clusters, tmp_path):
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
+
+    path = tmp_path / "x.npy"
+    np.save(path, clusters)
+    common = dict(knn="partitioned", knn_partitions=24, knn_refine="auto", random_state=0, device="gpu", cache=False,
+                  progress=False)
+    graphs = [build_graph(X, **common) for X in (np.load(path, mmap_mode="r"), clusters, cp.asarray(clusters))]
+    for graph in graphs:
+        assert graph.params["knn_refine"] == REFINE_ROUNDS
+        assert graph.fingerprint == graphs[0].fingerprint
+        assert graph.knn_indices.tobytes() == graphs[0].knn_indices.tobytes()
+        assert graph.knn_dists.tobytes() == graphs[0].knn_dists.tobytes()
+    assert np.array_equal(graphs[0].knn_indices, refine_knn(clusters, partitioned_knn(
+        clusters, 15, n_partitions=24, random_state=0, device="gpu", refine=0)[0], 1)[0])

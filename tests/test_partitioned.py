@@ -229,7 +229,7 @@ def test_gpu_host_data_streams_to_the_same_neighbours(tmp_path, text_like):
     path = tmp_path / "x.npy"
     np.save(path, text_like)
     mapped = np.load(path, mmap_mode="r")
-    # The search alone (refine=0): "auto" refines only where X stays on the device, as the resident run's does.
+    # The search alone (refine=0); with its round, test_knn_refine.py's GPU tests compare the two.
     streamed = partitioned_knn(mapped, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=False,
                                refine=0)
     resident = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=True,

@@ -152,14 +152,13 @@ def test_cpu_primitives_sum_like_the_gpu_tree():
     assert ops.seg_dots(v[None], 1, x)[0, 0] == total
 
 
+LANCZOS_GRAPH = [_connected(3000, 20000, 3), _connected(12, 8, 5), _connected(2100, 5000, 8)]
 
-@pytest.mark.parametrize("first", [0, spectral.KEEP])
-def test_cpu_fused_lanczos_steps_give_the_primitives_bytes(first):
-    """HostOps.extend_basis (one Numba call) against spectral.extend_basis on the same primitives (the GPU's
-    path): bitwise equal, from the start and after a restart, with a component whose Krylov space runs out."""
-    adj, bounds = _stack([_connected(3000, 20000, 3), _connected(12, 8, 5), _connected(2100, 5000, 8)])
-    ops = spectral_cpu.HostOps(adj, bounds)
-    n, n_comp, rng = adj.shape[0], bounds.size - 1, np.random.default_rng(4)
+
+def _lanczos_state(ops, bounds, first):
+    """(V, H, arrow) on the host before the Lanczos steps ``first ..``: the start vector, or after a restart
+    orthonormal kept vectors per component, the next one, and random couplings."""
+    n, n_comp, rng = int(bounds[-1]), bounds.size - 1, np.random.default_rng(4)
     V = np.zeros((spectral.BASIS + 1, n))
     H = np.zeros((n_comp, spectral.BASIS + 1, spectral.BASIS))
     arrow = np.zeros((n_comp, spectral.KEEP))
@@ -172,11 +171,22 @@ def test_cpu_fused_lanczos_steps_give_the_primitives_bytes(first):
     else:
         v = spectral.start_vector(bounds)
         V[0] = v / np.sqrt(ops.seg_dots(v[None], 1, v)[:, 0])[ops.comp_of]
+    return V, H, arrow
+
+
+@pytest.mark.parametrize("first", [0, spectral.KEEP])
+def test_cpu_fused_lanczos_steps_give_the_primitives_bytes(first):
+    """HostOps.extend_basis (one Numba call) against spectral.extend_basis on the same primitives (the GPU's
+    path): bitwise equal, from the start and after a restart, with a component whose Krylov space runs out."""
+    adj, bounds = _stack(LANCZOS_GRAPH)
+    ops = spectral_cpu.HostOps(adj, bounds)
+    V, H, arrow = _lanczos_state(ops, bounds, first)
     V_ref, H_ref = V.copy(), H.copy()
     spectral.extend_basis(ops, V_ref, H_ref, arrow, first)
     ops.extend_basis(V, H, arrow, first, spectral._BREAKDOWN)
     assert V.tobytes() == V_ref.tobytes() and H.tobytes() == H_ref.tobytes()
     assert not V[-1, bounds[1] : bounds[2]].any()  # twelve vertices: the basis ran out, the rest is zeros
+
 
 _HOST_HARNESS = r"""
 // spectral_gpu.cu's kernels that use no warp intrinsic, built as host code: each thread of a launch runs in turn.
@@ -380,6 +390,21 @@ def test_gpu_primitives_give_the_cpu_twins_bytes():
     got = gpu.combine(cp.asarray(V), 5, cp.asarray(coef), cp.asarray(add), -1.0).get()
     assert got.tobytes() == host.combine(V, 5, coef, add, -1.0).tobytes()
     assert gpu.matvec(cp.asarray(x)).get().tobytes() == host.matvec(x).tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("first", [0, spectral.KEEP])
+def test_gpu_lanczos_steps_give_the_cpu_fused_twins_bytes(first):
+    """DeviceOps.extend_basis (the generic steps on the GPU's primitives) against HostOps.extend_basis (fused)."""
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
+
+    adj, bounds = _stack(LANCZOS_GRAPH)
+    host, gpu = spectral_cpu.HostOps(adj, bounds), spectral_gpu.DeviceOps(adj, bounds)
+    V, H, arrow = _lanczos_state(host, bounds, first)
+    V_gpu, H_gpu = cp.asarray(V), cp.asarray(H)
+    host.extend_basis(V, H, arrow, first, spectral._BREAKDOWN)
+    gpu.extend_basis(V_gpu, H_gpu, arrow, first, spectral._BREAKDOWN)
+    assert V_gpu.get().tobytes() == V.tobytes() and H_gpu.get().tobytes() == H.tobytes()
 
 
 def _cpu_layouts(graph, seed):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import gpu_memory, resolve_device
+from .._backend import gpu_memory, is_cupy, resolve_device
 from .._validation import (
     RandomStateLike,
     check_data,
@@ -39,6 +39,7 @@ from .partitioned import (
     DEFAULT_OVERLAP,
     DEFAULT_REFINE,
     partitioned_knn,
+    refine_rounds,
     resolve_partitioning,
     resolve_refine,
     work_data,
@@ -117,6 +118,13 @@ def build_graph(
         Runs the partitioned search's partitions as tasks on the client's workers (on ``device``: one GPU per
         worker with dask-cuda, see docs/architecture.md); the graph is the same bytes as without it. Only the
         partitioned search runs there: ``knn`` must be "partitioned" or "auto" (then partitioned).
+    knn_refine : int or str
+        Rounds of neighbourhood refinement after the partitioned search (:mod:`umapviz.graph.knn_refine`): a count,
+        or ``"auto"``, one round on either device, whether X is resident on the GPU or streamed from the host (the
+        same data and seed give the same graph). On the GPU a round needs X on the device (host data is uploaded
+        for it) and its buffers: where that does not fit, "auto" runs no round and warns, and a count raises a
+        MemoryError before the build starts. ``graph.params["knn_refine"]`` records the rounds run (0 with one
+        partition, which is the exact search), so the cache tells the graphs apart.
     """
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)
@@ -132,6 +140,8 @@ def build_graph(
         knn_refine = resolve_refine(knn_refine)
     if device == "gpu":
         check_graph_fits(X.shape[0], X.shape[1], n_neighbors, method, knn_partitions, knn_overlap)
+    if partitioned:  # the rounds that will run, recorded (and keyed) as such: "auto" resolved here
+        knn_refine = refine_rounds(knn_refine, *X.shape, n_neighbors, knn_partitions, device, is_cupy(X))
 
     build = GraphParams.for_data(X.shape[0], n_neighbors=n_neighbors, metric=metric, knn=method, min_dist=min_dist,
                                  spread=spread, random_state=random_state, n_epochs=n_epochs, curve=(a, b))
@@ -159,7 +169,7 @@ def build_graph(
         partitioning = dict(n_partitions=knn_partitions, overlap=knn_overlap, random_state=random_state,
                             client=client, refine=knn_refine) if partitioned else None
         if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
-            X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions)
+            X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, rounds=knn_refine)
         graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
         if partitioned and knn == "auto":
             recall = auto_recall(X, graph.knn_indices, metric)

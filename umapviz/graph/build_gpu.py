@@ -143,7 +143,7 @@ def memory_shortfall_message(n: int, d: int, n_neighbors: int, method: str, need
         other = f" (about {partitioned_need / gib:.1f} GiB here)" if partitioned_need is not None else ""
         fixes.append(f"knn='approx' (the partitioned search{other})")
     else:
-        fixes += ["more knn_partitions (smaller partitions)", "knn_refine=0 (its rounds hold X on the GPU)"]
+        fixes.append("more knn_partitions (smaller partitions)")  # the refinement rounds are checked on their own
     fixes += ["fewer rows", "X as a NumPy array or a memory-mapped .npy, not a CuPy array (the partitioned search "
               "then streams it to the GPU partition by partition)", "freeing GPU memory", "device='cpu'"]
     return (

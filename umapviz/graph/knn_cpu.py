@@ -89,12 +89,32 @@ def _select_candidates(gram, col_add, scale, row_ids, cand):
 
 
 @numba.njit(parallel=True, cache=True)
-def _refine(X, Q, row_ids, cand, k, cosine, match_self, out_idx, out_dist):
+def refine_candidates(X, Q, row_ids, cand, k, cosine, match_self, out_idx, out_dist):
     """Exact float64 distances from query rows ``Q[row_ids]`` to their candidates (rows of X); keep the k best,
-    ties by index. With ``match_self`` (Q is X) the query's own row sorts first.
+    ties by index. With ``match_self`` (Q is X) the query's own row sorts first. The twin of
+    :func:`umapviz.graph.knn_gpu.refine_candidates_gpu` (operation for operation: change both together).
 
     Candidates equal to -1 are skipped; a row left with fewer than k valid candidates gets -1 at the end
     (the caller redoes such rows exactly).
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) float32 rows the candidates index.
+    Q : numpy.ndarray
+        (n_q, d) float32 query rows (X itself for a graph of X).
+    row_ids : numpy.ndarray
+        (rows,) int64: the query row of each row of ``cand``.
+    cand : numpy.ndarray
+        (rows, m) int64 candidate rows of X per query, -1 for none.
+    k : int
+        Neighbours kept per query.
+    cosine : bool
+        Cosine distance (else Euclidean).
+    match_self : bool
+        Q is X: the query's own row sorts first.
+    out_idx, out_dist : numpy.ndarray
+        (rows, k) int64 and float64 outputs.
     """
     n_rows, m = cand.shape
     d = X.shape[1]
@@ -243,8 +263,8 @@ def exact_rows(
         if zero_q is not None:
             for r in np.flatnonzero(zero_q[row_ids]):
                 cand[r] = zero_row_candidates(zero_x, self_ids[r], n, n_cand)
-        _refine(X, Q, row_ids, cand, k, metric == "cosine", queries is None, out_idx[start : start + tile],
-                out_dist[start : start + tile])
+        refine_candidates(X, Q, row_ids, cand, k, metric == "cosine", queries is None, out_idx[start : start + tile],
+                          out_dist[start : start + tile])
         del gram  # else the next tile's product is built while this one is still held: twice the tile memory
     return out_idx, out_dist
 
@@ -352,7 +372,7 @@ def approx_knn(
     cand[~has_self, -1] = rows[~has_self]
     out_idx = np.empty((n, k), dtype=np.int64)
     out_dist = np.empty((n, k), dtype=np.float64)
-    _refine(X, X, rows, cand, k, metric == "cosine", True, out_idx, out_dist)
+    refine_candidates(X, X, rows, cand, k, metric == "cosine", True, out_idx, out_dist)
     short = np.flatnonzero((out_idx < 0).any(axis=1))
     if short.size:
         out_idx[short], out_dist[short] = exact_rows(X, short, k, metric, progress=False)

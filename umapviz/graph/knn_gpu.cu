@@ -1,7 +1,7 @@
 // GPU kernels for exact kNN (umapviz/graph/knn_gpu.py).
 //
 // Exact kNN = a GEMM tile of scores (cuBLAS) + select_candidates (a few more candidates than k per row)
-// + refine (exact float64 distances of the candidates, as umapviz/graph/knn_cpu.py's _refine computes them,
+// + refine (exact float64 distances of the candidates, as umapviz/graph/knn_cpu.py's refine_candidates computes them,
 // then the k best by (distance, index), the point itself first).
 
 #define SEL_THREADS 256
@@ -156,9 +156,9 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
 }
 
 // One block per query row Q[row0 + r], one thread per candidate (blockDim.x >= m): exact float64 distance to the
-// candidate row of X (operation for operation as knn_cpu.py's _refine), then each thread's rank by (distance, index)
-// decides where it lands among the row's k outputs. With self_first (Q is X) self is ranked first (distance
-// -1, written as 0).
+// candidate row of X (operation for operation as knn_cpu.py's refine_candidates), then each thread's rank by
+// (distance, index) decides where it lands among the row's k outputs. With self_first (Q is X) self is ranked first
+// (distance -1, written as 0). Launched by knn_gpu.py's refine_candidates_gpu.
 extern "C" __global__ void refine(const float* __restrict__ X, const float* __restrict__ Q, int d, i64 row0,
                                   int self_first, const int* __restrict__ cand, int m, int k, int cosine,
                                   int* __restrict__ out_idx, float* __restrict__ out_dist) {

@@ -2,11 +2,11 @@
 
 Exact kNN, per tile of query rows: one GEMM of scores against all points (cuBLAS, TF32 tensor cores by
 default: ``precision="tf32"``; ``"fp32"`` for plain float32), a selection kernel that keeps a few more
-candidates than k per row, and a refine kernel that recomputes those candidates' distances exactly in float64,
-operation for operation as :func:`umapviz.graph.knn_cpu._refine` does, and sorts them by (distance, index) with
-the point itself first. So the result equals the CPU's exact kNN unless more points than the spare candidates
-tie within the GEMM's rounding (TF32 keeps 10 mantissa bits, so it gets more spares). A row whose candidate
-selection may have been cut short is redone on the CPU.
+candidates than k per row, and a refine kernel (launched by :func:`refine_candidates_gpu`) that recomputes those
+candidates' distances exactly in float64, operation for operation as :func:`umapviz.graph.knn_cpu.refine_candidates`
+does, and sorts them by (distance, index) with the point itself first. So the result equals the CPU's exact kNN
+unless more points than the spare candidates tie within the GEMM's rounding (TF32 keeps 10 mantissa bits, so it
+gets more spares). A row whose candidate selection may have been cut short is redone on the CPU.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ KERNELS = Path(__file__).with_name("knn_gpu.cu")
 PRECISIONS = ("tf32", "fp32")
 _SEL_THREADS = 256  # = SEL_THREADS in knn_gpu.cu
 _SEL_L = 16  # = SEL_L
+REFINE_MAX_CANDIDATES = 1024  # the refine kernel takes one thread per candidate, in one block
 _TILE_BYTES = 8 * 2**30  # at most this much for one GEMM score tile
 _CUBLAS_COMPUTE_32F = 68
 _CUBLAS_COMPUTE_32F_FAST_TF32 = 77
@@ -199,8 +200,9 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     if not 1 <= k <= n:
         raise ValueError(f"n_neighbors={k} must be between 1 and the number of points ({n}).")
     m = n_candidates(k, n, precision)
-    if m > _SEL_THREADS * _SEL_L or m > 1024:
-        raise ValueError(f"n_neighbors={k} is too large for the GPU kNN (at most {1024 - 16} supported).")
+    if m > _SEL_THREADS * _SEL_L or m > REFINE_MAX_CANDIDATES:
+        most = REFINE_MAX_CANDIDATES - 16
+        raise ValueError(f"n_neighbors={k} is too large for the GPU kNN (at most {most} supported).")
     if queries is not None:
         _check_free(4 * n_q * d * 2, f"{n_q:,} queries of {d} features")
     Xd, Z, col_add, scale, prepare = reference if reference is not None else reference_index_gpu(X, metric)
@@ -209,14 +211,13 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     self_first = np.int32(queries is None)
     tile = min(_plan_tile(n, d, k, precision), n_q)
     mod = _module()
-    select, refine = mod.get_function("select_candidates"), mod.get_function("refine")
+    select = mod.get_function("select_candidates")
     out_idx = cp.full((n_q, k), -1, dtype=cp.int32)
     out_dist = cp.full((n_q, k), np.inf, dtype=cp.float32)
     overflow = cp.zeros(n_q, dtype=cp.int32)
     ld = _score_ld(n)
     scores = cp.empty((tile, ld), dtype=cp.float32)
     cand = cp.empty((tile, m), dtype=cp.int32)
-    ref_threads = max(32, -(-m // 32) * 32)
     done = []  # with `cancel`: an event after each tile
     for start in range(0, n_q, tile):
         if cancel is not None:
@@ -234,24 +235,8 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
             (scores, np.int32(n), np.int64(ld), col_add, scale, np.int64(start), self_first, np.int32(m), cand,
              overflow[start:]),
         )
-        refine(
-            (rows,),
-            (ref_threads,),
-            (
-                Xd,
-                Qd,
-                np.int32(d),
-                np.int64(start),
-                self_first,
-                cand,
-                np.int32(m),
-                np.int32(k),
-                np.int32(metric == "cosine"),
-                out_idx[start:],
-                out_dist[start:],
-            ),
-            shared_mem=ref_threads * 12,
-        )
+        refine_candidates_gpu(Xd, Qd, start, cand[:rows], k, metric == "cosine", queries is None,
+                              out_idx[start : start + rows], out_dist[start : start + rows])
         if cancel is not None:
             done[-1].record()
     del scores, cand, Z, Zq
@@ -266,3 +251,44 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     if return_device:
         return out_idx, out_dist
     return out_idx.get(), out_dist.get()
+
+
+def refine_candidates_gpu(X, Q, row0: int, cand, k: int, cosine: bool, match_self: bool, out_idx, out_dist) -> None:
+    """Exact float64 distances from query rows ``Q[row0 : row0 + rows]`` to their candidates (rows of X); keep the k
+    best, ties by index. With ``match_self`` (Q is X) the query's own row sorts first. The launch of
+    ``knn_gpu.cu``'s ``refine`` kernel (one block per query row, one thread per candidate), twin of
+    :func:`umapviz.graph.knn_cpu.refine_candidates` (operation for operation: change both together), whose
+    ``row_ids`` are here the consecutive rows from ``row0``.
+
+    Candidates equal to -1 are skipped; a row left with fewer than k valid candidates gets -1 at the end.
+
+    Parameters
+    ----------
+    X : cupy.ndarray
+        (n, d) C-contiguous float32 rows the candidates index.
+    Q : cupy.ndarray
+        (n_q, d) C-contiguous float32 query rows (X itself for a graph of X).
+    row0 : int
+        The query row of ``cand``'s first row; its row ``r`` is query ``row0 + r``.
+    cand : cupy.ndarray
+        (rows, m) C-contiguous int32 candidate rows of X per query, -1 for none; m at most 1,024.
+    k : int
+        Neighbours kept per query.
+    cosine : bool
+        Cosine distance (else Euclidean).
+    match_self : bool
+        Q is X: the query's own row sorts first.
+    out_idx, out_dist : cupy.ndarray
+        (rows, k) C-contiguous int32 and float32 outputs.
+    """
+    rows, m = (int(s) for s in cand.shape)
+    threads = max(32, -(-m // 32) * 32)
+    if not (is_cupy(X) and is_cupy(Q)) or threads > REFINE_MAX_CANDIDATES:
+        raise ValueError(f"the GPU refine needs CuPy X and Q and at most {REFINE_MAX_CANDIDATES} candidates, got {m}.")
+    _module().get_function("refine")(
+        (rows,),
+        (threads,),
+        (X, Q, np.int32(X.shape[1]), np.int64(row0), np.int32(match_self), cand, np.int32(m), np.int32(k),
+         np.int32(cosine), out_idx, out_dist),
+        shared_mem=threads * 12,  # a double and an int per thread
+    )

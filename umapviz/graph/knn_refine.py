@@ -8,9 +8,9 @@ where it seldom is, a little: bench/PARTITIONED_KNN.md); the current neighbours 
 loses a neighbour it had (recall cannot fall).
 
 The distances are the exact searches' own: float64, operation for operation the same on both devices
-(:func:`umapviz.graph.knn_cpu._refine` and the ``refine`` kernel of ``knn_gpu.cu``), computed from the two rows of
-X, so CPU and GPU give the same bytes. The candidate lists are a function of the graph alone (sorted, duplicates
-dropped), so a round is deterministic: no atomics, no dependence on thread scheduling.
+(:func:`umapviz.graph.knn_cpu.refine_candidates` and its twin :func:`umapviz.graph.knn_gpu.refine_candidates_gpu`),
+computed from the two rows of X, so CPU and GPU give the same bytes. The candidate lists are a function of the graph
+alone (sorted, duplicates dropped), so a round is deterministic: no atomics, no dependence on thread scheduling.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ from typing import Any
 import numpy as np
 
 from .._backend import cupy, gpu_memory, is_cupy
+from .._host_data import to_device
 from .._validation import check_int
 from .knn import check_metric
-from .knn_cpu import _refine
+from .knn_cpu import refine_candidates
+from .knn_gpu import REFINE_MAX_CANDIDATES, refine_candidates_gpu
 
-# The GPU refine kernel takes one thread per candidate, at most 1024 in a block.
-MAX_CANDIDATES = 1024
+# The GPU refine kernel takes one thread per candidate, in one block.
+MAX_CANDIDATES = REFINE_MAX_CANDIDATES
 _GPU_TILE_ELEMENTS = 2**26  # candidate-list elements per GPU tile of rows (512 MiB as int64)
 _CPU_TILE_ROWS = 4096
 
@@ -56,7 +58,7 @@ def refine_knn(X: Any, indices: Any, rounds: int = 1, metric: str = "euclidean",
     xp = cupy() if device == "gpu" else np
     if device == "gpu":
         check_refine_fits(int(X.shape[0]), int(X.shape[1]), int(indices.shape[1]), is_cupy(X))
-        X = xp.ascontiguousarray(xp.asarray(X, dtype=xp.float32))
+        X = to_device(X)
         indices = xp.asarray(indices)
     else:
         X = np.ascontiguousarray(X, dtype=np.float32)
@@ -109,10 +111,26 @@ def refine_bytes_needed(n: int, n_neighbors: int) -> int:
     return graphs + reverse + tile
 
 
+def refine_gpu_bytes_needed(n: int, d: int, n_neighbors: int, x_on_device: bool) -> int:
+    """GPU bytes of the refinement rounds: a round's buffers (:func:`refine_bytes_needed`), and X where it is host
+    data (uploaded for the rounds, whose candidates' rows are read at random).
+
+    Parameters
+    ----------
+    n, d : int
+        Points and features.
+    n_neighbors : int
+        Neighbours per point.
+    x_on_device : bool
+        Whether X is already on the GPU (else it is uploaded for the rounds).
+    """
+    return refine_bytes_needed(n, n_neighbors) + (0 if x_on_device else 4 * n * d)
+
+
 def check_refine_fits(n: int, d: int, n_neighbors: int, x_on_device: bool,
-                      free_total: tuple[int, int] | None = None) -> None:
+                      free_total: tuple[int, int] | None = None, held: int = 0) -> None:
     """MemoryError before a GPU refinement that cannot fit: how much it needs (X uploaded when it is host data, and
-    a round's buffers), how much is free, and the fix.
+    a round's buffers: :func:`refine_gpu_bytes_needed`, plus ``held``), how much is free, and the fix.
 
     Parameters
     ----------
@@ -124,15 +142,16 @@ def check_refine_fits(n: int, d: int, n_neighbors: int, x_on_device: bool,
         Whether X is already on the GPU (else it is uploaded for the rounds).
     free_total : (int, int), optional
         (free, total) bytes; None asks the GPU.
+    held : int
+        Bytes that are free now but will be held by the caller beside the rounds (a search's merged graph).
     """
-    need = refine_bytes_needed(n, n_neighbors) + (0 if x_on_device else 4 * n * d)
+    need = refine_gpu_bytes_needed(n, d, n_neighbors, x_on_device) + held
     free, total = gpu_memory() if free_total is None else free_total
     if need > free:
         raise MemoryError(
             f"Refining the kNN graph of {n:,} points on the GPU needs about {need / 2**30:.2f} GiB of GPU memory (X "
             f"on the device and a round's buffers), but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is "
-            "free. Pass knn_refine=0 (or 'auto', which skips it for host data that stays on the host), or free GPU "
-            "memory."
+            "free. Pass knn_refine=0 (or 'auto', which runs no round where one does not fit), or free GPU memory."
         )
 
 
@@ -194,26 +213,12 @@ def _round(X: Any, idx: Any, reverse: Any, metric: str, xp: Any) -> tuple[Any, A
             rows = np.arange(start, stop, dtype=np.int64)
             tile_idx = np.empty((stop - start, k), dtype=np.int64)
             tile_dist = np.empty((stop - start, k), dtype=np.float64)
-            _refine(X, X, rows, cand, k, metric == "cosine", True, tile_idx, tile_dist)
+            refine_candidates(X, X, rows, cand, k, metric == "cosine", True, tile_idx, tile_dist)
             out_idx[start:stop] = tile_idx
             with np.errstate(over="ignore"):  # as the exact search: beyond float32 becomes inf
                 out_dist[start:stop] = tile_dist.astype(np.float32)
         else:
-            _refine_gpu(X, cand.astype(xp.int32), start, k, metric, out_idx[start:stop], out_dist[start:stop])
+            refine_candidates_gpu(X, X, start, cand.astype(xp.int32), k, metric == "cosine", True, out_idx[start:stop],
+                                  out_dist[start:stop])
     return out_idx, out_dist
 
-
-def _refine_gpu(X: Any, cand: Any, row0: int, k: int, metric: str, out_idx: Any, out_dist: Any) -> None:
-    """The ``refine`` kernel of knn_gpu.cu on one tile of rows (row0 on): exact distances, k best, self first."""
-    from .knn_gpu import _module  # noqa: PLC0415 - compiles CUDA sources: GPU runs only
-
-    rows, m = cand.shape
-    threads = max(32, -(-m // 32) * 32)
-    if not is_cupy(X) or threads > MAX_CANDIDATES:
-        raise ValueError(f"the GPU refinement needs CuPy X and at most {MAX_CANDIDATES} candidates, got {m}.")
-    _module().get_function("refine")(
-        (rows,), (threads,),
-        (X, X, np.int32(X.shape[1]), np.int64(row0), np.int32(1), cand, np.int32(m), np.int32(k),
-         np.int32(metric == "cosine"), out_idx, out_dist),
-        shared_mem=threads * 12,
-    )

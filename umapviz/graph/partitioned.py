@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +30,7 @@ from .._validation import check_int
 from .knn import check_metric, stop_if_cancelled
 from .knn_cpu import exact_knn
 from .knn_gpu import exact_knn_gpu, knn_bytes_needed
-from .knn_refine import refine_bytes_needed, refine_knn
+from .knn_refine import check_refine_fits, refine_bytes_needed, refine_gpu_bytes_needed, refine_knn
 from .partitions import Partition, plan_partitions, take_rows
 
 # Primary rows per partition for n_partitions="auto" and the default overlap: chosen by the recall they reach on
@@ -38,8 +39,10 @@ ROWS_PER_PARTITION = 16384
 DEFAULT_OVERLAP = 2
 # Rounds of neighbourhood refinement after the merge (:mod:`umapviz.graph.knn_refine`) for knn_refine="auto": one
 # round recovers much of what partition boundaries cut off at a small share of the searches' cost
-# (bench/PARTITIONED_KNN.md). "auto" refines where X is on the device the work runs on: a GPU search of host data
-# that does not fit (rows streamed per partition) skips it, since a round reads rows at random.
+# (bench/PARTITIONED_KNN.md). "auto" means these rounds wherever X lies, so the same data and seed give the same
+# graph resident or streamed: a GPU round reads rows at random, so host data is uploaded for it. Only where the
+# round's memory does not fit does "auto" run none, with a warning; the rounds run are what graph.params records
+# (:func:`refine_rounds`).
 DEFAULT_REFINE = "auto"
 REFINE_ROUNDS = 1
 DEFAULT_REPEATS = 1
@@ -118,9 +121,10 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
         On the GPU with NumPy X: True uploads X whole, False keeps it on the host (rows travel per tile and per
         partition), None decides by free GPU memory (uploaded when X and the work take at most half of it).
     refine : int or "auto"
-        Rounds of neighbourhood refinement after the merge (:func:`umapviz.graph.knn_refine.refine_knn`; 0: none).
-        "auto": REFINE_ROUNDS where X is on the work's device (always on the CPU; on the GPU when X is a CuPy array
-        or is uploaded whole), else 0. On the GPU a round reads X on the device: an int with host X uploads it.
+        Rounds of neighbourhood refinement after the merge (:func:`umapviz.graph.knn_refine.refine_knn`; 0: none),
+        resolved by :func:`refine_rounds` before the search: "auto" is REFINE_ROUNDS on either device and whether X
+        is resident or streamed, unless on the GPU the rounds' memory does not fit (then 0, with a warning). On the
+        GPU a round reads X on the device: host X is uploaded for it.
     repeats : int
         Independent partitionings (k-means from other seeds: :func:`repeat_seed`), their candidates merged: each
         costs one search more. Measured no better than partitions as much larger at the same cost
@@ -132,13 +136,11 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     metric = check_metric(metric)
     n, d = (int(s) for s in X.shape)
     k = check_int("n_neighbors", n_neighbors, 1)
-    refine = resolve_refine(refine)
     n_partitions, overlap = resolve_partitioning(n, k, n_partitions, overlap)
+    refine = refine_rounds(refine, n, d, k, n_partitions, device, x_on_device=is_cupy(X))
     xp = cupy() if device == "gpu" else np
     t0 = time.perf_counter()
-    data = work_data(X, n, d, k, overlap, n_partitions, data_on_device) if device == "gpu" else X
-    if refine == "auto":
-        refine = REFINE_ROUNDS if device == "cpu" or is_cupy(data) else 0
+    data = work_data(X, n, d, k, overlap, n_partitions, data_on_device, refine) if device == "gpu" else X
     repeats = check_int("knn_repeats", repeats, 1)
     # Column block `r * overlap + slot` of a point's row holds the k candidates of its slot-th partition in the r-th
     # partitioning.
@@ -157,11 +159,11 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
         sizes += [part.size for part in plan]
     t3 = time.perf_counter()
     idx, dist = _merge(keys, k, xp)
-    del keys
+    del keys, plan  # before the rounds, whose memory refine_rounds counted beside the merged graph only
     t4 = time.perf_counter()
     refined: dict = {}
     stop_if_cancelled(cancel)
-    if refine and n_partitions > 1:  # one partition is the exact search: nothing to refine
+    if refine:
         idx, dist = refine_knn(data, idx, refine, metric, device, timings=refined)
     if timings is not None:
         timings.update(plan=planning, searches=searching, merge=t4 - t3,
@@ -201,6 +203,61 @@ def resolve_refine(refine: int | str) -> int | str:
     return check_int("knn_refine", refine, 0)
 
 
+def refine_rounds(refine: int | str, n: int, d: int, n_neighbors: int, n_partitions: int, device: str,
+                  x_on_device: bool, free_total: tuple[int, int] | None = None) -> int:
+    """The refinement rounds a partitioned search runs, decided before it starts: what ``graph.params["knn_refine"]``
+    records, so that a cache key tells two graphs apart and the same graph the same.
+
+    One partition is the exact search: 0 rounds (nothing to refine). On the CPU, "auto" is REFINE_ROUNDS. On the GPU
+    a round needs X on the device (host data is uploaded for it, resident or streamed alike) and its buffers beside
+    the merged graph: "auto" is REFINE_ROUNDS where that fits in free GPU memory, else 0 with a warning naming
+    ``knn_refine``; a count that does not fit raises a MemoryError naming what it needs and the fix. So "auto" gives
+    the same rounds for the same data whether X is a CuPy array, uploaded whole or streamed.
+
+    Parameters
+    ----------
+    refine : int or "auto"
+        Rounds asked for (checked here: a clear error names the fix).
+    n, d : int
+        Points and features.
+    n_neighbors : int
+        Neighbours per point.
+    n_partitions : int
+        The resolved partition count (:func:`resolve_partitioning`).
+    device : str
+        ``"cpu"`` or ``"gpu"``: where the rounds run.
+    x_on_device : bool
+        Whether X is already a GPU array (else on the GPU it is uploaded for the rounds).
+    free_total : (int, int), optional
+        (free, total) GPU bytes; None asks the GPU.
+    """
+    refine = resolve_refine(refine)
+    rounds = REFINE_ROUNDS if refine == "auto" else refine
+    if n_partitions == 1 or rounds == 0:
+        return 0
+    if device != "gpu":
+        return rounds
+    free, total = gpu_memory() if free_total is None else free_total
+    held = 8 * n * n_neighbors  # the merged graph (int32 indices, float32 distances), held while the rounds run
+    if refine != "auto":
+        check_refine_fits(n, d, n_neighbors, x_on_device, (free, total), held=held)
+        return rounds
+    need = refine_gpu_bytes_needed(n, d, n_neighbors, x_on_device) + held
+    if need <= free:
+        return rounds
+    gib = 2**30
+    warnings.warn(
+        f"knn_refine='auto' runs no refinement round here: on the GPU a round over {n:,} points needs about "
+        f"{need / gib:.2f} GiB ({'its buffers' if x_on_device else 'X uploaded and its buffers'}), but only "
+        f"{free / gib:.2f} GiB of {total / gib:.2f} GiB is free. The graph finds fewer true neighbours than with the "
+        "round and differs from a build where it fits; graph.params records knn_refine=0. Free GPU memory to refine, "
+        "or pass knn_refine=0 to choose no round without this warning.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return 0
+
+
 def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> tuple[Any, Any]:
     """Exact kNN of a partition's rows among themselves (local row numbers, self first): the unit of work of a
     partitioned search, and the task a Dask worker runs.
@@ -223,8 +280,7 @@ def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> t
 
 
 def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int, overlap: int,
-                             data_on_device: bool = True, refine: int | str = DEFAULT_REFINE,
-                             repeats: int = DEFAULT_REPEATS) -> int:
+                             data_on_device: bool = True, refine: int = 0, repeats: int = DEFAULT_REPEATS) -> int:
     """GPU bytes a partitioned search needs at its peak: X when it is on the device, the assignment and the
     candidate keys of every point (and the sort's copy), and the larger of the largest partition's exact search
     and the refinement rounds (which hold X on the device).
@@ -239,17 +295,15 @@ def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int
         The resolved partitioning (:func:`resolve_partitioning`).
     data_on_device : bool
         Whether X lies on the GPU for the whole search (else its rows travel partition by partition).
-    refine : int or "auto"
-        Rounds of refinement after the merge ("auto": where X is on the device).
+    refine : int
+        Rounds of refinement after the merge, resolved (:func:`refine_rounds`); 0 counts the search alone.
     repeats : int
         Independent partitionings (their candidate keys are held together).
     """
     largest = min(n, _max_members(n, n_partitions, overlap))
     candidates = 2 * 8 * n * repeats * overlap * n_neighbors + 4 * n * overlap
     search = knn_bytes_needed(largest, d, n_neighbors, min(largest, 1024)) + 4 * largest * d
-    if refine == "auto":
-        refine = REFINE_ROUNDS if data_on_device else 0
-    refining = refine_bytes_needed(n, n_neighbors) + (0 if data_on_device else 4 * n * d) if refine else 0
+    refining = refine_gpu_bytes_needed(n, d, n_neighbors, data_on_device) if refine else 0
     return (4 * n * d if data_on_device else 0) + max(candidates + search, refining)
 
 
@@ -265,10 +319,12 @@ def _min_members(n_neighbors: int) -> int:
     return 2 * n_neighbors
 
 
-def work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, upload: bool | None = None) -> Any:
+def work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, upload: bool | None = None,
+              rounds: int = 0) -> Any:
     """X for a partitioned search on the GPU: uploaded when asked (``upload``), or with None when it fits beside the
-    work in half the free memory; else X where it is (its rows then travel to the GPU tile by tile and partition by
-    partition).
+    work (the search, and ``rounds`` of refinement) in half the free memory; else X where it is: its rows then
+    travel to the GPU tile by tile and partition by partition (and X is uploaded after the search for the rounds,
+    if any). Either way the same bytes.
 
     Parameters
     ----------
@@ -280,13 +336,15 @@ def work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, u
         The resolved partitioning.
     upload : bool, optional
         True uploads, False keeps X on the host, None decides by free memory.
+    rounds : int
+        Refinement rounds that follow the search.
     """
     if is_cupy(X):
         return X
     if upload is None:
         free, _ = gpu_memory()
-        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False, refine=0)
-        upload = 4 * n * d + max(work, refine_bytes_needed(n, k)) <= 0.5 * free
+        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False)
+        upload = 4 * n * d + max(work, refine_bytes_needed(n, k) if rounds else 0) <= 0.5 * free
     return to_device(X) if upload else X
 
 

@@ -122,16 +122,17 @@ def _projected_ritz(H: np.ndarray, size: int, n_keep: int) -> tuple[np.ndarray, 
     return theta[top], Z[:, top], beta
 
 
-def extend_basis(ops, V, H, arrow: np.ndarray, first: int) -> None:
+def extend_basis(ops, V, H, arrow: np.ndarray, first: int, breakdown: float = _BREAKDOWN) -> None:
     """Lanczos steps ``first .. BASIS - 1``: each writes the next basis vector ``V[j + 1]`` and column ``j`` of every
     component's projected matrix ``H`` (with row ``j + 1``'s subdiagonal), in place.
 
     Step ``j`` multiplies ``V[j]`` by the operator, removes the recurrence's known terms (``alpha v_j + beta
     v_j-1``, or after a restart ``alpha v_j`` plus the kept Ritz vectors' couplings ``arrow``), then projects out
     every earlier vector once more (one classical Gram-Schmidt pass) and normalises per component; a component
-    whose new vector is shorter than ``_BREAKDOWN`` gets zeros (its Krylov space is exhausted). The device-neutral
-    definition, on ``ops``'s primitives; ``spectral_cpu.HostOps.extend_basis`` is its fused CPU twin (the same
-    operations in the same order: change both together).
+    whose new vector is shorter than ``breakdown`` gets zeros (its Krylov space is exhausted). The device-neutral
+    definition, on ``ops``'s primitives: ``spectral_gpu.DeviceOps.extend_basis`` runs it as it stands, and
+    ``spectral_cpu.HostOps.extend_basis`` is its fused CPU twin (the same operations in the same order: change both
+    together).
 
     Parameters
     ----------
@@ -145,6 +146,8 @@ def extend_basis(ops, V, H, arrow: np.ndarray, first: int) -> None:
         ``(n_comp, KEEP)`` host couplings of the kept Ritz vectors to ``V[first]`` (used where ``first > 0``).
     first : int
         The first step: 0 at the start, ``KEEP`` after a restart.
+    breakdown : float
+        The length under which a new vector counts as zero.
     """
     xp, m = ops.xp, V.shape[0] - 1
     for j in range(first, m):
@@ -159,7 +162,7 @@ def extend_basis(ops, V, H, arrow: np.ndarray, first: int) -> None:
         again = ops.seg_dots(V, j + 1, w)  # then one classical Gram-Schmidt pass against every earlier vector
         w = ops.combine(V, j + 1, again, w, -1.0)
         b = xp.sqrt(ops.seg_dots(w[None], 1, w)[:, 0])
-        V[j + 1] = w * xp.where(b > _BREAKDOWN, 1.0 / xp.maximum(b, _BREAKDOWN), 0.0)[ops.comp_of]
+        V[j + 1] = w * xp.where(b > breakdown, 1.0 / xp.maximum(b, breakdown), 0.0)[ops.comp_of]
         H[:, j, j] = alpha[:, 0]
         if j == first and j > 0:
             H[:, :j, j] = xp.asarray(arrow)
@@ -175,7 +178,9 @@ def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats:
     ``ops`` holds the rows grouped by component (``ops.bounds``) and the primitives, on one array module
     ``ops.xp``: ``matvec(x)``; ``seg_dots(V, k, x)``, the ``(n_comp, k)`` per-component dot products of the
     first ``k`` rows of ``V`` with ``x``; ``combine(V, k, coef, add, sign)``, each row ``r`` of component ``c``
-    as ``add[r] + sign * sum_j V[j, r] coef[c, j]``; and ``comp_of``, each row's component.
+    as ``add[r] + sign * sum_j V[j, r] coef[c, j]``; ``comp_of``, each row's component; and
+    ``extend_basis(V, H, arrow, first, breakdown)``, the Lanczos steps of a cycle (:func:`extend_basis` on those
+    primitives, or a fused twin of it).
 
     Thick-restart Lanczos: each component builds its own Krylov basis of ``BASIS`` vectors, each new vector
     orthogonalised by the recurrence's known terms and then once more against all the earlier ones (one
@@ -219,10 +224,7 @@ def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats:
     arrow = np.zeros((n_comp, keep))  # after a restart: the kept Ritz vectors' couplings to the next vector
     first, products = 0, 0
     while True:
-        if hasattr(ops, "extend_basis"):  # the CPU's fused twin: no Python between the steps
-            ops.extend_basis(V, H, arrow, first, _BREAKDOWN)
-        else:
-            extend_basis(ops, V, H, arrow, first)
+        ops.extend_basis(V, H, arrow, first, _BREAKDOWN)
         products += m - first
         last = products >= max_products
         host_H = to_host(H)

@@ -93,3 +93,22 @@ class DeviceOps:
         self._combine(((self.n + 255) // 256,), (256,), (V, np.int64(self.n), np.int32(k),
                       cp.ascontiguousarray(coef, dtype=cp.float64), self.comp_of, add, np.float64(sign), out))
         return out
+
+    def extend_basis(self, V, H, arrow: np.ndarray, first: int, breakdown: float) -> None:
+        """The Lanczos steps ``first .. BASIS - 1`` in place: :func:`umapviz.graph.spectral.extend_basis` on these
+        primitives (the definition ``spectral_cpu.HostOps.extend_basis`` fuses on the CPU).
+
+        Parameters
+        ----------
+        V, H : cupy.ndarray
+            The basis ``(BASIS + 1, n)`` and the projected matrices ``(n_comp, BASIS + 1, BASIS)``.
+        arrow : numpy.ndarray
+            ``(n_comp, KEEP)`` couplings of the kept Ritz vectors to ``V[first]``.
+        first : int
+            The first step: 0 at the start, ``KEEP`` after a restart.
+        breakdown : float
+            The length under which a new vector counts as zero.
+        """
+        from .spectral import extend_basis  # noqa: PLC0415 - import cycle: spectral imports this module
+
+        extend_basis(self, V, H, arrow, first, breakdown)
