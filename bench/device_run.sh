@@ -26,7 +26,8 @@
 #                build, DATA=text_like lays out text-like data instead of the benchmarks' 384-d mixture, KNN_REFINE
 #                sets the partitioned search's refinement rounds (default auto: one where X is on the GPU), DIM the data's
 #                columns (default 384), WARMUP=N first fits N points untimed in a fresh process (warm kernel caches),
-#                FRAMES_EVERY=K renders a live view's frame every K epochs of the layout (frame_ms)
+#                FRAMES_EVERY=K renders a live view's frame every K epochs of the layout (frame_ms), FLING_CHECK=1
+#                counts what chunked("auto") flung against hogwild's bounds from the same start
 #   knn_recall   bench/partitioned_recall.py --device gpu: recall@15 and seconds (plan, searches, merge, each refinement
 #                round) of the partitioned kNN on RECALL_SETS (name:n[:rows[:overlaps[:rounds]]]; default
 #                mixture_gpu and text_like_gpu at 1M and 10M, 8192 and 16384 rows per partition, overlap 2, 2 rounds)
@@ -177,7 +178,7 @@ for name in "${STEPS[@]}"; do
       --strategies hogwild,chunked,vertex --strategies-large hogwild,chunked,vertex --out "$OUT/pow_cost" ;;
     fit) step fit 200 python3 bench/gpu_bench.py --sizes "" --out "$OUT/fit" ;;
     scale) step scale 560 python3 bench/fit_scale.py --device gpu --sizes "$SIZES" --knn "${KNN:-approx}" \
-      ${UMAP_FIT:+--umap-fit} ${HOST_DATA:+--host-data} --data "${DATA:-mixture}" --refine "${KNN_REFINE:-auto}" \
+      ${UMAP_FIT:+--umap-fit} ${HOST_DATA:+--host-data} ${FLING_CHECK:+--fling-check} --data "${DATA:-mixture}" --refine "${KNN_REFINE:-auto}" \
       --dim "${DIM:-384}" --warmup "${WARMUP:-0}" --frames-every "${FRAMES_EVERY:-0}" --timeout 540 --out "$OUT/scale" ;;
     knn_recall) step knn_recall 400 python3 bench/partitioned_recall.py --device gpu --sets ${RECALL_SETS:-mixture_gpu:1000000 \
       text_like_gpu:1000000 text_like_gpu:10000000 mixture_gpu:10000000} --rows 8192,16384 --overlaps 2 --refine 2 \

@@ -14,7 +14,9 @@ set and edge list), the spectral start, the chunked("auto") layout, and the tota
 itself keeps) with the GPU's used memory at the end. --umap-fit also times ``UMAP(device=...,
 random_state=0).fit_transform(X)`` as a user calls it (knn="auto"), in its own fresh process.
 --warmup N first fits N points in a fresh process (warm on-disk kernel caches, as for a user's second fit);
---dim sets the GPU recipes' columns. Writes results.jsonl and results.md to --out and prints the table.
+--dim sets the GPU recipes' columns; --frames-every K renders a live view's frame every K epochs of the layout;
+--fling-check counts what chunked("auto") flung (outside hogwild's bounds from the same start). Writes results.jsonl
+and results.md to --out and prints the table.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 COLUMNS = ("n", "d", "knn", "knn_s", "graph_s", "start_s", "layout_s", "total_s", "recall", "trust", "peak_gpu_gib",
-           "umap_fit_s", "frame_ms")
+           "umap_fit_s", "frame_ms", "flung_bounds")
 
 
 def make_data(n: int, data: str, device: str, dim: int = 384) -> np.ndarray:
@@ -73,7 +75,7 @@ def one_size(args) -> dict:
     from umapviz.graph.params import GraphParams  # noqa: PLC0415
     from umapviz.graph.partitioned import partitioned_knn, resolve_partitioning  # noqa: PLC0415
     from umapviz.graph.recall import recall_at_k  # noqa: PLC0415
-    from umapviz.metrics import trustworthiness  # noqa: PLC0415
+    from umapviz.metrics import outliers, trustworthiness  # noqa: PLC0415
 
     n, k, device, seed = args.one, 15, args.device, 0
     made = time.perf_counter()
@@ -141,6 +143,12 @@ def one_size(args) -> dict:
     emb = opt.device_embedding if device == "gpu" else opt.embedding
     row["recall"] = recall_at_k(data, graph.knn_indices, sample=1000, seed=1, device=device)
     row["trust"] = trustworthiness(data, emb, sample=min(5000, n), random_state=0)
+    if args.fling_check:  # hogwild from the same start is the reference the chunk study's bounds test uses
+        reference = LayoutOptimizer(graph, strategy="hogwild", random_state=seed, init=start, device=device).run()
+        ref = reference.device_embedding if device == "gpu" else reference.embedding
+        row["flung_bounds"] = int(outliers(emb, method="bounds", reference=ref).sum())
+        row["flung_neighbors"] = int(outliers(emb, graph).sum())
+        row["hogwild_flung_neighbors"] = int(outliers(ref, graph).sum())
     if device == "gpu":
         free, total = cp.cuda.runtime.memGetInfo()
         row.update(peak_gpu_gib=cp.get_default_memory_pool().total_bytes() / 2**30,
@@ -174,6 +182,8 @@ def child(args, extra: list[str]) -> dict:
     cmd = [sys.executable, __file__, "--device", args.device, "--knn", args.knn, "--data", args.data,
            "--partitions", str(args.partitions), "--overlap", str(args.overlap), "--refine", str(args.refine),
            "--dim", str(args.dim), "--frames-every", str(args.frames_every), *extra]
+    if args.fling_check:
+        cmd.append("--fling-check")
     if args.host_data:
         cmd.append("--host-data")
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout)  # stderr: the stages, live
@@ -203,6 +213,9 @@ def main() -> None:
     parser.add_argument("--frames-every", type=int, default=0,
                         help="render a live view's frame (800 x 800, the whole layout) every this many epochs of the "
                              "layout, inside its time (frame_ms: the median frame)")
+    parser.add_argument("--fling-check", action="store_true",
+                        help="after the fit, count the points chunked('auto') flung: outside hogwild's bounds from "
+                             "the same start (metrics.outliers 'bounds'), and by the 'neighbors' measure")
     parser.add_argument("--both-starts", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--fit-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
