@@ -1,9 +1,11 @@
-"""The power function on the chunked kernel's critical path (run on the GPU machine): variants of engine_gpu.cu's
-pow_portable and of the chunk's negative-sample loads, each built with its compile-time switches, timed beside
-the same engine built with CUDA's powf, in one run.
+"""The power function on the chunked kernel's critical path (run on the GPU machine): engine_gpu.cu's pow_portable
+against the same engine built with CUDA's powf, and against an earlier version of the engine (--before), in one run.
 
-    PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/experiments/pow_chain.py [--n 1000000] [--rounds 3]
-        [--budget 170] [--out DIR]      (writes DIR/pow_chain.json)
+    PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/experiments/pow_chain.py [--before DIR] [--n 1000000]
+        [--rounds 3] [--budget 170] [--out DIR]      (writes OUT/pow_chain.json)
+
+DIR holds an earlier engine_gpu.py and engine_gpu.cu (as bench/gpu_bench.py's --baseline), e.g.
+    mkdir -p .baseline && for f in engine_gpu.py engine_gpu.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
 
 A chunk of chunked("auto") costs the latency of one edge's dependent chain (rows, the attraction, about 5
 negative samples one after the other, each with a power), so the power's latency, not its throughput, is what a
@@ -15,11 +17,8 @@ chunk pays. Two measurements:
    chunk has.
 2. ms per epoch of chunked("auto") on the 1M 384-d mixture graph of bench/gpu_bench.py (200 epochs from a random
    init, CUDA events around all launches, the schedule included), alternating rounds, best round, with each
-   run's layout fingerprint: every portable variant must give the same bytes (exit 1 otherwise). Then hogwild,
-   buffered and vertex once each for the old and the new portable code.
-
-Switches (engine_gpu.cu): UMV_POW_SHARED (tables in shared memory), UMV_POW_FLAT (no branches in the power),
-UMV_NEG_ROLL (a negative sample's slot refilled as soon as it is used), CHUNK_NEG_BATCH, UMV_LIBRARY_POW (powf).
+   run's layout fingerprint; then hogwild, buffered and vertex once each. The portable code and --before's must
+   give the same bytes for every deterministic strategy (exit 1 otherwise).
 """
 
 from __future__ import annotations
@@ -46,26 +45,9 @@ from umapviz.optimize.optimizer import learning_rate_at  # noqa: E402 - idem
 from umapviz.optimize.params import EngineParams  # noqa: E402 - idem
 from umapviz.optimize.rng import edge_order  # noqa: E402 - idem
 
-OLD = {"UMV_POW_SHARED": 0, "UMV_POW_FLAT": 0, "UMV_NEG_ROLL": 0}
-# name: the switches (unset ones take engine_gpu.cu's defaults)
-POW_VARIANTS = {
-    "portable old": OLD,
-    "portable shared": {**OLD, "UMV_POW_SHARED": 1},
-    "portable flat": {**OLD, "UMV_POW_FLAT": 1},
-    "portable shared+flat": {**OLD, "UMV_POW_SHARED": 1, "UMV_POW_FLAT": 1},
-    "powf": {**OLD, "UMV_LIBRARY_POW": 1},
-}
-LAYOUT_VARIANTS = {
-    "portable old": OLD,
-    "powf old": {**OLD, "UMV_LIBRARY_POW": 1},
-    "portable shared": {**OLD, "UMV_POW_SHARED": 1},
-    "portable flat": {**OLD, "UMV_POW_FLAT": 1},
-    "portable shared+flat": {**OLD, "UMV_POW_SHARED": 1, "UMV_POW_FLAT": 1},
-    "portable shared+flat+roll": {"UMV_POW_SHARED": 1, "UMV_POW_FLAT": 1, "UMV_NEG_ROLL": 1},
-    "powf roll": {**OLD, "UMV_LIBRARY_POW": 1, "UMV_NEG_ROLL": 1},
-    "portable shared+flat, batch 8": {**OLD, "UMV_POW_SHARED": 1, "UMV_POW_FLAT": 1, "CHUNK_NEG_BATCH": 8},
-}
-NEW = "portable shared+flat+roll"
+LIBRARY_POW = ("-DUMV_LIBRARY_POW=1",)  # engine_gpu.cu's benchmark-only switch: CUDA's powf
+# An engine source from before load_pow_tables reads its tables from global memory: nothing to fill.
+NO_TABLES = "__device__ __forceinline__ void load_pow_tables() {}\n"
 
 CHAIN = r"""
 extern "C" __global__ void pow_chain(float* out, float y, int reps, int barrier_every, u64* bar) {
@@ -90,14 +72,13 @@ def log(*args) -> None:
     print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
 
 
-def defines(switches: dict) -> tuple[str, ...]:
-    return tuple(f"-D{k}={v}" for k, v in switches.items())
-
-
-def chain_kernel(switches: dict, identity: bool):
-    """The chain's kernel built with `switches`; `identity`: the chain without the power."""
-    options = engine_gpu.NVRTC_OPTIONS + defines(switches) + (f"-DCHAIN_IDENTITY={int(identity)}",)
-    return cp.RawModule(code=engine_gpu.KERNELS.read_text() + CHAIN, options=options).get_function("pow_chain")
+def chain_kernel(source: str, extra: tuple, identity: bool):
+    """The chain's kernel from engine source `source` built with the options `extra`; `identity`: the chain
+    without the power."""
+    if "load_pow_tables" not in source:
+        source += NO_TABLES
+    options = engine_gpu.NVRTC_OPTIONS + extra + (f"-DCHAIN_IDENTITY={int(identity)}",)
+    return cp.RawModule(code=source + CHAIN, options=options).get_function("pow_chain")
 
 
 def chain_us(kernel, reps: int, barrier_every: int) -> float:
@@ -116,10 +97,10 @@ def chain_us(kernel, reps: int, barrier_every: int) -> float:
     return best
 
 
-def engine_module(switches: dict):
-    """The current engine_gpu module, loaded apart, its kernels built with `switches`."""
-    module = gpu_bench.load_engine(str(Path(engine_gpu.__file__).parent))
-    module.NVRTC_OPTIONS = (*module.NVRTC_OPTIONS, *defines(switches))
+def engine_module(directory: Path, extra: tuple = ()):
+    """The engine_gpu module in `directory`, loaded apart, its kernels built with the options `extra`."""
+    module = gpu_bench.load_engine(str(directory))
+    module.NVRTC_OPTIONS = (*module.NVRTC_OPTIONS, *extra)
     return module
 
 
@@ -170,23 +151,29 @@ class Runs:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", default="", help="folder with an earlier engine_gpu.py and engine_gpu.cu")
     ap.add_argument("--n", type=int, default=1_000_000, help="points of the mixture graph")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the chunked variants")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of chunked(\"auto\")")
     ap.add_argument("--budget", type=float, default=170.0, help="seconds: no new round starts past this")
     ap.add_argument("--reps", type=int, default=12000, help="calls per chain launch")
     ap.add_argument("--out", default="", help="folder for pow_chain.json")
     args = ap.parse_args()
     began = time.perf_counter()
+    here = Path(engine_gpu.__file__).parent
+    # name: (folder of engine_gpu.py and .cu, extra build options)
+    codes = {"portable": (here, ()), "powf": (here, LIBRARY_POW)}
+    if args.before:
+        codes["portable before"] = (Path(args.before), ())
     results: dict = {"device": gpu_bench.device_info(), "chain_ns": {}, "layout": [], "others": []}
 
-    identity = chain_kernel(OLD, True)
-    for name, switches in POW_VARIANTS.items():
-        kernel = chain_kernel(switches, False)
+    identity = chain_kernel(engine_gpu.KERNELS.read_text(), (), True)
+    for name, (folder, extra) in codes.items():
+        kernel = chain_kernel((folder / "engine_gpu.cu").read_text(), extra, False)
         for barrier_every in (0, 6):  # ns per call, less the chain without the power
             ns = (chain_us(kernel, args.reps, barrier_every) - chain_us(identity, args.reps, barrier_every)) * 1e3
             ns /= args.reps
             results["chain_ns"][f"{name}, barrier every {barrier_every}"] = ns
-            log(f"chain: {name:<22} barrier every {barrier_every}: {ns:7.1f} ns per call")
+            log(f"chain: {name:<16} barrier every {barrier_every}: {ns:7.1f} ns per call")
 
     X, _ = mixture_gpu(args.n)
     idx, dist = exact_knn_gpu(X, 15, "euclidean", return_device=True)
@@ -196,11 +183,10 @@ def main() -> None:
     cp.get_default_memory_pool().free_all_blocks()
     log("graph", graph, f"({time.perf_counter() - began:.0f} s in)")
 
-    modules = {name: engine_module(sw) for name, sw in LAYOUT_VARIANTS.items()}
+    modules = {name: engine_module(folder, extra) for name, (folder, extra) in codes.items()}
     runs = Runs(graph)
     best: dict[str, float] = {}
-    prints: dict[str, set] = {}
-    names = list(LAYOUT_VARIANTS)
+    names = list(codes)
     for rnd in range(args.rounds):
         if rnd and time.perf_counter() - began > args.budget - 40:
             log(f"round {rnd + 1} skipped: the budget is spent")
@@ -208,17 +194,18 @@ def main() -> None:
         for name in names if rnd % 2 == 0 else names[::-1]:
             try:
                 r = runs.time(modules[name], "chunked", "auto")
-            except Exception as exc:  # keep the other variants' numbers
+            except Exception as exc:  # keep the other codes' numbers
                 log(f"round {rnd + 1} {name} failed: {exc!r}")
                 continue
-            r.update(variant=name, round=rnd + 1)
+            r.update(code=name, round=rnd + 1)
             results["layout"].append(r)
             best[name] = min(best.get(name, float("inf")), r["ms_per_epoch"])
-            prints.setdefault(name, set()).add(r["fingerprint"])
-            log(f"round {rnd + 1} chunked auto ({r['n_chunks']}) {name:<30} {r['ms_per_epoch']:.3f} ms/epoch "
+            log(f"round {rnd + 1} chunked auto ({r['n_chunks']}) {name:<16} {r['ms_per_epoch']:.3f} ms/epoch "
                 f"{r['fingerprint']}")
-    for name in ("portable old", NEW):
-        for strategy in ("hogwild", "buffered", "vertex"):
+    runs.engines.clear()
+    cp.get_default_memory_pool().free_all_blocks()
+    for strategy in ("hogwild", "buffered", "vertex"):
+        for name in names:
             if time.perf_counter() - began > args.budget:
                 break
             try:
@@ -226,26 +213,24 @@ def main() -> None:
             except Exception as exc:  # keep the other numbers
                 log(f"{strategy} {name} failed: {exc!r}")
                 continue
-            r.update(variant=name)
+            r.update(code=name)
             results["others"].append(r)
-            log(f"{strategy:<8} {name:<30} {r['ms_per_epoch']:.3f} ms/epoch {r['fingerprint']}")
+            log(f"{strategy:<8} {name:<16} {r['ms_per_epoch']:.3f} ms/epoch {r['fingerprint']}")
 
-    portable = {p for name, ps in prints.items() if not name.startswith("powf") for p in ps}
-    powf = {p for name, ps in prints.items() if name.startswith("powf") for p in ps}
-    same = len(portable) == 1
-    for strategy in ("buffered", "vertex"):  # deterministic: the old and the new code's bytes must agree
-        fps = {r["fingerprint"] for r in results["others"] if r["strategy"] == strategy}
+    same = True
+    for strategy in ("chunked", "buffered", "vertex"):  # deterministic: the portable codes' bytes must agree
+        fps = {r["fingerprint"] for r in results["layout"] + results["others"]
+               if r["strategy"] == strategy and r["code"] != "powf"}
         same = same and len(fps) <= 1
-        print(f"{strategy}: old and new portable {'the same bytes' if len(fps) <= 1 else 'DIFFERENT BYTES'} "
+        print(f"{strategy}: portable codes {'the same bytes' if len(fps) <= 1 else 'DIFFERENT BYTES'} "
               f"({sorted(fps)})")
-    print("\n| variant | chunked auto ms/epoch (best) | / powf old | / powf roll | fingerprints |")
-    print("|---|---|---|---|---|")
+    print("\n| code | chunked auto ms/epoch (best) | / powf |")
+    print("|---|---|---|")
     for name in names:
         if name in best:
-            ratio = [f"{best[name] / best[b]:.3f}" if b in best else "-" for b in ("powf old", "powf roll")]
-            print(f"| {name} | {best[name]:.3f} | {ratio[0]} | {ratio[1]} | {', '.join(sorted(prints[name]))} |")
-    print(f"\nportable variants: {'the same bytes' if same else 'DIFFERENT BYTES'} ({sorted(portable)}); "
-          f"powf variants: {sorted(powf)}; {time.perf_counter() - began:.0f} s in all")
+            ratio = f"{best[name] / best['powf']:.3f}" if "powf" in best else "-"
+            print(f"| {name} | {best[name]:.3f} | {ratio} |")
+    print(f"\n{time.perf_counter() - began:.0f} s in all")
     results["best_ms"] = best
     results["portable_same_bytes"] = same
     if args.out:

@@ -33,19 +33,6 @@
 #ifndef UMV_LIBRARY_POW
 #define UMV_LIBRARY_POW 0
 #endif
-// Experiment switches (bench/experiments/pow_chain.py times them; the same bytes at every setting):
-// UMV_POW_SHARED 1: pow_portable reads its tables from a per-block copy in shared memory; 0: from global memory.
-// UMV_POW_FLAT 1: pow_portable without branches (special cases selected at the end, z rebuilt from bits).
-// UMV_NEG_ROLL 1: the chunked kernel refills each negative sample's slot as soon as it is used.
-#ifndef UMV_POW_SHARED
-#define UMV_POW_SHARED 1
-#endif
-#ifndef UMV_POW_FLAT
-#define UMV_POW_FLAT 1
-#endif
-#ifndef UMV_NEG_ROLL
-#define UMV_NEG_ROLL 1
-#endif
 #define DIM UMV_DIM
 #define SCHED_BLOCK 1024  // threads (= processing positions) per block of the schedule kernels
 
@@ -61,10 +48,11 @@ __device__ __forceinline__ float clip4(float x) {
     return x;
 }
 
-#if UMV_POW_SHARED && defined(__CUDACC__)
-// Per-block copies of pow_portable's tables (load_pow_tables fills them at each kernel's start). A grid barrier's
-// acquire invalidates the multiprocessor's L1 cache, so the global tables would be fetched again from L2 after
-// every barrier, on the chunk's critical path; shared memory is not invalidated.
+#ifdef __CUDACC__
+// pow_portable reads its tables from a copy in the block's shared memory, which every kernel that calls power()
+// fills first (load_pow_tables). The persistent kernels' grid barrier ends in an acquire, which invalidates the
+// multiprocessor's L1 cache: tables read from global memory would come back from L2 after every barrier, and a
+// chunk pays each of those round trips on its critical path (one edge's chain of about six powers).
 __shared__ double UMV_POW_INVC_SHARED[32];
 __shared__ double UMV_POW_LOGC_SHARED[32];
 __shared__ unsigned long long UMV_POW_EXP2_BITS_SHARED[32];
@@ -72,11 +60,8 @@ __shared__ unsigned long long UMV_POW_EXP2_BITS_SHARED[32];
 #endif
 
 // ---- pow_portable (tests compile this section as host code too: keep it free of other device functions)
-#ifndef UMV_POW_TABLE
+#ifndef UMV_POW_TABLE  // compiled as host code: the tables below
 #define UMV_POW_TABLE(name) name
-#endif
-#ifndef UMV_POW_FLAT
-#define UMV_POW_FLAT 1
 #endif
 // pow_portable's tables (the same literals as moves_cpu.py's _POW_INVC, _POW_LOGC, _POW_EXP2_BITS): for x's mantissa
 // z in the i-th of 32 subintervals of [0.699, 1.398), 1/c_i (29 significant bits) and 32 log2(c_i); and the bits
@@ -111,10 +96,11 @@ __device__ const unsigned long long UMV_POW_EXP2_BITS[32] = {
 // moves_cpu.py: change both together, step for step, tables included (that docstring gives the steps, the
 // accuracy and the special cases: no subnormal operand or result, x or x**y below 2^-126 gives 0). Bit moves
 // and integer operations are exact; every float operation is an explicitly rounded intrinsic, never contracted.
-#if UMV_POW_FLAT
+// The twin's values, computed without a branch: the special cases of x and of u are computed beside the main
+// steps and selected at the end, and z = (double)float(ix - top) is rebuilt from the float's bits (exact, as the
+// conversion), so the compiler overlaps the tests and the table lookups with the chain of float64 operations,
+// which a chunk waits for about six times in a row.
 __device__ __forceinline__ float pow_portable(float x, float y) {
-    // The steps of the branching version below, computed for every x and u and selected at the end: no branch
-    // splits the chain, so the compiler overlaps the special-case tests with it.
     int ix = __float_as_int(x);
     bool normal = ix >= 0x00800000 && ix < 0x7f800000;  // a positive normal float
     float special = ix >= 0x7f800000 ? x : ((ix & 0x7fffffff) < 0x00800000 ? 0.0f : __int_as_float(0x7fc00000));
@@ -146,43 +132,6 @@ __device__ __forceinline__ float pow_portable(float x, float y) {
     float p = __double2float_rn(__dmul_rn(e, scale));
     return normal ? (in_range ? p : out_of_range) : special;
 }
-#else
-__device__ __forceinline__ float pow_portable(float x, float y) {
-    int ix = __float_as_int(x);
-    if (ix < 0x00800000 || ix >= 0x7f800000) {  // not a positive normal float
-        if (ix >= 0x7f800000) return x;  // inf, NaN
-        if ((ix & 0x7fffffff) < 0x00800000) return 0.0f;  // +-0, subnormal
-        return __int_as_float(0x7fc00000);  // NaN
-    }
-    int tmp = ix - 0x3f330000;
-    int i = (tmp >> 18) & 31;
-    int top = tmp & -8388608;  // the exponent part of tmp, k: a multiple of 2^23
-    double z = (double)__int_as_float(ix - top);
-    double r = __dsub_rn(__dmul_rn(z, UMV_POW_TABLE(UMV_POW_INVC)[i]), 1.0);
-    double y0 = __dadd_rn(UMV_POW_TABLE(UMV_POW_LOGC)[i], (double)(top >> 18));  // 32 (log2 c_i + k)
-    double r2 = __dmul_rn(r, r);
-    double r4 = __dmul_rn(r2, r2);
-    double lg = __dadd_rn(
-        __dadd_rn(__dadd_rn(y0, __dmul_rn(46.16624130845782, r)),
-                  __dmul_rn(r2, __dadd_rn(-23.083120484692593, __dmul_rn(15.388746740952461, r)))),
-        __dmul_rn(r4, __dadd_rn(-11.543983276749524, __dmul_rn(9.236125963385836, r))));
-    double u = __dmul_rn((double)y, lg);
-    if (!(u >= -4032.0 && u < 4096.0)) {  // x**y below 2^-126, from 2^128, or NaN
-        if (u < -4032.0) return 0.0f;
-        if (u >= 4096.0) return __int_as_float(0x7f800000);  // inf
-        return __int_as_float(0x7fc00000);  // NaN
-    }
-    double kd = __dadd_rn(u, 6755399441055744.0);  // 1.5 * 2^52: the last bits of kd are v = round(u), ties to even
-    unsigned long long ki = (unsigned long long)__double_as_longlong(kd);
-    double s = __dsub_rn(u, __dsub_rn(kd, 6755399441055744.0));
-    double s2 = __dmul_rn(s, s);
-    double e = __dadd_rn(__dadd_rn(1.0, __dmul_rn(0.0216608493917244, s)),
-                         __dmul_rn(s2, __dadd_rn(__dadd_rn(0.0002345961982143423, __dmul_rn(1.693863379857484e-06, s)),
-                                                 __dmul_rn(s2, 9.172536954829184e-09))));
-    double scale = __longlong_as_double((long long)(UMV_POW_TABLE(UMV_POW_EXP2_BITS)[ki & 31] + (ki << 47)));
-    return __double2float_rn(__dmul_rn(e, scale));
-}
-#endif
 // ---- end of pow_portable
 
 // The moves' d2**b (as moves_cpu.power).
@@ -194,17 +143,15 @@ __device__ __forceinline__ float power(float x, float y) {
 #endif
 }
 
-// Every thread of the block calls this at the start of a kernel that calls power(), before any thread returns:
-// the block's copy of pow_portable's tables is filled and visible to all its threads after it.
+// Fills the block's copy of pow_portable's tables. Every kernel that calls power() calls this first, with all
+// of its threads, before any of them returns.
 __device__ __forceinline__ void load_pow_tables() {
-#if UMV_POW_SHARED
     for (int k = threadIdx.x; k < 32; k += blockDim.x) {
         UMV_POW_INVC_SHARED[k] = UMV_POW_INVC[k];
         UMV_POW_LOGC_SHARED[k] = UMV_POW_LOGC[k];
         UMV_POW_EXP2_BITS_SHARED[k] = UMV_POW_EXP2_BITS[k];
     }
     __syncthreads();
-#endif
 }
 
 __device__ __forceinline__ u64 mix64(u64 z) {
@@ -406,91 +353,62 @@ __device__ __forceinline__ void load_negatives(NegBatch<B>& nb, const Rows& rows
     }
 }
 
-// One negative sample (as moves_cpu.repel) of vertex k with row yk: moves yi, computed from yfrom (yi itself when
-// private_head, else the head's row before the edge); nothing when k == i (a skipped slot).
-__device__ __forceinline__ void repel_one(float* yi, const float* yfrom, int k, const float* yk, int i, const Curve& cv,
-                                          float alpha) {
-    if (k == i) return;
-    float d2 = 0.0f;
-#pragma unroll
-    for (int d = 0; d < DIM; ++d) {
-        float diff = __fsub_rn(yfrom[d], yk[d]);
-        d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
-    }
-    if (d2 > 0.0f) {
-        float pb = power(d2, cv.b);
-        float coef = __fdiv_rn(cv.c_rep, __fmul_rn(__fadd_rn(0.001f, d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f)));
-#pragma unroll
-        for (int d = 0; d < DIM; ++d)
-            yi[d] = __fadd_rn(yi[d], __fmul_rn(alpha, clip4(__fmul_rn(coef, __fsub_rn(yfrom[d], yk[d])))));
-    } else {
-#pragma unroll
-        for (int d = 0; d < DIM; ++d) yi[d] = __fadd_rn(yi[d], __fmul_rn(alpha, 4.0f));
-    }
-}
-
-// One batch of negative samples, in order.
+// One batch of negative samples (as moves_cpu.repel): each moves yi, computed from yfrom (yi itself when
+// private_head, else the head's row before the edge).
 template <int B>
 __device__ __forceinline__ void repel_batch(float* yi, const float* yfrom, const NegBatch<B>& nb, int i,
                                             const Curve& cv, float alpha) {
 #pragma unroll
-    for (int q = 0; q < B; ++q) repel_one(yi, yfrom, nb.k[q], nb.y[q], i, cv, alpha);
-}
-
-// The vertices of samples s0 .. s0 + B - 1 (i past n_neg), without their rows.
-template <int B>
-__device__ __forceinline__ void draw_negatives(int* k, int i, u64 base, int s0, int nneg, const Curve& cv) {
-#pragma unroll
     for (int q = 0; q < B; ++q) {
-        int s = s0 + q;
-        k[q] = s < nneg ? negative_vertex(base, (u64)s, cv.n, cv.inv_n) : i;
+        if (nb.k[q] == i) continue;
+        float d2 = 0.0f;
+#pragma unroll
+        for (int d = 0; d < DIM; ++d) {
+            float diff = __fsub_rn(yfrom[d], nb.y[q][d]);
+            d2 = __fadd_rn(d2, __fmul_rn(diff, diff));
+        }
+        if (d2 > 0.0f) {
+            float pb = power(d2, cv.b);
+            float coef = __fdiv_rn(cv.c_rep, __fmul_rn(__fadd_rn(0.001f, d2), __fadd_rn(__fmul_rn(cv.a, pb), 1.0f)));
+#pragma unroll
+            for (int d = 0; d < DIM; ++d)
+                yi[d] = __fadd_rn(yi[d], __fmul_rn(alpha, clip4(__fmul_rn(coef, __fsub_rn(yfrom[d], nb.y[q][d])))));
+        } else {
+#pragma unroll
+            for (int d = 0; d < DIM; ++d) yi[d] = __fadd_rn(yi[d], __fmul_rn(alpha, 4.0f));
+        }
     }
 }
 
 // Attraction then all negatives of one head row yi (moved in place) against an edge whose tail row is yj;
-// the first batch of B negative rows is loaded before the attraction is computed. ROLL: the next batch's vertices
-// are drawn one batch ahead and each slot's next row is loaded as soon as the slot's sample is used, so that row
-// is in flight during the batch's other samples instead of after them (the rows do not change during the edge,
-// so the same rows are read).
-template <int B = NEG_BATCH, bool ROLL = false, class Rows>
+// the first batch of B negative rows is loaded before the attraction is computed.
+template <int B = NEG_BATCH, class Rows>
 __device__ __forceinline__ void head_moves(float* yi, const float* yj, const Rows& rows, int i, int e, int nneg,
                                            u64 seed, int t, const Curve& cv, float alpha, float* tm) {
     u64 base = edge_hash_base(seed, (u64)t, (u64)e);
     NegBatch<B> nb;
     load_negatives(nb, rows, i, base, 0, nneg, cv);
-    int next[B];
-    if constexpr (ROLL) draw_negatives<B>(next, i, base, B, nneg, cv);
 #if !UMV_PH
     float yfrom[DIM];
 #pragma unroll
     for (int d = 0; d < DIM; ++d) yfrom[d] = yi[d];
-#else
-    const float* yfrom = yi;
 #endif
     attract(yi, yj, cv, alpha, tm);
-    if constexpr (ROLL) {
-        for (int s0 = 0; s0 < nneg; s0 += B) {
-#pragma unroll
-            for (int q = 0; q < B; ++q) {
-                repel_one(yi, yfrom, nb.k[q], nb.y[q], i, cv, alpha);
-                nb.k[q] = next[q];  // sample s0 + B + q
-                if (next[q] != i) rows.row(next[q], nb.y[q]);
-            }
-            draw_negatives<B>(next, i, base, s0 + 2 * B, nneg, cv);
-        }
-    } else {
-        for (int s0 = 0;;) {
-            repel_batch(yi, yfrom, nb, i, cv, alpha);
-            s0 += B;
-            if (s0 >= nneg) break;
-            load_negatives(nb, rows, i, base, s0, nneg, cv);
-        }
+    for (int s0 = 0;;) {
+#if UMV_PH
+        repel_batch(yi, yi, nb, i, cv, alpha);
+#else
+        repel_batch(yi, yfrom, nb, i, cv, alpha);
+#endif
+        s0 += B;
+        if (s0 >= nneg) break;
+        load_negatives(nb, rows, i, base, s0, nneg, cv);
     }
 }
 
 // All moves of one edge (as engine_cpu._edge): yi receives the head's new row (y0 its row before the edge), tm the
 // tail's move.
-template <int B = NEG_BATCH, bool ROLL = false, class Rows>
+template <int B = NEG_BATCH, class Rows>
 __device__ __forceinline__ void edge_moves(const Rows& rows, int i, int j, int e, int nneg, u64 seed, int t,
                                            const Curve& cv, float alpha, float* y0, float* yi, float* tm) {
     float yj[DIM];
@@ -498,7 +416,7 @@ __device__ __forceinline__ void edge_moves(const Rows& rows, int i, int j, int e
     rows.row(j, yj);
 #pragma unroll
     for (int d = 0; d < DIM; ++d) yi[d] = y0[d];
-    head_moves<B, ROLL>(yi, yj, rows, i, e, nneg, seed, t, cv, alpha, tm);
+    head_moves<B>(yi, yj, rows, i, e, nneg, seed, t, cv, alpha, tm);
 }
 
 // ------------------------------------------------------------------------------------------ schedule
@@ -852,7 +770,7 @@ template <class Rows>
 __device__ __forceinline__ void chunk_edge(const Rows& rows, u64* acc, int4 r, u64 seed, int t, const Curve& cv,
                                            float alpha) {
     float y0[DIM], yi[DIM], tm[DIM];
-    edge_moves<CHUNK_NEG_BATCH, (bool)UMV_NEG_ROLL>(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
+    edge_moves<CHUNK_NEG_BATCH>(rows, r.y, r.z, r.x, r.w, seed, t, cv, alpha, y0, yi, tm);
 #pragma unroll
     for (int d = 0; d < DIM; ++d) {
         acc_add(acc + (i64)r.y * DIM + d, to_fixed(__fsub_rn(yi[d], y0[d])));
