@@ -922,6 +922,7 @@ def test_gpu_schedule_and_active_list_equal_the_cpus(small_graph):
 
 _POW_KERNEL = r"""
 extern "C" __global__ void pows(const float* x, float y, int n, float* out) {
+    load_pow_tables();  // every kernel that calls the power fills its block's copy of the tables first
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = pow_portable(x[i], y);
 }

@@ -48,7 +48,21 @@ __device__ __forceinline__ float clip4(float x) {
     return x;
 }
 
+#ifdef __CUDACC__
+// pow_portable reads its tables from a copy in the block's shared memory, which every kernel that calls power()
+// fills first (load_pow_tables). The persistent kernels' grid barrier ends in an acquire, which invalidates the
+// multiprocessor's L1 cache: tables read from global memory would come back from L2 after every barrier, and a
+// chunk pays each of those round trips on its critical path (one edge's chain of about six powers).
+__shared__ double UMV_POW_INVC_SHARED[32];
+__shared__ double UMV_POW_LOGC_SHARED[32];
+__shared__ unsigned long long UMV_POW_EXP2_BITS_SHARED[32];
+#define UMV_POW_TABLE(name) name##_SHARED
+#endif
+
 // ---- pow_portable (tests compile this section as host code too: keep it free of other device functions)
+#ifndef UMV_POW_TABLE  // compiled as host code: the tables below
+#define UMV_POW_TABLE(name) name
+#endif
 // pow_portable's tables (the same literals as moves_cpu.py's _POW_INVC, _POW_LOGC, _POW_EXP2_BITS): for x's mantissa
 // z in the i-th of 32 subintervals of [0.699, 1.398), 1/c_i (29 significant bits) and 32 log2(c_i); and the bits
 // of 2^(j/32) less j << 47, j = 0..31.
@@ -82,19 +96,22 @@ __device__ const unsigned long long UMV_POW_EXP2_BITS[32] = {
 // moves_cpu.py: change both together, step for step, tables included (that docstring gives the steps, the
 // accuracy and the special cases: no subnormal operand or result, x or x**y below 2^-126 gives 0). Bit moves
 // and integer operations are exact; every float operation is an explicitly rounded intrinsic, never contracted.
+// The twin's values, computed without a branch: the special cases of x and of u are computed beside the main
+// steps and selected at the end, and z = (double)float(ix - top) is rebuilt from the float's bits (exact, as the
+// conversion), so the compiler overlaps the tests and the table lookups with the chain of float64 operations,
+// which a chunk waits for about six times in a row.
 __device__ __forceinline__ float pow_portable(float x, float y) {
     int ix = __float_as_int(x);
-    if (ix < 0x00800000 || ix >= 0x7f800000) {  // not a positive normal float
-        if (ix >= 0x7f800000) return x;  // inf, NaN
-        if ((ix & 0x7fffffff) < 0x00800000) return 0.0f;  // +-0, subnormal
-        return __int_as_float(0x7fc00000);  // NaN
-    }
+    bool normal = ix >= 0x00800000 && ix < 0x7f800000;  // a positive normal float
+    float special = ix >= 0x7f800000 ? x : ((ix & 0x7fffffff) < 0x00800000 ? 0.0f : __int_as_float(0x7fc00000));
     int tmp = ix - 0x3f330000;
     int i = (tmp >> 18) & 31;
     int top = tmp & -8388608;  // the exponent part of tmp, k: a multiple of 2^23
-    double z = (double)__int_as_float(ix - top);
-    double r = __dsub_rn(__dmul_rn(z, UMV_POW_INVC[i]), 1.0);
-    double y0 = __dadd_rn(UMV_POW_LOGC[i], (double)(top >> 18));  // 32 (log2 c_i + k)
+    // z = (double)float(ix - top), from its bits: a normal float's exponent rebiased and mantissa shifted (exact;
+    // ix - top lies in [0x3f330000, 0x3fb30000) whatever ix is, so z is in range even where x is special)
+    double z = __longlong_as_double(((long long)(ix - top) << 29) + 0x3800000000000000LL);
+    double r = __dsub_rn(__dmul_rn(z, UMV_POW_TABLE(UMV_POW_INVC)[i]), 1.0);
+    double y0 = __dadd_rn(UMV_POW_TABLE(UMV_POW_LOGC)[i], (double)(top >> 18));  // 32 (log2 c_i + k)
     double r2 = __dmul_rn(r, r);
     double r4 = __dmul_rn(r2, r2);
     double lg = __dadd_rn(
@@ -102,11 +119,8 @@ __device__ __forceinline__ float pow_portable(float x, float y) {
                   __dmul_rn(r2, __dadd_rn(-23.083120484692593, __dmul_rn(15.388746740952461, r)))),
         __dmul_rn(r4, __dadd_rn(-11.543983276749524, __dmul_rn(9.236125963385836, r))));
     double u = __dmul_rn((double)y, lg);
-    if (!(u >= -4032.0 && u < 4096.0)) {  // x**y below 2^-126, from 2^128, or NaN
-        if (u < -4032.0) return 0.0f;
-        if (u >= 4096.0) return __int_as_float(0x7f800000);  // inf
-        return __int_as_float(0x7fc00000);  // NaN
-    }
+    bool in_range = u >= -4032.0 && u < 4096.0;  // else x**y below 2^-126, from 2^128, or NaN
+    float out_of_range = u < -4032.0 ? 0.0f : (u >= 4096.0 ? __int_as_float(0x7f800000) : __int_as_float(0x7fc00000));
     double kd = __dadd_rn(u, 6755399441055744.0);  // 1.5 * 2^52: the last bits of kd are v = round(u), ties to even
     unsigned long long ki = (unsigned long long)__double_as_longlong(kd);
     double s = __dsub_rn(u, __dsub_rn(kd, 6755399441055744.0));
@@ -114,8 +128,9 @@ __device__ __forceinline__ float pow_portable(float x, float y) {
     double e = __dadd_rn(__dadd_rn(1.0, __dmul_rn(0.0216608493917244, s)),
                          __dmul_rn(s2, __dadd_rn(__dadd_rn(0.0002345961982143423, __dmul_rn(1.693863379857484e-06, s)),
                                                  __dmul_rn(s2, 9.172536954829184e-09))));
-    double scale = __longlong_as_double((long long)(UMV_POW_EXP2_BITS[ki & 31] + (ki << 47)));
-    return __double2float_rn(__dmul_rn(e, scale));
+    double scale = __longlong_as_double((long long)(UMV_POW_TABLE(UMV_POW_EXP2_BITS)[ki & 31] + (ki << 47)));
+    float p = __double2float_rn(__dmul_rn(e, scale));
+    return normal ? (in_range ? p : out_of_range) : special;
 }
 // ---- end of pow_portable
 
@@ -126,6 +141,17 @@ __device__ __forceinline__ float power(float x, float y) {
 #else
     return pow_portable(x, y);
 #endif
+}
+
+// Fills the block's copy of pow_portable's tables. Every kernel that calls power() calls this first, with all
+// of its threads, before any of them returns.
+__device__ __forceinline__ void load_pow_tables() {
+    for (int k = threadIdx.x; k < 32; k += blockDim.x) {
+        UMV_POW_INVC_SHARED[k] = UMV_POW_INVC[k];
+        UMV_POW_LOGC_SHARED[k] = UMV_POW_LOGC[k];
+        UMV_POW_EXP2_BITS_SHARED[k] = UMV_POW_EXP2_BITS[k];
+    }
+    __syncthreads();
 }
 
 __device__ __forceinline__ u64 mix64(u64 z) {
@@ -686,6 +712,7 @@ __device__ __forceinline__ int spread_index() {
 extern "C" __global__ void epoch_sequential(float* Y, const int4* __restrict__ active, const int* __restrict__ n_act,
                                             const int* __restrict__ ep, u64 seed, int n, float a, float b,
                                             float c_att, float c_rep) {
+    load_pow_tables();
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     Curve cv = make_curve(a, b, c_att, c_rep, n);
     PlainRows rows = {Y};
@@ -717,6 +744,7 @@ extern "C" __global__ void epoch_sequential(float* Y, const int4* __restrict__ a
 extern "C" __global__ void HOG_BOUNDS epoch_hogwild(float* Y, const int4* __restrict__ active,
                                                     const int* __restrict__ n_act, const int* __restrict__ ep, u64 seed,
                                                     int n, float a, float b, float c_att, float c_rep) {
+    load_pow_tables();
     Curve cv = make_curve(a, b, c_att, c_rep, n);
     PlainRows rows = {Y};
     int t = epoch_t(ep);
@@ -881,6 +909,7 @@ extern "C" __global__ void PERSIST_BOUNDS chunked_persistent(float* Y, u64* acc,
                                               const int* __restrict__ n_act, int n_chunks,
                                               const int* __restrict__ ep, u64 seed, int n, float a, float b,
                                               float c_att, float c_rep, u64* bar) {
+    load_pow_tables();
     Curve cv = make_curve(a, b, c_att, c_rep, n);
     L2Rows rows = {Y};
     int t = epoch_t(ep);
@@ -1149,6 +1178,7 @@ extern "C" __global__ void VTX_BOUNDS epoch_vertex(float* __restrict__ Y, const 
     __shared__ int wide_queue[TEAMS][2 * VTX_WIDE];
     __shared__ float wide_red[TEAMS][VTX_WIDE][DIM];
     __shared__ int wide_count[TEAMS][VTX_WIDE / 32];
+    load_pow_tables();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     Curve cv = make_curve(a, b, c_att, c_rep, n);
     PlainRows rows = {S};
