@@ -11,14 +11,15 @@ everything around it here is host NumPy: the start layout is the same bytes on e
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
 import scipy.sparse
-import scipy.sparse.csgraph
 
 from .._backend import resolve_device
 from ._types import FuzzyGraph
+from .components import connected_components
 from .spectral import leading_eigenpairs
 from .spectral_sampled import sampled_eigenpairs
 
@@ -75,17 +76,10 @@ def _component_adjacency(adj: scipy.sparse.csr_matrix, verts: np.ndarray, local:
 
 
 def _components(adj: scipy.sparse.csr_matrix) -> tuple[int, np.ndarray]:
-    """Connected components of the symmetric adjacency, labelled in the order of their lowest vertex.
-
-    On a symmetric graph the strong components are the connected ones, and SciPy finds those without the
-    transpose its undirected search builds, several times faster at a million vertices.
-    """
-    n_comp, labels = scipy.sparse.csgraph.connected_components(adj, directed=True, connection="strong")
-    first = np.full(n_comp, adj.shape[0], dtype=np.int64)
-    np.minimum.at(first, labels, np.arange(adj.shape[0]))
-    rank = np.empty(n_comp, dtype=np.int32)
-    rank[np.argsort(first)] = np.arange(n_comp, dtype=np.int32)
-    return n_comp, rank[labels]
+    """Connected components of a symmetric CSR adjacency, labelled in the order of their lowest vertex
+    (:func:`umapviz.graph.components.connected_components` on its edge list)."""
+    head = np.repeat(np.arange(adj.shape[0], dtype=np.int32), np.diff(adj.indptr))
+    return connected_components(head, adj.indices, adj.shape[0])
 
 
 def _fix_signs(vectors: np.ndarray) -> np.ndarray:
@@ -117,15 +111,18 @@ def _grouped(adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarr
 
 def _solve_components(
     adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list, dim: int, device: str,
-    sampled: bool = False, seed: int = 0, stats: dict | None = None,
+    sampled: bool = False, seed: int = 0, stats: dict | None = None, seconds: dict | None = None,
 ) -> dict:
     """``{component: coordinates}`` for the given components, solved together (:func:`spectral.leading_eigenpairs`,
     or :func:`spectral_sampled.sampled_eigenpairs` with ``sampled``) on ``device``; a component that did not
     converge is missing. Where the GPU has too little memory, the CPU solves instead: the same bytes, more
-    slowly."""
+    slowly. ``seconds["grouped"]`` (where given) adds the seconds of the components' grouped copy."""
     if not comps:
         return {}
+    start = time.perf_counter()
     grouped_adj, group_bounds = _grouped(adj, members, bounds, comps)
+    if seconds is not None:
+        seconds["grouped"] = seconds.get("grouped", 0.0) + time.perf_counter() - start
 
     def solve(on: str) -> list:
         if sampled:
@@ -204,7 +201,9 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", m
     stats : dict, optional
         Receives ``method`` (the one used) and, under ``"full"`` and ``"sampled"``, the stats of each solve
         (those of :func:`umapviz.graph.spectral.thick_restart_lanczos` and of
-        :func:`umapviz.graph.spectral_sampled.sampled_eigenpairs`; None where it had no component).
+        :func:`umapviz.graph.spectral_sampled.sampled_eigenpairs`; None where it had no component), and
+        ``seconds``: each step's wall time (``adjacency``, ``components``, ``members``, ``solve_full``,
+        ``solve_sampled``, ``place``; ``grouped``, the components' grouped copies, is part of the solves').
     """
     device = resolve_device(device)
     n = graph.n_vertices
@@ -215,8 +214,17 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", m
     if dim < 1:
         raise ValueError(f"dim={dim} must be at least 1.")
     rng = _rng(seed)
+    seconds: dict = {}
+    clock = [time.perf_counter()]
+
+    def lap(step: str) -> None:
+        now = time.perf_counter()
+        seconds[step], clock[0] = now - clock[0], now
+
     adj = _adjacency(graph)
-    n_comp, labels = _components(adj)
+    lap("adjacency")
+    n_comp, labels = connected_components(graph.head, graph.tail, n)
+    lap("components")
     sizes = np.bincount(labels, minlength=n_comp)
     by_size = np.argsort(-sizes, kind="stable")  # largest first; ties by label (lowest vertex first)
     centres, width = _grid_centres(n_comp, dim)
@@ -226,12 +234,14 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", m
     members, bounds, _ = _component_members(labels, sizes)
     solvable = [comp for comp in by_size if sizes[comp] > 2 * dim + 1]
     coarse = [comp for comp in solvable if sampled and sizes[comp] >= SAMPLED_MIN_ROWS]
-    solved = _solve_components(adj, members, bounds, [c for c in solvable if c not in coarse], dim, device,
-                               stats=full_stats)
+    coarse_set = set(coarse)
+    lap("members")
+    solved = _solve_components(adj, members, bounds, [c for c in solvable if c not in coarse_set], dim, device,
+                               stats=full_stats, seconds=seconds)
+    lap("solve_full")
     solved.update(_solve_components(adj, members, bounds, coarse, dim, device, sampled=True, seed=seed,
-                                    stats=sampled_stats))
-    if stats is not None:
-        stats.update(method=method, full=full_stats or None, sampled=sampled_stats or None)
+                                    stats=sampled_stats, seconds=seconds))
+    lap("solve_sampled")
     failed = len(solvable) - len(solved)
     for cell, comp in enumerate(by_size):
         verts = members[bounds[comp] : bounds[comp + 1]]
@@ -253,4 +263,8 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", m
     if peak > 0:
         layout *= INIT_SCALE / peak
     layout += rng.normal(scale=_NOISE_SCALE, size=layout.shape)
-    return layout.astype(np.float32)
+    layout = layout.astype(np.float32)
+    lap("place")
+    if stats is not None:
+        stats.update(method=method, full=full_stats or None, sampled=sampled_stats or None, seconds=seconds)
+    return layout
