@@ -13,12 +13,13 @@ eigen-solves' products depend on the structure too, so their seconds are only in
 
 Steps timed (seconds, the GPU synchronised after each): the graph stage (the fuzzy set, then on the GPU its copy
 to the host and the host CSR, then the pruned edge list; or :func:`umapviz.graph.build_gpu.fuzzy_graph_gpu`'s own
-stages where this revision has it); the connected components by SciPy up to ``--scipy-max`` (the host search the
-start used before), by the CPU union-find and (GPU) by the GPU twin, checked equal; then
+stages where this revision has it, and up to ``--old-max`` also by the host's pruning, checked the same bytes); the
+connected components by SciPy up to ``--scipy-max`` (the host search the start used before, with the host's
+members and grouped copy), by the CPU union-find and (GPU) by the GPU twin, checked equal; then
 ``spectral_init(graph, 2, 0, device, method)`` for each ``--methods`` (the full one up to ``--full-max``) with its
 own steps (``stats["seconds"]``) and the sampled start's stages. Each size runs in this process after a warm-up at
-20,000 vertices (kernels compiled). One JSON line per size on stdout and in ``--out``/start_scale.jsonl; a table at
-the end.
+20,000 vertices (kernels compiled); ``--parity N`` first compares the CPU's and the GPU's starts at N vertices.
+One JSON line per size on stdout and in ``--out``/start_scale.jsonl; a table at the end.
 """
 
 from __future__ import annotations
@@ -62,12 +63,12 @@ def synthetic_knn(n: int, k: int, n_clusters: int, n_small: int, seed: int, xp):
     lattice = np.array([(a, b, c) for a in steps for b in steps for c in steps if (a, b, c) != (0, 0, 0)])
     gen = xp.random.default_rng(seed + 1)
     pick = xp.argsort(gen.random((n, lattice.shape[0]), dtype=xp.float32), axis=1)[:, : k - 1]
-    unit = xp.asarray(lattice)[pick]  # (n, k - 1, 3)
-    del pick
-    offsets = unit[..., 0] + unit[..., 1] * side_at[:, None] + unit[..., 2] * (side_at * side_at)[:, None]
-    del unit
-    neighbours = order[start_at[:, None] + (pos[:, None] + offsets) % size_at[:, None]]
-    del offsets
+    steps_a, steps_b, steps_c = (xp.asarray(lattice[:, axis]) for axis in range(3))
+    neighbours = xp.empty((n, k - 1), dtype=xp.int32)
+    for j in range(k - 1):  # a column at a time: (n, k) int64 temporaries would take gigabytes at 30M
+        offset = steps_a[pick[:, j]] + steps_b[pick[:, j]] * side_at + steps_c[pick[:, j]] * side_at * side_at
+        neighbours[:, j] = order[start_at + (pos + offset) % size_at]
+    del pick, offset
     indices = xp.empty((n, k), dtype=xp.int32)
     indices[order, 0] = order
     indices[order, 1:] = neighbours
@@ -87,12 +88,18 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=1000, help="clusters of 2 k points (small components)")
     parser.add_argument("--methods", default="sampled,full")
     parser.add_argument("--scipy-max", type=int, default=10_000_000, help="SciPy's components up to this size")
+    parser.add_argument("--old-max", type=int, default=10_000_000,
+                        help="on the GPU, the graph stage by the host's pruning too (checked the same) up to this size")
+    parser.add_argument("--parity", type=int, default=0,
+                        help="on the GPU, the sampled start of a graph of this size on the CPU and the GPU: same bytes")
     parser.add_argument("--full-max", type=int, default=10_000_000, help="the full start up to this size")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     one_size(20_000, args, warmup=True)
+    if args.parity and args.device == "gpu":
+        parity(args.parity, args)
     rows = [one_size(int(n), args) for n in args.sizes.split(",")]
     print_table(rows)
 
@@ -125,8 +132,9 @@ class Clock:
         return self.seconds[step]
 
 
-def graph_stage(indices, dists, xp, clock: Clock):
-    """The graph after the kNN, timed by steps, as the build does it on ``xp``'s device."""
+def graph_stage(indices, dists, xp, clock: Clock, old: bool = False):
+    """The graph after the kNN, timed by steps, as the build does it on ``xp``'s device; on the GPU with ``old``
+    by the fuzzy set's copy to the host and the host's pruning (steps named ``old_graph_*``)."""
     n = int(indices.shape[0])
     params = GraphParams.for_data(n, n_neighbors=int(indices.shape[1]), metric="euclidean", knn="synthetic")
     if xp is np:
@@ -137,7 +145,7 @@ def graph_stage(indices, dists, xp, clock: Clock):
         return graph
     from umapviz.graph import build_gpu  # noqa: PLC0415 - GPU runs only
 
-    if hasattr(build_gpu, "fuzzy_graph_gpu"):  # the revision's own path, with its own stages
+    if hasattr(build_gpu, "fuzzy_graph_gpu") and not old:  # the revision's own path, with its own stages
         stages: dict = {}
         graph = build_gpu.fuzzy_graph_gpu(indices, dists, params, timings=stages)
         clock.lap("graph")
@@ -145,14 +153,16 @@ def graph_stage(indices, dists, xp, clock: Clock):
         return graph
     from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu  # noqa: PLC0415 - GPU runs only
 
+    name = "old_graph" if old else "graph"
     indptr, cols, data = fuzzy_simplicial_set_gpu(indices, dists)
-    clock.lap("graph_fuzzy")
+    clock.lap(f"{name}_fuzzy")
     host = data.get(), cols.get(), indptr.get()
-    clock.lap("graph_to_host")
+    del indptr, cols, data
+    clock.lap(f"{name}_to_host")
     fuzzy = scipy.sparse.csr_matrix(host, shape=(n, n))
-    clock.lap("graph_csr")
+    clock.lap(f"{name}_csr")
     graph = graph_from_fuzzy_set(fuzzy, indices.get(), dists.get(), params)
-    clock.lap("graph_edges")
+    clock.lap(f"{name}_edges")
     return graph
 
 
@@ -163,20 +173,34 @@ def one_size(n: int, args, warmup: bool = False) -> dict:
     indices, dists = synthetic_knn(n, args.k, args.clusters, small, 0, xp)
     clock.lap("knn_synthetic")
     graph = graph_stage(indices, dists, xp, clock)
+    if xp is not np and n <= args.old_max:
+        before = graph_stage(indices, dists, xp, clock, old=True)
+        same = all(getattr(before, a).tobytes() == getattr(graph, a).tobytes()
+                   for a in ("head", "tail", "weight", "epochs_per_sample", "knn_indices", "knn_dists"))
+        del before
+        clock.lap("graph_compare")
     del indices, dists
     row: dict = {"n": n, "nnz": graph.nnz, "device": args.device}
+    if xp is not np and n <= args.old_max:
+        row["graph_same_bytes_as_host_path"] = same
     with_scipy = n <= args.scipy_max
     if with_scipy:
         adj = init_mod._adjacency(graph)
         clock.lap("adjacency_csr")
         ref = scipy.sparse.csgraph.connected_components(adj, directed=True, connection="strong")
         clock.lap("components_scipy")
-        del adj
     n_comp, labels = connected_components(graph.head, graph.tail, n)
     clock.lap("components_cpu")
     row["components"] = n_comp
     if with_scipy:
         row["components_match_scipy"] = bool(ref[0] == n_comp and _same_partition(ref[1], labels))
+        sizes = np.bincount(labels, minlength=n_comp)
+        members, bounds, _ = init_mod._component_members(labels, sizes)
+        clock.lap("members_host")
+        solvable = [c for c in np.argsort(-sizes, kind="stable") if sizes[c] > 5]
+        init_mod._grouped(adj, members, bounds, solvable)
+        clock.lap("grouped_host")
+        del adj, members
     if args.device == "gpu":
         head, tail = xp.asarray(graph.head), xp.asarray(graph.tail)
         clock.lap("edges_to_gpu")
@@ -204,6 +228,35 @@ def one_size(n: int, args, warmup: bool = False) -> dict:
             with (args.out / "start_scale.jsonl").open("a") as f:
                 f.write(line + "\n")
     return row
+
+
+def parity(n: int, args) -> None:
+    """The sampled and the full start of the synthetic graph at ``n`` vertices on the CPU and the GPU: their
+    fingerprints, which must be equal (one JSON line)."""
+    from umapviz.metrics import fingerprint  # noqa: PLC0415 - the parity check only
+
+    cp = _xp("gpu")
+    graph = graph_from_knn_gpu(n, args, cp)
+    record: dict = {"record": "parity", "n": n, "nnz": graph.nnz}
+    for method in ("sampled", "full"):
+        prints = {}
+        for device in ("cpu", "gpu"):
+            start = time.perf_counter()
+            prints[device] = fingerprint(init_mod.spectral_init(graph, 2, 0, device=device, method=method))
+            record[f"{method}_{device}_s"] = time.perf_counter() - start
+        record[method] = prints
+        record[f"{method}_equal"] = prints["cpu"] == prints["gpu"]
+    line = json.dumps(record)
+    print(line, flush=True)
+    if args.out is not None:
+        with (args.out / "start_scale.jsonl").open("a") as f:
+            f.write(line + "\n")
+
+
+def graph_from_knn_gpu(n: int, args, cp):
+    """The synthetic graph of ``n`` vertices built on the GPU (quietly)."""
+    indices, dists = synthetic_knn(n, args.k, args.clusters, min(args.small, n // (8 * args.k)), 0, cp)
+    return graph_stage(indices, dists, cp, Clock(cp, quiet=True))
 
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:

@@ -129,6 +129,8 @@ def _solve_components(
     try:
         grouped_adj, group_bounds = _grouped(adj, members, bounds, comps)
     except MemoryError as exc:  # the GPU's copy of the components' rows: the host makes it instead
+        if not isinstance(adj, CsrArrays):
+            raise
         warnings.warn(f"spectral_init: the components' adjacency did not fit on the GPU ({exc}); grouping it on "
                       "the host instead (the same result, more slowly).", UserWarning, stacklevel=3)
         grouped_adj, group_bounds = _grouped(adj.to_host(), members.get(), bounds, comps)
