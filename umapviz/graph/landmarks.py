@@ -6,8 +6,8 @@ owner of its heaviest neighbour already labelled (:func:`assign_landmarks`, step
 :mod:`.landmarks_cpu` and :mod:`.landmarks_gpu`). The coarse graph (:func:`coarse_graph`) has one vertex per
 landmark and, between two landmarks, the sum of the weights of the edges between their regions (a region's own
 edges become a loop): the Galerkin projection ``P^T W P`` of the adjacency onto the regions' indicators. The sums
-are taken in fixed point (2**-32 units, int64), which adds the same integers in any order, so the CPU (SciPy's
-duplicate sums) and the GPU (a sort and a cumulative sum) give the same coarse graph.
+are taken in fixed point (2**-32 units, int64), which adds the same integers in any order, so the CPU (Numba's
+sums per region) and the GPU (a sort and a cumulative sum) give the same coarse graph.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from .landmarks_cpu import grow_owners
+from .landmarks_cpu import coarse_sums, grow_owners
 
 ROWS_PER_LANDMARK = 64  # vertices per landmark on average: a region is about two hops of a kNN graph across
 _FIX = 2.0**32  # fixed-point units of the coarse weights' sums: 2**63 holds 2**31 edges of weight 1
@@ -146,16 +146,12 @@ def coarse_graph(indptr, indices, weight, owner, n_landmarks: int, device: str) 
     n_landmarks : int
         How many landmarks.
     device : str
-        ``"cpu"`` (SciPy's sums of duplicates) or ``"gpu"`` (:func:`coarse_graph_sorted` on CuPy).
+        ``"cpu"`` (each region's sums in Numba: :func:`umapviz.graph.landmarks_cpu.coarse_sums`) or ``"gpu"``
+        (:func:`coarse_graph_sorted` on CuPy).
     """
     if device == "gpu":
         from .._backend import cupy  # noqa: PLC0415 - CuPy loads on the GPU path only
 
         return coarse_graph_sorted(indptr, indices, weight, owner, n_landmarks, cupy())
-    rows = np.repeat(owner, np.diff(indptr))
-    fixed = scipy.sparse.coo_matrix((_fixed_weights(weight, np), (rows, owner[indices])),
-                                    shape=(n_landmarks, n_landmarks)).tocsr()
-    fixed.sum_duplicates()
-    fixed.sort_indices()
-    return scipy.sparse.csr_matrix((_to_float32(fixed.data), fixed.indices.astype(np.int32), fixed.indptr),
-                                   shape=(n_landmarks, n_landmarks))
+    coarse_ptr, cols, sums = coarse_sums(indptr, indices, weight, owner, n_landmarks, _FIX)
+    return scipy.sparse.csr_matrix((_to_float32(sums), cols, coarse_ptr), shape=(n_landmarks, n_landmarks))
