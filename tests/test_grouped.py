@@ -99,3 +99,18 @@ def test_gpu_spectral_init_of_scattered_components_is_the_cpus_bytes():
         gpu = init_mod.spectral_init(graph, 2, 0, device="gpu", method=method, stats=stats)
         assert "device" in stats["seconds"]  # built on the device
         assert gpu.tobytes() == init_mod.spectral_init(graph, 2, 0, method=method).tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("step", "message"), [("device_adjacency", "adjacency did not fit on the GPU"),
+                                                ("grouped_rows", "components' adjacency did not fit on the GPU")])
+def test_gpu_start_short_of_memory_builds_on_the_host_with_a_warning(step, message, monkeypatch):
+    graph = _scattered_graph(n=20_000, n_groups=5, n_edges=300_000, seed=6)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("out of memory allocating 1,000,000,000,000 bytes")
+
+    monkeypatch.setattr(init_mod, step, no_memory)
+    with pytest.warns(UserWarning, match=message):
+        gpu = init_mod.spectral_init(graph, 2, 0, device="gpu", method="full")
+    assert gpu.tobytes() == init_mod.spectral_init(graph, 2, 0, method="full").tobytes()
