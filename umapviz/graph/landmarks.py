@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
+from .grouped import CsrArrays
 from .landmarks_cpu import coarse_sums, grow_owners
 
 ROWS_PER_LANDMARK = 64  # vertices per landmark on average: a region is about two hops of a kNN graph across
@@ -97,13 +98,14 @@ def _fixed_weights(weight, xp):
     return xp.rint(weight.astype(xp.float64) * _FIX).astype(xp.int64)
 
 
-def _to_float32(sums: np.ndarray) -> np.ndarray:
+def _to_float32(sums):
+    """The fixed-point sums as float32 (a power-of-two scaling, exact, then one rounding), on their device."""
     return (sums.astype(np.float64) * (1.0 / _FIX)).astype(np.float32)
 
 
-def coarse_graph_sorted(indptr, indices, weight, owner, n_landmarks: int, xp) -> scipy.sparse.csr_matrix:
+def coarse_graph_sorted(indptr, indices, weight, owner, n_landmarks: int, xp) -> CsrArrays:
     """:func:`coarse_graph` by a sort of the edges' (owner, owner) keys and a cumulative sum of their fixed-point
-    weights, on any array module (the GPU's way; on NumPy, for tests).
+    weights, on any array module (the GPU's way; on NumPy, for tests); the CSR arrays stay on ``xp``'s device.
 
     Parameters
     ----------
@@ -127,15 +129,15 @@ def coarse_graph_sorted(indptr, indices, weight, owner, n_landmarks: int, xp) ->
     last = xp.flatnonzero(xp.concatenate([keys[1:] != keys[:-1], xp.ones(1, dtype=bool)]))
     totals = xp.diff(xp.concatenate([xp.zeros(1, dtype=xp.int64), sums[last]]))
     keys = keys[last]
-    keys, totals = (np.asarray(a.get() if hasattr(a, "get") else a) for a in (keys, totals))
-    rows, cols = keys // n_landmarks, (keys % n_landmarks).astype(np.int32)
-    coarse_ptr = np.searchsorted(rows, np.arange(n_landmarks + 1, dtype=np.int64))
-    return scipy.sparse.csr_matrix((_to_float32(totals), cols, coarse_ptr), shape=(n_landmarks, n_landmarks))
+    rows, cols = keys // n_landmarks, (keys % n_landmarks).astype(xp.int32)
+    coarse_ptr = xp.searchsorted(rows, xp.arange(n_landmarks + 1, dtype=xp.int64))
+    return CsrArrays(coarse_ptr.astype(xp.int64), cols, _to_float32(totals))
 
 
-def coarse_graph(indptr, indices, weight, owner, n_landmarks: int, device: str) -> scipy.sparse.csr_matrix:
-    """The coarse graph ``P^T W P`` on the host: between landmarks ``a`` and ``b``, the sum of the weights of the
-    edges from ``a``'s region to ``b``'s, float32 from exact fixed-point sums (the same on either device).
+def coarse_graph(indptr, indices, weight, owner, n_landmarks: int, device: str):
+    """The coarse graph ``P^T W P``: between landmarks ``a`` and ``b``, the sum of the weights of the edges from
+    ``a``'s region to ``b``'s, float32 from exact fixed-point sums (the same on either device): a SciPy matrix on the
+    CPU, :class:`umapviz.graph.grouped.CsrArrays` on the GPU (where the coarse solve reads it).
 
     Parameters
     ----------
