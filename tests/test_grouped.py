@@ -10,7 +10,7 @@ import scipy.sparse
 from umapviz.graph import init as init_mod
 from umapviz.graph._types import FuzzyGraph
 from umapviz.graph.components import connected_components
-from umapviz.graph.grouped import CsrArrays, component_members, device_adjacency, grouped_rows
+from umapviz.graph.grouped import CsrArrays, component_members, components_in_order, device_adjacency, grouped_rows
 
 
 def _scattered_graph(n=3_000, n_groups=12, n_edges=20_000, seed=2) -> FuzzyGraph:
@@ -54,6 +54,7 @@ def test_grouped_rows_are_scipys_fancy_indexed_rows(which):
     comps = {"all_by_size": by_size, "largest_three": by_size[:3], "small_ones": by_size[5:40]}[which]
     ref, ref_bounds = init_mod._grouped(adj, members, bounds, comps)
     verts = np.concatenate([members[bounds[c] : bounds[c + 1]] for c in comps])
+    np.testing.assert_array_equal(components_in_order(members, bounds, comps, np), verts)
     position = np.full(graph.n_vertices, -1, dtype=np.int32)
     position[verts] = np.arange(verts.size, dtype=np.int32)
     for block in (1 << 26, 7):

@@ -130,3 +130,28 @@ def component_members(labels, n_comp: int, xp) -> tuple[Any, np.ndarray]:
     members = xp.argsort(labels.astype(xp.int64) * n + xp.arange(n, dtype=xp.int64))  # distinct keys: one order
     sizes = sizes.get() if hasattr(sizes, "get") else sizes
     return members.astype(xp.int32), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def components_in_order(members, bounds: np.ndarray, comps, xp):
+    """The vertices of the components ``comps``, one component after another in that order (each ascending), as
+    ``concatenate([members[bounds[c] : bounds[c + 1]] for c in comps])`` gives them, by one sort on ``xp`` however
+    many components there are.
+
+    Parameters
+    ----------
+    members : ndarray
+        Every component's vertices, one component after another (on ``xp``; :func:`component_members`).
+    bounds : ndarray
+        Host bounds of the components in ``members``.
+    comps : sequence of int
+        The components to keep, in their order.
+    xp : module
+        NumPy or CuPy.
+    """
+    n, n_comp = int(members.size), int(bounds.size) - 1
+    rank = np.full(n_comp, n_comp, dtype=np.int64)  # components not kept sort last
+    rank[np.asarray(comps, dtype=np.int64)] = np.arange(len(comps))
+    rank_of = xp.asarray(np.repeat(rank, np.diff(bounds)))  # each member's component's rank
+    order = xp.argsort(rank_of * n + xp.arange(n, dtype=xp.int64))  # distinct keys: one order
+    kept = int(np.diff(bounds)[np.asarray(comps, dtype=np.int64)].sum()) if len(comps) else 0
+    return members[order[:kept]]

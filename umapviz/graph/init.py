@@ -20,7 +20,7 @@ import scipy.sparse
 from .._backend import cupy, gpu_available, resolve_device, xp_of
 from ._types import FuzzyGraph
 from .components import connected_components
-from .grouped import CsrArrays, component_members, device_adjacency, grouped_rows
+from .grouped import CsrArrays, component_members, components_in_order, device_adjacency, grouped_rows
 from .spectral import leading_eigenpairs
 from .spectral_sampled import sampled_eigenpairs
 
@@ -103,9 +103,11 @@ def _grouped(adj, members, bounds: np.ndarray, comps: list) -> tuple:
     if len(comps) == 1 and bounds[comps[0] + 1] - bounds[comps[0]] == adj.shape[0]:
         return adj, np.array([0, adj.shape[0]])  # one component: no copy
     xp = np if isinstance(adj, scipy.sparse.csr_matrix) else xp_of(adj.indices)
-    verts = [members[bounds[c] : bounds[c + 1]] for c in comps]
-    group_bounds = np.concatenate([[0], np.cumsum([v.size for v in verts])])
-    grouped = xp.concatenate(verts)
+    group_bounds = np.concatenate([[0], np.cumsum(np.diff(bounds)[np.asarray(comps, dtype=np.int64)])])
+    if xp is np:
+        grouped = np.concatenate([members[bounds[c] : bounds[c + 1]] for c in comps])
+    else:
+        grouped = components_in_order(members, bounds, comps, xp)
     position = xp.empty(adj.shape[0], dtype=xp.int32)  # each vertex's row in the grouped matrix
     position[grouped] = xp.arange(grouped.size, dtype=xp.int32)
     if xp is np:
