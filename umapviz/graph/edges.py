@@ -85,8 +85,8 @@ def graph_from_fuzzy_arrays(indptr, indices, data, knn_indices, knn_dists, param
     else:
         keep = xp.ones(0, dtype=bool)
     head = entry_rows(indptr, xp)[keep]
-    tail = indices[keep].astype(np.int32)
-    weight = weights[keep].astype(np.float32)
+    tail = indices[keep].astype(np.int32, copy=False)
+    weight = weights[keep].astype(np.float32, copy=False)
     epochs_per_sample = weight.max().astype(np.float64) / weight.astype(np.float64)
     del keep
     if xp is not np:
