@@ -34,7 +34,6 @@ from umapviz.graph import knn as knn_front
 from umapviz.graph import knn_cpu as knn_mod
 from umapviz.graph.build_gpu import build_graph_gpu
 from umapviz.graph.cache import default_cache_dir
-from umapviz.graph.edges import entry_rows
 from umapviz.graph.fuzzy_cpu import smooth_knn_dist
 from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
 from umapviz.graph.knn_cpu import exact_knn, query_knn
@@ -814,18 +813,6 @@ def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
     np.testing.assert_array_equal(g.weight, graph.weight)
     assert g.epochs_per_sample.tobytes() == graph.epochs_per_sample.tobytes()  # pruned and divided on the GPU
     assert g.fingerprint == graph.fingerprint
-
-
-@pytest.mark.gpu
-def test_gpu_entry_rows_in_blocks_are_the_hosts(mixture_graph):
-    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
-
-    _, graph = mixture_graph
-    indptr = np.searchsorted(graph.head, np.arange(graph.n_vertices + 1)).astype(np.int64)
-    indptr[5:9] = indptr[5]  # rows without entries too
-    ref = entry_rows(indptr, np)
-    for block in (1000, 7, 1 << 26):
-        np.testing.assert_array_equal(entry_rows(cp.asarray(indptr), cp, block=block).get(), ref)
 
 
 @pytest.mark.gpu
