@@ -191,6 +191,29 @@ def test_fuzzy_set_equals_umap_learn_on_the_same_neighbours(metric):
     assert np.array_equal(ours.data.view(np.uint32), ref.data.astype(np.float32).view(np.uint32))
 
 
+def test_fuzzy_union_is_scipys_sparse_arithmetic_with_repeated_and_missing_neighbours():
+    """The union A + A^T - A * A^T taken row by row gives SciPy's sums bit for bit (umap-learn's arithmetic), also
+    where a kNN row lists a neighbour two to four times (summed in row order) or misses some (-1)."""
+    idx, dist = knn_mod.exact_knn(_blobs(), 12, progress=False)
+    idx = idx.copy()
+    idx[:40, 5] = idx[:40, 4]
+    idx[40:60, 3:6] = idx[40:60, 2:3]
+    idx[60:80, 8:10] = -1
+    n, k = idx.shape
+    sigma, rho = fuzzy_mod.smooth_knn_dist(dist)
+    vals = fuzzy_mod._memberships(idx.astype(np.int64), dist, sigma, rho)
+    keep = vals != 0
+    rows = np.repeat(np.arange(n), k)[keep]
+    directed = scipy.sparse.csr_matrix((vals[keep], (rows, idx.ravel()[keep])), shape=(n, n), dtype=np.float32)
+    transposed = directed.T.tocsr()
+    ref = scipy.sparse.csr_matrix(directed + transposed - directed.multiply(transposed), dtype=np.float32)
+    ref.eliminate_zeros()
+    ref.sort_indices()
+    ours = fuzzy_simplicial_set(idx, dist)
+    assert np.array_equal(ours.indptr, ref.indptr) and np.array_equal(ours.indices, ref.indices)
+    assert np.array_equal(ours.data.view(np.uint32), ref.data.view(np.uint32))
+
+
 def test_fuzzy_set_is_symmetric_without_self_loops():
     idx, dist = knn_mod.exact_knn(_blobs(), 10, progress=False)
     W = fuzzy_simplicial_set(idx, dist)
@@ -788,6 +811,8 @@ def test_gpu_fuzzy_set_and_graph_match_the_cpu(mixture_graph):
     np.testing.assert_array_equal(g.head, graph.head)
     np.testing.assert_array_equal(g.tail, graph.tail)
     np.testing.assert_array_equal(g.weight, graph.weight)
+    assert g.epochs_per_sample.tobytes() == graph.epochs_per_sample.tobytes()  # pruned and divided on the GPU
+    assert g.fingerprint == graph.fingerprint
 
 
 @pytest.mark.gpu

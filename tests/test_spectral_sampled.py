@@ -122,7 +122,7 @@ def test_landmark_kernel_built_as_host_code_labels_like_the_numba_twin(tmp_path)
 
 
 def test_coarse_graph_is_the_same_by_sparse_sums_and_by_sort(moons):
-    """The CPU's SciPy sums and the GPU's sort-and-cumulative-sum (here on NumPy) build the same bytes; the coarse
+    """The CPU's sums per region and the GPU's sort-and-cumulative-sum (here on NumPy) build the same bytes; the coarse
     graph keeps the total weight (up to the fixed-point rounding) and is symmetric."""
     _, graph = moons
     adj, pick, owner = _landmark_parts(graph)

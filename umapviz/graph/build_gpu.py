@@ -1,16 +1,14 @@
-"""The graph stage on an NVIDIA GPU: exact kNN and the fuzzy set on the device, pruning and the edge list on the
-host (as on the CPU)."""
+"""The graph stage on an NVIDIA GPU: the kNN, the fuzzy set, the pruning and the edge list on the device; the edge
+list copied to the host (the CPU's bytes)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-import scipy.sparse
-
 from .._backend import cupy, gpu_memory
 from ._types import FuzzyGraph
-from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
+from .edges import graph_from_fuzzy_arrays, refuse_overflowed_distances
 from .fuzzy_gpu import fuzzy_simplicial_set_gpu
 from .knn import check_metric, stop_if_cancelled
 from .knn_gpu import exact_knn_gpu, knn_bytes_needed
@@ -32,7 +30,8 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "tf32", timings: dict 
     precision : str
         The exact kNN's GEMM precision, ``"tf32"`` or ``"fp32"`` (see :mod:`umapviz.graph.knn_gpu`).
     timings : dict, optional
-        Receives seconds per stage (knn, fuzzy, edges; with ``partitioning`` also the search's own stages).
+        Receives seconds per stage (knn, fuzzy, edges and its copies to the host, to_host; with ``partitioning``
+        also the search's own stages).
     cancel : callable, optional
         Asked before each tile of the exact kNN (or after each partition of the partitioned search) and after the
         kNN (BuildCancelled when it returns True).
@@ -56,13 +55,36 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "tf32", timings: dict 
         refuse_overflowed_distances(dist.get())
     cp.cuda.Device().synchronize()
     t1 = time.perf_counter()
-    indptr, indices, data = fuzzy_simplicial_set_gpu(idx, dist)
-    n = X.shape[0]
-    fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
-    t2 = time.perf_counter()
-    graph = graph_from_fuzzy_set(fuzzy, idx.get(), dist.get(), params)
+    stages: dict = {}
+    graph = fuzzy_graph_gpu(idx, dist, params, timings=stages)
     if timings is not None:
-        timings.update(knn=t1 - t0, fuzzy=t2 - t1, edges=time.perf_counter() - t2)
+        timings.update(knn=t1 - t0, **stages)
+    return graph
+
+
+def fuzzy_graph_gpu(knn_indices, knn_dists, params: GraphParams, timings: dict | None = None) -> FuzzyGraph:
+    """The pruned fuzzy graph of a kNN on the GPU: the fuzzy set, the pruning and the edge list on the device, then
+    the edge list (and the kNN) copied to the host: the bytes of the CPU's :func:`graph_from_fuzzy_set`.
+
+    Parameters
+    ----------
+    knn_indices, knn_dists : cupy.ndarray
+        (n, k) int32 neighbours (self first) and float32 distances, rows sorted.
+    params : GraphParams
+        The build's parameters.
+    timings : dict, optional
+        Receives seconds per stage: ``fuzzy`` (the fuzzy set), ``edges`` (pruning and the edge list on the GPU,
+        and the copies to the host), of them ``to_host`` (the copies).
+    """
+    cp = cupy()
+    t0 = time.perf_counter()
+    indptr, indices, data = fuzzy_simplicial_set_gpu(knn_indices, knn_dists)
+    cp.cuda.Device().synchronize()
+    t1 = time.perf_counter()
+    stages: dict = {}
+    graph = graph_from_fuzzy_arrays(indptr, indices, data, knn_indices, knn_dists, params, timings=stages)
+    if timings is not None:
+        timings.update(fuzzy=t1 - t0, edges=time.perf_counter() - t1, to_host=stages["to_host"])
     return graph
 
 

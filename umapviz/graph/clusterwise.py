@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse
 
 from .._backend import is_cupy, to_host, xp_of
 from ._types import FuzzyGraph
@@ -120,10 +119,8 @@ def graph_from_knn(
     params = GraphParams.for_data(n, n_neighbors=k, metric=metric, knn=knn, min_dist=min_dist, spread=spread,
                                   n_epochs=n_epochs)
     if is_cupy(knn_indices):
-        from .fuzzy_gpu import fuzzy_simplicial_set_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
+        from .build_gpu import fuzzy_graph_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
-        indptr, indices, data = fuzzy_simplicial_set_gpu(knn_indices, knn_dists)
-        fuzzy = scipy.sparse.csr_matrix((data.get(), indices.get(), indptr.get()), shape=(n, n))
-    else:
-        fuzzy = fuzzy_simplicial_set(np.asarray(knn_indices), np.asarray(knn_dists))
-    return graph_from_fuzzy_set(fuzzy, to_host(knn_indices), to_host(knn_dists), params)
+        return fuzzy_graph_gpu(knn_indices, knn_dists, params)
+    fuzzy = fuzzy_simplicial_set(np.asarray(knn_indices), np.asarray(knn_dists))
+    return graph_from_fuzzy_set(fuzzy, np.asarray(knn_indices), np.asarray(knn_dists), params)

@@ -138,13 +138,109 @@ def fuzzy_simplicial_set(knn_indices: np.ndarray, knn_dists: np.ndarray) -> scip
     n, k = indices.shape
     sigma, rho = smooth_knn_dist(dists)
     vals = _memberships(indices, dists, sigma, rho)
-    rows = np.repeat(np.arange(n, dtype=np.int64), k)
-    cols = indices.ravel()
-    keep = vals != 0
-    directed = scipy.sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, n), dtype=np.float32)
-    transposed = directed.T.tocsr()
-    union = directed + transposed - directed.multiply(transposed)
-    union = scipy.sparse.csr_matrix(union, dtype=np.float32)
-    union.eliminate_zeros()
-    union.sort_indices()
-    return union
+    d_ptr, d_cols, d_vals = _directed_rows(indices, vals)
+    t_ptr, t_cols, t_vals = _transposed(d_ptr, d_cols, d_vals, n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    empty_i, empty_f = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
+    _union_rows(d_ptr, d_cols, d_vals, t_ptr, t_cols, t_vals, True, ptr, empty_i, empty_f)
+    np.cumsum(ptr, out=ptr)
+    cols, weights = np.empty(int(ptr[-1]), dtype=np.int32), np.empty(int(ptr[-1]), dtype=np.float32)
+    _union_rows(d_ptr, d_cols, d_vals, t_ptr, t_cols, t_vals, False, ptr, cols, weights)
+    return scipy.sparse.csr_matrix((weights, cols, ptr), shape=(n, n))
+
+
+# The fuzzy union A + A^T - A * A^T as SciPy's sparse arithmetic computes it (which umap-learn uses), in one pass per
+# row: the directed rows sorted by column, a neighbour listed twice in a row summed (float32), then per entry
+# (a + b) - a * b in float32 where both directions exist and the one value where one does; zero results dropped.
+
+
+@numba.njit(parallel=True, cache=True)
+def _directed_rows(indices, vals):
+    """The directed memberships as CSR rows: each row's non-zero entries sorted by column, a column listed more than
+    once summed in the row's order (SciPy's order too, whose sort of a row of up to 16 entries is an insertion sort;
+    beyond that its order of equal columns is unspecified)."""
+    n, k = indices.shape
+    counts = np.zeros(n + 1, dtype=np.int64)
+    slot_cols = np.empty(n * k, dtype=np.int32)
+    slot_vals = np.empty(n * k, dtype=np.float32)
+    for i in numba.prange(n):
+        m = 0
+        for j in range(k):  # a stable insertion sort by column: k is small
+            v = vals[i * k + j]
+            if v == 0:
+                continue
+            c = indices[i, j]
+            at = i * k + m
+            while at > i * k and slot_cols[at - 1] > c:
+                slot_cols[at] = slot_cols[at - 1]
+                slot_vals[at] = slot_vals[at - 1]
+                at -= 1
+            slot_cols[at] = c
+            slot_vals[at] = v
+            m += 1
+        out = 0
+        for j in range(m):  # sum a repeated column in place
+            if out > 0 and slot_cols[i * k + out - 1] == slot_cols[i * k + j]:
+                slot_vals[i * k + out - 1] = slot_vals[i * k + out - 1] + slot_vals[i * k + j]
+            else:
+                slot_cols[i * k + out] = slot_cols[i * k + j]
+                slot_vals[i * k + out] = slot_vals[i * k + j]
+                out += 1
+        counts[i + 1] = out
+    ptr = np.cumsum(counts)
+    cols = np.empty(ptr[-1], dtype=np.int32)
+    out_vals = np.empty(ptr[-1], dtype=np.float32)
+    for i in numba.prange(n):
+        for j in range(ptr[i + 1] - ptr[i]):
+            cols[ptr[i] + j] = slot_cols[i * k + j]
+            out_vals[ptr[i] + j] = slot_vals[i * k + j]
+    return ptr, cols, out_vals
+
+
+@numba.njit(cache=True)
+def _transposed(ptr, cols, vals, n):
+    """The transpose of CSR rows (a counting sort by column: each row of the transpose in ascending order)."""
+    t_ptr = np.zeros(n + 1, dtype=np.int64)
+    for p in range(cols.size):
+        t_ptr[cols[p] + 1] += 1
+    for c in range(n):
+        t_ptr[c + 1] += t_ptr[c]
+    fill = t_ptr[:-1].copy()
+    t_cols = np.empty(cols.size, dtype=np.int32)
+    t_vals = np.empty(cols.size, dtype=np.float32)
+    for i in range(n):
+        for p in range(ptr[i], ptr[i + 1]):
+            at = fill[cols[p]]
+            t_cols[at] = i
+            t_vals[at] = vals[p]
+            fill[cols[p]] += 1
+    return t_ptr, t_cols, t_vals
+
+
+@numba.njit(parallel=True, cache=True)
+def _union_rows(d_ptr, d_cols, d_vals, t_ptr, t_cols, t_vals, counts_only, ptr, cols, weights):
+    """Per row, the merge of its directed row and its transposed row: with ``counts_only`` how many non-zero entries
+    (into ``ptr[i + 1]``), else the columns and float32 weights from ``ptr[i]``."""
+    n = d_ptr.size - 1
+    for i in numba.prange(n):
+        p, q, q_end, p_end = d_ptr[i], t_ptr[i], t_ptr[i + 1], d_ptr[i + 1]
+        at = 0 if counts_only else ptr[i]
+        while p < p_end or q < q_end:
+            if q >= q_end or (p < p_end and d_cols[p] < t_cols[q]):
+                c, w = d_cols[p], d_vals[p]
+                p += 1
+            elif p >= p_end or t_cols[q] < d_cols[p]:
+                c, w = t_cols[q], t_vals[q]
+                q += 1
+            else:
+                a, b = d_vals[p], t_vals[q]
+                c, w = d_cols[p], (a + b) - a * b
+                p += 1
+                q += 1
+            if w != 0:
+                if not counts_only:
+                    cols[at] = c
+                    weights[at] = w
+                at += 1
+        if counts_only:
+            ptr[i + 1] = at

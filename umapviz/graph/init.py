@@ -11,14 +11,16 @@ everything around it here is host NumPy: the start layout is the same bytes on e
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
 import scipy.sparse
-import scipy.sparse.csgraph
 
-from .._backend import resolve_device
+from .._backend import cupy, gpu_available, resolve_device, xp_of
 from ._types import FuzzyGraph
+from .components import connected_components
+from .grouped import CsrArrays, component_members, components_in_order, device_adjacency, grouped_rows
 from .spectral import leading_eigenpairs
 from .spectral_sampled import sampled_eigenpairs
 
@@ -75,17 +77,10 @@ def _component_adjacency(adj: scipy.sparse.csr_matrix, verts: np.ndarray, local:
 
 
 def _components(adj: scipy.sparse.csr_matrix) -> tuple[int, np.ndarray]:
-    """Connected components of the symmetric adjacency, labelled in the order of their lowest vertex.
-
-    On a symmetric graph the strong components are the connected ones, and SciPy finds those without the
-    transpose its undirected search builds, several times faster at a million vertices.
-    """
-    n_comp, labels = scipy.sparse.csgraph.connected_components(adj, directed=True, connection="strong")
-    first = np.full(n_comp, adj.shape[0], dtype=np.int64)
-    np.minimum.at(first, labels, np.arange(adj.shape[0]))
-    rank = np.empty(n_comp, dtype=np.int32)
-    rank[np.argsort(first)] = np.arange(n_comp, dtype=np.int32)
-    return n_comp, rank[labels]
+    """Connected components of a symmetric CSR adjacency, labelled in the order of their lowest vertex
+    (:func:`umapviz.graph.components.connected_components` on its edge list)."""
+    head = np.repeat(np.arange(adj.shape[0], dtype=np.int32), np.diff(adj.indptr))
+    return connected_components(head, adj.indices, adj.shape[0])
 
 
 def _fix_signs(vectors: np.ndarray) -> np.ndarray:
@@ -102,30 +97,47 @@ def _nontrivial(values: np.ndarray, vectors: np.ndarray, dim: int) -> np.ndarray
     return _fix_signs(vectors[:, order[1 : dim + 1]])
 
 
-def _grouped(adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list
-             ) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
-    """The adjacency of the given components, their rows one component after another, and its bounds."""
+def _grouped(adj, members, bounds: np.ndarray, comps: list) -> tuple:
+    """The adjacency of the given components, their rows one component after another, and its bounds: a SciPy
+    matrix for a SciPy ``adj``, :class:`.grouped.CsrArrays` on the GPU for CuPy ones (``members`` there too)."""
     if len(comps) == 1 and bounds[comps[0] + 1] - bounds[comps[0]] == adj.shape[0]:
         return adj, np.array([0, adj.shape[0]])  # one component: no copy
-    verts = [members[bounds[c] : bounds[c + 1]] for c in comps]
-    grouped = np.concatenate(verts)
-    position = np.empty(adj.shape[0], dtype=np.int32)  # each vertex's row in the grouped matrix
-    position[grouped] = np.arange(grouped.size, dtype=np.int32)
-    group_bounds = np.concatenate([[0], np.cumsum([v.size for v in verts])])
-    return _component_adjacency(adj, grouped, position), group_bounds
+    xp = np if isinstance(adj, scipy.sparse.csr_matrix) else xp_of(adj.indices)
+    group_bounds = np.concatenate([[0], np.cumsum(np.diff(bounds)[np.asarray(comps, dtype=np.int64)])])
+    if xp is np:
+        grouped = np.concatenate([members[bounds[c] : bounds[c + 1]] for c in comps])
+    else:
+        grouped = components_in_order(members, bounds, comps, xp)
+    position = xp.empty(adj.shape[0], dtype=xp.int32)  # each vertex's row in the grouped matrix
+    position[grouped] = xp.arange(grouped.size, dtype=xp.int32)
+    if xp is np:
+        return _component_adjacency(adj, grouped, position), group_bounds
+    if grouped.size == adj.shape[0] and bool((grouped == xp.arange(grouped.size)).all()):
+        return adj, group_bounds  # every row, in order: no copy
+    return grouped_rows(adj, grouped, position, xp), group_bounds
 
 
 def _solve_components(
     adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list, dim: int, device: str,
-    sampled: bool = False, seed: int = 0, stats: dict | None = None,
+    sampled: bool = False, seed: int = 0, stats: dict | None = None, seconds: dict | None = None,
 ) -> dict:
     """``{component: coordinates}`` for the given components, solved together (:func:`spectral.leading_eigenpairs`,
     or :func:`spectral_sampled.sampled_eigenpairs` with ``sampled``) on ``device``; a component that did not
     converge is missing. Where the GPU has too little memory, the CPU solves instead: the same bytes, more
-    slowly."""
+    slowly. ``seconds["grouped"]`` (where given) adds the seconds of the components' grouped copy."""
     if not comps:
         return {}
-    grouped_adj, group_bounds = _grouped(adj, members, bounds, comps)
+    start = time.perf_counter()
+    try:
+        grouped_adj, group_bounds = _grouped(adj, members, bounds, comps)
+    except MemoryError as exc:  # the GPU's copy of the components' rows: the host makes it instead
+        if not isinstance(adj, CsrArrays):
+            raise
+        warnings.warn(f"spectral_init: the components' adjacency did not fit on the GPU ({exc}); grouping it on "
+                      "the host instead (the same result, more slowly).", UserWarning, stacklevel=3)
+        grouped_adj, group_bounds = _grouped(adj.to_host(), members.get(), bounds, comps)
+    if seconds is not None:
+        seconds["grouped"] = seconds.get("grouped", 0.0) + time.perf_counter() - start
 
     def solve(on: str) -> list:
         if sampled:
@@ -137,8 +149,44 @@ def _solve_components(
     except MemoryError as exc:  # CuPy's OutOfMemoryError is one, and names the bytes it wanted
         warnings.warn(f"spectral_init: the GPU eigen-solve ran out of memory ({exc}); solving on the CPU "
                       "instead (the same result, more slowly).", UserWarning, stacklevel=3)
+        if isinstance(grouped_adj, CsrArrays):
+            grouped_adj = grouped_adj.to_host()
         pairs = solve("cpu")
     return {c: _nontrivial(*pair, dim) for c, pair in zip(comps, pairs, strict=True) if pair is not None}
+
+
+def _device_start(graph: FuzzyGraph, device: str):
+    """On the GPU, where the edge list is sorted by head (as a FuzzyGraph's is): the adjacency, its components and
+    their members built on the device (:mod:`.grouped`, :mod:`.components`), with no host CSR; the same arrays and
+    labels as the host's. None elsewhere, or where the GPU lacks the memory (with a warning): the host builds them.
+
+    Returns ``(adjacency, n_comp, members on the GPU, bounds, seconds of each step)``.
+    """
+    if device != "gpu" or not graph.nnz or not gpu_available():
+        return None
+    cp = cupy()
+    clock = time.perf_counter()
+    try:
+        adj, head = device_adjacency(graph, cp)
+        if not bool((head[1:] >= head[:-1]).all()):
+            return None
+        cp.cuda.Device().synchronize()
+        adjacency = time.perf_counter()
+        n_comp, labels = connected_components(head, adj.indices, graph.n_vertices, device="gpu")
+        del head
+        cp.cuda.Device().synchronize()
+        components = time.perf_counter()
+        members, bounds = component_members(labels, n_comp, cp)
+        del labels
+    except MemoryError as exc:  # CuPy's OutOfMemoryError is one
+        warnings.warn(f"spectral_init: the graph's adjacency did not fit on the GPU ({exc}); building it on the "
+                      "host instead (the same result, more slowly).", UserWarning, stacklevel=3)
+        cp.get_default_memory_pool().free_all_blocks()
+        return None
+    cp.cuda.Device().synchronize()
+    seconds = {"adjacency": adjacency - clock, "components": components - adjacency,
+               "members": time.perf_counter() - components}
+    return adj, n_comp, members, bounds, seconds
 
 
 def resolve_spectral_method(method: str, n_vertices: int) -> str:
@@ -204,7 +252,10 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", m
     stats : dict, optional
         Receives ``method`` (the one used) and, under ``"full"`` and ``"sampled"``, the stats of each solve
         (those of :func:`umapviz.graph.spectral.thick_restart_lanczos` and of
-        :func:`umapviz.graph.spectral_sampled.sampled_eigenpairs`; None where it had no component).
+        :func:`umapviz.graph.spectral_sampled.sampled_eigenpairs`; None where it had no component), and
+        ``seconds``: each step's wall time (``adjacency``, ``components``, ``members``, ``solve_full``,
+        ``solve_sampled``, ``place``; ``grouped``, the components' grouped copies, is part of the solves'; on the
+        GPU ``device``, the first three together with the members' copy to the host).
     """
     device = resolve_device(device)
     n = graph.n_vertices
@@ -215,23 +266,43 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", m
     if dim < 1:
         raise ValueError(f"dim={dim} must be at least 1.")
     rng = _rng(seed)
-    adj = _adjacency(graph)
-    n_comp, labels = _components(adj)
-    sizes = np.bincount(labels, minlength=n_comp)
+    seconds: dict = {}
+    clock = [time.perf_counter()]
+
+    def lap(step: str) -> None:
+        now = time.perf_counter()
+        seconds[step], clock[0] = now - clock[0], now
+
+    on_device = _device_start(graph, device)
+    if on_device is None:
+        adj = _adjacency(graph)
+        lap("adjacency")
+        n_comp, labels = connected_components(graph.head, graph.tail, n)
+        lap("components")
+        members, bounds, _ = _component_members(labels, np.bincount(labels, minlength=n_comp))
+        grouping = members
+        lap("members")
+    else:
+        adj, n_comp, grouping, bounds, seconds_on_device = on_device
+        members = grouping.get()
+        lap("device")
+        seconds.update(seconds_on_device)
+    sizes = np.diff(bounds)
     by_size = np.argsort(-sizes, kind="stable")  # largest first; ties by label (lowest vertex first)
     centres, width = _grid_centres(n_comp, dim)
     half = 0.5 * _CELL_FILL * width
 
     layout = np.empty((n, dim))
-    members, bounds, _ = _component_members(labels, sizes)
     solvable = [comp for comp in by_size if sizes[comp] > 2 * dim + 1]
     coarse = [comp for comp in solvable if sampled and sizes[comp] >= SAMPLED_MIN_ROWS]
-    solved = _solve_components(adj, members, bounds, [c for c in solvable if c not in coarse], dim, device,
-                               stats=full_stats)
-    solved.update(_solve_components(adj, members, bounds, coarse, dim, device, sampled=True, seed=seed,
-                                    stats=sampled_stats))
-    if stats is not None:
-        stats.update(method=method, full=full_stats or None, sampled=sampled_stats or None)
+    coarse_set = set(coarse)
+    solved = _solve_components(adj, grouping, bounds, [c for c in solvable if c not in coarse_set], dim, device,
+                               stats=full_stats, seconds=seconds)
+    lap("solve_full")
+    solved.update(_solve_components(adj, grouping, bounds, coarse, dim, device, sampled=True, seed=seed,
+                                    stats=sampled_stats, seconds=seconds))
+    lap("solve_sampled")
+    del adj, grouping
     failed = len(solvable) - len(solved)
     for cell, comp in enumerate(by_size):
         verts = members[bounds[comp] : bounds[comp + 1]]
@@ -253,4 +324,8 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", m
     if peak > 0:
         layout *= INIT_SCALE / peak
     layout += rng.normal(scale=_NOISE_SCALE, size=layout.shape)
-    return layout.astype(np.float32)
+    layout = layout.astype(np.float32)
+    lap("place")
+    if stats is not None:
+        stats.update(method=method, full=full_stats or None, sampled=sampled_stats or None, seconds=seconds)
+    return layout

@@ -6,8 +6,8 @@ owner of its heaviest neighbour already labelled (:func:`assign_landmarks`, step
 :mod:`.landmarks_cpu` and :mod:`.landmarks_gpu`). The coarse graph (:func:`coarse_graph`) has one vertex per
 landmark and, between two landmarks, the sum of the weights of the edges between their regions (a region's own
 edges become a loop): the Galerkin projection ``P^T W P`` of the adjacency onto the regions' indicators. The sums
-are taken in fixed point (2**-32 units, int64), which adds the same integers in any order, so the CPU (SciPy's
-duplicate sums) and the GPU (a sort and a cumulative sum) give the same coarse graph.
+are taken in fixed point (2**-32 units, int64), which adds the same integers in any order, so the CPU (Numba's
+sums per region) and the GPU (a sort and a cumulative sum) give the same coarse graph.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from .landmarks_cpu import grow_owners
+from .grouped import CsrArrays
+from .landmarks_cpu import coarse_sums, grow_owners
 
 ROWS_PER_LANDMARK = 64  # vertices per landmark on average: a region is about two hops of a kNN graph across
 _FIX = 2.0**32  # fixed-point units of the coarse weights' sums: 2**63 holds 2**31 edges of weight 1
@@ -97,13 +98,14 @@ def _fixed_weights(weight, xp):
     return xp.rint(weight.astype(xp.float64) * _FIX).astype(xp.int64)
 
 
-def _to_float32(sums: np.ndarray) -> np.ndarray:
+def _to_float32(sums):
+    """The fixed-point sums as float32 (a power-of-two scaling, exact, then one rounding), on their device."""
     return (sums.astype(np.float64) * (1.0 / _FIX)).astype(np.float32)
 
 
-def coarse_graph_sorted(indptr, indices, weight, owner, n_landmarks: int, xp) -> scipy.sparse.csr_matrix:
+def coarse_graph_sorted(indptr, indices, weight, owner, n_landmarks: int, xp) -> CsrArrays:
     """:func:`coarse_graph` by a sort of the edges' (owner, owner) keys and a cumulative sum of their fixed-point
-    weights, on any array module (the GPU's way; on NumPy, for tests).
+    weights, on any array module (the GPU's way; on NumPy, for tests); the CSR arrays stay on ``xp``'s device.
 
     Parameters
     ----------
@@ -127,15 +129,15 @@ def coarse_graph_sorted(indptr, indices, weight, owner, n_landmarks: int, xp) ->
     last = xp.flatnonzero(xp.concatenate([keys[1:] != keys[:-1], xp.ones(1, dtype=bool)]))
     totals = xp.diff(xp.concatenate([xp.zeros(1, dtype=xp.int64), sums[last]]))
     keys = keys[last]
-    keys, totals = (np.asarray(a.get() if hasattr(a, "get") else a) for a in (keys, totals))
-    rows, cols = keys // n_landmarks, (keys % n_landmarks).astype(np.int32)
-    coarse_ptr = np.searchsorted(rows, np.arange(n_landmarks + 1, dtype=np.int64))
-    return scipy.sparse.csr_matrix((_to_float32(totals), cols, coarse_ptr), shape=(n_landmarks, n_landmarks))
+    rows, cols = keys // n_landmarks, (keys % n_landmarks).astype(xp.int32)
+    coarse_ptr = xp.searchsorted(rows, xp.arange(n_landmarks + 1, dtype=xp.int64))
+    return CsrArrays(coarse_ptr.astype(xp.int64), cols, _to_float32(totals))
 
 
-def coarse_graph(indptr, indices, weight, owner, n_landmarks: int, device: str) -> scipy.sparse.csr_matrix:
-    """The coarse graph ``P^T W P`` on the host: between landmarks ``a`` and ``b``, the sum of the weights of the
-    edges from ``a``'s region to ``b``'s, float32 from exact fixed-point sums (the same on either device).
+def coarse_graph(indptr, indices, weight, owner, n_landmarks: int, device: str):
+    """The coarse graph ``P^T W P``: between landmarks ``a`` and ``b``, the sum of the weights of the edges from
+    ``a``'s region to ``b``'s, float32 from exact fixed-point sums (the same on either device): a SciPy matrix on the
+    CPU, :class:`umapviz.graph.grouped.CsrArrays` on the GPU (where the coarse solve reads it).
 
     Parameters
     ----------
@@ -146,16 +148,12 @@ def coarse_graph(indptr, indices, weight, owner, n_landmarks: int, device: str) 
     n_landmarks : int
         How many landmarks.
     device : str
-        ``"cpu"`` (SciPy's sums of duplicates) or ``"gpu"`` (:func:`coarse_graph_sorted` on CuPy).
+        ``"cpu"`` (each region's sums in Numba: :func:`umapviz.graph.landmarks_cpu.coarse_sums`) or ``"gpu"``
+        (:func:`coarse_graph_sorted` on CuPy).
     """
     if device == "gpu":
         from .._backend import cupy  # noqa: PLC0415 - CuPy loads on the GPU path only
 
         return coarse_graph_sorted(indptr, indices, weight, owner, n_landmarks, cupy())
-    rows = np.repeat(owner, np.diff(indptr))
-    fixed = scipy.sparse.coo_matrix((_fixed_weights(weight, np), (rows, owner[indices])),
-                                    shape=(n_landmarks, n_landmarks)).tocsr()
-    fixed.sum_duplicates()
-    fixed.sort_indices()
-    return scipy.sparse.csr_matrix((_to_float32(fixed.data), fixed.indices.astype(np.int32), fixed.indptr),
-                                   shape=(n_landmarks, n_landmarks))
+    coarse_ptr, cols, sums = coarse_sums(indptr, indices, weight, owner, n_landmarks, _FIX)
+    return scipy.sparse.csr_matrix((_to_float32(sums), cols, coarse_ptr), shape=(n_landmarks, n_landmarks))

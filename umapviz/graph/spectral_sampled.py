@@ -122,7 +122,7 @@ def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: 
     for c, pair in enumerate(pairs):
         if pair is not None:
             walk[coarse_bounds[c] : coarse_bounds[c + 1]] = pair[1]
-    walk *= HostOps(coarse, coarse_bounds).inv_sqrt_degree[:, None]
+    walk *= to_host(type(ops)(coarse, coarse_bounds).inv_sqrt_degree)[:, None]  # the twins' row sums: one result
     sqrt_degree = 1.0 / ops.inv_sqrt_degree
     trivial = sqrt_degree / xp.sqrt(ops.seg_dots(sqrt_degree[None], 1, sqrt_degree)[:, 0])[ops.comp_of]
     vectors = np.empty((ops.n, n_vec))
