@@ -55,10 +55,10 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "tf32", timings: dict 
         refuse_overflowed_distances(dist.get())
     cp.cuda.Device().synchronize()
     t1 = time.perf_counter()
-    stages: dict = {}
-    graph = fuzzy_graph_gpu(idx, dist, params, timings=stages)
+    fuzzy_stages: dict = {}
+    graph = fuzzy_graph_gpu(idx, dist, params, timings=fuzzy_stages)
     if timings is not None:
-        timings.update(knn=t1 - t0, **stages)
+        timings.update(knn=t1 - t0, **fuzzy_stages)
     return graph
 
 
