@@ -51,9 +51,10 @@ def make_data(n: int, data: str, device: str, dim: int = 384) -> np.ndarray:
     return mixture_gpu(n, dim, seed=0, xp=np)[0]
 
 
-def _stage(name: str, seconds: float) -> None:
-    """A finished stage on stderr at once (a run killed by its time limit still shows how far it got)."""
-    print(f"  [{time.strftime('%H:%M:%S')}] {name}: {seconds:.2f} s", file=sys.stderr, flush=True)
+def _stage(name: str, seconds: float | None = None) -> None:
+    """A finished stage (or a figure) on stderr at once: a run killed by its time limit still shows how far it got."""
+    took = "" if seconds is None else f": {seconds:.2f} s"
+    print(f"  [{time.strftime('%H:%M:%S')}] {name}{took}", file=sys.stderr, flush=True)
 
 
 def _sync(device: str) -> None:
@@ -139,20 +140,27 @@ def one_size(args) -> dict:
         row.update(frames=len(frames), frame_ms=1000 * float(np.median(frames)))
     row.update(knn_s=knn_s, graph_s=t1 - t0 - knn_s, start_s=t2 - t1, layout_s=t3 - t2, total_s=t3 - t0,
                stages={key: value for key, value in stages.items() if key != "knn"})
-    data = to_device(X) if device == "gpu" else X
+    if device == "gpu":
+        row.update(peak_gpu_gib=cp.get_default_memory_pool().total_bytes() / 2**30)
+    print(f"  fit: {json.dumps(row)}", file=sys.stderr, flush=True)  # kept should a check below fail or time out
     emb = opt.device_embedding if device == "gpu" else opt.embedding
-    row["recall"] = recall_at_k(data, graph.knn_indices, sample=1000, seed=1, device=device)
-    row["trust"] = trustworthiness(data, emb, sample=min(5000, n), random_state=0)
     if args.fling_check:  # hogwild from the same start is the reference the chunk study's bounds test uses
         reference = LayoutOptimizer(graph, strategy="hogwild", random_state=seed, init=start, device=device).run()
         ref = reference.device_embedding if device == "gpu" else reference.embedding
         row["flung_bounds"] = int(outliers(emb, method="bounds", reference=ref).sum())
         row["flung_neighbors"] = int(outliers(emb, graph).sum())
         row["hogwild_flung_neighbors"] = int(outliers(ref, graph).sum())
+        del reference, ref
+        _stage(f"flung: {row['flung_bounds']} outside hogwild's bounds, {row['flung_neighbors']} by neighbours "
+               f"(hogwild {row['hogwild_flung_neighbors']})")
+    data = to_device(X) if device == "gpu" else X
+    row["trust"] = trustworthiness(data, emb, sample=min(5000, n), random_state=0)
+    _stage(f"trust {row['trust']:.4f}")
+    row["recall"] = recall_at_k(data, graph.knn_indices, sample=1000, seed=1, device=device)
+    _stage(f"recall {row['recall']:.4f}")
     if device == "gpu":
         free, total = cp.cuda.runtime.memGetInfo()
-        row.update(peak_gpu_gib=cp.get_default_memory_pool().total_bytes() / 2**30,
-                   gpu_used_end_gib=(total - free) / 2**30)
+        row.update(gpu_used_end_gib=(total - free) / 2**30)
     return row
 
 
