@@ -5,8 +5,10 @@ Both draw from ``np.random.default_rng([seed, 1])`` (docs/optimizer.md), so a se
 A disconnected graph has one trivial eigenvector per component, so a single eigen-solve would not separate
 them. Each component is laid out on its own and placed in its own cell of a regular grid (largest component
 first); components too small for an eigen-solve are scattered at random inside their cell. Every other component
-goes into one batched eigen-solve (:mod:`.spectral`), which has CPU and GPU twins that give the same bytes, and
-everything around it here is host NumPy: the start layout is the same bytes on either device.
+goes into one batched eigen-solve (:mod:`.spectral`), which has CPU and GPU twins that give the same bytes. Where
+the start runs on the GPU, the adjacency, its components and the components' grouped rows are built there
+(:mod:`.grouped`, :mod:`.components`: the host's arrays and labels); the placement is host NumPy (one stream of
+random numbers). So the start layout is the same bytes on either device.
 """
 
 from __future__ import annotations
