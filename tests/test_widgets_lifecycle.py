@@ -343,3 +343,46 @@ def test_the_worker_keeps_its_semantics_for_a_held_owner():
     assert not owner.worker._thread.is_alive()
     with pytest.raises(RuntimeError, match="closed"):
         owner.worker.submit(lambda: None)
+
+
+def test_a_widget_the_page_did_not_show_is_put_back_into_its_box_and_the_others_are_left():
+    import ipywidgets as w  # noqa: PLC0415
+
+    from umapviz.widgets.lifetime import reshow_unseen  # noqa: PLC0415
+
+    class Unseen(w.HTML):
+        needs_view = True
+
+    shown, unseen = w.HTML("shown"), Unseen("failed view")
+    inner = w.VBox([shown, unseen])
+    root = w.HBox([w.Label("controls"), inner])
+    changes: list = []
+    inner.observe(lambda change: changes.append(change["new"]), names="children")
+    root.observe(lambda change: changes.append("root changed"), names="children")
+    try:
+        assert reshow_unseen(root) == 1
+        assert changes == [(shown,), (shown, unseen)]  # out of its box, then back in the same place: a new view
+        assert inner.children == (shown, unseen)
+        changes.clear()
+        Unseen.needs_view = False
+        assert reshow_unseen(root) == 0 and changes == []
+    finally:
+        for widget in (root, inner, shown, unseen):
+            widget.close()
+
+
+def test_a_plot_needs_a_view_until_the_page_counts_one():
+    pytest.importorskip("panel")
+    from umapviz.widgets.plot import Plot  # noqa: PLC0415
+
+    plot = Plot(200, 200)
+    widget = plot.widget
+    try:
+        assert widget.needs_view  # open, and no view counted yet (or its view failed)
+        widget._view_count = 1  # as the page reports a view
+        assert not widget.needs_view
+        widget._view_count = 0
+        plot.close()
+        assert not widget.needs_view  # closed: nothing to show
+    finally:
+        plot.close()

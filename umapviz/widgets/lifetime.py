@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,12 @@ from typing import Any
 from .still import still_png
 
 _ON_SCREEN: set[Any] = set()  # panels displayed and not known to be off screen since: held for as long
+# A plot's view can fail to appear: jupyter_bokeh's view needs BokehJS, which the plot puts into the page in an
+# output of the same cell, and when the kernel is quick the page may build the panel's views before it has run
+# that output. Such a view shows an error and counts nothing; putting the plot back into its box makes the page
+# build it again, by then with BokehJS. Looked for this long after the panel's first view, again after each
+# repair (BokehJS, evaluated inline, can take seconds on a slow machine).
+RESHOW_DELAYS_S = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class Panel:
@@ -99,11 +106,55 @@ def track_views(panel: Any) -> None:
             return
         if change["new"]:
             _ON_SCREEN.add(owner)
+            if not change["old"]:  # first shown: make sure its plots were shown too
+                _reshow_later(ref, 0)
         else:  # the last view was removed
             _ON_SCREEN.discard(owner)
 
     panel.panel._view_count = 0  # a number: the frontend's views count themselves (None: they do not)
     panel.panel.observe(views_changed, names="_view_count")
+
+
+def _reshow_later(ref: weakref.ref, attempt: int) -> None:
+    """After ``RESHOW_DELAYS_S[attempt]`` seconds, :func:`reshow_unseen` the panel ``ref`` holds (weakly) while it is
+    on screen; after a repair, look again later."""
+
+    def check() -> None:
+        owner = ref()
+        if owner is None or not owner.panel._view_count:
+            return
+        if reshow_unseen(owner.panel) and attempt + 1 < len(RESHOW_DELAYS_S):
+            _reshow_later(ref, attempt + 1)
+
+    timer = threading.Timer(RESHOW_DELAYS_S[attempt], check)
+    timer.daemon = True
+    timer.start()
+
+
+def reshow_unseen(root: Any) -> int:
+    """Put back into its box every widget under ``root`` that says the page has not shown it (its ``needs_view``,
+    e.g. a plot whose view failed): removed from the box's children and added again, so the page builds its view
+    anew. Returns how many.
+
+    Parameters
+    ----------
+    root : ipywidgets.Widget
+        A panel's top widget.
+    """
+    repaired, stack, seen = 0, [root], set()
+    while stack:
+        box = stack.pop()
+        if id(box) in seen:
+            continue
+        seen.add(id(box))
+        children = tuple(getattr(box, "children", ()))
+        for child in children:
+            if getattr(child, "needs_view", False):
+                box.children = tuple(c for c in children if c is not child)
+                box.children = children
+                repaired += 1
+            stack.append(child)
+    return repaired
 
 
 def weak_callback(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -46,6 +46,12 @@ class PlotModel(BokehModel):
         self._view_count = 0  # a number: the frontend's views count themselves (None: they do not)
         self.observe(self._views_changed, names="_view_count")
 
+    @property
+    def needs_view(self) -> bool:
+        """Whether this open widget has no view in the page (its views count none): not yet shown, or its view
+        failed (see ``lifetime.reshow_unseen``)."""
+        return self._view_count == 0 and not getattr(self, "_umapviz_closed", False) and self.comm is not None
+
     def _views_changed(self, change: dict) -> None:
         if change["old"] == 0 and change["new"]:
             with self._document_lock:
