@@ -258,9 +258,12 @@ def _kernel_idle(lab) -> bool:
     return bool(sessions) and all(s["kernel"]["execution_state"] == "idle" for s in sessions)
 
 
-def _open_notebook(browser, lab, name: str):
-    """A page with notebook ``name`` open in the lab and its kernel started."""
+def _open_notebook(browser, lab, name: str, init_script: str | None = None):
+    """A page with notebook ``name`` open in the lab and its kernel started; ``init_script`` runs in the page
+    before any of the lab's own scripts."""
     page = browser.new_page(viewport={"width": 1800, "height": 1100})
+    if init_script is not None:
+        page.add_init_script(init_script)
     page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
     page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
     _wait_for(lambda: _kernel_idle(lab), 90, "the kernel to start")
@@ -437,11 +440,7 @@ def test_a_plot_whose_first_view_failed_is_shown_after_all(lab):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1800, "height": 1100})
-            page.add_init_script(BOKEHJS_LATE)
-            page.goto(f"{lab['base']}/lab/tree/explorer.ipynb?token={lab['token']}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
-            _wait_for(lambda: _kernel_idle(lab), 90, "the kernel to start")
+            page = _open_notebook(browser, lab, "explorer.ipynb", init_script=BOKEHJS_LATE)
             page.click(".jp-Notebook .jp-Cell .cm-content")
             page.keyboard.press("Shift+Enter")
             page.wait_for_function(VIEW_READY, timeout=60_000, polling=50)
