@@ -22,6 +22,7 @@ from spectral_cost import clusters_graph, time_before
 from umapviz import datasets
 from umapviz.graph import init as init_mod
 from umapviz.graph import spectral, spectral_init
+from umapviz.graph.components import connected_components
 from umapviz.metrics import outlier_summary, trustworthiness
 from umapviz.optimize import LayoutOptimizer
 
@@ -40,7 +41,7 @@ def scipy_top(adj: scipy.sparse.csr_matrix, n_vec: int) -> np.ndarray:
 def eigenvalue_gaps(graph, n_vec: int = 3) -> list[float]:
     """Per component solved: max |lambda - SciPy's lambda| over its leading ``n_vec``."""
     adj = init_mod._adjacency(graph)
-    n_comp, labels = init_mod._components(adj)
+    n_comp, labels = connected_components(graph.head, graph.tail, graph.n_vertices)
     sizes = np.bincount(labels, minlength=n_comp)
     members, bounds, local = init_mod._component_members(labels, sizes)
     comps = [c for c in np.argsort(-sizes, kind="stable") if sizes[c] > 2 * (n_vec - 1) + 1]

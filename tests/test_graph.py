@@ -34,6 +34,7 @@ from umapviz.graph import knn as knn_front
 from umapviz.graph import knn_cpu as knn_mod
 from umapviz.graph.build_gpu import build_graph_gpu
 from umapviz.graph.cache import default_cache_dir
+from umapviz.graph.components import connected_components
 from umapviz.graph.fuzzy_cpu import smooth_knn_dist
 from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
 from umapviz.graph.knn_cpu import exact_knn, query_knn
@@ -431,10 +432,16 @@ def _scattered_groups(n=400, n_groups=7, n_edges=3000):
     return (adj + adj.T).tocsr()
 
 
+def _components(adj):
+    """The connected components of a symmetric CSR adjacency, from its edge list."""
+    edges = adj.tocoo()
+    return connected_components(edges.row, edges.col, adj.shape[0])
+
+
 def test_components_are_scipys_undirected_ones_in_the_same_order():
     """Found as strong components of the symmetric graph, labelled like SciPy's undirected search labels them."""
     adj = _scattered_groups()
-    n_comp, labels = init_mod._components(adj)
+    n_comp, labels = _components(adj)
     ref_n, ref_labels = scipy.sparse.csgraph.connected_components(adj, directed=False)
     assert n_comp == ref_n > 7  # some isolated vertices too
     np.testing.assert_array_equal(labels, ref_labels)
@@ -442,7 +449,7 @@ def test_components_are_scipys_undirected_ones_in_the_same_order():
 
 def test_component_adjacency_is_the_fancy_indexed_block():
     adj = _scattered_groups()
-    _, labels = init_mod._components(adj)
+    _, labels = _components(adj)
     members, bounds, local = init_mod._component_members(labels, np.bincount(labels))
     for comp in np.argsort(-np.bincount(labels))[:3]:  # the three largest: scattered groups
         verts = members[bounds[comp] : bounds[comp + 1]]

@@ -14,6 +14,7 @@ from cuda_host import build_host_library
 from umapviz import datasets
 from umapviz.graph import build_graph, landmarks_gpu, random_init, spectral_init
 from umapviz.graph import init as init_mod
+from umapviz.graph.components import connected_components
 from umapviz.graph.landmarks import assign_landmarks, choose_landmarks, coarse_graph, coarse_graph_sorted
 from umapviz.graph.spectral_sampled import sampled_eigenpairs
 from umapviz.metrics import fingerprint, trustworthiness
@@ -24,7 +25,7 @@ from umapviz.widgets.session import initial_layout
 def _grouped_adjacency(graph) -> tuple[sp.csr_matrix, np.ndarray]:
     """The graph's adjacency with its rows grouped by connected component, and the components' bounds."""
     adj = init_mod._adjacency(graph)
-    n_comp, labels = init_mod._components(adj)
+    n_comp, labels = connected_components(graph.head, graph.tail, graph.n_vertices)
     members, bounds, _ = init_mod._component_members(labels, np.bincount(labels))
     return init_mod._grouped(adj, members, bounds, list(range(n_comp)))
 

@@ -78,13 +78,6 @@ def _component_adjacency(adj: scipy.sparse.csr_matrix, verts: np.ndarray, local:
     return scipy.sparse.csr_matrix((rows.data, local[rows.indices], rows.indptr), shape=(verts.size, verts.size))
 
 
-def _components(adj: scipy.sparse.csr_matrix) -> tuple[int, np.ndarray]:
-    """Connected components of a symmetric CSR adjacency, labelled in the order of their lowest vertex
-    (:func:`umapviz.graph.components.connected_components` on its edge list)."""
-    head = np.repeat(np.arange(adj.shape[0], dtype=np.int32), np.diff(adj.indptr))
-    return connected_components(head, adj.indices, adj.shape[0])
-
-
 def _fix_signs(vectors: np.ndarray) -> np.ndarray:
     """Eigenvectors have no intrinsic sign: make each one's largest-magnitude entry positive."""
     pivots = np.abs(vectors).argmax(axis=0)
