@@ -17,7 +17,8 @@
 #                on the clusters graph, then its start layout's fingerprints on the CPU (1 and 2 threads) and the
 #                GPU for 20k and 200k graphs: every row equal (exit 1 otherwise)
 #   pow_cost     bench/gpu_bench.py --library-pow at SIZES: ms per epoch of hogwild, chunked("auto") and vertex with
-#                pow_portable and, beside each, with CUDA's powf (what the portable power function costs)
+#                pow_portable and, beside each, with CUDA's powf (what the portable power function costs);
+#                STRATEGIES (e.g. hogwild,vertex) picks some
 #   fit          bench/gpu_bench.py's end-to-end fit of 1M x 384 points, and UMAP().fit_transform of them
 #   scale        bench/fit_scale.py --device gpu at SIZES (e.g. SIZES=1000000,10000000): per stage {kNN, graph, start,
 #                layout, total} s, recall, trust, peak GPU memory of the partitioned kNN's fit (KNN, default approx;
@@ -175,7 +176,8 @@ for name in "${STEPS[@]}"; do
     spectral) step spectral 480 python3 bench/spectral_cost.py --device gpu --sizes "${SPECTRAL_SIZES:-1000000}" \
       --parity 20000,200000 ;;
     pow_cost) step pow_cost 480 python3 bench/gpu_bench.py --sizes "$SIZES" --skip-fit --skip-kernels --library-pow \
-      --strategies hogwild,chunked,vertex --strategies-large hogwild,chunked,vertex --out "$OUT/pow_cost" ;;
+      --strategies "${STRATEGIES:-hogwild,chunked,vertex}" --strategies-large "${STRATEGIES:-hogwild,chunked,vertex}" \
+      --out "$OUT/pow_cost" ;;
     fit) step fit 200 python3 bench/gpu_bench.py --sizes "" --out "$OUT/fit" ;;
     scale) step scale 560 python3 bench/fit_scale.py --device gpu --sizes "$SIZES" --knn "${KNN:-approx}" \
       ${UMAP_FIT:+--umap-fit} ${HOST_DATA:+--host-data} ${FLING_CHECK:+--fling-check} --data "${DATA:-mixture}" --refine "${KNN_REFINE:-auto}" \

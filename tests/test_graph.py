@@ -735,6 +735,32 @@ def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_gpu_reference_prepared_by_blocks_equals_the_whole_array(metric, monkeypatch):
+    """The GPU prepares X's rows a block at a time (no float64 copy of X): the bytes of knn.centre_and_scale, or
+    of the unit rows, computed on the whole float64 array, here over 7 blocks of 800 rows (the last one short)."""
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
+
+    X = _knn_data()
+    n, d = X.shape
+    monkeypatch.setattr(knn_gpu, "_PREP_BLOCK_BYTES", 800 * 8 * d)
+    assert len(knn_gpu._prep_blocks(n, d)) == -(-n // 800) > 2
+    Xd = cp.asarray(X)
+    Z, col_add, _, prepare = knn_gpu._selection_matrix(Xd, metric)
+    whole = Xd.astype(cp.float64)
+    if metric == "cosine":
+        norms = cp.linalg.norm(whole, axis=1, keepdims=True)
+        expected = cp.where(norms > 0, whole / cp.where(norms > 0, norms, 1.0), 0.0).astype(cp.float32)
+        expected_add = cp.zeros(n, dtype=cp.float32)
+    else:
+        expected = knn_front.centre_and_scale(whole)[0].astype(cp.float32)
+        expected_add = (expected * expected).sum(axis=1, dtype=cp.float32)
+    assert Z.tobytes() == expected.tobytes()
+    assert col_add.tobytes() == expected_add.tobytes()
+    assert prepare(Xd[:50]).tobytes() == expected[:50].tobytes()  # queries land where X's own rows did
+
+
+@pytest.mark.gpu
 def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_cut():
     """select_candidates on a hand-made score tile (4 rows of 5,000 columns, 256 threads keeping 16 each, thread t
     taking columns 4t .. 4t + 3 of every 1,024): the m smallest col_add + scale * G by (score, column), self

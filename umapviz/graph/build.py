@@ -34,6 +34,7 @@ from .knn import (
     stop_if_cancelled,
 )
 from .knn_cpu import nearest_neighbors
+from .knn_gpu import reference_bytes
 from .params import GraphParams
 from .partitioned import (
     DEFAULT_OVERLAP,
@@ -220,8 +221,8 @@ def exact_fits(n: int, d: int, n_neighbors: int) -> bool:
 
 def auto_recall(X, knn_indices, metric: str) -> float | None:
     """recall@k, rounded to 4 digits, of the partitioned GPU search that ``knn="auto"`` chose, on
-    AUTO_RECALL_SAMPLE sampled rows; None when X is host data too large to upload beside the graph (the exact
-    search of the sample needs X on the GPU).
+    AUTO_RECALL_SAMPLE sampled rows; None when the exact search of the sample, which needs X and its prepared rows
+    on the GPU (:func:`knn_gpu.reference_bytes`), does not fit in free GPU memory beside the graph.
 
     Parameters
     ----------
@@ -232,7 +233,7 @@ def auto_recall(X, knn_indices, metric: str) -> float | None:
     metric : str
         The graph's metric.
     """
-    if isinstance(X, np.ndarray) and 2 * X.nbytes > gpu_memory()[0]:
+    if reference_bytes(*X.shape, data_on_device=is_cupy(X)) > gpu_memory()[0]:
         return None
     recall = recall_at_k(X, knn_indices, sample=AUTO_RECALL_SAMPLE, seed=0, metric=metric, device="gpu")
     return round(float(recall), 4)
