@@ -734,30 +734,35 @@ def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
     assert (dist_g[40:43, 0] == 0).all()  # a query equal to a point finds it at distance 0, not as "self"
 
 
-@pytest.mark.gpu
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-def test_gpu_reference_prepared_by_blocks_equals_the_whole_array(metric, monkeypatch):
-    """The GPU prepares X's rows a block at a time (no float64 copy of X): the bytes of knn.centre_and_scale, or
-    of the unit rows, computed on the whole float64 array, here over 7 blocks of 800 rows (the last one short)."""
-    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
-
-    X = _knn_data()
+def test_reference_prepared_by_blocks_equals_the_whole_array(device, metric, monkeypatch):
+    """Both searches prepare X's rows a block at a time (no float64 copy of X): the bytes of knn.centre_and_scale,
+    or the unit rows, of the whole float64 array; here over 7 blocks of 800 rows (the last one short).
+    The scaled rows for trustworthiness's cosine too."""
+    xp = np if device == "cpu" else pytest.importorskip("cupy")
+    searches = {"cpu": knn_mod, "gpu": knn_gpu}
+    X = xp.asarray(_knn_data())
     n, d = X.shape
-    monkeypatch.setattr(knn_gpu, "_PREP_BLOCK_BYTES", 800 * 8 * d)
-    assert len(knn_gpu._prep_blocks(n, d)) == -(-n // 800) > 2
-    Xd = cp.asarray(X)
-    Z, col_add, _, prepare = knn_gpu._selection_matrix(Xd, metric)
-    whole = Xd.astype(cp.float64)
+    monkeypatch.setattr(knn_front, "PREP_BLOCK_BYTES", 800 * 8 * d)
+    assert len(knn_front.float64_blocks(n, d)) == -(-n // 800) > 2
+    Z, col_add, _, prepare = searches[device]._selection_matrix(X, metric)
+    whole = X.astype(xp.float64)
     if metric == "cosine":
-        norms = cp.linalg.norm(whole, axis=1, keepdims=True)
-        expected = cp.where(norms > 0, whole / cp.where(norms > 0, norms, 1.0), 0.0).astype(cp.float32)
-        expected_add = cp.zeros(n, dtype=cp.float32)
+        expected = searches[device]._unit_rows(whole)
+        assert Z.tobytes() == expected.tobytes()
+        assert not col_add.any()
+        scaled = knn_front.centre_and_scale(whole.copy(), centre=False)[0]
+        norms = xp.sqrt((scaled * scaled).sum(axis=1))
+        unit = scaled / xp.where(norms > 0, norms, 1.0)[:, None]
+        assert knn_front.scaled_rows(X, xp.float64, centre=False, unit_rows=True)[0].tobytes() == unit.tobytes()
     else:
-        expected = knn_front.centre_and_scale(whole)[0].astype(cp.float32)
-        expected_add = (expected * expected).sum(axis=1, dtype=cp.float32)
-    assert Z.tobytes() == expected.tobytes()
-    assert col_add.tobytes() == expected_add.tobytes()
-    assert prepare(Xd[:50]).tobytes() == expected[:50].tobytes()  # queries land where X's own rows did
+        expected = knn_front.centre_and_scale(whole)[0].astype(xp.float32)
+        assert Z.tobytes() == expected.tobytes()
+        if device == "cpu":
+            assert col_add.tobytes() == np.einsum("ij,ij->i", expected, expected, dtype=np.float32).tobytes()
+        else:
+            assert col_add.tobytes() == (expected * expected).sum(axis=1, dtype=xp.float32).tobytes()
+    assert prepare(X[:50]).tobytes() == expected[:50].tobytes()  # queries land where X's own rows did
 
 
 @pytest.mark.gpu

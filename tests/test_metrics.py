@@ -10,6 +10,7 @@ from sklearn.manifold import trustworthiness as sklearn_trustworthiness
 from sklearn.neighbors import NearestNeighbors
 
 from umapviz import LayoutOptimizer, metrics
+from umapviz._backend import to_host, xp_of
 
 
 def knn(points: np.ndarray, k: int = 10) -> np.ndarray:
@@ -161,6 +162,25 @@ def test_trustworthiness_isometry_is_one_and_random_is_low(high_dim):
     assert metrics.trustworthiness(high_dim, high_dim @ rotation + 7.0) == pytest.approx(1.0)
     random_layout = rng.standard_normal((250, 2))
     assert metrics.trustworthiness(high_dim, random_layout) < 0.6
+
+
+def test_trustworthiness_embedding_neighbors_leave_the_query_out_even_among_duplicates(device):
+    """The embedding's neighbours come from the exact kNN search (k + 1, ties by index) less the query itself; with
+    more than k + 1 points at one place the query may not be among them, and the last one goes instead."""
+    xp = np if device == "cpu" else pytest.importorskip("cupy")
+    k = 4
+    Y = np.random.default_rng(0).standard_normal((300, 2)).astype(np.float32)
+    Y[10:17] = Y[10]  # 7 points at one place: more than k + 1
+    queries = np.array([10, 12, 16, 40])
+    found = metrics._embedding_neighbors(xp.asarray(Y), queries, k)
+    assert found.shape == (4, k) and xp_of(found) is xp
+    found = to_host(found)
+    np.testing.assert_array_equal(found[0], [11, 12, 13, 14])  # itself left out
+    np.testing.assert_array_equal(found[1], [10, 11, 13, 14])
+    np.testing.assert_array_equal(found[2], [10, 11, 12, 13])  # pushed out by the 5 before it: the last goes
+    d = ((Y - Y[40]) ** 2).sum(axis=1)
+    d[40] = np.inf
+    np.testing.assert_array_equal(found[3], np.argsort(d, kind="stable")[:k])
 
 
 def test_trustworthiness_subsample_estimates_the_full_value():

@@ -21,7 +21,9 @@ from ._validation import (
     describe_rows,
     non_finite_rows,
 )
-from .graph.knn import centre_and_scale
+from .graph.knn import scaled_rows
+from .graph.knn_cpu import query_knn
+from .graph.knn_gpu import query_knn_gpu
 
 METHODS = ("neighbors", "bounds", "radius")
 
@@ -46,7 +48,10 @@ _MAD_TO_STD = 1.4826
 # Trustworthiness looks at this many query points at most unless told otherwise (see trustworthiness).
 TRUST_AUTO_SAMPLE = 2000
 
-_ELEMENTS_PER_BLOCK = 1 << 24  # bounds temporary memory: ~64-128 MB per block of rows
+# Elements of one block of trustworthiness's query-by-point distances: they bound its temporary memory (about
+# 64-128 MB a block on the CPU, 2 GB on the GPU, where each block is one GEMM over all of X, so fewer is faster).
+_ELEMENTS_PER_BLOCK = 1 << 24
+_GPU_ELEMENTS_PER_BLOCK = 1 << 29
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -252,7 +257,8 @@ def trustworthiness(
 
     scikit-learn's definition (Venna and Kaski): each embedding neighbour j of i that is not among i's
     ``n_neighbors`` nearest in X costs (rank of j among i's neighbours in X) - n_neighbors, and
-    T = 1 - 2 / (n k (2n - 3k - 1)) x the total cost.
+    T = 1 - 2 / (n k (2n - 3k - 1)) x the total cost. The embedding neighbours are the exact kNN search's
+    (:func:`umapviz.graph.knn_cpu.query_knn` or its GPU twin; ties by index).
 
     Subsampling: the cost is a sum over points i, each costing one pass over all n points, so the sum
     is estimated from ``sample`` query points drawn without replacement (``random_state`` fixes which,
@@ -304,37 +310,42 @@ def trustworthiness(
         rng = np.random.default_rng(check_random_state(random_state))
         queries = np.sort(rng.choice(n, size=n_queries, replace=False))
 
-    # Ranks come from |a|^2 + |b|^2 - 2 a.b, which cancels when the rows sit far from the origin (float32 data
+    nbr_y = _embedding_neighbors(Y, queries, k)
+    # Ranks in X come from |a|^2 + |b|^2 - 2 a.b, which cancels when the rows sit far from the origin (float32 data
     # offset by 1e3 scored 0.92 instead of 0.91) and overflows or underflows far from unit scale (1.0 at 1e20 and
     # 1e-25): centre and scale first, as the kNN search does. Neither changes a euclidean rank; cosine is only scaled.
-    Y64 = centre_and_scale(Y.astype(xp.float64))[0]
-    y_sq = (Y64 * Y64).sum(axis=1)
     dtype = xp.promote_types(X.dtype, xp.float32)  # the data's precision, float32 at least
-    if metric == "cosine":
-        X64 = centre_and_scale(X.astype(xp.float64), centre=False)[0]
-        norms = xp.sqrt((X64 * X64).sum(axis=1))
-        X = (X64 / xp.where(norms > 0, norms, 1.0)[:, None]).astype(dtype)
-    else:
-        X = centre_and_scale(X.astype(xp.float64))[0].astype(dtype)
+    X = scaled_rows(X, dtype, centre=metric != "cosine", unit_rows=metric == "cosine")[0]
     x_sq = (X * X).sum(axis=1)
 
     total_cost = 0.0
-    rows_per_block = max(1, _ELEMENTS_PER_BLOCK // (4 * n))
+    rows_per_block = max(1, (_ELEMENTS_PER_BLOCK if xp is np else _GPU_ELEMENTS_PER_BLOCK) // (4 * n))
     for start in range(0, n_queries, rows_per_block):
         q = xp.asarray(queries[start : start + rows_per_block])
         rows = xp.arange(q.shape[0])
-        # Embedding neighbours of each query (self excluded), by squared distance.
-        dy = y_sq[q][:, None] + y_sq[None, :] - 2.0 * (Y64[q] @ Y64.T)
-        dy[rows, q] = xp.inf
-        nbr_y = xp.argpartition(dy, k - 1, axis=1)[:, :k]
         # Ranks in X: 1 + how many points are strictly closer to the query than that neighbour.
         dx = x_sq[q][:, None] + x_sq[None, :] - 2.0 * (X[q] @ X.T)
         dx[rows, q] = xp.inf
-        threshold = xp.take_along_axis(dx, nbr_y, axis=1)
+        threshold = xp.take_along_axis(dx, nbr_y[start : start + rows_per_block], axis=1)
         for j in range(k):  # one neighbour column at a time keeps the comparison contiguous and small
             rank = 1 + xp.count_nonzero(dx < threshold[:, j : j + 1], axis=1)
             total_cost += float(xp.maximum(rank - k, 0).sum())
     return 1.0 - total_cost * 2.0 / (n_queries * k * (2.0 * n - 3.0 * k - 1.0))
+
+
+def _embedding_neighbors(Y: Any, queries: np.ndarray, k: int) -> Any:
+    """The k nearest other points in the embedding Y of each query row (on Y's device): the exact kNN search's
+    k + 1 nearest (ties by index) without the query itself, or without the last should k + 1 points at the
+    query's place push the query out. The search keeps a few candidates a row as it goes; selecting from whole
+    rows of distances would sort them on the GPU (CuPy's argpartition is a full sort), n log n work per query."""
+    xp = xp_of(Y)
+    if xp is np:
+        idx, _ = query_knn(Y, Y[queries], k + 1, "euclidean")
+    else:
+        idx, _ = query_knn_gpu(Y, Y[xp.asarray(queries)], k + 1, "euclidean")
+    own = idx == queries[:, None]
+    own[~own.any(axis=1), -1] = True
+    return xp.asarray(idx[~own].reshape(len(queries), k))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -134,3 +134,51 @@ def centre_and_scale(A: Any, centre: bool = True) -> tuple[Any, Any, float]:
     divisor = peak if peak > 0 else 1.0
     A /= divisor
     return A, mean, divisor
+
+
+# One block of rows in float64 while data is prepared (centred and scaled, or normalised): the preparation's
+# temporaries are a few such blocks, not a float64 copy of X (31 GB at 30M x 128).
+PREP_BLOCK_BYTES = 2**28
+
+
+def float64_blocks(n: int, d: int) -> list[slice]:
+    """Row blocks of an (n, d) array whose float64 copy takes at most PREP_BLOCK_BYTES."""
+    step = max(1, PREP_BLOCK_BYTES // (8 * max(1, d)))
+    return [slice(start, min(start + step, n)) for start in range(0, n, step)]
+
+
+def scaled_rows(X: Any, dtype: Any, centre: bool = True, unit_rows: bool = False) -> tuple[Any, Any, float]:
+    """:func:`centre_and_scale` of X's float64 copy, cast to ``dtype``, computed a block of rows at a time
+    (:func:`float64_blocks`) so that no float64 copy of all of X is made. Returns (Z, mean, divisor).
+
+    The blocks give the bytes of the whole-array computation for C-contiguous X: the column means are one float64
+    reduction over X (``X.mean(axis=0, dtype=float64)``, as NumPy and CuPy reduce a float64 copy), the largest
+    magnitude is a maximum (exact in any order), and the rest works row by row.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray
+        (n, d) floating-point data.
+    dtype : dtype
+        Z's dtype.
+    centre : bool
+        Subtract the column means first (else mean is 0.0).
+    unit_rows : bool
+        Then divide each row by its length (zero rows stay zero): cosine's rows, scaled first so that data far
+        from unit scale neither overflows nor underflows.
+    """
+    xp = xp_of(X)
+    n, d = X.shape
+    blocks = float64_blocks(n, d)
+    mean = X.mean(axis=0, dtype=xp.float64) if centre else 0.0
+    peak = max((float(xp.abs(X[rows].astype(xp.float64) - mean).max()) for rows in blocks), default=0.0)
+    divisor = peak if peak > 0 else 1.0
+    Z = xp.empty((n, d), dtype=dtype)
+    for rows in blocks:
+        A = X[rows].astype(xp.float64) - mean
+        A /= divisor
+        if unit_rows:
+            norms = xp.sqrt((A * A).sum(axis=1))
+            A /= xp.where(norms > 0, norms, 1.0)[:, None]
+        Z[rows] = A.astype(dtype)
+    return Z, mean, divisor

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from .knn import centre_and_scale, check_metric, stop_if_cancelled
+from .knn import check_metric, float64_blocks, scaled_rows, stop_if_cancelled
 
 # Memory for one tile of the (tile_rows, n) GEMM score matrix.
 _TILE_BYTES = 256 * 2**20
@@ -189,17 +189,19 @@ def _selection_matrix(X: np.ndarray, metric: str):
     row by row, so the exact search applies it one tile of queries at a time (its float64 copy stays small).
 
     Euclidean: |x_i - x_j|^2 = |x_i|^2 + |x_j|^2 - 2 x_i.x_j; centring and rescaling first keeps float32
-    from cancelling or overflowing. Cosine: rows normalised to unit length, rank by -cos.
+    from cancelling or overflowing. Cosine: rows normalised to unit length, rank by -cos. The float64 work runs a
+    block of rows at a time (knn.float64_blocks), as on the GPU.
     """
-    X64 = X.astype(np.float64)
     if metric == "cosine":
 
         def prepare_cosine(A: np.ndarray) -> np.ndarray:
             return _unit_rows(A.astype(np.float64))
 
-        return _unit_rows(X64), np.zeros(X.shape[0], dtype=np.float32), np.float32(-1.0), prepare_cosine
-    X64, mean, divisor = centre_and_scale(X64)
-    Z = X64.astype(np.float32)
+        Z = np.empty(X.shape, dtype=np.float32)
+        for rows in float64_blocks(*X.shape):
+            Z[rows] = prepare_cosine(X[rows])
+        return Z, np.zeros(X.shape[0], dtype=np.float32), np.float32(-1.0), prepare_cosine
+    Z, mean, divisor = scaled_rows(X, np.float32)
     col_add = np.einsum("ij,ij->i", Z, Z, dtype=np.float32)
 
     def prepare_euclidean(A: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._backend import cupy, gpu_memory, is_cupy, to_host
 from .._host_data import to_device
-from .knn import check_metric, stop_if_cancelled
+from .knn import PREP_BLOCK_BYTES, check_metric, float64_blocks, scaled_rows, stop_if_cancelled
 from .knn_cpu import exact_rows
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
@@ -28,7 +28,6 @@ _SEL_THREADS = 256  # = SEL_THREADS in knn_gpu.cu
 _SEL_L = 16  # = SEL_L
 REFINE_MAX_CANDIDATES = 1024  # the refine kernel takes one thread per candidate, in one block
 _TILE_BYTES = 8 * 2**30  # at most this much for one GEMM score tile
-_PREP_BLOCK_BYTES = 2**28  # one block of the float64 preparation of X (its temporaries: about 3 such blocks)
 _CUBLAS_COMPUTE_32F = 68
 _CUBLAS_COMPUTE_32F_FAST_TF32 = 77
 _CUDA_R_32F = 0
@@ -55,7 +54,7 @@ def knn_bytes_needed(n: int, d: int, n_neighbors: int, tile_rows: int, precision
 def reference_bytes(n: int, d: int, data_on_device: bool) -> int:
     """GPU bytes of :func:`reference_index_gpu` for n x d float32 points: X's copy on the GPU (unless it is there
     already: ``data_on_device``), its prepared float32 rows and row norms, and the preparation's float64 blocks."""
-    return 4 * n * d * (1 if data_on_device else 2) + 4 * n + 3 * min(_PREP_BLOCK_BYTES, 8 * n * d)
+    return 4 * n * d * (1 if data_on_device else 2) + 4 * n + 3 * min(PREP_BLOCK_BYTES, 8 * n * d)
 
 
 def _score_ld(n: int) -> int:
@@ -122,45 +121,30 @@ def _gemm_scores(Q, Z, out, precision: str) -> None:
 
 def _selection_matrix(X, metric: str):
     """(Z, col_add, scale, prepare) as :func:`umapviz.graph.knn_cpu._selection_matrix` builds them, computed on the
-    GPU from CuPy float32 X (``prepare`` transforms CuPy query rows as X's rows were).
-
-    The float64 work runs on blocks of rows (:func:`_prep_blocks`), so the preparation needs Z and a few blocks of
-    GPU memory beside X, not a float64 copy of X (31 GB at 30M x 128). Every step is row-wise or exact in any
-    order (the column means are one float64 reduction over X, the largest magnitude a maximum), so the blocks
-    give the bytes of the whole-array computation.
-    """
+    GPU from CuPy float32 X (``prepare`` transforms CuPy query rows as X's rows were). The float64 work runs a
+    block of rows at a time (knn.float64_blocks): Z and a few blocks of GPU memory beside X."""
     cp = cupy()
     n, d = X.shape
-    Z = cp.empty((n, d), dtype=cp.float32)
-    col_add = cp.zeros(n, dtype=cp.float32)
     if metric == "cosine":
 
         def prepare_cosine(A):
             return _unit_rows(A.astype(cp.float64))
 
-        for rows in _prep_blocks(n, d):
+        Z = cp.empty((n, d), dtype=cp.float32)
+        for rows in float64_blocks(n, d):
             Z[rows] = prepare_cosine(X[rows])
-        return Z, col_add, np.float32(-1.0), prepare_cosine
-    # centre_and_scale's arithmetic (knn.py), by blocks: the mean, the largest centred magnitude, then each row.
-    mean = X.mean(axis=0, dtype=cp.float64)
-    peak = max(float(cp.abs(X[rows].astype(cp.float64) - mean).max()) for rows in _prep_blocks(n, d))
-    divisor = peak if peak > 0 else 1.0
+        return Z, cp.zeros(n, dtype=cp.float32), np.float32(-1.0), prepare_cosine
+    Z, mean, divisor = scaled_rows(X, cp.float32)
+    col_add = cp.empty(n, dtype=cp.float32)
+    for rows in float64_blocks(n, d):  # a row's sum does not depend on the block: the same bytes as all at once
+        col_add[rows] = (Z[rows] * Z[rows]).sum(axis=1, dtype=cp.float32)
 
     def prepare_euclidean(A):
         A64 = A.astype(cp.float64) - mean
         A64 /= divisor
         return cp.ascontiguousarray(A64.astype(cp.float32))
 
-    for rows in _prep_blocks(n, d):
-        Z[rows] = prepare_euclidean(X[rows])
-        col_add[rows] = (Z[rows] * Z[rows]).sum(axis=1, dtype=cp.float32)
     return Z, col_add, np.float32(-2.0), prepare_euclidean
-
-
-def _prep_blocks(n: int, d: int) -> list[slice]:
-    """Row blocks of an (n, d) array whose float64 copy takes at most _PREP_BLOCK_BYTES."""
-    step = max(1, _PREP_BLOCK_BYTES // (8 * d))
-    return [slice(start, min(start + step, n)) for start in range(0, n, step)]
 
 
 def _unit_rows(A):
