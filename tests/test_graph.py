@@ -716,6 +716,18 @@ def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
 
 
 @pytest.mark.gpu
+def test_gpu_knn_of_few_features_equals_cpu_exact_knn():
+    """In 2-D the neighbours lie far closer than the points' norms: TF32's rounding scrambled the candidates (the
+    metrics' trustworthiness of a GPU layout differed from the CPU's by 0.003), so precision="auto" takes FP32."""
+    X = np.random.default_rng(0).standard_normal((100_000, 2)).astype(np.float32)
+    assert knn_gpu.resolve_precision("auto", 2) == "fp32" and knn_gpu.resolve_precision("auto", 9) == "tf32"
+    idx_c, dist_c = exact_knn(X, 15, "euclidean", progress=False)
+    idx_g, dist_g = exact_knn_gpu(X, 15)
+    np.testing.assert_array_equal(idx_g, idx_c)
+    np.testing.assert_array_equal(dist_g, dist_c)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
 def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):

@@ -16,7 +16,7 @@ from .params import GraphParams
 from .partitioned import DEFAULT_OVERLAP, ROWS_PER_PARTITION, partitioned_bytes_needed, partitioned_knn
 
 
-def graph_on_gpu(X, params: GraphParams, precision: str = "tf32", timings: dict | None = None,
+def graph_on_gpu(X, params: GraphParams, precision: str = "auto", timings: dict | None = None,
                  cancel: Callable[[], bool] | None = None, partitioning: dict | None = None) -> FuzzyGraph:
     """The graph stage with the kNN and the fuzzy set on the GPU (inputs already validated).
 
@@ -28,7 +28,7 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "tf32", timings: dict 
     params : GraphParams
         The build's parameters (``params.knn`` is recorded as given, usually ``"exact-gpu"``).
     precision : str
-        The exact kNN's GEMM precision, ``"tf32"`` or ``"fp32"`` (see :mod:`umapviz.graph.knn_gpu`).
+        The exact kNN's GEMM precision, ``"auto"``, ``"tf32"`` or ``"fp32"`` (see :mod:`umapviz.graph.knn_gpu`).
     timings : dict, optional
         Receives seconds per stage (knn, fuzzy, edges and its copies to the host, to_host; with ``partitioning``
         also the search's own stages).
@@ -95,7 +95,7 @@ def build_graph_gpu(
     min_dist: float = 0.1,
     spread: float = 1.0,
     n_epochs: int | None = None,
-    precision: str = "tf32",
+    precision: str = "auto",
     timings: dict | None = None,
 ) -> FuzzyGraph:
     """:func:`umapviz.build_graph` for data already on the GPU (a CuPy array stays there; no cache).
@@ -107,7 +107,7 @@ def build_graph_gpu(
     n_neighbors, metric, min_dist, spread, n_epochs
         As :func:`umapviz.build_graph`; ``params["knn"]`` is ``"exact-gpu"``.
     precision : str
-        The kNN's GEMM precision, ``"tf32"`` or ``"fp32"``.
+        The kNN's GEMM precision, ``"auto"``, ``"tf32"`` or ``"fp32"``.
     timings : dict, optional
         Receives seconds per stage.
     """

@@ -1,12 +1,13 @@
 """Exact kNN on an NVIDIA GPU (CuPy), with the CPU search's output contract.
 
-Exact kNN, per tile of query rows: one GEMM of scores against all points (cuBLAS, TF32 tensor cores by
-default: ``precision="tf32"``; ``"fp32"`` for plain float32), a selection kernel that keeps a few more
-candidates than k per row, and a refine kernel (launched by :func:`refine_candidates_gpu`) that recomputes those
-candidates' distances exactly in float64, operation for operation as :func:`umapviz.graph.knn_cpu.refine_candidates`
-does, and sorts them by (distance, index) with the point itself first. So the result equals the CPU's exact kNN
-unless more points than the spare candidates tie within the GEMM's rounding (TF32 keeps 10 mantissa bits, so it
-gets more spares). A row whose candidate selection may have been cut short is redone on the CPU.
+Exact kNN, per tile of query rows: one GEMM of scores against all points (cuBLAS: TF32 tensor cores, or plain
+float32; ``precision="auto"`` picks by the number of features, :func:`resolve_precision`), a selection kernel
+that keeps a few more candidates than k per row, and a refine kernel (launched by :func:`refine_candidates_gpu`)
+that recomputes those candidates' distances exactly in float64, operation for operation as
+:func:`umapviz.graph.knn_cpu.refine_candidates` does, and sorts them by (distance, index) with the point itself
+first. So the result equals the CPU's exact kNN unless more points than the spare candidates tie within the
+GEMM's rounding (TF32 keeps 10 mantissa bits, so it gets more spares). A row whose candidate selection may have
+been cut short is redone on the CPU.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from .knn import PREP_BLOCK_BYTES, check_metric, float64_blocks, scaled_rows, st
 from .knn_cpu import exact_rows
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
-PRECISIONS = ("tf32", "fp32")
+PRECISIONS = ("auto", "tf32", "fp32")
+# precision="auto" takes FP32 up to this many features. TF32 keeps 10 mantissa bits of each coordinate; in few
+# dimensions a point's k nearest lie much closer than the points' norms, inside that rounding (200,000 2-D Gaussian
+# points, TF32 emulated on the CPU: candidates missed a true neighbour in 65% of rows, FP32 in none; 3-D and 16-D
+# data: none either way), and there the GEMM is a small part of the search, so FP32 costs little.
+FP32_MAX_FEATURES = 8
 _SEL_THREADS = 256  # = SEL_THREADS in knn_gpu.cu
 _SEL_L = 16  # = SEL_L
 REFINE_MAX_CANDIDATES = 1024  # the refine kernel takes one thread per candidate, in one block
@@ -39,15 +45,24 @@ def _module():
     return cp.RawModule(code=KERNELS.read_text(), options=("--std=c++17", "--fmad=false"))
 
 
+def resolve_precision(precision: str, n_features: int) -> str:
+    """``"tf32"`` or ``"fp32"``: ``precision`` itself, or for ``"auto"`` FP32 up to FP32_MAX_FEATURES features."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}.")
+    if precision == "auto":
+        return "fp32" if n_features <= FP32_MAX_FEATURES else "tf32"
+    return precision
+
+
 def n_candidates(n_neighbors: int, n_points: int, precision: str) -> int:
     """Candidates kept per row before the exact re-sort (spares absorb the GEMM's rounding)."""
     spare = max(8, n_neighbors // 2) if precision == "fp32" else max(16, n_neighbors)
     return int(min(n_points, n_neighbors + spare))
 
 
-def knn_bytes_needed(n: int, d: int, n_neighbors: int, tile_rows: int, precision: str = "tf32") -> int:
+def knn_bytes_needed(n: int, d: int, n_neighbors: int, tile_rows: int, precision: str = "auto") -> int:
     """GPU bytes the exact kNN needs for n points of d features with a given tile of query rows."""
-    m = n_candidates(n_neighbors, n, precision)
+    m = n_candidates(n_neighbors, n, resolve_precision(precision, d))
     return reference_bytes(n, d, False) + 4 * tile_rows * _score_ld(n) + 4 * tile_rows * m + 8 * n * n_neighbors + 2**20
 
 
@@ -154,7 +169,7 @@ def _unit_rows(A):
     return cp.ascontiguousarray(cp.where(norms > 0, A / cp.where(norms > 0, norms, 1.0), 0.0).astype(cp.float32))
 
 
-def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32", return_device: bool = False,
+def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str = "auto", return_device: bool = False,
                   cancel: Callable[[], bool] | None = None):
     """Exact kNN on the GPU: ``(indices int32 (n, k), distances float32 (n, k))``, self first.
 
@@ -176,7 +191,7 @@ def reference_index_gpu(X, metric: str = "euclidean") -> tuple:
     return (Xd, *_selection_matrix(Xd, metric))
 
 
-def query_knn_gpu(X, queries, n_neighbors: int, metric: str = "euclidean", precision: str = "tf32",
+def query_knn_gpu(X, queries, n_neighbors: int, metric: str = "euclidean", precision: str = "auto",
                   reference: tuple | None = None):
     """Exact kNN in the reference set ``X`` of each row of ``queries`` on the GPU, as NumPy arrays
     ``(indices int32 (n_queries, k), distances float32 (n_queries, k))``: the result of
@@ -202,9 +217,8 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     """Exact kNN of the rows of ``queries`` (None: of X itself, each point first) among the rows of X."""
     cp = cupy()
     metric = check_metric(metric)
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}.")
     n, d = X.shape
+    precision = resolve_precision(precision, d)
     n_q = n if queries is None else queries.shape[0]
     k = int(n_neighbors)
     if not 1 <= k <= n:
