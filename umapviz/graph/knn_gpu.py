@@ -26,9 +26,9 @@ from .knn_cpu import exact_rows
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
 PRECISIONS = ("auto", "tf32", "fp32")
 # precision="auto" takes FP32 up to this many features. TF32 keeps 10 mantissa bits of each coordinate; in few
-# dimensions a point's k nearest lie much closer than the points' norms, inside that rounding (200,000 2-D Gaussian
-# points, TF32 emulated on the CPU: candidates missed a true neighbour in 65% of rows, FP32 in none; 3-D and 16-D
-# data: none either way), and there the GEMM is a small part of the search, so FP32 costs little.
+# dimensions a point's k nearest lie far closer than the points' norms, inside that rounding, and TF32's candidates
+# miss true neighbours in most rows (bench/experiments/tf32_low_dim.py, RESULTS.md "TF32 candidates in few
+# dimensions"), while there the GEMM is a small part of the search, so FP32 costs little.
 FP32_MAX_FEATURES = 8
 _SEL_THREADS = 256  # = SEL_THREADS in knn_gpu.cu
 _SEL_L = 16  # = SEL_L
