@@ -748,9 +748,9 @@ def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_reference_prepared_by_blocks_equals_the_whole_array(device, metric, monkeypatch):
-    """Both searches prepare X's rows a block at a time (no float64 copy of X): the bytes of knn.centre_and_scale,
-    or the unit rows, of the whole float64 array; here over 7 blocks of 800 rows (the last one short).
-    The scaled rows for trustworthiness's cosine too."""
+    """Both searches prepare X's rows a block at a time (no float64 copy of X): the bytes of the whole float64
+    array centred and scaled by its largest magnitude, or of its unit rows; here over 7 blocks of 800 rows (the
+    last one short). The scaled rows for trustworthiness's cosine too."""
     xp = np if device == "cpu" else pytest.importorskip("cupy")
     searches = {"cpu": knn_mod, "gpu": knn_gpu}
     X = xp.asarray(_knn_data())
@@ -759,16 +759,20 @@ def test_reference_prepared_by_blocks_equals_the_whole_array(device, metric, mon
     assert len(knn_front.float64_blocks(n, d)) == -(-n // 800) > 2
     Z, col_add, _, prepare = searches[device]._selection_matrix(X, metric)
     whole = X.astype(xp.float64)
+
+    def scaled(A):  # the whole-array arithmetic the blocks must reproduce
+        return A / float(xp.abs(A).max())
+
     if metric == "cosine":
         expected = searches[device]._unit_rows(whole)
         assert Z.tobytes() == expected.tobytes()
         assert not col_add.any()
-        scaled = knn_front.centre_and_scale(whole.copy(), centre=False)[0]
-        norms = xp.sqrt((scaled * scaled).sum(axis=1))
-        unit = scaled / xp.where(norms > 0, norms, 1.0)[:, None]
+        unit = scaled(whole)
+        norms = xp.sqrt((unit * unit).sum(axis=1))
+        unit /= xp.where(norms > 0, norms, 1.0)[:, None]
         assert knn_front.scaled_rows(X, xp.float64, centre=False, unit_rows=True)[0].tobytes() == unit.tobytes()
     else:
-        expected = knn_front.centre_and_scale(whole)[0].astype(xp.float32)
+        expected = scaled(whole - whole.mean(axis=0)).astype(xp.float32)
         assert Z.tobytes() == expected.tobytes()
         if device == "cpu":
             assert col_add.tobytes() == np.einsum("ij,ij->i", expected, expected, dtype=np.float32).tobytes()

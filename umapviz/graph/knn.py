@@ -1,4 +1,4 @@
-"""What the CPU and GPU kNN searches share: the metric and method checks, cancellation, and centring.
+"""What the CPU and GPU kNN searches share: the metric and method checks, cancellation, and the centred, scaled rows.
 
 Both searches return ``(indices int32 (n, k), distances float32 (n, k))`` with the point itself at column 0
 (even when it has duplicates), the rest sorted by exact distance, ties broken by index: the CPU's in
@@ -123,19 +123,6 @@ def stop_if_cancelled(cancel: Callable[[], bool] | None) -> None:
         raise BuildCancelled("the graph build was cancelled")
 
 
-def centre_and_scale(A: Any, centre: bool = True) -> tuple[Any, Any, float]:
-    """Float64 ``A`` (NumPy or CuPy) minus its column means (with ``centre``), divided by its largest magnitude,
-    in place. Returns (A, mean, divisor): other rows take ``(B - mean) / divisor`` to land where A's did (mean 0
-    without ``centre``; divisor 1.0 for an all-zero A, which dividing by leaves as it is)."""
-    mean = A.mean(axis=0) if centre else 0.0
-    if centre:
-        A -= mean
-    peak = float(xp_of(A).abs(A).max())
-    divisor = peak if peak > 0 else 1.0
-    A /= divisor
-    return A, mean, divisor
-
-
 # One block of rows in float64 while data is prepared (centred and scaled, or normalised): the preparation's
 # temporaries are a few such blocks, not a float64 copy of X (31 GB at 30M x 128).
 PREP_BLOCK_BYTES = 2**28
@@ -148,8 +135,10 @@ def float64_blocks(n: int, d: int) -> list[slice]:
 
 
 def scaled_rows(X: Any, dtype: Any, centre: bool = True, unit_rows: bool = False) -> tuple[Any, Any, float]:
-    """:func:`centre_and_scale` of X's float64 copy, cast to ``dtype``, computed a block of rows at a time
-    (:func:`float64_blocks`) so that no float64 copy of all of X is made. Returns (Z, mean, divisor).
+    """X's rows in float64 minus its column means (with ``centre``), divided by the largest magnitude that leaves
+    (1.0 for all zeros), cast to ``dtype``. Returns (Z, mean, divisor): other rows take ``(B - mean) / divisor``
+    to land where X's did (mean 0.0 without ``centre``). Computed a block of rows at a time
+    (:func:`float64_blocks`), so that no float64 copy of all of X is made.
 
     The blocks give the bytes of the whole-array computation for C-contiguous X: the column means are one float64
     reduction over X (``X.mean(axis=0, dtype=float64)``, as NumPy and CuPy reduce a float64 copy), the largest

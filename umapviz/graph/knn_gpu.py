@@ -195,7 +195,7 @@ def query_knn_gpu(X, queries, n_neighbors: int, metric: str = "euclidean", preci
                   reference: tuple | None = None):
     """Exact kNN in the reference set ``X`` of each row of ``queries`` on the GPU, as NumPy arrays
     ``(indices int32 (n_queries, k), distances float32 (n_queries, k))``: the result of
-    :func:`umapviz.graph.knn.query_knn` (no column is "self"), found as :func:`exact_knn_gpu` finds neighbours.
+    :func:`umapviz.graph.knn_cpu.query_knn` (no column is "self"), found as :func:`exact_knn_gpu` finds neighbours.
     ``reference``: :func:`reference_index_gpu` of X and ``metric``, computed once for many calls."""
     if queries.ndim != 2 or queries.shape[1] != X.shape[1]:
         raise ValueError(f"queries of shape {queries.shape} do not have the reference set's {X.shape[1]} columns.")
