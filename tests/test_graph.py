@@ -704,7 +704,7 @@ def _knn_data():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+@pytest.mark.parametrize("precision", ["auto", "tf32", "fp32"])
 def test_gpu_knn_equals_cpu_exact_knn(metric, precision):
     X = _knn_data()
     idx_c, dist_c = exact_knn(X, 15, metric, progress=False)
@@ -729,7 +729,7 @@ def test_gpu_knn_of_few_features_equals_cpu_exact_knn():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+@pytest.mark.parametrize("precision", ["auto", "tf32", "fp32"])
 def test_gpu_query_knn_equals_cpu_query_knn(metric, precision):
     X = _knn_data()
     queries = np.concatenate([X[:40] + 0.01, X[100:103]])  # the last three: copies of points (and duplicated)
@@ -807,7 +807,7 @@ def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_c
     overflow = cp.zeros(4, dtype=cp.int32)
     knn_gpu._module().get_function("select_candidates")(
         (4,), (knn_gpu._SEL_THREADS,),
-        (cp.asarray(G), np.int32(n), np.int64(n), cp.asarray(col_add), scale, np.int64(row0), np.int32(1),
+        (cp.asarray(G), np.int32(n), np.int64(n), cp.asarray(col_add), scale, cp.arange(row0, row0 + 4), np.int32(1),
          np.int32(m), cand, overflow))
     score = col_add + scale * G  # float32, rounded as the kernel rounds
     score[np.arange(4), row0 + np.arange(4)] = -np.inf
@@ -815,6 +815,56 @@ def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_c
     assert overflow.get().tolist() == [0, 0, 1, 1]
     np.testing.assert_array_equal(cand.get()[:2], want[:2])
     assert (cand.get()[2:, 0] == row0 + np.arange(2, 4)).all()  # self first even in a flagged row
+
+
+@pytest.mark.gpu
+def test_gpu_tf32_check_flags_a_row_exactly_when_a_left_out_point_may_be_nearer():
+    """flag_rounding_misses on a hand-made tile (scores = G: col_add 0, scale 1; every norm 1, so a row's scores may
+    each be off by its q_err): candidates 5-8 score 1-4, beside the row's self; the k-th neighbour (k = 3, self
+    first) is column 6 at 2. A row is flagged when a column left out of the candidates may score below 2 + q_err,
+    boundary included; a candidate, self, or a column tied at the cut but kept (the lower column wins ties) never
+    flags."""
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
+
+    n, rows, row0 = 3000, 6, 100
+    G = np.random.default_rng(1).uniform(10, 20, size=(rows, n)).astype(np.float32)
+    G[:, 5:9] = [1, 2, 3, 4]
+    G[np.arange(rows), row0 + np.arange(rows)] = 0.0
+    q_err = np.full(rows, 0.5, dtype=np.float32)
+    G[1, [2000, row0 + 1]], q_err[1] = [5.0, 100.0], 1.5  # 5 - 1.5 reaches 2 + 1.5: flagged (self is not the cut)
+    G[2, 2000], q_err[2] = 5.01, 1.5  # just beyond: not flagged
+    G[3, 9], q_err[3] = 4.0, 1.0  # column 9 ties the cut's 4 but was left out: 4 - 1 reaches 2 + 1, flagged
+    q_err[4] = 1.0  # only candidate 8 reaches 3: not flagged
+    G[5, 9] = 4.0  # left out at the cut, but 4 - 0.5 > 2 + 0.5: not flagged
+    ids = np.arange(row0, row0 + rows)
+    cand = np.stack([[i, 5, 6, 7, 8] for i in ids]).astype(np.int32)
+    out_idx = np.stack([[i, 5, 6] for i in ids]).astype(np.int32)
+    suspect = cp.zeros(rows, dtype=cp.int32)
+    knn_gpu._module().get_function("flag_rounding_misses")(
+        (rows,), (knn_gpu._SEL_THREADS,),
+        (cp.asarray(G), np.int32(n), np.int64(n), cp.zeros(n, cp.float32), np.float32(1.0), cp.ones(n, cp.float32),
+         cp.asarray(q_err), np.float32(0.0), cp.asarray(ids, dtype=cp.int64), np.int32(1), cp.asarray(cand),
+         np.int32(5), cp.asarray(out_idx), np.int32(3), suspect))
+    assert suspect.get().tolist() == [0, 1, 0, 1, 0, 0]
+
+
+@pytest.mark.gpu
+def test_gpu_knn_of_a_plane_in_many_features_equals_cpu_exact_knn():
+    """A 2-D plane rotated into 16 features: the neighbours lie far closer than the points' norms, so TF32's
+    candidates miss some in many rows (emulated: 0.6% of rows at 100,000 points, 63% at 400,000; precision="tf32"
+    unchecked here). precision="auto" checks TF32's rounding and searches those rows again in FP32 (here it
+    flags most of the first tile, so the rest runs in FP32 at once): the result is the CPU's."""
+    rng = np.random.default_rng(0)
+    rotation = np.linalg.qr(rng.standard_normal((16, 16)))[0]
+    X = (np.hstack([rng.standard_normal((200_000, 2)), np.zeros((200_000, 14))]) @ rotation).astype(np.float32)
+    idx_c, dist_c = exact_knn(X, 15, "euclidean", progress=False)
+    unchecked, _ = exact_knn_gpu(X, 15, precision="tf32")
+    assert (unchecked != idx_c).any(axis=1).sum() > 1000
+    stats: dict = {}
+    idx_g, dist_g = exact_knn_gpu(X, 15, stats=stats)
+    assert stats["rows_fp32"] > 1000  # the check found the rows TF32 may have got wrong
+    np.testing.assert_array_equal(idx_g, idx_c)
+    np.testing.assert_array_equal(dist_g, dist_c)
 
 
 @pytest.mark.gpu

@@ -2,7 +2,9 @@
 //
 // Exact kNN = a GEMM tile of scores (cuBLAS) + select_candidates (a few more candidates than k per row)
 // + refine (exact float64 distances of the candidates, as umapviz/graph/knn_cpu.py's refine_candidates computes them,
-// then the k best by (distance, index), the point itself first).
+// then the k best by (distance, index), the point itself first) + with TF32, flag_rounding_misses (rows whose
+// candidates the GEMM's rounding may have cut short, which the caller searches again in FP32).
+// Row r of a tile is query row_ids[r].
 
 #define SEL_THREADS 256
 #define SEL_L 16  // candidates each selecting thread keeps
@@ -57,9 +59,14 @@ __device__ __forceinline__ void keep(float* bs, int* bi, float s, int j) {
     }
 }
 
+// The score of column j in a row of G: the kernels below must round it alike.
+__device__ __forceinline__ float score_of(float add, float scale, float g) {
+    return __fadd_rn(add, __fmul_rn(scale, g));
+}
+
 // One block per row r of the score tile G (row-major, leading dimension ld, a multiple of 4 so that rows are
 // 16-byte aligned): the m columns j with the smallest col_add[j] + scale * G[r, j] (ties: smaller j); with
-// self_first (the queries are the points themselves) the row's own point (row0 + r) always first.
+// self_first (the queries are the points themselves) the row's own point (row_ids[r]) always first.
 // The scan takes the row in stages of SEL_THREADS * SEL_VEC columns; thread t takes columns 4t .. 4t + 3 of each
 // stage. Each thread copies its own scores and column terms into shared memory SEL_STAGES - 1 stages ahead
 // (cp.async, 16 bytes a copy) and reads back only what it copied itself, so no barrier is needed: the copies
@@ -68,8 +75,9 @@ __device__ __forceinline__ void keep(float* bs, int* bi, float s, int j) {
 // runs dry while the tournament still wants more, the row is flagged in `overflow` (its true candidates
 // might have been cut), and the caller redoes that row another way.
 extern "C" __global__ void select_candidates(const float* __restrict__ G, int n, i64 ld,
-                                             const float* __restrict__ col_add, float scale, i64 row0,
-                                             int self_first, int m, int* __restrict__ cand,
+                                             const float* __restrict__ col_add, float scale,
+                                             const i64* __restrict__ row_ids, int self_first, int m,
+                                             int* __restrict__ cand,
                                              int* __restrict__ overflow) {
     // The stages' copies and, after the scan, the tournament's keys share one buffer.
     constexpr int STAGE_BYTES = SEL_STAGES * 2 * SEL_THREADS * 16;
@@ -79,7 +87,7 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
     float4* stage = reinterpret_cast<float4*>(pool);  // [SEL_STAGES][scores, column terms][SEL_THREADS]
     u64* keys = reinterpret_cast<u64*>(pool);
     int r = blockIdx.x;
-    i64 me = row0 + r;
+    i64 me = row_ids[r];
     const float* row = G + (i64)r * ld;
     float bs[SEL_L];
     int bi[SEL_L];
@@ -114,7 +122,7 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
         for (int u = 0; u < SEL_VEC; ++u) {
             int j = j0 + u;
             if (j >= n) break;
-            float s = (self_first && j == me) ? __int_as_float(0xff800000) : __fadd_rn(av[u], __fmul_rn(scale, gv[u]));
+            float s = (self_first && j == me) ? __int_as_float(0xff800000) : score_of(av[u], scale, gv[u]);
             keep(bs, bi, s, j);
         }
     }
@@ -155,18 +163,19 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
     }
 }
 
-// One block per query row Q[row0 + r], one thread per candidate (blockDim.x >= m): exact float64 distance to the
+// One block per query row Q[row_ids[r]], one thread per candidate (blockDim.x >= m): exact float64 distance to the
 // candidate row of X (operation for operation as knn_cpu.py's refine_candidates), then each thread's rank by
 // (distance, index) decides where it lands among the row's k outputs. With self_first (Q is X) self is ranked first
 // (distance -1, written as 0). Launched by knn_gpu.py's refine_candidates_gpu.
-extern "C" __global__ void refine(const float* __restrict__ X, const float* __restrict__ Q, int d, i64 row0,
-                                  int self_first, const int* __restrict__ cand, int m, int k, int cosine,
+extern "C" __global__ void refine(const float* __restrict__ X, const float* __restrict__ Q, int d,
+                                  const i64* __restrict__ row_ids, int self_first, const int* __restrict__ cand,
+                                  int m, int k, int cosine,
                                   int* __restrict__ out_idx, float* __restrict__ out_dist) {
     extern __shared__ unsigned char smem[];
     double* sd = (double*)smem;
     int* si = (int*)(sd + blockDim.x);
     int r = blockIdx.x;
-    i64 i = row0 + r;
+    i64 i = row_ids[r];
     int c = threadIdx.x;
     int j = c < m ? cand[(i64)r * m + c] : -1;
     double val = __longlong_as_double(0x7ff0000000000000LL);  // +inf for an empty slot
@@ -221,4 +230,68 @@ extern "C" __global__ void refine(const float* __restrict__ X, const float* __re
         out_idx[(i64)r * k + rank] = j;
         out_dist[(i64)r * k + rank] = j < 0 ? __int_as_float(0x7f800000) : (float)(val > 0.0 ? val : 0.0);
     }
+}
+
+// With TF32 under precision "auto", after refine, one block per row r of the score tile G (SEL_THREADS threads):
+// may a column that the selection left out lie nearer than the row's k-th neighbour? The GEMM's rounding moves
+// column j's score by at most err_j = norms[j] * (q_err[r] + sq_err * norms[j]) from the exact score (knn_gpu.py's
+// rounding_bounds). Left out are the columns whose (score, column) key exceeds the largest key among the row's m
+// candidates (the selection keeps the m smallest keys). The true k-th neighbour's score is at most score + err of
+// the refined k-th neighbour, out_idx[r, k - 1]; a left-out column whose score - err_j reaches that may be a
+// neighbour the row missed, and the row is flagged in `suspect` (its query is searched again in FP32). Self
+// (self_first) is a candidate by rule and is skipped. The bounds are compared in float64, so their own rounding
+// cannot hide a miss.
+extern "C" __global__ void flag_rounding_misses(const float* __restrict__ G, int n, i64 ld,
+                                                const float* __restrict__ col_add, float scale,
+                                                const float* __restrict__ norms, const float* __restrict__ q_err,
+                                                float sq_err, const i64* __restrict__ row_ids, int self_first,
+                                                const int* __restrict__ cand, int m, const int* __restrict__ out_idx,
+                                                int k, int* __restrict__ suspect) {
+    __shared__ u64 warp_max[SEL_THREADS / 32];
+    int r = blockIdx.x;
+    i64 me = row_ids[r];
+    const float* row = G + (i64)r * ld;
+    int kth = out_idx[(i64)r * k + k - 1];
+    if (kth < 0 || (self_first && kth == me)) return;  // the whole block: no neighbour beyond self to miss
+    u64 cut = 0;
+    for (int c = threadIdx.x; c < m; c += blockDim.x) {
+        int j = cand[(i64)r * m + c];
+        if (j >= 0 && !(self_first && j == me)) {
+            u64 key = ((u64)ordered(score_of(col_add[j], scale, row[j])) << 32) | (unsigned int)j;
+            cut = key > cut ? key : cut;
+        }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        u64 o = __shfl_xor_sync(0xffffffffu, cut, off);
+        cut = o > cut ? o : cut;
+    }
+    if ((threadIdx.x & 31u) == 0) warp_max[threadIdx.x >> 5] = cut;
+    __syncthreads();
+    cut = warp_max[0];
+#pragma unroll
+    for (int q = 1; q < SEL_THREADS / 32; ++q) cut = warp_max[q] > cut ? warp_max[q] : cut;
+    double qe = (double)q_err[r];
+    double zk = (double)norms[kth];
+    double limit = (double)score_of(col_add[kth], scale, row[kth]) + zk * (qe + (double)sq_err * zk);
+    auto may_miss = [&](int j, float g, float add, float norm) {
+        if (self_first && j == me) return false;
+        float s = score_of(add, scale, g);
+        double zj = (double)norm;
+        return (double)s - zj * (qe + (double)sq_err * zj) <= limit &&
+               (((u64)ordered(s) << 32) | (unsigned int)j) > cut;
+    };
+    // 16-byte loads (rows of G, col_add and norms start 16-byte aligned); the last n % 4 columns one at a time.
+    int hit = 0;
+    for (int v = threadIdx.x; v < n / 4 && !hit; v += blockDim.x) {
+        float4 g = reinterpret_cast<const float4*>(row)[v];
+        float4 a = reinterpret_cast<const float4*>(col_add)[v];
+        float4 z = reinterpret_cast<const float4*>(norms)[v];
+        int j = 4 * v;
+        hit = may_miss(j, g.x, a.x, z.x) || may_miss(j + 1, g.y, a.y, z.y) || may_miss(j + 2, g.z, a.z, z.z) ||
+              may_miss(j + 3, g.w, a.w, z.w);
+    }
+    for (int j = (n / 4) * 4 + threadIdx.x; j < n && !hit; j += blockDim.x)
+        hit = may_miss(j, row[j], col_add[j], norms[j]);
+    if (__syncthreads_or(hit) && threadIdx.x == 0) suspect[r] = 1;
 }

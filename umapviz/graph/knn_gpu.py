@@ -1,13 +1,14 @@
 """Exact kNN on an NVIDIA GPU (CuPy), with the CPU search's output contract.
 
 Exact kNN, per tile of query rows: one GEMM of scores against all points (cuBLAS: TF32 tensor cores, or plain
-float32; ``precision="auto"`` picks by the number of features, :func:`resolve_precision`), a selection kernel
-that keeps a few more candidates than k per row, and a refine kernel (launched by :func:`refine_candidates_gpu`)
-that recomputes those candidates' distances exactly in float64, operation for operation as
-:func:`umapviz.graph.knn_cpu.refine_candidates` does, and sorts them by (distance, index) with the point itself
-first. So the result equals the CPU's exact kNN unless more points than the spare candidates tie within the
-GEMM's rounding (TF32 keeps 10 mantissa bits, so it gets more spares). A row whose candidate selection may have
-been cut short is redone on the CPU.
+float32), a selection kernel that keeps a few more candidates than k per row, and a refine kernel (launched by
+:func:`refine_candidates_gpu`) that recomputes those candidates' distances exactly in float64, operation for
+operation as :func:`umapviz.graph.knn_cpu.refine_candidates` does, and sorts them by (distance, index) with the
+point itself first. So the result equals the CPU's exact kNN unless more points than the spare candidates tie
+within the GEMM's rounding. FP32's rounding is that of the CPU's float32 GEMM; TF32 keeps 10 mantissa bits, so
+under ``precision="auto"`` a kernel then bounds its rounding (:func:`rounding_bounds`) and flags each row where a
+point left out of the candidates may lie nearer than the row's k-th neighbour; those rows are searched again in
+FP32. A row whose candidate selection may have been cut short is redone on the CPU.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ from .knn_cpu import exact_rows
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
 PRECISIONS = ("auto", "tf32", "fp32")
-# precision="auto" takes FP32 up to this many features. TF32 keeps 10 mantissa bits of each coordinate; in few
-# dimensions a point's k nearest lie far closer than the points' norms, inside that rounding, and TF32's candidates
-# miss true neighbours in most rows (bench/experiments/tf32_low_dim.py, RESULTS.md "TF32 candidates in few
-# dimensions"), while there the GEMM is a small part of the search, so FP32 costs little.
+# The GEMM that precision="auto" starts from is FP32 up to this many features. TF32 keeps 10 mantissa bits of each
+# coordinate; in few dimensions a point's k nearest lie far closer than the points' norms, inside that rounding,
+# and TF32's candidates miss true neighbours in most rows (bench/experiments/tf32_low_dim.py, RESULTS.md "TF32
+# candidates in few dimensions"), while there the GEMM is a small part of the search, so FP32 costs little.
 FP32_MAX_FEATURES = 8
+# Under "auto", when the TF32 check flags more than this share of the first tile's rows, the remaining tiles run in
+# FP32 at once: searching most rows twice costs more than FP32 alone (RESULTS.md "The TF32 check").
+CHECKED_MAX_SHARE = 0.5
 _SEL_THREADS = 256  # = SEL_THREADS in knn_gpu.cu
 _SEL_L = 16  # = SEL_L
 REFINE_MAX_CANDIDATES = 1024  # the refine kernel takes one thread per candidate, in one block
@@ -46,12 +50,16 @@ def _module():
 
 
 def resolve_precision(precision: str, n_features: int) -> str:
-    """``"tf32"`` or ``"fp32"``: ``precision`` itself, or for ``"auto"`` FP32 up to FP32_MAX_FEATURES features."""
+    """The GEMM, ``"tf32"`` or ``"fp32"``: ``precision`` itself, or for ``"auto"`` :func:`fast_precision`."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}.")
-    if precision == "auto":
-        return "fp32" if n_features <= FP32_MAX_FEATURES else "tf32"
-    return precision
+    return fast_precision(n_features) if precision == "auto" else precision
+
+
+def fast_precision(n_features: int) -> str:
+    """FP32 up to FP32_MAX_FEATURES features, else TF32: the GEMM for a search whose misses are measured anyway
+    (the partitioned search's recall), and the one "auto" starts from (then checked)."""
+    return "fp32" if n_features <= FP32_MAX_FEATURES else "tf32"
 
 
 def n_candidates(n_neighbors: int, n_points: int, precision: str) -> int:
@@ -63,7 +71,8 @@ def n_candidates(n_neighbors: int, n_points: int, precision: str) -> int:
 def knn_bytes_needed(n: int, d: int, n_neighbors: int, tile_rows: int, precision: str = "auto") -> int:
     """GPU bytes the exact kNN needs for n points of d features with a given tile of query rows."""
     m = n_candidates(n_neighbors, n, resolve_precision(precision, d))
-    return reference_bytes(n, d, False) + 4 * tile_rows * _score_ld(n) + 4 * tile_rows * m + 8 * n * n_neighbors + 2**20
+    per_point = 8 * n_neighbors + 12  # the outputs; the flags and the norms of the TF32 check
+    return reference_bytes(n, d, False) + 4 * tile_rows * (_score_ld(n) + m + d) + per_point * n + 2**20
 
 
 def reference_bytes(n: int, d: int, data_on_device: bool) -> int:
@@ -170,14 +179,34 @@ def _unit_rows(A):
 
 
 def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str = "auto", return_device: bool = False,
-                  cancel: Callable[[], bool] | None = None):
+                  cancel: Callable[[], bool] | None = None, stats: dict | None = None):
     """Exact kNN on the GPU: ``(indices int32 (n, k), distances float32 (n, k))``, self first.
 
-    ``X`` is a NumPy or CuPy float array (n, d). Results are NumPy arrays, or CuPy ones with
-    ``return_device=True``. Raises MemoryError (saying how much is needed) when the problem does not fit.
-    ``cancel``: asked before each tile of query rows (BuildCancelled when it returns True).
+    Raises MemoryError (saying how much is needed) when the problem does not fit.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray
+        (n, d) float data.
+    n_neighbors : int
+        k, the point itself included.
+    metric : str
+        ``"euclidean"`` or ``"cosine"``.
+    precision : str
+        The GEMM's. ``"auto"``: FP32 up to FP32_MAX_FEATURES features; above, TF32 tensor cores, then a check
+        bounds TF32's rounding per row and searches again in FP32 the rows where a point may have been missed
+        (where that is most of the first tile's rows, the rest runs in FP32 at once). So "auto" finds what
+        ``"fp32"`` finds. ``"tf32"`` unchecked is faster and may miss neighbours that lie within TF32's rounding
+        (data of few intrinsic dimensions); ``"fp32"``: plain float32.
+    return_device : bool
+        Return CuPy arrays (else NumPy).
+    cancel : callable, optional
+        Asked before each tile of query rows (BuildCancelled when it returns True).
+    stats : dict, optional
+        Filled with ``rows_fp32`` (rows searched again in FP32 after the TF32 check) and ``rows_host`` (rows
+        redone on the CPU: a selection cut short, or an all-zero row under cosine).
     """
-    return _knn_gpu(X, None, n_neighbors, metric, precision, return_device, cancel)
+    return _knn_gpu(X, None, n_neighbors, metric, precision, return_device, cancel, stats=stats)
 
 
 def reference_index_gpu(X, metric: str = "euclidean") -> tuple:
@@ -213,35 +242,31 @@ def _check_free(need: int, what: str) -> None:
 
 
 def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_device: bool,
-             cancel: Callable[[], bool] | None = None, reference: tuple | None = None):
+             cancel: Callable[[], bool] | None = None, reference: tuple | None = None, stats: dict | None = None):
     """Exact kNN of the rows of ``queries`` (None: of X itself, each point first) among the rows of X."""
     cp = cupy()
     metric = check_metric(metric)
     n, d = X.shape
-    precision = resolve_precision(precision, d)
+    gemm = resolve_precision(precision, d)
     n_q = n if queries is None else queries.shape[0]
     k = int(n_neighbors)
     if not 1 <= k <= n:
         raise ValueError(f"n_neighbors={k} must be between 1 and the number of points ({n}).")
-    m = n_candidates(k, n, precision)
-    if m > _SEL_THREADS * _SEL_L or m > REFINE_MAX_CANDIDATES:
+    if n_candidates(k, n, gemm) > min(_SEL_THREADS * _SEL_L, REFINE_MAX_CANDIDATES):
         most = REFINE_MAX_CANDIDATES - 16
         raise ValueError(f"n_neighbors={k} is too large for the GPU kNN (at most {most} supported).")
     if queries is not None:
         _check_free(4 * n_q * d * 2, f"{n_q:,} queries of {d} features")
+    checked = precision == "auto" and gemm == "tf32"
     Xd, Z, col_add, scale, prepare = reference if reference is not None else reference_index_gpu(X, metric)
     Qd = Xd if queries is None else to_device(queries)
     Zq = Z if queries is None else prepare(Qd)
-    self_first = np.int32(queries is None)
-    tile = min(_plan_tile(n, d, k, precision), n_q)
-    mod = _module()
-    select = mod.get_function("select_candidates")
+    tile = min(_plan_tile(n, d, k, gemm), n_q)
+    search = _TileSearch(Xd, Qd, Z, col_add, scale, k, metric == "cosine", queries is None, tile)
     out_idx = cp.full((n_q, k), -1, dtype=cp.int32)
     out_dist = cp.full((n_q, k), np.inf, dtype=cp.float32)
-    overflow = cp.zeros(n_q, dtype=cp.int32)
-    ld = _score_ld(n)
-    scores = cp.empty((tile, ld), dtype=cp.float32)
-    cand = cp.empty((tile, m), dtype=cp.int32)
+    overflow = cp.zeros(n_q, dtype=cp.int32)  # candidates the selection may have cut: redone on the host
+    suspect = cp.zeros(n_q, dtype=cp.int32) if checked else None  # rows TF32 may have got wrong: redone in FP32
     done = []  # with `cancel`: an event after each tile
     for start in range(0, n_q, tile):
         if cancel is not None:
@@ -251,19 +276,22 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
                 done[-2].synchronize()
             stop_if_cancelled(cancel)
             done.append(cp.cuda.Event(disable_timing=True))
-        rows = min(tile, n_q - start)
-        _gemm_scores(Zq[start : start + rows], Z, scores[:rows], precision)
-        select(
-            (rows,),
-            (_SEL_THREADS,),
-            (scores, np.int32(n), np.int64(ld), col_add, scale, np.int64(start), self_first, np.int32(m), cand,
-             overflow[start:]),
-        )
-        refine_candidates_gpu(Xd, Qd, start, cand[:rows], k, metric == "cosine", queries is None,
-                              out_idx[start : start + rows], out_dist[start : start + rows])
+        rows = slice(start, min(n_q, start + tile))
+        search(Zq[rows], cp.arange(rows.start, rows.stop, dtype=cp.int64), gemm, out_idx[rows], out_dist[rows],
+               overflow[rows], suspect[rows] if checked and gemm == "tf32" else None)
+        if checked and start == 0 and int(suspect[rows].sum()) > CHECKED_MAX_SHARE * (rows.stop - start):
+            gemm = "fp32"
         if cancel is not None:
             done[-1].record()
-    del scores, cand, Z, Zq
+    redo_fp32 = cp.flatnonzero(suspect) if suspect is not None else cp.empty(0, dtype=cp.int64)
+    for start in range(0, redo_fp32.size, tile):  # rows whose TF32 candidates may miss a neighbour
+        stop_if_cancelled(cancel)
+        ids = redo_fp32[start : start + tile]
+        idx, dist = cp.empty((ids.size, k), cp.int32), cp.empty((ids.size, k), cp.float32)
+        cut = cp.zeros(ids.size, cp.int32)
+        search(Zq[ids], ids, "fp32", idx, dist, cut)
+        out_idx[ids], out_dist[ids], overflow[ids] = idx, dist, cut
+    del search, Z, Zq
     if metric == "cosine" and not bool(Xd.any(axis=1).all()):  # all-zero rows: see knn.exact_rows
         overflow[~Qd.any(axis=1)] = 1  # an all-zero query's candidates are chosen on the host
     redo = cp.flatnonzero(overflow).get()
@@ -272,17 +300,84 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
         idx, dist = exact_rows(to_host(Xd), redo.astype(np.int64), k, metric, progress=False, queries=host_queries)
         out_idx[cp.asarray(redo)] = cp.asarray(idx.astype(np.int32))
         out_dist[cp.asarray(redo)] = cp.asarray(dist.astype(np.float32))
+    if stats is not None:
+        stats.update(rows_fp32=int(redo_fp32.size), rows_host=int(redo.size))
     if return_device:
         return out_idx, out_dist
     return out_idx.get(), out_dist.get()
 
 
-def refine_candidates_gpu(X, Q, row0: int, cand, k: int, cosine: bool, match_self: bool, out_idx, out_dist) -> None:
-    """Exact float64 distances from query rows ``Q[row0 : row0 + rows]`` to their candidates (rows of X); keep the k
-    best, ties by index. With ``match_self`` (Q is X) the query's own row sorts first. The launch of
-    ``knn_gpu.cu``'s ``refine`` kernel (one block per query row, one thread per candidate), twin of
-    :func:`umapviz.graph.knn_cpu.refine_candidates` (operation for operation: change both together), whose
-    ``row_ids`` are here the consecutive rows from ``row0``.
+def rounding_bounds(n_features: int, scale: float) -> tuple[float, float]:
+    """``(q_coeff, sq_err)``: a TF32 score ``col_add[j] + scale * (q . z_j)`` lies within
+    ``|z_j| * (q_coeff * |q| + sq_err * |z_j|)`` of the exact score of the data's rows, where q and z_j are the
+    prepared float32 rows of the query and of point j.
+
+    TF32 keeps 10 of float32's 23 mantissa bits, so each input of a product is off by less than 2**-10 of itself
+    (even truncated), a product by 2**-9 + 2**-20 of itself, and the products' sum by 2**-9 + 2**-20 of
+    sum |q_i z_ji| <= |q| |z_j| (Cauchy-Schwarz); float32 accumulation adds 2**-23 of that sum per addition, even
+    truncating. The float32 terms (col_add's sum of squares, the rows' own rounding to float32, the score's
+    multiply and add) add (d + 8) * 2**-24 of |z_j|**2 and of |q| |z_j|. A quarter more covers the norms'
+    own float32 rounding.
+    """
+    u = 2.0**-24
+    dot = 2.0**-9 + 2.0**-20 + (n_features + 8) * 2 * u
+    return 1.25 * (abs(float(scale)) * dot + (n_features + 8) * u), 1.25 * (n_features + 8) * u
+
+
+class _TileSearch:
+    """The exact search of one tile of query rows against all of X: a GEMM of scores, select_candidates, refine;
+    with TF32 also flag_rounding_misses, which marks the rows whose candidates the GEMM's rounding may have cut
+    short (:func:`rounding_bounds`)."""
+
+    def __init__(self, X, Q, Z, col_add, scale, k: int, cosine: bool, self_first: bool, tile: int):
+        cp = cupy()
+        self.X, self.Q, self.Z, self.col_add, self.scale = X, Q, Z, col_add, scale
+        self.k, self.cosine, self.self_first = k, cosine, self_first
+        self.n = Z.shape[0]
+        self.ld = _score_ld(self.n)
+        self.scores = cp.empty((tile, self.ld), dtype=cp.float32)
+        # Z's rows are unit length under cosine (zero rows: 1 bounds them too); else col_add is their squared norm.
+        self.norms = cp.ones(self.n, dtype=cp.float32) if cosine else cp.sqrt(col_add)
+        self.q_coeff, self.sq_err = rounding_bounds(Z.shape[1], scale)
+
+    def __call__(self, Zrows, ids, precision: str, out_idx, out_dist, overflow, suspect=None) -> None:
+        """Search query rows ``Zrows`` (prepared; query ``ids[r]`` in row r) into the outputs' rows; ``suspect``
+        (int32 per row, TF32 only) gets 1 where the rounding may have cut a neighbour."""
+        cp = cupy()
+        rows = Zrows.shape[0]
+        m = n_candidates(self.k, self.n, precision)
+        scores = self.scores[:rows]
+        cand = cp.empty((rows, m), dtype=cp.int32)
+        _gemm_scores(Zrows, self.Z, scores, precision)
+        mod = _module()
+        mod.get_function("select_candidates")(
+            (rows,), (_SEL_THREADS,),
+            (scores, np.int32(self.n), np.int64(self.ld), self.col_add, self.scale, ids, np.int32(self.self_first),
+             np.int32(m), cand, overflow),
+        )
+        refine_candidates_gpu(self.X, self.Q, ids, cand, self.k, self.cosine, self.self_first, out_idx, out_dist)
+        if suspect is None:
+            return
+        if self.cosine:
+            q_norms = cp.ones(rows, dtype=cp.float32)
+        elif self.self_first:
+            q_norms = self.norms[ids]
+        else:
+            q_norms = cp.sqrt((Zrows * Zrows).sum(axis=1))
+        q_err = (q_norms * np.float32(self.q_coeff)).astype(cp.float32)
+        mod.get_function("flag_rounding_misses")(
+            (rows,), (_SEL_THREADS,),
+            (scores, np.int32(self.n), np.int64(self.ld), self.col_add, self.scale, self.norms, q_err,
+             np.float32(self.sq_err), ids, np.int32(self.self_first), cand, np.int32(m), out_idx, np.int32(self.k),
+             suspect),
+        )
+
+
+def refine_candidates_gpu(X, Q, row_ids, cand, k: int, cosine: bool, match_self: bool, out_idx, out_dist) -> None:
+    """Exact float64 distances from query rows ``Q[row_ids]`` to their candidates (rows of X); keep the k best,
+    ties by index. With ``match_self`` (Q is X) the query's own row sorts first. The launch of ``knn_gpu.cu``'s
+    ``refine`` kernel (one block per query row, one thread per candidate), twin of
+    :func:`umapviz.graph.knn_cpu.refine_candidates` (operation for operation: change both together).
 
     Candidates equal to -1 are skipped; a row left with fewer than k valid candidates gets -1 at the end.
 
@@ -292,8 +387,8 @@ def refine_candidates_gpu(X, Q, row0: int, cand, k: int, cosine: bool, match_sel
         (n, d) C-contiguous float32 rows the candidates index.
     Q : cupy.ndarray
         (n_q, d) C-contiguous float32 query rows (X itself for a graph of X).
-    row0 : int
-        The query row of ``cand``'s first row; its row ``r`` is query ``row0 + r``.
+    row_ids : cupy.ndarray
+        (rows,) int64: the query row of each row of ``cand``.
     cand : cupy.ndarray
         (rows, m) C-contiguous int32 candidate rows of X per query, -1 for none; m at most 1,024.
     k : int
@@ -309,10 +404,12 @@ def refine_candidates_gpu(X, Q, row0: int, cand, k: int, cosine: bool, match_sel
     threads = max(32, -(-m // 32) * 32)
     if not (is_cupy(X) and is_cupy(Q)) or threads > REFINE_MAX_CANDIDATES:
         raise ValueError(f"the GPU refine needs CuPy X and Q and at most {REFINE_MAX_CANDIDATES} candidates, got {m}.")
+    if row_ids.dtype != np.int64 or row_ids.shape != (rows,):
+        raise ValueError(f"row_ids must be int64 of shape ({rows},), got {row_ids.dtype} {row_ids.shape}.")
     _module().get_function("refine")(
         (rows,),
         (threads,),
-        (X, Q, np.int32(X.shape[1]), np.int64(row0), np.int32(match_self), cand, np.int32(m), np.int32(k),
+        (X, Q, np.int32(X.shape[1]), row_ids, np.int32(match_self), cand, np.int32(m), np.int32(k),
          np.int32(cosine), out_idx, out_dist),
         shared_mem=threads * 12,  # a double and an int per thread
     )

@@ -218,7 +218,8 @@ def _round(X: Any, idx: Any, reverse: Any, metric: str, xp: Any) -> tuple[Any, A
             with np.errstate(over="ignore"):  # as the exact search: beyond float32 becomes inf
                 out_dist[start:stop] = tile_dist.astype(np.float32)
         else:
-            refine_candidates_gpu(X, X, start, cand.astype(xp.int32), k, metric == "cosine", True, out_idx[start:stop],
+            rows = xp.arange(start, stop, dtype=xp.int64)
+            refine_candidates_gpu(X, X, rows, cand.astype(xp.int32), k, metric == "cosine", True, out_idx[start:stop],
                                   out_dist[start:stop])
     return out_idx, out_dist
 

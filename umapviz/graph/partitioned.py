@@ -29,7 +29,7 @@ from .._host_data import to_device
 from .._validation import check_int
 from .knn import check_metric, stop_if_cancelled
 from .knn_cpu import exact_knn
-from .knn_gpu import exact_knn_gpu, knn_bytes_needed
+from .knn_gpu import exact_knn_gpu, fast_precision, knn_bytes_needed
 from .knn_refine import check_refine_fits, refine_bytes_needed, refine_gpu_bytes_needed, refine_knn
 from .partitions import Partition, plan_partitions, take_rows
 
@@ -272,10 +272,12 @@ def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> t
         ``"euclidean"`` or ``"cosine"``.
     device : str
         ``"cpu"`` (:func:`umapviz.graph.knn_cpu.exact_knn`) or ``"gpu"`` (:func:`knn_gpu.exact_knn_gpu`; CuPy
-        results for CuPy rows, NumPy ones for NumPy rows).
+        results for CuPy rows, NumPy ones for NumPy rows). On the GPU without the TF32 check
+        (:func:`knn_gpu.fast_precision`): the partitioned search is approximate, and its recall is measured.
     """
     if device == "gpu":
-        return exact_knn_gpu(rows, n_neighbors, metric, return_device=is_cupy(rows))
+        precision = fast_precision(rows.shape[1])
+        return exact_knn_gpu(rows, n_neighbors, metric, precision=precision, return_device=is_cupy(rows))
     return exact_knn(np.asarray(rows), n_neighbors, metric, progress=False)
 
 
