@@ -8,7 +8,8 @@ point itself first. So the result equals the CPU's exact kNN unless more points 
 within the GEMM's rounding. FP32's rounding is that of the CPU's float32 GEMM; TF32 keeps 10 mantissa bits, so
 under ``precision="auto"`` a kernel then bounds its rounding (:func:`rounding_bounds`) and flags each row where a
 point left out of the candidates may lie nearer than the row's k-th neighbour; those rows are searched again in
-FP32. A row whose candidate selection may have been cut short is redone on the CPU.
+FP32 (where they are most rows, see CHECKED_MAX_SHARE). A row whose candidate selection may have been cut short
+is redone on the CPU.
 """
 
 from __future__ import annotations
@@ -31,8 +32,12 @@ PRECISIONS = ("auto", "tf32", "fp32")
 # and TF32's candidates miss true neighbours in most rows (bench/experiments/tf32_low_dim.py, RESULTS.md "TF32
 # candidates in few dimensions"), while there the GEMM is a small part of the search, so FP32 costs little.
 FP32_MAX_FEATURES = 8
-# Under "auto", when the TF32 check flags more than this share of the first tile's rows, the remaining tiles run in
-# FP32 at once: searching most rows twice costs more than FP32 alone (RESULTS.md "The TF32 check").
+# Under "auto", where the TF32 check flags more than this share of the first tile's rows, searching most rows twice
+# would cost more than FP32 alone. The bound is loose where points lie far from the data's centre beside their
+# neighbours' gaps (well-separated clusters), and TF32 truly misses where neighbours lie within its rounding (few
+# intrinsic dimensions); the flagged rows tell the two apart: searched again in FP32, if any row's neighbours
+# change, the rest of the search runs in FP32; if none do (over half a tile of rows), in TF32 without the check
+# (RESULTS.md "The TF32 check").
 CHECKED_MAX_SHARE = 0.5
 _SEL_THREADS = 256  # = SEL_THREADS in knn_gpu.cu
 _SEL_L = 16  # = SEL_L
@@ -194,17 +199,19 @@ def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str
         ``"euclidean"`` or ``"cosine"``.
     precision : str
         The GEMM's. ``"auto"``: FP32 up to FP32_MAX_FEATURES features; above, TF32 tensor cores, then a check
-        bounds TF32's rounding per row and searches again in FP32 the rows where a point may have been missed
-        (where that is most of the first tile's rows, the rest runs in FP32 at once). So "auto" finds what
-        ``"fp32"`` finds. ``"tf32"`` unchecked is faster and may miss neighbours that lie within TF32's rounding
-        (data of few intrinsic dimensions); ``"fp32"``: plain float32.
+        bounds TF32's rounding per row and searches again in FP32 the rows where a point may have been missed, so
+        that "auto" finds what ``"fp32"`` finds. Where that is most rows of the first tile, those rows decide:
+        if FP32 changes any, the rest runs in FP32; if none, in TF32 unchecked (CHECKED_MAX_SHARE).
+        ``"tf32"`` unchecked is faster and may miss neighbours that lie within TF32's rounding (data of few
+        intrinsic dimensions); ``"fp32"``: plain float32.
     return_device : bool
         Return CuPy arrays (else NumPy).
     cancel : callable, optional
         Asked before each tile of query rows (BuildCancelled when it returns True).
     stats : dict, optional
-        Filled with ``rows_fp32`` (rows searched again in FP32 after the TF32 check) and ``rows_host`` (rows
-        redone on the CPU: a selection cut short, or an all-zero row under cosine).
+        Filled with ``rows_fp32`` (rows searched again in FP32 after the TF32 check), ``rows_unchecked`` (rows
+        searched in TF32 without the check, on the first tile's evidence) and ``rows_host`` (rows redone on the
+        CPU: a selection cut short, or an all-zero row under cosine).
     """
     return _knn_gpu(X, None, n_neighbors, metric, precision, return_device, cancel, stats=stats)
 
@@ -257,7 +264,7 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
         raise ValueError(f"n_neighbors={k} is too large for the GPU kNN (at most {most} supported).")
     if queries is not None:
         _check_free(4 * n_q * d * 2, f"{n_q:,} queries of {d} features")
-    checked = precision == "auto" and gemm == "tf32"
+    checking = precision == "auto" and gemm == "tf32"
     Xd, Z, col_add, scale, prepare = reference if reference is not None else reference_index_gpu(X, metric)
     Qd = Xd if queries is None else to_device(queries)
     Zq = Z if queries is None else prepare(Qd)
@@ -266,7 +273,23 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
     out_idx = cp.full((n_q, k), -1, dtype=cp.int32)
     out_dist = cp.full((n_q, k), np.inf, dtype=cp.float32)
     overflow = cp.zeros(n_q, dtype=cp.int32)  # candidates the selection may have cut: redone on the host
-    suspect = cp.zeros(n_q, dtype=cp.int32) if checked else None  # rows TF32 may have got wrong: redone in FP32
+    suspect = cp.zeros(n_q, dtype=cp.int32) if checking else None  # rows TF32 may have got wrong: redone in FP32
+    counts = {"rows_fp32": 0, "rows_unchecked": 0}
+
+    def search_fp32(ids) -> int:
+        """Search the query rows ``ids`` again in FP32 into the outputs; the number whose neighbours changed."""
+        changed = 0
+        for first in range(0, ids.size, tile):
+            stop_if_cancelled(cancel)
+            part = ids[first : first + tile]
+            idx, dist = cp.empty((part.size, k), cp.int32), cp.empty((part.size, k), cp.float32)
+            cut = cp.zeros(part.size, cp.int32)
+            search(Zq[part], part, "fp32", idx, dist, cut)
+            changed += int((idx != out_idx[part]).any(axis=1).sum())
+            out_idx[part], out_dist[part], overflow[part] = idx, dist, cut
+        counts["rows_fp32"] += int(ids.size)
+        return changed
+
     done = []  # with `cancel`: an event after each tile
     for start in range(0, n_q, tile):
         if cancel is not None:
@@ -278,20 +301,22 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
             done.append(cp.cuda.Event(disable_timing=True))
         rows = slice(start, min(n_q, start + tile))
         search(Zq[rows], cp.arange(rows.start, rows.stop, dtype=cp.int64), gemm, out_idx[rows], out_dist[rows],
-               overflow[rows], suspect[rows] if checked and gemm == "tf32" else None)
-        if checked and start == 0 and int(suspect[rows].sum()) > CHECKED_MAX_SHARE * (rows.stop - start):
-            gemm = "fp32"
+               overflow[rows], suspect[rows] if checking else None)
+        if checking and start == 0:
+            flagged = cp.flatnonzero(suspect[rows])
+            if flagged.size > CHECKED_MAX_SHARE * (rows.stop - rows.start):
+                # The bound vouches for few rows: the rows decide how the rest runs (see CHECKED_MAX_SHARE).
+                suspect[flagged] = 0
+                checking = False
+                if search_fp32(flagged):
+                    gemm = "fp32"
+                else:
+                    counts["rows_unchecked"] = n_q - rows.stop
         if cancel is not None:
             done[-1].record()
-    redo_fp32 = cp.flatnonzero(suspect) if suspect is not None else cp.empty(0, dtype=cp.int64)
-    for start in range(0, redo_fp32.size, tile):  # rows whose TF32 candidates may miss a neighbour
-        stop_if_cancelled(cancel)
-        ids = redo_fp32[start : start + tile]
-        idx, dist = cp.empty((ids.size, k), cp.int32), cp.empty((ids.size, k), cp.float32)
-        cut = cp.zeros(ids.size, cp.int32)
-        search(Zq[ids], ids, "fp32", idx, dist, cut)
-        out_idx[ids], out_dist[ids], overflow[ids] = idx, dist, cut
-    del search, Z, Zq
+    if suspect is not None:
+        search_fp32(cp.flatnonzero(suspect))
+    search = Z = Zq = None  # the score tile and the prepared rows: freed before any host work
     if metric == "cosine" and not bool(Xd.any(axis=1).all()):  # all-zero rows: see knn.exact_rows
         overflow[~Qd.any(axis=1)] = 1  # an all-zero query's candidates are chosen on the host
     redo = cp.flatnonzero(overflow).get()
@@ -301,7 +326,7 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
         out_idx[cp.asarray(redo)] = cp.asarray(idx.astype(np.int32))
         out_dist[cp.asarray(redo)] = cp.asarray(dist.astype(np.float32))
     if stats is not None:
-        stats.update(rows_fp32=int(redo_fp32.size), rows_host=int(redo.size))
+        stats.update(counts, rows_host=int(redo.size))
     if return_device:
         return out_idx, out_dist
     return out_idx.get(), out_dist.get()
