@@ -351,8 +351,8 @@ def rounding_bounds(n_features: int, scale: float) -> tuple[float, float]:
 
 class _TileSearch:
     """The exact search of one tile of query rows against all of X: a GEMM of scores, select_candidates, refine;
-    with TF32 also flag_rounding_misses, which marks the rows whose candidates the GEMM's rounding may have cut
-    short (:func:`rounding_bounds`)."""
+    given ``suspect`` (TF32 under "auto") also flag_rounding_misses, which marks the rows whose candidates the
+    GEMM's rounding may have cut short (:func:`rounding_bounds`)."""
 
     def __init__(self, X, Q, Z, col_add, scale, k: int, cosine: bool, self_first: bool, tile: int):
         cp = cupy()
