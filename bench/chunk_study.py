@@ -60,7 +60,7 @@ from umapviz._backend import to_host
 from umapviz.graph import build_graph
 from umapviz.graph.cache import load_graph as read_graph_file
 from umapviz.graph.cache import save_graph as write_graph_file
-from umapviz.graph.init import random_init, spectral_init
+from umapviz.graph.start import random_init, spectral_init
 from umapviz.optimize import LayoutOptimizer
 from umapviz.optimize.chunks import EDGES_PER_CHUNK_SHIPPED, resolve_n_chunks
 from umapviz.optimize.rng import resolve_seed

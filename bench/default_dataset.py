@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 
 from umapviz import datasets, metrics
 from umapviz.graph import build_graph
-from umapviz.graph.init import spectral_init
+from umapviz.graph.start import spectral_init
 from umapviz.optimize import LayoutOptimizer
 
 TRUST_K = 5  # as the CLI demo

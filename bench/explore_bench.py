@@ -45,7 +45,7 @@ from umapviz import inspect
 from umapviz._backend import cupy, resolve_device
 from umapviz.graph import FuzzyGraph
 from umapviz.render import View, encode_png, render, shade
-from umapviz.widgets.explorer import encode_frame
+from umapviz.widgets.explorer.panel import encode_frame
 
 N_LABELS = 10
 CLUSTER_RADIUS = 8.0  # cluster centres on a circle of this radius; each cluster a unit Gaussian

@@ -9,7 +9,7 @@ array, as a user passes it; --host-data keeps it there for the whole graph build
 --data text_like (umapviz.datasets, 384-d unit vectors from anisotropic topics). Stages: kNN (``--knn``: approx is the
 partitioned search on the GPU, --refine its refinement rounds; exact; partitioned; auto), the rest of the graph (fuzzy
 set and edge list), the spectral start, the chunked("auto") layout, and the total of those. Then, not timed: recall@k on
-1,000 sampled rows against brute force (umapviz.graph.recall.recall_at_k), trustworthiness on a 5,000-point sample
+1,000 sampled rows against brute force (umapviz.graph.knn.recall.recall_at_k), trustworthiness on a 5,000-point sample
 (umapviz.metrics.trustworthiness), and the peak of CuPy's memory pool (what the run held at most, beside what CUDA
 itself keeps) with the GPU's used memory at the end. --umap-fit also times ``UMAP(device=...,
 random_state=0).fit_transform(X)`` as a user calls it (knn="auto"), in its own fresh process.
@@ -66,16 +66,17 @@ def _sync(device: str) -> None:
 
 def one_size(args) -> dict:
     """The staged fit of one size (in this process)."""
+    from clusterwise import graph_from_knn  # noqa: PLC0415
+
     from umapviz import LayoutOptimizer  # noqa: PLC0415 - child process only: a fresh import per size
     from umapviz._host_data import to_device  # noqa: PLC0415
     from umapviz.graph.build_gpu import check_graph_fits, graph_on_gpu  # noqa: PLC0415
-    from umapviz.graph.clusterwise import graph_from_knn  # noqa: PLC0415
-    from umapviz.graph.init import SAMPLED_ABOVE, spectral_init  # noqa: PLC0415
     from umapviz.graph.knn import resolve_knn_method  # noqa: PLC0415
-    from umapviz.graph.knn_cpu import nearest_neighbors  # noqa: PLC0415
+    from umapviz.graph.knn.knn_cpu import nearest_neighbors  # noqa: PLC0415
+    from umapviz.graph.knn.partitioned import partitioned_knn, resolve_partitioning  # noqa: PLC0415
+    from umapviz.graph.knn.recall import recall_at_k  # noqa: PLC0415
     from umapviz.graph.params import GraphParams  # noqa: PLC0415
-    from umapviz.graph.partitioned import partitioned_knn, resolve_partitioning  # noqa: PLC0415
-    from umapviz.graph.recall import recall_at_k  # noqa: PLC0415
+    from umapviz.graph.start import SAMPLED_ABOVE, spectral_init  # noqa: PLC0415
     from umapviz.metrics import outliers, trustworthiness  # noqa: PLC0415
 
     n, k, device, seed = args.one, 15, args.device, 0

@@ -44,13 +44,13 @@ from pathlib import Path
 
 import cupy as cp
 import numpy as np
+from clusterwise import graph_from_knn, knn_agreement, knn_within_groups
 from gpu_mixture import mixture_gpu  # a sibling script: bench/ is on sys.path
 
 from umapviz import UMAP, LayoutOptimizer
 from umapviz.graph.build_gpu import build_graph_gpu
-from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
-from umapviz.graph.init import random_init, spectral_init
-from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu
+from umapviz.graph.knn.knn_gpu import exact_knn_gpu, query_knn_gpu
+from umapviz.graph.start import random_init, spectral_init
 from umapviz.metrics import fingerprint
 from umapviz.optimize import engine_gpu as current_engine  # imports no CuPy; --baseline loads another version's
 from umapviz.optimize.chunks import resolve_n_chunks
@@ -273,14 +273,14 @@ def transform_seconds(est, X_train: np.ndarray, n_new: int = 1000) -> dict:
 
 
 def spectral_init_seconds(graph, timeout: float) -> dict:
-    """CPU spectral init of a graph (umapviz.graph.init.spectral_init), in a child process with a time limit."""
+    """CPU spectral init of a graph (umapviz.graph.start.spectral_init), in a child process with a time limit."""
     path = Path("/tmp/graph_for_spectral.npz")
     np.savez(path, head=graph.head, tail=graph.tail, weight=graph.weight, eps=graph.epochs_per_sample,
              knn_i=graph.knn_indices, knn_d=graph.knn_dists, ab=np.array([graph.a, graph.b, graph.n_epochs]))
     code = (
         "import sys, time, numpy as np\n"
         "from umapviz.graph import FuzzyGraph\n"
-        "from umapviz.graph.init import spectral_init\n"
+        "from umapviz.graph.start import spectral_init\n"
         "z = np.load(sys.argv[1])\n"
         "g = FuzzyGraph(head=z['head'], tail=z['tail'], weight=z['weight'], epochs_per_sample=z['eps'],"
         " knn_indices=z['knn_i'], knn_dists=z['knn_d'], a=float(z['ab'][0]), b=float(z['ab'][1]),"

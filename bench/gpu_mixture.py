@@ -3,8 +3,8 @@ kit's text_like recipe (the host's generator would take minutes at ten million r
 
 Shared by bench/gpu_bench.py and bench/chunk_study.py (dataset "mixture_gpu"). Its clusters lie far apart
 (centres ~N(0, 4) per coordinate: ~55 units between centres against ~28 between two points of one cluster),
-so exact kNN inside each cluster (:func:`umapviz.graph.clusterwise.knn_within_groups`) is exact kNN of all
-points; the benches check that on sampled rows (:func:`umapviz.graph.clusterwise.knn_agreement`).
+so exact kNN inside each cluster (:func:`clusterwise.knn_within_groups`) is exact kNN of all
+points; the benches check that on sampled rows (:func:`clusterwise.knn_agreement`).
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from clusterwise import graph_from_knn, knn_agreement, knn_within_groups
 from gpu_mixture import mixture_gpu
 
 from umapviz._backend import to_host
 from umapviz.datasets import _zipf_sizes
-from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
 
 
 @dataclass

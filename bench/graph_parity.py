@@ -31,8 +31,9 @@ import numpy as np
 
 from umapviz import datasets
 from umapviz._backend import gpu_available
-from umapviz.graph import build_graph, fuzzy_cpu, fuzzy_gpu
-from umapviz.graph.knn_cpu import exact_knn, exact_rows, reference_index
+from umapviz.graph import build_graph
+from umapviz.graph.fuzzy import fuzzy_cpu, fuzzy_gpu
+from umapviz.graph.knn.knn_cpu import exact_knn, exact_rows, reference_index
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from cuda_host import FUZZY_KERNEL_SHIMS, build_host_library, compiler, marked_section  # noqa: E402
@@ -102,7 +103,7 @@ def run_gpu(cases) -> bool:
 
 def run_emulated(cases) -> None:
     """The kNN residual estimated on the CPU (see the module docstring)."""
-    from umapviz.graph.knn_gpu import n_candidates  # noqa: PLC0415 - imports without CuPy; the spare count
+    from umapviz.graph.knn.knn_gpu import n_candidates  # noqa: PLC0415 - imports without CuPy; the spare count
 
     for dataset, n in cases:
         X, _ = datasets.load(dataset, n_samples=n, random_state=0)

@@ -1,5 +1,5 @@
-"""Recall and seconds of the partitioned kNN (umapviz.graph.partitioned), by partition size, overlap and rounds of
-neighbourhood refinement (umapviz.graph.knn_refine), on the CPU or the GPU.
+"""Recall and seconds of the partitioned kNN (umapviz.graph.knn.partitioned), by partition size, overlap and rounds of
+neighbourhood refinement (umapviz.graph.knn.refine), on the CPU or the GPU.
 
     PYTHONPATH=. python bench/partitioned_recall.py --sets clusters:50000 gaussian:50000 --rows 2048,8192 \
         --overlaps 2,3 --refine 2 --out bench/partitioned_recall.jsonl                                    (CPU)
@@ -13,7 +13,7 @@ search without refinement, then refinement rounds one at a time; a line of --out
 per partition, overlap, independent partitionings (repeats), rounds, partitions, largest partition, seconds of the
 search's stages (plan, searches, merge; GPU synchronised), of the refinement rounds so far, the kNN total, recall@15
 on --sample sampled rows
-against brute force (umapviz.graph.recall.recall_at_k's measure, one exact search per data set, on the device), and
+against brute force (umapviz.graph.knn.recall.recall_at_k's measure, one exact search per data set, on the device), and
 the data's contrast: the k-th true neighbour's distance over the median distance, averaged over the sampled rows
 (near 1: distances concentrate).
 """
@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from umapviz import datasets
-from umapviz.graph import partitioned
-from umapviz.graph.knn_refine import refine_knn
-from umapviz.graph.recall import recall_from_truth, sampled_truth
+from umapviz.graph.knn import partitioned
+from umapviz.graph.knn.recall import recall_from_truth, sampled_truth
+from umapviz.graph.knn.refine import refine_knn
 
 
 def load(name: str, n: int, device: str):

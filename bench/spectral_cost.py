@@ -33,7 +33,7 @@ import numpy as np
 from umapviz import datasets
 from umapviz._backend import gpu_available
 from umapviz.graph import build_graph, spectral_init
-from umapviz.graph import init as init_mod
+from umapviz.graph import start as init_mod
 from umapviz.metrics import fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,9 +20,10 @@ import scipy.sparse.linalg
 from spectral_cost import clusters_graph, time_before
 
 from umapviz import datasets
-from umapviz.graph import init as init_mod
-from umapviz.graph import spectral, spectral_init
-from umapviz.graph.components import connected_components
+from umapviz.graph import spectral_init
+from umapviz.graph import start as init_mod
+from umapviz.graph.start import spectral
+from umapviz.graph.start.components import connected_components
 from umapviz.metrics import outlier_summary, trustworthiness
 from umapviz.optimize import LayoutOptimizer
 

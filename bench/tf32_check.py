@@ -52,8 +52,7 @@ def bound_ratios(X) -> tuple[float, float]:
     """(largest, median) |TF32 score - exact score| / rounding_bounds' bound, 256 query rows against every point."""
     import cupy as cp  # noqa: PLC0415 - GPU only
 
-    from umapviz.graph import knn_gpu  # noqa: PLC0415 - loads the GPU path
-    from umapviz.graph.knn import scaled_rows  # noqa: PLC0415
+    from umapviz.graph.knn import knn_gpu, scaled_rows  # noqa: PLC0415 - loads the GPU path
 
     Z, col_add, scale, _ = knn_gpu._selection_matrix(X, "euclidean")
     exact, _, _ = scaled_rows(X, cp.float64)
@@ -89,7 +88,7 @@ def differing(a, b) -> int:
 
 
 def run(name: str, n: int) -> str:
-    from umapviz.graph import knn_gpu  # noqa: PLC0415 - loads the GPU path
+    from umapviz.graph.knn import knn_gpu  # noqa: PLC0415 - loads the GPU path
 
     X = make(name, n)
     worst, median = bound_ratios(X)

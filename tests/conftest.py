@@ -4,6 +4,8 @@ or a GPU is missing."""
 from __future__ import annotations
 
 import signal
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +14,9 @@ from sklearn.datasets import make_blobs
 from umapviz import datasets
 from umapviz._backend import _cupy_or_reason
 from umapviz.graph import build_graph
+
+# bench/'s scripts import one another as siblings; the tests of bench/clusterwise.py import it the same way.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -196,7 +196,7 @@ def warm_cache():
     would, into the test's private cache (conftest points UMAPVIZ_CACHE_DIR there) and Numba's cache of the
     renderer (the first frame ever in a fresh clone compiles it); the browser then measures a cached start."""
     from umapviz.widgets import session  # noqa: PLC0415
-    from umapviz.widgets.params import ExplorerParams  # noqa: PLC0415
+    from umapviz.widgets.explorer.params import ExplorerParams  # noqa: PLC0415
 
     source = session.load_source(session.datasets.DEFAULT)
     graph = session.build(source, {})

@@ -49,7 +49,7 @@ SETUP = textwrap.dedent("""\
     widgets.VBox([widgets.HTML("<b class='umapviz-plot-title'>plot</b>"), plot.widget])""")
 # Two linked plots of the same points (the second one shifted), side by side in an HBox.
 LINKED = textwrap.dedent("""\
-    from umapviz.render.linked import LinkedViews
+    from umapviz.render.live.linked import LinkedViews
 
     pair = [Plot(300, 300, view=(-20.0, 20.0, -20.0, 20.0)) for _ in range(2)]
     link = LinkedViews(pair)

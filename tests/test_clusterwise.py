@@ -1,14 +1,14 @@
-"""Exact kNN within groups (umapviz.graph.clusterwise): brute force per group, the premise check, the graph."""
+"""Exact kNN within groups (bench/clusterwise.py): brute force per group, the premise check, the graph."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from clusterwise import graph_from_knn, knn_agreement, knn_within_groups  # bench/ is on sys.path (tests/conftest.py)
 from scipy.spatial.distance import cdist
 
 from umapviz.graph import build_graph
-from umapviz.graph.clusterwise import graph_from_knn, knn_agreement, knn_within_groups
-from umapviz.graph.knn_cpu import exact_knn
+from umapviz.graph.knn.knn_cpu import exact_knn
 
 
 def _groups_data(spread: float, n_per=(90, 60, 40), dim=6, seed=0):

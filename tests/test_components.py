@@ -11,9 +11,9 @@ import scipy.sparse
 import scipy.sparse.csgraph
 from cuda_host import build_host_library
 
-from umapviz.graph import components_gpu
-from umapviz.graph.components import connected_components
-from umapviz.graph.components_cpu import lowest_vertex
+from umapviz.graph.start import components_gpu
+from umapviz.graph.start.components import connected_components
+from umapviz.graph.start.components_cpu import lowest_vertex
 
 
 def _scattered_graph(n: int, n_groups: int, n_edges: int, seed: int):

@@ -48,8 +48,8 @@ def test_cuda_source_compiles_to_ptx_without_warnings(source, tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("source, flags", [
-    ("optimize/engine_gpu.cu", ["-arch=sm_90"]), ("graph/knn_gpu.cu", ["-arch=sm_90"]),
-    ("optimize/engine_gpu.cu", ["-arch=sm_75"]), ("graph/knn_gpu.cu", ["-arch=sm_75"]),
+    ("optimize/engine_gpu.cu", ["-arch=sm_90"]), ("graph/knn/knn_gpu.cu", ["-arch=sm_90"]),
+    ("optimize/engine_gpu.cu", ["-arch=sm_75"]), ("graph/knn/knn_gpu.cu", ["-arch=sm_75"]),
 ], ids=["l2-hints", "async-copies", "layout-on-turing", "knn-on-turing"])
 def test_inline_ptx_assembles(tmp_path, source, flags):
     """PTX output passes inline asm through unchecked; ptxas (a cubin) checks the instructions: the L2 hints of
@@ -150,8 +150,9 @@ def test_pow_portable_gpu_twin_compiled_as_host_code_gives_the_cpu_twins_bits(tm
         assert not differ.any(), f"y = {y}: {int(differ.sum())} differ, e.g. x = {xs[differ][:3]}"
 
 
-@pytest.mark.parametrize("module", ["umapviz.optimize.engine_gpu", "umapviz.graph.knn_gpu", "umapviz.graph.fuzzy_gpu",
-                                    "umapviz.graph.spectral_gpu"])
+@pytest.mark.parametrize("module", ["umapviz.optimize.engine_gpu", "umapviz.graph.knn.knn_gpu",
+                                    "umapviz.graph.fuzzy.fuzzy_gpu",
+                                    "umapviz.graph.start.spectral_gpu"])
 def test_gpu_modules_import_without_touching_cupy(module):
     mod = importlib.import_module(module)
     assert mod.KERNELS.is_file()

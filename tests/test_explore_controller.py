@@ -17,8 +17,7 @@ from traitlets import HasTraits, Int, validate
 
 from umapviz.widgets import Explorer, ExplorerController, ExplorerError, GridController
 from umapviz.widgets.binding import KEEP, dlink, link
-from umapviz.widgets.params import ParameterError
-from umapviz.widgets.status import Status
+from umapviz.widgets.status import ParameterError, Status
 
 SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 64}
 
@@ -34,7 +33,7 @@ def controller(blobs_small):
 
 def test_the_controllers_import_no_widget_or_plotting_library():
     code = (
-        "import sys, umapviz.widgets.controller, umapviz.widgets.grid, umapviz.widgets.binding\n"
+        "import sys, umapviz.widgets.explorer.controller, umapviz.widgets.compare.grid, umapviz.widgets.binding\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'ipywidgets', 'bokeh', 'holoviews', 'panel'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

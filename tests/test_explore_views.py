@@ -15,7 +15,7 @@ pytest.importorskip("panel")
 from umapviz import compare  # noqa: E402
 from umapviz.render.marks import SELECTION_COLOR  # noqa: E402
 from umapviz.render.shade import hex_to_rgb  # noqa: E402
-from umapviz.widgets.explorer import Explorer  # noqa: E402
+from umapviz.widgets.explorer.panel import Explorer  # noqa: E402
 
 
 def _yellow(frame: np.ndarray) -> int:

@@ -21,24 +21,24 @@ from umapviz.graph import (
     build_graph,
     find_ab_params,
     fuzzy_simplicial_set,
-    knn_gpu,
     random_init,
     spectral_init,
 )
 from umapviz.graph import build as build_mod
 from umapviz.graph import cache as cache_mod
 from umapviz.graph import fuzzy as fuzzy_front
-from umapviz.graph import fuzzy_cpu as fuzzy_mod
-from umapviz.graph import init as init_mod
 from umapviz.graph import knn as knn_front
-from umapviz.graph import knn_cpu as knn_mod
+from umapviz.graph import start as init_mod
 from umapviz.graph.build_gpu import build_graph_gpu
 from umapviz.graph.cache import default_cache_dir
-from umapviz.graph.components import connected_components
-from umapviz.graph.fuzzy_cpu import smooth_knn_dist
-from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
-from umapviz.graph.knn_cpu import exact_knn, query_knn
-from umapviz.graph.knn_gpu import exact_knn_gpu, query_knn_gpu, reference_index_gpu
+from umapviz.graph.fuzzy import fuzzy_cpu as fuzzy_mod
+from umapviz.graph.fuzzy.fuzzy_cpu import smooth_knn_dist
+from umapviz.graph.fuzzy.fuzzy_gpu import fuzzy_simplicial_set_gpu, smooth_knn_dist_gpu
+from umapviz.graph.knn import knn_cpu as knn_mod
+from umapviz.graph.knn import knn_gpu
+from umapviz.graph.knn.knn_cpu import exact_knn, query_knn
+from umapviz.graph.knn.knn_gpu import exact_knn_gpu, query_knn_gpu, reference_index_gpu
+from umapviz.graph.start.components import connected_components
 
 
 def _blobs(n_per=60, dim=6, centres=((0.0,), (50.0,), (100.0,)), seed=0):

@@ -13,8 +13,10 @@ from cuda_host import FUZZY_KERNEL_SHIMS, build_host_library, compiler, marked_s
 
 import umapviz
 from umapviz import metrics
-from umapviz.graph import build_graph, fuzzy_cpu, fuzzy_gpu, knn_cpu
-from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist
+from umapviz.graph import build_graph
+from umapviz.graph.fuzzy import fuzzy_cpu, fuzzy_gpu
+from umapviz.graph.fuzzy.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist
+from umapviz.graph.knn import knn_cpu
 
 _HARNESS = """
 extern "C" void expf_many(const float* x, float* y, long n) { for (long i = 0; i < n; ++i) y[i] = expf_libm(x[i]); }

@@ -7,10 +7,16 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from umapviz.graph import init as init_mod
+from umapviz.graph import start as init_mod
 from umapviz.graph._types import FuzzyGraph
-from umapviz.graph.components import connected_components
-from umapviz.graph.grouped import CsrArrays, component_members, components_in_order, device_adjacency, grouped_rows
+from umapviz.graph.start.adjacency import (
+    CsrArrays,
+    component_members,
+    components_in_order,
+    device_adjacency,
+    grouped_rows,
+)
+from umapviz.graph.start.components import connected_components
 
 
 def _scattered_graph(n=3_000, n_groups=12, n_edges=20_000, seed=2) -> FuzzyGraph:

@@ -1,4 +1,4 @@
-"""Neighbourhood refinement of a kNN graph (umapviz.graph.knn_refine): determinism, recall never falls, exact
+"""Neighbourhood refinement of a kNN graph (umapviz.graph.knn.refine): determinism, recall never falls, exact
 distances, the partitioned search's default, and the GPU twin's bytes (marked gpu)."""
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ import pytest
 
 from umapviz import UMAP, datasets
 from umapviz.graph import build_graph
-from umapviz.graph.knn_cpu import exact_knn
-from umapviz.graph.knn_refine import (
+from umapviz.graph.knn.knn_cpu import exact_knn
+from umapviz.graph.knn.partitioned import REFINE_ROUNDS, partitioned_knn, refine_rounds
+from umapviz.graph.knn.recall import recall_at_k
+from umapviz.graph.knn.refine import (
     _candidates,
     _reverse_neighbours,
     candidate_width,
     check_refine_fits,
     refine_knn,
 )
-from umapviz.graph.partitioned import REFINE_ROUNDS, partitioned_knn, refine_rounds
-from umapviz.graph.recall import recall_at_k
 
 
 @pytest.fixture(scope="module")

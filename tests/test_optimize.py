@@ -23,8 +23,8 @@ from umapviz._backend import cupy, gpu_available
 from umapviz.graph import build_graph
 from umapviz.graph._types import FuzzyGraph
 from umapviz.graph.fuzzy import find_ab_params
-from umapviz.graph.init import spectral_init
-from umapviz.graph.knn_gpu import _plan_tile
+from umapviz.graph.knn.knn_gpu import _plan_tile
+from umapviz.graph.start import spectral_init
 from umapviz.metrics import trustworthiness
 from umapviz.optimize import REPRODUCIBLE, STRATEGIES, LayoutOptimizer, engine_cpu, engine_gpu
 from umapviz.optimize.chunks import chunk_bounds, chunks_for, resolve_n_chunks

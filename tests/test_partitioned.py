@@ -1,4 +1,4 @@
-"""The partitioned approximate kNN (umapviz.graph.partitioned): determinism, recall, the size cap, Dask, the GPU
+"""The partitioned approximate kNN (umapviz.graph.knn.partitioned): determinism, recall, the size cap, Dask, the GPU
 memory check, and the GPU twin (marked gpu)."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from umapviz.graph.knn import (
     check_auto_recall,
     resolve_knn_method,
 )
-from umapviz.graph.knn_cpu import exact_knn
-from umapviz.graph.partitioned import partitioned_knn, resolve_partitioning
-from umapviz.graph.partitions import plan_partitions
-from umapviz.graph.recall import recall_at_k
+from umapviz.graph.knn.knn_cpu import exact_knn
+from umapviz.graph.knn.partitioned import partitioned_knn, resolve_partitioning
+from umapviz.graph.knn.partitions import plan_partitions
+from umapviz.graph.knn.recall import recall_at_k
 
 GIB = 2**30
 

@@ -12,8 +12,8 @@ pytest.importorskip("holoviews")
 pytest.importorskip("panel")
 
 from umapviz.render import render  # noqa: E402
-from umapviz.render.linked import LinkedViews  # noqa: E402
-from umapviz.render.live import LiveView  # noqa: E402
+from umapviz.render.live.linked import LinkedViews  # noqa: E402
+from umapviz.render.live.view import LiveView  # noqa: E402
 from umapviz.render.marks import SELECTION_COLOR  # noqa: E402
 from umapviz.render.shade import hex_to_rgb  # noqa: E402
 

@@ -519,7 +519,7 @@ def test_outlier_chart_lines_rise_with_the_counts():
 
 # -- live view ------------------------------------------------------------------------------------------
 def test_live_view_re_aggregates_at_the_visible_range():
-    from umapviz.render.live import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
+    from umapviz.render.live.view import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     live = LiveView(width=120, height=120, view="auto")
     emb = np.concatenate([cloud(3000, 1, (-10, 0)), cloud(3000, 2, (10, 0))])
@@ -548,7 +548,7 @@ def test_live_view_re_aggregates_at_the_visible_range():
 
 def test_live_view_push_refuses_bad_labels_and_outliers_at_once():
     """At draw time HoloViews only logs such errors, and the live plot silently stops updating."""
-    from umapviz.render.live import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
+    from umapviz.render.live.view import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     live = LiveView(width=60, height=60)
     emb = cloud(200)
@@ -564,7 +564,7 @@ def test_live_view_push_refuses_bad_labels_and_outliers_at_once():
 def test_live_view_updates_a_bokeh_plot_on_zoom_and_push():
     import holoviews as hv  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
-    from umapviz.render.live import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
+    from umapviz.render.live.view import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     live = LiveView(width=100, height=100)
     emb = cloud(2000)
@@ -747,7 +747,7 @@ def test_gpu_large_input_counts_every_point(cp):
 @pytest.mark.gpu
 def test_gpu_live_view_draws_device_embeddings(cp):
     pytest.importorskip("holoviews")  # the live view's own library; absent from the GPU machine's image
-    from umapviz.render.live import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
+    from umapviz.render.live.view import LiveView  # noqa: PLC0415 - HoloViews is slow to import: only these tests load it
 
     emb = tricky_points(20_000, seed=5)
     host_view, device_view = LiveView(width=90, height=70), LiveView(width=90, height=70)

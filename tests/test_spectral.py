@@ -1,4 +1,4 @@
-"""The spectral start's eigen-solve (umapviz.graph.spectral and its twins spectral_cpu / spectral_gpu).
+"""The spectral start's eigen-solve (umapviz.graph.start.spectral and its twins spectral_cpu / spectral_gpu).
 
 One algorithm on both devices, summing in one fixed order: the same graph gives the same bytes on the CPU (any
 Numba thread count) and the GPU. Here: the CPU twin against plain NumPy and SciPy references, its bytes across
@@ -19,9 +19,10 @@ import scipy.linalg
 import scipy.sparse as sp
 from cuda_host import build_host_library
 
-from umapviz.graph import FuzzyGraph, build_graph, random_init, spectral, spectral_cpu, spectral_gpu, spectral_init
-from umapviz.graph import init as init_mod
-from umapviz.graph.components import connected_components
+from umapviz.graph import FuzzyGraph, build_graph, random_init, spectral_init
+from umapviz.graph import start as init_mod
+from umapviz.graph.start import spectral, spectral_cpu, spectral_gpu
+from umapviz.graph.start.components import connected_components
 from umapviz.optimize import LayoutOptimizer
 
 

@@ -12,11 +12,12 @@ import scipy.sparse as sp
 from cuda_host import build_host_library
 
 from umapviz import datasets
-from umapviz.graph import build_graph, landmarks_gpu, random_init, spectral_init
-from umapviz.graph import init as init_mod
-from umapviz.graph.components import connected_components
-from umapviz.graph.landmarks import assign_landmarks, choose_landmarks, coarse_graph, coarse_graph_sorted
-from umapviz.graph.spectral_sampled import sampled_eigenpairs
+from umapviz.graph import build_graph, random_init, spectral_init
+from umapviz.graph import start as init_mod
+from umapviz.graph.start import landmarks_gpu
+from umapviz.graph.start.components import connected_components
+from umapviz.graph.start.landmarks import assign_landmarks, choose_landmarks, coarse_graph, coarse_graph_sorted
+from umapviz.graph.start.spectral_sampled import sampled_eigenpairs
 from umapviz.metrics import fingerprint, trustworthiness
 from umapviz.optimize import LayoutOptimizer
 from umapviz.widgets.session import initial_layout

@@ -14,10 +14,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import umapviz
-from umapviz.graph import knn_cpu as knn
-from umapviz.graph import knn_gpu
-from umapviz.graph.fuzzy_cpu import new_point_memberships, smooth_knn_dist
-from umapviz.graph.knn_cpu import exact_knn, query_knn
+from umapviz.graph.fuzzy.fuzzy_cpu import new_point_memberships, smooth_knn_dist
+from umapviz.graph.knn import knn_cpu as knn
+from umapviz.graph.knn import knn_gpu
+from umapviz.graph.knn.knn_cpu import exact_knn, query_knn
 from umapviz.optimize.optimizer import learning_rate_at
 from umapviz.optimize.rng import negative_vertices
 from umapviz.optimize.transform import embed_new_points, transform_n_epochs

@@ -11,17 +11,12 @@ pytest.importorskip("ipywidgets")
 pytest.importorskip("datashader")
 
 from umapviz import _backend, datasets  # noqa: E402
-from umapviz.graph.init import spectral_init  # noqa: E402
+from umapviz.graph.start import spectral_init  # noqa: E402
 from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES  # noqa: E402
 from umapviz.render import Recording  # noqa: E402
-from umapviz.widgets import (  # noqa: E402
-    Explorer,
-    ExplorerError,
-    compare,
-    play_jobs,  # noqa: E402
-    session,
-)
-from umapviz.widgets.compare import TABLE_COLUMNS, configurations  # noqa: E402
+from umapviz.widgets import Explorer, ExplorerError, compare, session  # noqa: E402
+from umapviz.widgets.compare.grid import TABLE_COLUMNS, configurations  # noqa: E402
+from umapviz.widgets.explorer import play_jobs  # noqa: E402
 
 SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 96}
 

@@ -25,8 +25,11 @@ pytest.importorskip("datashader")
 
 from ipywidgets.widgets import widget as ipywidget  # noqa: E402
 
-from umapviz.graph import knn_cpu as knn_mod  # noqa: E402
-from umapviz.widgets import Explorer, compare  # noqa: E402
+from umapviz.graph.knn import knn_cpu as knn_mod  # noqa: E402
+from umapviz.widgets import (
+    Explorer,
+    compare,  # noqa: E402
+)
 from umapviz.widgets.worker import Worker  # noqa: E402
 
 SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 64}

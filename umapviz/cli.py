@@ -24,7 +24,7 @@ from . import datasets, metrics
 from ._backend import resolve_device
 from ._validation import check_int, check_random_state
 from .graph import build_graph
-from .graph.init import spectral_init
+from .graph.start import spectral_init
 from .metrics import BOUNDS_N_STD, NEIGHBOR_FACTOR
 from .optimize import LayoutOptimizer
 from .optimize.chunks import RULES, check_n_chunks, resolve_n_chunks

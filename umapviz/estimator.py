@@ -10,9 +10,9 @@ import numpy as np
 
 from ._validation import RandomStateLike, check_data, check_n_epochs, check_random_state
 from .graph import build_graph
-from .graph.fuzzy_cpu import new_point_memberships
-from .graph.knn_cpu import query_knn, reference_index
-from .graph.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
+from .graph.fuzzy.fuzzy_cpu import new_point_memberships
+from .graph.knn.knn_cpu import query_knn, reference_index
+from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
 from .optimize.transform import embed_new_points, transform_n_epochs
@@ -203,7 +203,7 @@ class UMAP:
         graph, optimizer = self.graph_, self.optimizer_
         k, metric = graph.knn_indices.shape[1], graph.params["metric"]
         if optimizer.device == "gpu":  # n_new x n_train x d multiply-adds: minutes on the host at scale
-            from .graph import knn_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
+            from .graph.knn import knn_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
             prepare, search = knn_gpu.reference_index_gpu, knn_gpu.query_knn_gpu
         else:

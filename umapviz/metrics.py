@@ -22,8 +22,8 @@ from ._validation import (
     non_finite_rows,
 )
 from .graph.knn import scaled_rows
-from .graph.knn_cpu import query_knn
-from .graph.knn_gpu import query_knn_gpu
+from .graph.knn.knn_cpu import query_knn
+from .graph.knn.knn_gpu import query_knn_gpu
 
 METHODS = ("neighbors", "bounds", "radius")
 
@@ -258,7 +258,7 @@ def trustworthiness(
     scikit-learn's definition (Venna and Kaski): each embedding neighbour j of i that is not among i's
     ``n_neighbors`` nearest in X costs (rank of j among i's neighbours in X) - n_neighbors, and
     T = 1 - 2 / (n k (2n - 3k - 1)) x the total cost. The embedding neighbours are the exact kNN search's
-    (:func:`umapviz.graph.knn_cpu.query_knn` or its GPU twin; ties by index).
+    (:func:`umapviz.graph.knn.knn_cpu.query_knn` or its GPU twin; ties by index).
 
     Subsampling: the cost is a sum over points i, each costing one pass over all n points, so the sum
     is estimated from ``sample`` query points drawn without replacement (``random_state`` fixes which,

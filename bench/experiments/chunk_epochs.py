@@ -31,7 +31,7 @@ import numpy as np
 
 from umapviz import datasets, metrics
 from umapviz.graph import build_graph
-from umapviz.graph.init import spectral_init
+from umapviz.graph.start import spectral_init
 from umapviz.inspect import update_steps
 from umapviz.optimize import LayoutOptimizer
 from umapviz.optimize.chunks import resolve_n_chunks

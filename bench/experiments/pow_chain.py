@@ -33,11 +33,11 @@ import cupy as cp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: gpu_bench and gpu_mixture
 import gpu_bench  # noqa: E402 - after bench/ is on the path
+from clusterwise import graph_from_knn  # noqa: E402 - idem
 from gpu_mixture import mixture_gpu  # noqa: E402 - idem
 
-from umapviz.graph.clusterwise import graph_from_knn  # noqa: E402 - idem
-from umapviz.graph.init import random_init  # noqa: E402 - idem
-from umapviz.graph.knn_gpu import exact_knn_gpu  # noqa: E402 - idem
+from umapviz.graph.knn.knn_gpu import exact_knn_gpu  # noqa: E402 - idem
+from umapviz.graph.start import random_init  # noqa: E402 - idem
 from umapviz.metrics import fingerprint  # noqa: E402 - idem
 from umapviz.optimize import engine_gpu  # noqa: E402 - idem
 from umapviz.optimize.chunks import resolve_n_chunks  # noqa: E402 - idem

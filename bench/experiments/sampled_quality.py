@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: spectral
 from spectral_cost import clusters_graph  # noqa: E402
 
 from umapviz import datasets  # noqa: E402
-from umapviz.graph import init as init_mod  # noqa: E402
-from umapviz.graph import spectral_init, spectral_sampled  # noqa: E402
+from umapviz.graph import spectral_init
+from umapviz.graph import start as init_mod  # noqa: E402
+from umapviz.graph.start import spectral_sampled  # noqa: E402
 from umapviz.metrics import outlier_summary, trustworthiness  # noqa: E402
 from umapviz.optimize import LayoutOptimizer  # noqa: E402
 

@@ -33,8 +33,8 @@ from gpu_mixture_graph import clusters_that_fit, free_gpu_memory, mixture_graph 
 
 from umapviz import LayoutOptimizer, datasets  # noqa: E402
 from umapviz.graph import build_graph  # noqa: E402
-from umapviz.graph import init as init_mod  # noqa: E402
-from umapviz.graph.init import spectral_init  # noqa: E402
+from umapviz.graph import start as init_mod  # noqa: E402
+from umapviz.graph.start import spectral_init  # noqa: E402
 from umapviz.metrics import fingerprint, trustworthiness  # noqa: E402
 from umapviz.optimize.rng import edge_order  # noqa: E402
 

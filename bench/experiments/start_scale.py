@@ -35,11 +35,11 @@ import scipy.sparse
 import scipy.sparse.csgraph
 
 from umapviz.datasets import _zipf_sizes
-from umapviz.graph import init as init_mod
-from umapviz.graph.components import connected_components
+from umapviz.graph import start as init_mod
 from umapviz.graph.edges import graph_from_fuzzy_set
-from umapviz.graph.fuzzy_cpu import fuzzy_simplicial_set
+from umapviz.graph.fuzzy.fuzzy_cpu import fuzzy_simplicial_set
 from umapviz.graph.params import GraphParams
+from umapviz.graph.start.components import connected_components
 
 
 def synthetic_knn(n: int, k: int, n_clusters: int, n_small: int, seed: int, xp):
@@ -151,7 +151,7 @@ def graph_stage(indices, dists, xp, clock: Clock, old: bool = False):
         clock.lap("graph")
         clock.seconds.update({f"graph_{name}": value for name, value in stages.items()})
         return graph
-    from umapviz.graph.fuzzy_gpu import fuzzy_simplicial_set_gpu  # noqa: PLC0415 - GPU runs only
+    from umapviz.graph.fuzzy.fuzzy_gpu import fuzzy_simplicial_set_gpu  # noqa: PLC0415 - GPU runs only
 
     name = "old_graph" if old else "graph"
     indptr, cols, data = fuzzy_simplicial_set_gpu(indices, dists)

@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from umapviz import datasets
-from umapviz.graph.knn_cpu import exact_rows, reference_index
-from umapviz.graph.knn_gpu import n_candidates
+from umapviz.graph.knn.knn_cpu import exact_rows, reference_index
+from umapviz.graph.knn.knn_gpu import n_candidates
 
 K = 15
 

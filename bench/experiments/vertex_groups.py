@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from umapviz import LayoutOptimizer, datasets, metrics
 from umapviz.graph import build_graph
-from umapviz.graph.init import spectral_init
+from umapviz.graph.start import spectral_init
 from umapviz.optimize import vertex_index
 
 RULES = {"all 32": 10**12, "current": vertex_index.VERTEX_WIDE_ITEMS, "128 above 64": 64}

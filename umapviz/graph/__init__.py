@@ -1,19 +1,20 @@
 """The graph stage: data -> kNN -> fuzzy simplicial set -> pruned, symmetric edge list (a FuzzyGraph).
 
-Fronts and twins: :mod:`.build` (``build_graph``; its GPU path in :mod:`.build_gpu`), :mod:`.knn` (shared checks)
-with :mod:`.knn_cpu` / :mod:`.knn_gpu`, :mod:`.fuzzy` (shared pieces) with :mod:`.fuzzy_cpu` / :mod:`.fuzzy_gpu`,
-:mod:`.init` (initial layouts) and :mod:`.spectral` (its eigen-solve) with :mod:`.spectral_cpu` /
-:mod:`.spectral_gpu`.
+Fronts and twins: :mod:`.build` (``build_graph``; its GPU path in :mod:`.build_gpu`), :mod:`.cache`, :mod:`.params`
+and :mod:`.edges` here; one sub-package per stage, each front in its ``__init__`` with CPU/GPU twins beside it:
+:mod:`.knn` (the searches: ``knn_cpu`` / ``knn_gpu``, ``partitioned``, ``refine``, ``recall``), :mod:`.fuzzy`
+(``fuzzy_cpu`` / ``fuzzy_gpu``) and :mod:`.start` (initial layouts: ``spectral`` with ``spectral_cpu`` /
+``spectral_gpu``, ``spectral_sampled`` over ``landmarks``, ``components``, ``adjacency``).
 """
 
 from ._types import FuzzyGraph
 from .build import build_graph
 from .edges import graph_from_fuzzy_set
 from .fuzzy import find_ab_params
-from .fuzzy_cpu import fuzzy_simplicial_set
-from .init import random_init, spectral_init
+from .fuzzy.fuzzy_cpu import fuzzy_simplicial_set
 from .knn import BuildCancelled
 from .params import GraphParams, default_n_epochs
+from .start import random_init, spectral_init
 
 __all__ = [
     "BuildCancelled",

@@ -24,7 +24,7 @@ from .build_gpu import check_graph_fits, graph_on_gpu
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy import find_ab_params
-from .fuzzy_cpu import fuzzy_simplicial_set
+from .fuzzy.fuzzy_cpu import fuzzy_simplicial_set
 from .knn import (
     AUTO_RECALL_SAMPLE,
     auto_wants_exact,
@@ -33,10 +33,9 @@ from .knn import (
     resolve_knn_method,
     stop_if_cancelled,
 )
-from .knn_cpu import nearest_neighbors
-from .knn_gpu import reference_bytes
-from .params import GraphParams
-from .partitioned import (
+from .knn.knn_cpu import nearest_neighbors
+from .knn.knn_gpu import reference_bytes
+from .knn.partitioned import (
     DEFAULT_OVERLAP,
     DEFAULT_REFINE,
     partitioned_knn,
@@ -45,7 +44,8 @@ from .partitioned import (
     resolve_refine,
     work_data,
 )
-from .recall import recall_at_k
+from .knn.recall import recall_at_k
+from .params import GraphParams
 
 
 def build_graph(
@@ -89,9 +89,9 @@ def build_graph(
         (``graph.params["knn_recall"]``). Below 0.95 it builds the exact graph instead up to 2,000,000 rows
         (``params["knn"]`` says "exact-gpu", ``params["knn_partitioned_recall"]`` what the partitioned search
         found), and above that warns below 0.9, naming the fix. "partitioned"
-        (:mod:`umapviz.graph.partitioned`: k-means partitions, each point in its ``knn_overlap`` nearest ones,
+        (:mod:`umapviz.graph.knn.partitioned`: k-means partitions, each point in its ``knn_overlap`` nearest ones,
         exact search inside each, candidates merged) runs on either device; measure what it misses with
-        :func:`umapviz.graph.recall.recall_at_k`.
+        :func:`umapviz.graph.knn.recall.recall_at_k`.
     random_state : int, None, numpy.random.RandomState or numpy.random.Generator
         Seeds the approximate and partitioned kNN (exact kNN does not depend on it); from a generator one seed is
         drawn.
@@ -120,7 +120,7 @@ def build_graph(
         worker with dask-cuda, see docs/architecture.md); the graph is the same bytes as without it. Only the
         partitioned search runs there: ``knn`` must be "partitioned" or "auto" (then partitioned).
     knn_refine : int or str
-        Rounds of neighbourhood refinement after the partitioned search (:mod:`umapviz.graph.knn_refine`): a count,
+        Rounds of neighbourhood refinement after the partitioned search (:mod:`umapviz.graph.knn.refine`): a count,
         or ``"auto"``, one round on either device, whether X is resident on the GPU or streamed from the host (the
         same data and seed give the same graph). On the GPU a round needs X on the device (host data is uploaded
         for it) and its buffers: where that does not fit, "auto" runs no round and warns, and a count raises a

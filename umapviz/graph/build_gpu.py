@@ -9,11 +9,11 @@ from collections.abc import Callable
 from .._backend import cupy, gpu_memory
 from ._types import FuzzyGraph
 from .edges import graph_from_fuzzy_arrays, refuse_overflowed_distances
-from .fuzzy_gpu import fuzzy_simplicial_set_gpu
+from .fuzzy.fuzzy_gpu import fuzzy_simplicial_set_gpu
 from .knn import check_metric, stop_if_cancelled
-from .knn_gpu import exact_knn_gpu, knn_bytes_needed
+from .knn.knn_gpu import exact_knn_gpu, knn_bytes_needed
+from .knn.partitioned import DEFAULT_OVERLAP, ROWS_PER_PARTITION, partitioned_bytes_needed, partitioned_knn
 from .params import GraphParams
-from .partitioned import DEFAULT_OVERLAP, ROWS_PER_PARTITION, partitioned_bytes_needed, partitioned_knn
 
 
 def graph_on_gpu(X, params: GraphParams, precision: str = "auto", timings: dict | None = None,
@@ -28,7 +28,7 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "auto", timings: dict 
     params : GraphParams
         The build's parameters (``params.knn`` is recorded as given, usually ``"exact-gpu"``).
     precision : str
-        The exact kNN's GEMM precision, ``"auto"``, ``"tf32"`` or ``"fp32"`` (see :mod:`umapviz.graph.knn_gpu`).
+        The exact kNN's GEMM precision, ``"auto"``, ``"tf32"`` or ``"fp32"`` (see :mod:`umapviz.graph.knn.knn_gpu`).
     timings : dict, optional
         Receives seconds per stage (knn, fuzzy, edges and its copies to the host, to_host; with ``partitioning``
         also the search's own stages).
@@ -36,7 +36,7 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "auto", timings: dict 
         Asked before each tile of the exact kNN (or after each partition of the partitioned search) and after the
         kNN (BuildCancelled when it returns True).
     partitioning : dict, optional
-        Keywords of :func:`umapviz.graph.partitioned.partitioned_knn` (n_partitions, overlap, random_state,
+        Keywords of :func:`umapviz.graph.knn.partitioned.partitioned_knn` (n_partitions, overlap, random_state,
         client): the partitioned search instead of the exact one.
     """
     cp = cupy()
@@ -119,7 +119,7 @@ def build_graph_gpu(
 def graph_bytes_needed(n: int, d: int, n_neighbors: int, method: str, n_partitions: int = 1, overlap: int = 1,
                        data_on_device: bool = True) -> int:
     """GPU bytes a graph build needs at its peak: the kNN's (exact: X, its scaled copy, one tile of 1,024 query
-    rows and the results; partitioned: :func:`umapviz.graph.partitioned.partitioned_bytes_needed`), or the fuzzy
+    rows and the results; partitioned: :func:`umapviz.graph.knn.partitioned.partitioned_bytes_needed`), or the fuzzy
     set's (the kNN's results, the memberships, the symmetric sum's three sparse matrices, and X where it stays on
     the device), whichever is more.
 

@@ -72,8 +72,9 @@ def code_digest() -> str:
     """Hex blake2b of the graph package's source files (kNN, fuzzy set, their GPU kernels): a graph built by other
     code is another graph, so a change to that code must not reuse files cached before it."""
     h = hashlib.blake2b(digest_size=8)
-    for path in sorted(Path(__file__).parent.glob("*.[pc][yu]")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.[pc][yu]")):
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 

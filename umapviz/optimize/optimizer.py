@@ -17,7 +17,7 @@ import numpy as np
 from .._backend import resolve_device, to_host
 from .._validation import RandomStateLike, check_int, check_positive_float
 from ..graph._types import FuzzyGraph
-from ..graph.init import random_init, spectral_init
+from ..graph.start import random_init, spectral_init
 from .chunks import check_n_chunks, resolve_n_chunks
 from .engine_cpu import CpuEngine
 from .params import EngineParams

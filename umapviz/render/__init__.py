@@ -20,11 +20,11 @@ from umapviz.render.view import View, resolve_view
 def __getattr__(name: str):
     # LiveView pulls in HoloViews and bokeh (slow to import): load it only when asked for.
     if name == "LiveView":
-        from umapviz.render.live import LiveView  # noqa: PLC0415
+        from umapviz.render.live.view import LiveView  # noqa: PLC0415
 
         return LiveView
     if name == "LinkedViews":
-        from umapviz.render.linked import LinkedViews  # noqa: PLC0415
+        from umapviz.render.live.linked import LinkedViews  # noqa: PLC0415
 
         return LinkedViews
     raise AttributeError(f"module 'umapviz.render' has no attribute {name!r}")

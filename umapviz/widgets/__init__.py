@@ -7,10 +7,8 @@ parameter while a layout runs; both have a programmatic face (``play(block=True)
 worker thread and the errors; ``panel.controller`` is it, and tests and scripts can drive it directly.
 """
 
-from .compare import Comparison, compare
-from .controller import ExplorerController, ExplorerState
-from .explorer import Explorer
-from .grid import GridController
+from .compare import Comparison, GridController, compare
+from .explorer import Explorer, ExplorerController, ExplorerState
 from .status import ExplorerError
 
 __all__ = ["Explorer", "ExplorerController", "ExplorerError", "ExplorerState", "Comparison", "GridController",

@@ -21,8 +21,7 @@ from traitlets import HasTraits, default, observe, validate
 
 from .. import inspect as inspect_core
 from .._backend import to_host
-from .params import ParameterError
-from .status import ExplorerError
+from .status import ExplorerError, ParameterError
 
 EMPTY = np.empty(0, dtype=np.int64)
 EMPTY.setflags(write=False)

@@ -14,7 +14,7 @@ import panel as pn
 from bokeh.document import Document
 from jupyter_bokeh.widgets import BokehModel
 
-from umapviz.render.live import LiveView
+from umapviz.render.live.view import LiveView
 
 
 class PlotModel(BokehModel):

@@ -30,7 +30,7 @@ from .._files import atomic_write
 from .._validation import check_data, check_random_state
 from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
-from ..graph.init import random_init, spectral_init
+from ..graph.start import random_init, spectral_init
 from ..optimize import LayoutOptimizer
 from ..optimize.optimizer import INITS, SPECTRAL_INITS
 from ..optimize.rng import resolve_seed
@@ -206,13 +206,13 @@ def initial_layout(graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache:
 
 @functools.lru_cache(maxsize=1)
 def _init_code_version() -> str:
-    """A digest of graph/init.py, the modules of its eigen-solves and the versions of the libraries they run on."""
+    """A digest of graph/start's front, its eigen-solves' modules and the versions of the libraries they run on."""
     import scipy  # noqa: PLC0415
 
-    from ..graph import init as init_module  # noqa: PLC0415
+    from ..graph import start  # noqa: PLC0415
 
-    folder = Path(init_module.__file__).parent
-    names = ("init.py", "spectral.py", "spectral_cpu.py", "spectral_sampled.py", "landmarks.py", "landmarks_cpu.py")
+    folder = Path(start.__file__).parent
+    names = ("__init__.py", "spectral.py", "spectral_cpu.py", "spectral_sampled.py", "landmarks.py", "landmarks_cpu.py")
     source = b"".join((folder / name).read_bytes() for name in names)
     versions = f"numpy {np.__version__} scipy {scipy.__version__}".encode()
     return hashlib.blake2b(source + versions, digest_size=8).hexdigest()

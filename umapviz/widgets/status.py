@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import threading
 
-from traitlets import Bool, HasTraits, Int, Unicode
+from traitlets import Bool, HasTraits, Int, TraitError, Unicode
 
 SETUP_STAGES = 4  # progress steps of a (re)build: data, graph, initial layout, first frame
+
+
+class ParameterError(TraitError, ValueError):
+    """A value the panel refuses at once; the parameter keeps its old value (and so do the others set with it)."""
 
 
 class ExplorerError(RuntimeError):
