@@ -24,6 +24,7 @@ lab: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check umapviz tests bench
+	$(BIN)/ruff format --check umapviz tests bench
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg

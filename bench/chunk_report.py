@@ -116,9 +116,11 @@ def seed_list(values: list) -> str:
 def tables(cells: dict[tuple, dict]) -> str:
     lines = []
     lines.append("### Graphs, flung points per n_chunks (per seed), smallest safe n_chunks\n")
-    lines.append("| device | data | n | kNN | nnz | max deg | p99 deg | mean deg | "
-                 "reference's own neighbors outliers | flung points at n_chunks = ... (seeds joined by /) | "
-                 "smallest zero (per seed) | zero from there on | shipped | degree | auto |")
+    lines.append(
+        "| device | data | n | kNN | nnz | max deg | p99 deg | mean deg | "
+        "reference's own neighbors outliers | flung points at n_chunks = ... (seeds joined by /) | "
+        "smallest zero (per seed) | zero from there on | shipped | degree | auto |"
+    )
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (device, data, n), cell in cells.items():
         seeds = sorted(cell["stats"])
@@ -133,12 +135,15 @@ def tables(cells: dict[tuple, dict]) -> str:
             f"{seed_list([x['max_degree'] for x in st])} | {seed_list([round(x['p99_degree']) for x in st])} | "
             f"{np.mean([x['mean_degree'] for x in st]):.1f} | {refs} | {ladder} | "
             f"{seed_list([f for f, _ in safe])} | {seed_list([s for _, s in safe])} | "
-            + " | ".join(seed_list([p[rule] for p in pk]) for rule in RULES) + " |"
+            + " | ".join(seed_list([p[rule] for p in pk]) for rule in RULES)
+            + " |"
         )
     lines.append("")
     lines.append("### The rules' picks: flung points, excess neighbour outliers over the reference, ms per epoch\n")
-    lines.append("| device | data | n | rule | n_chunks (per seed) | flung (per seed) | excess neighbors (per seed) | "
-                 "ms/epoch (median) | safe |")
+    lines.append(
+        "| device | data | n | rule | n_chunks (per seed) | flung (per seed) | excess neighbors (per seed) | "
+        "ms/epoch (median) | safe |"
+    )
     lines.append("|---|---|---|---|---|---|---|---|---|")
     for (device, data, n), cell in cells.items():
         seeds = sorted(cell["stats"])
@@ -149,8 +154,10 @@ def tables(cells: dict[tuple, dict]) -> str:
             times = [ms_per_epoch(cell, c) for c in values]
             known = [t for t in times if t is not None]
             safe = "?" if None in bounds else ("yes" if not any(bounds) else "**no**")
-            lines.append(f"| {device} | {data} | {n} | {rule} | {seed_list(values)} | {seed_list(bounds)} | "
-                         f"{seed_list(excess)} | {fmt(float(np.mean(known)) if known else None, 2)} | {safe} |")
+            lines.append(
+                f"| {device} | {data} | {n} | {rule} | {seed_list(values)} | {seed_list(bounds)} | "
+                f"{seed_list(excess)} | {fmt(float(np.mean(known)) if known else None, 2)} | {safe} |"
+            )
     lines.append("")
     return "\n".join(lines)
 
@@ -172,10 +179,12 @@ def span(values: list) -> str:
 def summary(cells: dict[tuple, dict]) -> str:
     """One line per graph: flung points at 1, 2 and 4 chunks, the smallest safe n_chunks, and each rule's pick
     with the points it left flung (summed over seeds)."""
-    lines = ["### Summary: flung points (per seed) and the rules' picks\n",
-             "| device | data | n | seeds | max degree | 1 chunk | 2 chunks | 4 chunks | smallest safe (worst seed) | "
-             "shipped: pick, flung | degree: pick, flung | auto: pick, flung |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "### Summary: flung points (per seed) and the rules' picks\n",
+        "| device | data | n | seeds | max degree | 1 chunk | 2 chunks | 4 chunks | smallest safe (worst seed) | "
+        "shipped: pick, flung | degree: pick, flung | auto: pick, flung |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for (device, data, n), cell in cells.items():
         seeds = sorted(cell["stats"])
         settled = [smallest_safe(cell, s)[1] for s in seeds]
@@ -194,9 +203,12 @@ def summary(cells: dict[tuple, dict]) -> str:
 
 def drift_table(cells: dict[tuple, dict]) -> str:
     """The cells where the bounds test fired without a far point: whole-layout drift, not flung points."""
-    lines = ["### Bounds outliers without a far point (layout drift, not counted)\n",
-             "| device | data | n | runs | runs with bounds > 0 but no point beyond 2x the reference's extent | "
-             "largest such bounds count |", "|---|---|---|---|---|---|"]
+    lines = [
+        "### Bounds outliers without a far point (layout drift, not counted)\n",
+        "| device | data | n | runs | runs with bounds > 0 but no point beyond 2x the reference's extent | "
+        "largest such bounds count |",
+        "|---|---|---|---|---|---|",
+    ]
     for (device, data, n), cell in cells.items():
         runs, drifted, largest = drift_only(cell)
         if drifted:
@@ -207,10 +219,12 @@ def drift_table(cells: dict[tuple, dict]) -> str:
 
 def before_after(cells: dict[tuple, dict]) -> str:
     """Shipped against auto on every graph of the study: outliers summed over seeds and time per epoch."""
-    lines = ["### \"auto\" before (shipped rule) and after\n",
-             "| device | data | n | shipped: n_chunks | outliers (sum over seeds) | ms/epoch | auto: n_chunks | "
-             "outliers | ms/epoch | time auto / shipped | H200 model: auto - shipped, ms/epoch |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        '### "auto" before (shipped rule) and after\n',
+        "| device | data | n | shipped: n_chunks | outliers (sum over seeds) | ms/epoch | auto: n_chunks | "
+        "outliers | ms/epoch | time auto / shipped | H200 model: auto - shipped, ms/epoch |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     ratios = []
     for (device, data, n), cell in cells.items():
         seeds = sorted(cell["stats"])
@@ -234,8 +248,10 @@ def before_after(cells: dict[tuple, dict]) -> str:
         lines.append("| " + " | ".join(row) + " |")
     for device in sorted({d for d, _ in ratios}):
         r = [x for d, x in ratios if d == device]
-        lines.append(f"\n{device}: auto / shipped time per epoch, geometric mean over {len(r)} graphs: "
-                     f"{float(np.exp(np.mean(np.log(r)))):.3f} (min {min(r):.2f}, max {max(r):.2f})")
+        lines.append(
+            f"\n{device}: auto / shipped time per epoch, geometric mean over {len(r)} graphs: "
+            f"{float(np.exp(np.mean(np.log(r)))):.3f} (min {min(r):.2f}, max {max(r):.2f})"
+        )
     lines.append("")
     return "\n".join(lines)
 
@@ -272,8 +288,14 @@ def plots(cells: dict[tuple, dict], out_dir: Path, device: str) -> list[Path]:
                 for rule, marker in (("shipped", "s"), ("auto", "*")):
                     c = picks(cell["stats"][seeds[0]])[rule]
                     if c in values:
-                        ax.plot([c], [y[values.index(c)]], marker, color=colour, ms=10 if marker == "*" else 7,
-                                mfc="none" if marker == "s" else colour)
+                        ax.plot(
+                            [c],
+                            [y[values.index(c)]],
+                            marker,
+                            color=colour,
+                            ms=10 if marker == "*" else 7,
+                            mfc="none" if marker == "s" else colour,
+                        )
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
             if what == "outliers":
@@ -288,7 +310,7 @@ def plots(cells: dict[tuple, dict], out_dir: Path, device: str) -> list[Path]:
             ax.set_title(name)
             ax.legend(fontsize=7)
             ax.grid(alpha=0.3)
-        for ax in list(axes.flat)[len(names):]:
+        for ax in list(axes.flat)[len(names) :]:
             ax.axis("off")
         fig.tight_layout()
         path = out_dir / f"{what}_vs_chunks{'' if device == 'cpu' else '_' + device}.png"

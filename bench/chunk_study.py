@@ -181,8 +181,10 @@ def mixture_graph(n: int, seed: int, device: str, n_neighbors: int) -> tuple[Any
     premise (no neighbour lies in another cluster) is checked on 256 sampled rows against brute force."""
     built = build_mixture_graph(n, seed, device, n_neighbors)
     if built.knn_check < 1.0:
-        log(f"  warning: mixture_gpu n={n} seed={seed}: only {built.knn_check:.1%} of sampled rows have the kNN of "
-            "all points (clusters too close for kNN within clusters)")
+        log(
+            f"  warning: mixture_gpu n={n} seed={seed}: only {built.knn_check:.1%} of sampled rows have the kNN of "
+            "all points (clusters too close for kNN within clusters)"
+        )
     info = {"knn": built.graph.params["knn"], "knn_seconds": built.knn_seconds, "knn_check": built.knn_check}
     return built.graph, built.seconds, info
 
@@ -377,8 +379,9 @@ class Study:
         """--cells in their order, else the grid with the smallest graphs first (a budget cuts the largest)."""
         if self.args.cells:
             return [Cell(name, n, seed) for name, n, seed in self.args.cells]
-        grid = [(name, n, seed) for name in self.args.datasets for n in self.sizes_for(name)
-                for seed in self.args.seeds]
+        grid = [
+            (name, n, seed) for name in self.args.datasets for n in self.sizes_for(name) for seed in self.args.seeds
+        ]
         return [Cell(*cell) for cell in sorted(grid, key=lambda cell: cell[1])]
 
     def reference_strategy(self, n: int) -> str:
@@ -436,8 +439,10 @@ class Study:
                     time.sleep(0.2)
                 else:
                     if todo:
-                        log(f"not building {', '.join(map(str, todo))}: less than {self.args.build_margin:g} s "
-                            "of the budget left")
+                        log(
+                            f"not building {', '.join(map(str, todo))}: less than {self.args.build_margin:g} s "
+                            "of the budget left"
+                        )
                     break
             for cell in [c for c in active if c.core is None and c.fill is None]:
                 active.remove(cell)  # finished: let its graph and layouts go
@@ -475,12 +480,23 @@ class Study:
         cell.stats = graph_stats(graph)
         fingerprint = graph.fingerprint
         check = f", kNN check {knn_info['knn_check']:.1%}" if "knn_check" in knn_info else ""
-        log(f"{cell}: graph in {graph_seconds:.1f} s ({knn_info['knn']}{check}), nnz={cell.stats['nnz']:,}, "
+        log(
+            f"{cell}: graph in {graph_seconds:.1f} s ({knn_info['knn']}{check}), nnz={cell.stats['nnz']:,}, "
             f"max degree {cell.stats['max_degree']}, rules: auto {cell.stats['rule_auto']}, "
-            f"shipped {cell.stats['rule_shipped']}, degree {cell.stats['rule_degree']}")
-        cell.base = dict(data=cell.name, n=cell.n, seed=cell.seed, init=a.init, device=a.device,
-                         n_neighbors=a.n_neighbors, graph_seconds=graph_seconds, graph_fingerprint=fingerprint,
-                         **knn_info, **cell.stats)
+            f"shipped {cell.stats['rule_shipped']}, degree {cell.stats['rule_degree']}"
+        )
+        cell.base = dict(
+            data=cell.name,
+            n=cell.n,
+            seed=cell.seed,
+            init=a.init,
+            device=a.device,
+            n_neighbors=a.n_neighbors,
+            graph_seconds=graph_seconds,
+            graph_fingerprint=fingerprint,
+            **knn_info,
+            **cell.stats,
+        )
         cell.ref_strategy = self.reference_strategy(cell.n)
         stem = self.key(cell, "").replace("|", "_")
         cell.init_path = self.refs / f"{stem}init-{a.init}-{fingerprint}.npy"
@@ -489,7 +505,8 @@ class Study:
             graph_path = self.refs / "graphs" / f"{stem}{fingerprint}.npz"
             write_graph_file(graph_path, graph, fingerprint)
             cell.init_pending = self.pool.apply_async(
-                init_job, (str(graph_path), fingerprint, a.init, cell.seed, str(cell.init_path)))
+                init_job, (str(graph_path), fingerprint, a.init, cell.seed, str(cell.init_path))
+            )
             log(f"{cell}: {a.init} init started in a worker")
         cell.core = self.core_runs(cell)
         cell.fill = self.fill_runs(cell)
@@ -567,8 +584,17 @@ class Study:
             Y, timing = layout(cell.graph, cell.ref_strategy, 1, cell.seed, self.init_for(cell), a.device)
             reference = np.asarray(to_host(Y))
             save_array(ref_path, reference)
-            self.record(cell, ref_key, dict(run=cell.ref_strategy, strategy=cell.ref_strategy,
-                                            reference=cell.ref_strategy, **timing, **measure(Y, cell.graph, reference)))
+            self.record(
+                cell,
+                ref_key,
+                dict(
+                    run=cell.ref_strategy,
+                    strategy=cell.ref_strategy,
+                    reference=cell.ref_strategy,
+                    **timing,
+                    **measure(Y, cell.graph, reference),
+                ),
+            )
         cell.reference = reference
 
     def chunked(self, cell: Cell, n_chunks: int) -> dict:
@@ -576,17 +602,28 @@ class Study:
         if key in self.done:
             return self.done[key]
         Y, timing = layout(cell.graph, "chunked", n_chunks, cell.seed, self.init_for(cell), self.args.device)
-        return self.record(cell, key, dict(run=f"chunked:{n_chunks}", strategy="chunked", reference=cell.ref_strategy,
-                                           **timing, **measure(Y, cell.graph, cell.reference)))
+        return self.record(
+            cell,
+            key,
+            dict(
+                run=f"chunked:{n_chunks}",
+                strategy="chunked",
+                reference=cell.ref_strategy,
+                **timing,
+                **measure(Y, cell.graph, cell.reference),
+            ),
+        )
 
     def record(self, cell: Cell, key: str, fields: dict) -> dict:
         record = dict(key=key, **cell.base, init_seconds=cell.init_seconds, **fields)
         append_result(self.out, record)
         self.done[key] = record
         self.ran += 1
-        log(f"{record['data']:>11} n={record['n']:<7} seed={record['seed']} {record['run']:<14} "
+        log(
+            f"{record['data']:>11} n={record['n']:<7} seed={record['seed']} {record['run']:<14} "
             f"bounds={record['bounds']:<5} neighbors={record['neighbors']:<5} "
-            f"{record['seconds_per_epoch'] * 1e3:8.2f} ms/epoch")
+            f"{record['seconds_per_epoch'] * 1e3:8.2f} ms/epoch"
+        )
         return record
 
 
@@ -618,29 +655,55 @@ def parse_cell(text: str) -> tuple[str, int, int]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=DEFAULT_DATASETS, choices=dataset_names())
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 20_000],
-                        help="points per dataset (digits and mnist: at most their own size)")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[10_000, 20_000],
+        help="points per dataset (digits and mnist: at most their own size)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--cells", type=parse_cell, nargs="+", default=None, metavar="DATA:N:SEED",
-                        help="run these graphs, in this order of priority, instead of the datasets x sizes x seeds "
-                             "grid")
+    parser.add_argument(
+        "--cells",
+        type=parse_cell,
+        nargs="+",
+        default=None,
+        metavar="DATA:N:SEED",
+        help="run these graphs, in this order of priority, instead of the datasets x sizes x seeds grid",
+    )
     parser.add_argument("--init", default="spectral", choices=["spectral", "random"])
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
-    parser.add_argument("--reference", default="auto", choices=["auto", "sequential", "hogwild"],
-                        help="layout the bounds are measured against (auto: sequential on the CPU, hogwild on "
-                             "the GPU above 20k points)")
+    parser.add_argument(
+        "--reference",
+        default="auto",
+        choices=["auto", "sequential", "hogwild"],
+        help="layout the bounds are measured against (auto: sequential on the CPU, hogwild on "
+        "the GPU above 20k points)",
+    )
     parser.add_argument("--n-neighbors", type=int, default=15)
     parser.add_argument("--max-chunks", type=int, default=1024, help="no ladder rung or degree pick above this")
-    parser.add_argument("--budget", type=float, default=0.0,
-                        help="seconds after which no new run starts (0: no limit); rerun to resume")
-    parser.add_argument("--build-margin", type=float, default=120.0,
-                        help="with a budget: build no new graph when fewer seconds than this are left")
-    parser.add_argument("--init-workers", type=int, default=0,
-                        help="processes that compute spectral inits while this one builds or lays out other "
-                             "graphs (0: compute each init here, when first needed)")
+    parser.add_argument(
+        "--budget", type=float, default=0.0, help="seconds after which no new run starts (0: no limit); rerun to resume"
+    )
+    parser.add_argument(
+        "--build-margin",
+        type=float,
+        default=120.0,
+        help="with a budget: build no new graph when fewer seconds than this are left",
+    )
+    parser.add_argument(
+        "--init-workers",
+        type=int,
+        default=0,
+        help="processes that compute spectral inits while this one builds or lays out other "
+        "graphs (0: compute each init here, when first needed)",
+    )
     parser.add_argument("--out", default="bench/chunk_study/cpu.jsonl", help="results, one JSON line per run")
-    parser.add_argument("--refs", default="bench/out/chunk_study_refs",
-                        help="folder for the reference and initial layouts (.npy), reused on resume")
+    parser.add_argument(
+        "--refs",
+        default="bench/out/chunk_study_refs",
+        help="folder for the reference and initial layouts (.npy), reused on resume",
+    )
     args = parser.parse_args(argv)
     sizes = [n for _, n, _ in args.cells] if args.cells else args.sizes
     if min(sizes) < 2 * args.n_neighbors:

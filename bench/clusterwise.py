@@ -116,8 +116,9 @@ def graph_from_knn(
     ``graph.params``.
     """
     n, k = int(knn_indices.shape[0]), int(knn_indices.shape[1])
-    params = GraphParams.for_data(n, n_neighbors=k, metric=metric, knn=knn, min_dist=min_dist, spread=spread,
-                                  n_epochs=n_epochs)
+    params = GraphParams.for_data(
+        n, n_neighbors=k, metric=metric, knn=knn, min_dist=min_dist, spread=spread, n_epochs=n_epochs
+    )
     if is_cupy(knn_indices):
         from .build_gpu import fuzzy_graph_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 

@@ -33,9 +33,20 @@ def time_umap_learn(graph, epochs: int) -> float:
 
     def layout(n_epochs: int) -> None:
         Y = np.random.default_rng(0).uniform(-10, 10, (graph.n_vertices, 2)).astype(np.float32)
-        optimize_layout_euclidean(Y, Y, graph.head, graph.tail, n_epochs, graph.n_vertices,
-                                  graph.epochs_per_sample, graph.a, graph.b, np.array([1, 2, 3], np.int64),
-                                  move_other=True, parallel=False)
+        optimize_layout_euclidean(
+            Y,
+            Y,
+            graph.head,
+            graph.tail,
+            n_epochs,
+            graph.n_vertices,
+            graph.epochs_per_sample,
+            graph.a,
+            graph.b,
+            np.array([1, 2, 3], np.int64),
+            move_other=True,
+            parallel=False,
+        )
 
     layout(2)  # compile
     start = time.perf_counter()

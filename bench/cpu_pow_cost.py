@@ -50,16 +50,32 @@ def child(n_samples: int, epochs: int, clock: str) -> None:
             start = now()
             opt.step(epochs)
             seconds = (now() - start) / epochs
-            rows.append({"strategy": s, "n_chunks": opt.n_chunks, "threads": threads, "ms_per_epoch": 1e3 * seconds,
-                         "fingerprint": fingerprint(opt.embedding)})
+            rows.append(
+                {
+                    "strategy": s,
+                    "n_chunks": opt.n_chunks,
+                    "threads": threads,
+                    "ms_per_epoch": 1e3 * seconds,
+                    "fingerprint": fingerprint(opt.embedding),
+                }
+            )
     print(json.dumps({"library_pow": moves_cpu.LIBRARY_POW, "graph": repr(graph), "rows": rows}))
 
 
 def run_variant(library_pow: bool, args, code: str | None = None) -> dict:
     """One child's timings: the power function `library_pow` picks, from the umapviz at `code` (a checkout's root;
     None: the one this process would import)."""
-    cmd = [sys.executable, __file__, "--child", "--n-samples", str(args.n_samples), "--epochs", str(args.epochs),
-           "--clock", args.clock]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--n-samples",
+        str(args.n_samples),
+        "--epochs",
+        str(args.epochs),
+        "--clock",
+        args.clock,
+    ]
     # A fresh Numba cache: code cached from an earlier version of moves_cpu.py (which the engines inline) would
     # otherwise be timed, since Numba checks only the calling module's own file for changes.
     with tempfile.TemporaryDirectory() as cache:
@@ -78,8 +94,12 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--before", metavar="DIR", help="also time pow_portable from the code checked out at DIR")
-    p.add_argument("--clock", choices=("wall", "process"), default="wall",
-                   help="time the wall clock (default) or the process's CPU time")
+    p.add_argument(
+        "--clock",
+        choices=("wall", "process"),
+        default="wall",
+        help="time the wall clock (default) or the process's CPU time",
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -100,8 +120,10 @@ def main() -> None:
                 best[key] = min(best.get(key, float("inf")), row["ms_per_epoch"])
                 prints.setdefault(key, set()).add(row["fingerprint"])
             print(f"round {r + 1}/{args.rounds} {name} done", file=sys.stderr)
-    print(f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores; {graph}; "
-          f"first {args.epochs} epochs, best of {args.rounds} rounds, {args.clock} clock")
+    print(
+        f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores; {graph}; "
+        f"first {args.epochs} epochs, best of {args.rounds} rounds, {args.clock} clock"
+    )
     before = " pow_portable before ms/epoch | before / powf |" if args.before else ""
     print(f"\n| strategy | threads | pow_portable ms/epoch | powf ms/epoch | portable / powf |{before} bytes repeat |")
     print("|---|---|---|---|---|" + ("---|---|" if args.before else "") + "---|")
@@ -112,9 +134,13 @@ def main() -> None:
             if args.before:
                 old = best[(strategy, threads, "before")]
                 cells += f" {old:.1f} | {old / lib:.3f} |"
-            repeat = "-" if strategy == "hogwild" else str(all(
-                len(prints[(strategy, threads, name)]) == 1 for name, _, _ in variants))
+            repeat = (
+                "-"
+                if strategy == "hogwild"
+                else str(all(len(prints[(strategy, threads, name)]) == 1 for name, _, _ in variants))
+            )
             print(f"| {strategy} | {threads} |{cells} {repeat} |")
+
 
 if __name__ == "__main__":
     main()

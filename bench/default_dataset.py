@@ -84,8 +84,9 @@ CANDIDATES = {
 }
 
 
-def play(graph, strategy: str, n_chunks: int | str, seed: int, start: np.ndarray, init_s: float,
-         reach: float) -> tuple[dict, np.ndarray]:
+def play(
+    graph, strategy: str, n_chunks: int | str, seed: int, start: np.ndarray, init_s: float, reach: float
+) -> tuple[dict, np.ndarray]:
     """Run one layout epoch by epoch from ``start``, counting after each epoch the points it flung.
 
     Flung, in an epoch: flagged by ``metrics.outliers`` "neighbors" and farther from the layout's median than
@@ -128,8 +129,15 @@ def play(graph, strategy: str, n_chunks: int | str, seed: int, start: np.ndarray
             most, last_epoch = max(most, flung), opt.epoch
             if first_epoch is None:
                 first_epoch, first_s = opt.epoch, init_s + layout_s
-    row = {"n_chunks": opt.n_chunks, "first_epoch": first_epoch, "first_s": first_s, "last_epoch": last_epoch,
-           "most": most, "farthest": farthest / (reach / 2), "s_per_epoch": layout_s / opt.n_epochs}
+    row = {
+        "n_chunks": opt.n_chunks,
+        "first_epoch": first_epoch,
+        "first_s": first_s,
+        "last_epoch": last_epoch,
+        "most": most,
+        "farthest": farthest / (reach / 2),
+        "s_per_epoch": layout_s / opt.n_epochs,
+    }
     return row, opt.embedding
 
 
@@ -162,11 +170,20 @@ def study(candidate: Candidate, seeds: list[int], runs: list[tuple[str, int | st
         for strategy, n_chunks in runs:
             row, emb = play(graph, strategy, n_chunks, seed, start, init_s, reach)
             row.update(
-                data=candidate.name, n=len(X), dim=X.shape[1], classes=0 if labels is None else len(np.unique(labels)),
-                max_degree=graph.max_degree, graph_s=graph_s, seed=seed, strategy=strategy, init_s=init_s,
+                data=candidate.name,
+                n=len(X),
+                dim=X.shape[1],
+                classes=0 if labels is None else len(np.unique(labels)),
+                max_degree=graph.max_degree,
+                graph_s=graph_s,
+                seed=seed,
+                strategy=strategy,
+                init_s=init_s,
                 trust=float(metrics.trustworthiness(X, emb, n_neighbors=TRUST_K)),
-                final={m: int(metrics.outliers(emb, graph, method=m, reference=reference.embedding).sum())
-                       for m in ("neighbors", "radius", "bounds")},
+                final={
+                    m: int(metrics.outliers(emb, graph, method=m, reference=reference.embedding).sum())
+                    for m in ("neighbors", "radius", "bounds")
+                },
             )
             rows.append(row)
             bar.update()
@@ -243,14 +260,18 @@ def flung_degrees(candidate: Candidate, seeds: list[int], epochs: int = 80) -> N
                 print(f"seed {seed} {strategy}: none")
                 continue
             classes = "" if labels is None else f", classes {np.bincount(labels[who]).tolist()}"
-            print(f"seed {seed} {strategy} ({opt.n_chunks} chunks): {who.size} points, degree "
-                  f"{graph.degree[who].min()}-{graph.degree[who].max()} (median {np.median(graph.degree[who]):.0f}), "
-                  f"rank {rank[who].min()}-{rank[who].max()}{classes}")
+            print(
+                f"seed {seed} {strategy} ({opt.n_chunks} chunks): {who.size} points, degree "
+                f"{graph.degree[who].min()}-{graph.degree[who].max()} (median {np.median(graph.degree[who]):.0f}), "
+                f"rank {rank[who].min()}-{rank[who].max()}{classes}"
+            )
 
 
-HEAD = ("| data | n | d | classes | max degree | graph s | seed | strategy | n_chunks | trust | first flung epoch | "
-        "s to it | most flung in an epoch | last epoch with one | farthest / reference's | "
-        "final outliers (neighbors / radius / bounds) | s/epoch |")
+HEAD = (
+    "| data | n | d | classes | max degree | graph s | seed | strategy | n_chunks | trust | first flung epoch | "
+    "s to it | most flung in an epoch | last epoch with one | farthest / reference's | "
+    "final outliers (neighbors / radius / bounds) | s/epoch |"
+)
 
 
 def table_row(r: dict) -> str:
@@ -261,10 +282,12 @@ def table_row(r: dict) -> str:
     r : dict
         A row from ``study``.
     """
-    return (f"| {r['data']} | {r['n']:,d} | {r['dim']} | {r['classes']} | {r['max_degree']} | {r['graph_s']:.1f} | "
-            f"{r['seed']} | {r['strategy']} | {r['n_chunks']} | {r['trust']:.3f} | {_fmt(r['first_epoch'])} | "
-            f"{_fmt(r['first_s'], '.1f')} | {r['most']} | {_fmt(r['last_epoch'])} | {r['farthest']:.1f} | "
-            f"{r['final']['neighbors']} / {r['final']['radius']} / {r['final']['bounds']} | {r['s_per_epoch']:.3f} |")
+    return (
+        f"| {r['data']} | {r['n']:,d} | {r['dim']} | {r['classes']} | {r['max_degree']} | {r['graph_s']:.1f} | "
+        f"{r['seed']} | {r['strategy']} | {r['n_chunks']} | {r['trust']:.3f} | {_fmt(r['first_epoch'])} | "
+        f"{_fmt(r['first_s'], '.1f')} | {r['most']} | {_fmt(r['last_epoch'])} | {r['farthest']:.1f} | "
+        f"{r['final']['neighbors']} / {r['final']['radius']} / {r['final']['bounds']} | {r['s_per_epoch']:.3f} |"
+    )
 
 
 def main() -> None:
@@ -272,8 +295,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", nargs="+", default=["all"], help=f"any of {list(CANDIDATES)}, or all")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="layout seeds")
-    parser.add_argument("--n-chunks", nargs="+", default=["auto"],
-                        help="n_chunks of the chunked runs (ints or rule names); after a buffered run, unless:")
+    parser.add_argument(
+        "--n-chunks",
+        nargs="+",
+        default=["auto"],
+        help="n_chunks of the chunked runs (ints or rule names); after a buffered run, unless:",
+    )
     parser.add_argument("--no-buffered", action="store_true", help="chunked runs only")
     parser.add_argument("--figure", default=None, help="only draw the first candidate's panels into this PNG")
     parser.add_argument("--who", action="store_true", help="only list who is flung in the first 80 epochs")
@@ -291,11 +318,15 @@ def main() -> None:
         return
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"- **Date**: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; **commit** {commit}")
-    print(f"- **Machine**: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
-          f"load average {os.getloadavg()[0]:.1f} at the start")
-    print(f"- **Command**: `.venv/bin/python bench/default_dataset.py --candidates {' '.join(map(repr, names))} "
-          f"--seeds {' '.join(map(str, args.seeds))} --n-chunks {' '.join(args.n_chunks)}"
-          f"{' --no-buffered' if args.no_buffered else ''}`\n")
+    print(
+        f"- **Machine**: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
+        f"load average {os.getloadavg()[0]:.1f} at the start"
+    )
+    print(
+        f"- **Command**: `.venv/bin/python bench/default_dataset.py --candidates {' '.join(map(repr, names))} "
+        f"--seeds {' '.join(map(str, args.seeds))} --n-chunks {' '.join(args.n_chunks)}"
+        f"{' --no-buffered' if args.no_buffered else ''}`\n"
+    )
     print(HEAD)
     print("|" + "---|" * (HEAD.count("|") - 1), flush=True)
     runs = [] if args.no_buffered else [("buffered", 1)]

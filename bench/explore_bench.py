@@ -145,10 +145,16 @@ def machine(device: str) -> str:
 def commit() -> str:
     root = Path(__file__).resolve().parent.parent
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+changes" if dirty else "")
@@ -219,8 +225,9 @@ def main(argv: list[str] | None = None) -> None:
         # (b) hover: the nearest point under random cursor positions in the zoomed view.
         view = zoomed_view()
         rng = np.random.default_rng(1)
-        queries = zip(rng.uniform(*view.x_range, args.repeats + 1), rng.uniform(*view.y_range, args.repeats + 1),
-                      strict=True)
+        queries = zip(
+            rng.uniform(*view.x_range, args.repeats + 1), rng.uniform(*view.y_range, args.repeats + 1), strict=True
+        )
         first, hover_times = timed(lambda: inspect.nearest_point(emb, *next(queries)), args.repeats, sync)
         rows.append(("(b) hover: nearest_point", f"{n:,}", f"{1e3 * first:.0f}", stats_ms(hover_times)))
         bar.update()
@@ -240,24 +247,35 @@ def main(argv: list[str] | None = None) -> None:
                 info = {}
 
                 def call(strategy=strategy, n_chunks=n_chunks, info=info, **kw):
-                    info["info"] = inspect.point_info(graph, emb_device, busiest, strategy=strategy,
-                                                      n_chunks=n_chunks, random_state=0, labels=labels_info,
-                                                      outlier_masks={"given": flagged_info}, **kw)
+                    info["info"] = inspect.point_info(
+                        graph,
+                        emb_device,
+                        busiest,
+                        strategy=strategy,
+                        n_chunks=n_chunks,
+                        random_state=0,
+                        labels=labels_info,
+                        outlier_masks={"given": flagged_info},
+                        **kw,
+                    )
 
                 first, times = timed(call, args.repeats, sync)
                 _, given = timed(lambda call=call: call(typical_distance=typical), args.repeats, sync)
                 p = info["info"]
-                what = (f"(c) point_info, {strategy} ({p.n_chunks} chunks): degree {p.degree:,} rank "
-                        f"{p.degree_rank}, max {p.max_edges_in_one_chunk:,} in one chunk")
+                what = (
+                    f"(c) point_info, {strategy} ({p.n_chunks} chunks): degree {p.degree:,} rank "
+                    f"{p.degree_rank}, max {p.max_edges_in_one_chunk:,} in one chunk"
+                )
                 rows.append((what, f"{n_info:,} ({graph.nnz:,} edges)", f"{1e3 * first:.0f}", stats_ms(times)))
-                rows.append((f"(c) point_info, {strategy}, typical distance given", f"{n_info:,}", "",
-                             stats_ms(given)))
+                rows.append((f"(c) point_info, {strategy}, typical distance given", f"{n_info:,}", "", stats_ms(given)))
             bar.update()
 
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0]), *sys.argv[1:]])
-    print(f"\n**{now}**, commit `{commit()}`, {machine(device)}, device={device}, frame {size}x{size}, "
-          f"{args.repeats} calls after one warm-up call  ")
+    print(
+        f"\n**{now}**, commit `{commit()}`, {machine(device)}, device={device}, frame {size}x{size}, "
+        f"{args.repeats} calls after one warm-up call  "
+    )
     print(f"`{command}`\n")
     print("| what | points | first call (ms) | median \\| best \\| p95 \\| CPU (ms) |")
     print("|---|---:|---:|---:|")

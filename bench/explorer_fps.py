@@ -43,9 +43,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=datasets.DEFAULT, help=f"a dataset name, or {MIXTURE} (see above)")
     parser.add_argument("--n-samples", type=int, default=None)
-    parser.add_argument("--clusters", type=int, default=None,
-                        help=f"{MIXTURE}: clusters (default {MAX_CLUSTERS}, fewer when --n-samples is small: "
-                             f"each needs 2 * {N_NEIGHBORS} points)")
+    parser.add_argument(
+        "--clusters",
+        type=int,
+        default=None,
+        help=f"{MIXTURE}: clusters (default {MAX_CLUSTERS}, fewer when --n-samples is small: "
+        f"each needs 2 * {N_NEIGHBORS} points)",
+    )
     parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--strategy", default="chunked")
     parser.add_argument("--epochs", type=int, default=40, help="epochs to play (one frame each by default)")
@@ -85,9 +89,17 @@ def main() -> None:
 
     start = time.perf_counter()
     n_samples = None if args.data == MIXTURE else args.n_samples  # a graph brings its own points
-    explorer = Explorer(data, labels=labels, n_samples=n_samples, device=args.device, strategy=args.strategy,
-                        epochs_per_frame=args.epochs_per_frame, size=args.size,
-                        colour_by_class=not args.density, init=args.init)
+    explorer = Explorer(
+        data,
+        labels=labels,
+        n_samples=n_samples,
+        device=args.device,
+        strategy=args.strategy,
+        epochs_per_frame=args.epochs_per_frame,
+        size=args.size,
+        colour_by_class=not args.density,
+        init=args.init,
+    )
     explorer.frame()
     first_frame = time.perf_counter() - start
     progress(f"first frame in {first_frame:.1f} s: {explorer.timings}")
@@ -133,8 +145,12 @@ def build_mixture(args: argparse.Namespace, setup: dict[str, float]) -> tuple[ob
     setup["knn"] = round(built.knn_seconds, 2)
     setup["graph"] = round(built.graph_seconds, 2)
     progress(f"graph: {built.graph.nnz:,} edges, kNN agreement {built.knn_check:.1%}, {setup}")
-    extra = {"clusters": n_clusters, "nnz": built.graph.nnz, "knn": built.graph.params["knn"],
-             "knn_agreement": built.knn_check}
+    extra = {
+        "clusters": n_clusters,
+        "nnz": built.graph.nnz,
+        "knn": built.graph.params["knn"],
+        "knn_agreement": built.knn_check,
+    }
     return built.graph, built.labels, extra
 
 

@@ -30,8 +30,22 @@ from pathlib import Path
 
 import numpy as np
 
-COLUMNS = ("n", "d", "knn", "knn_s", "graph_s", "start_s", "layout_s", "total_s", "recall", "trust", "peak_gpu_gib",
-           "umap_fit_s", "frame_ms", "flung_bounds")
+COLUMNS = (
+    "n",
+    "d",
+    "knn",
+    "knn_s",
+    "graph_s",
+    "start_s",
+    "layout_s",
+    "total_s",
+    "recall",
+    "trust",
+    "peak_gpu_gib",
+    "umap_fit_s",
+    "frame_ms",
+    "flung_bounds",
+)
 
 
 def make_data(n: int, data: str, device: str, dim: int = 384) -> np.ndarray:
@@ -96,14 +110,24 @@ def one_size(args) -> dict:
 
         check_graph_fits(n, X.shape[1], k, method, *(parts or (1, 1)), data_on_device=not args.host_data)
         params = GraphParams.for_data(n, n_neighbors=k, metric="euclidean", knn=method)
-        partitioning = (dict(n_partitions=parts[0], overlap=parts[1], random_state=seed,
-                             data_on_device=not args.host_data, refine=args.refine) if parts else None)
+        partitioning = (
+            dict(
+                n_partitions=parts[0],
+                overlap=parts[1],
+                random_state=seed,
+                data_on_device=not args.host_data,
+                refine=args.refine,
+            )
+            if parts
+            else None
+        )
         graph = graph_on_gpu(X, params, timings=stages, partitioning=partitioning)
         knn_s = stages["knn"]
     else:
         if parts is not None:
-            idx, dist = partitioned_knn(X, k, n_partitions=parts[0], overlap=parts[1], random_state=seed,
-                                        refine=args.refine, timings=stages)
+            idx, dist = partitioned_knn(
+                X, k, n_partitions=parts[0], overlap=parts[1], random_state=seed, refine=args.refine, timings=stages
+            )
         else:
             idx, dist = nearest_neighbors(X, k, method=method, random_state=seed, progress=False)
         knn_s = time.perf_counter() - t0
@@ -128,8 +152,12 @@ def one_size(args) -> dict:
 
         def live_frame(optimizer, _record):  # what a live view draws: the whole layout, 800 x 800
             began = time.perf_counter()
-            image(optimizer.device_embedding if device == "gpu" else optimizer.embedding, width=800, height=800,
-                  view="robust")
+            image(
+                optimizer.device_embedding if device == "gpu" else optimizer.embedding,
+                width=800,
+                height=800,
+                view="robust",
+            )
             _sync(device)
             frames.append(time.perf_counter() - began)
 
@@ -139,8 +167,14 @@ def one_size(args) -> dict:
     _stage("layout", t3 - t2)
     if frames:
         row.update(frames=len(frames), frame_ms=1000 * float(np.median(frames)))
-    row.update(knn_s=knn_s, graph_s=t1 - t0 - knn_s, start_s=t2 - t1, layout_s=t3 - t2, total_s=t3 - t0,
-               stages={key: value for key, value in stages.items() if key != "knn"})
+    row.update(
+        knn_s=knn_s,
+        graph_s=t1 - t0 - knn_s,
+        start_s=t2 - t1,
+        layout_s=t3 - t2,
+        total_s=t3 - t0,
+        stages={key: value for key, value in stages.items() if key != "knn"},
+    )
     if device == "gpu":
         row.update(peak_gpu_gib=cp.get_default_memory_pool().total_bytes() / 2**30)
     print(f"  fit: {json.dumps(row)}", file=sys.stderr, flush=True)  # kept should a check below fail or time out
@@ -155,8 +189,10 @@ def one_size(args) -> dict:
         row["flung_neighbors"] = int(outliers(emb, graph).sum())
         row["hogwild_flung_neighbors"] = int(outliers(ref, graph).sum())
         del reference, ref
-        _stage(f"flung: {row['flung_bounds']} outside hogwild's bounds, {row['flung_neighbors']} by neighbours "
-               f"(hogwild {row['hogwild_flung_neighbors']})")
+        _stage(
+            f"flung: {row['flung_bounds']} outside hogwild's bounds, {row['flung_neighbors']} by neighbours "
+            f"(hogwild {row['hogwild_flung_neighbors']})"
+        )
     data = to_device(X) if device == "gpu" else X
     row["trust"] = trustworthiness(data, emb, sample=min(5000, n), random_state=0)
     _stage(f"trust {row['trust']:.4f}")
@@ -191,9 +227,27 @@ def markdown(rows: list[dict]) -> str:
 
 def child(args, extra: list[str]) -> dict:
     """Run this script for one size in a fresh process; its last stdout line is the JSON row."""
-    cmd = [sys.executable, __file__, "--device", args.device, "--knn", args.knn, "--data", args.data,
-           "--partitions", str(args.partitions), "--overlap", str(args.overlap), "--refine", str(args.refine),
-           "--dim", str(args.dim), "--frames-every", str(args.frames_every), *extra]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--device",
+        args.device,
+        "--knn",
+        args.knn,
+        "--data",
+        args.data,
+        "--partitions",
+        str(args.partitions),
+        "--overlap",
+        str(args.overlap),
+        "--refine",
+        str(args.refine),
+        "--dim",
+        str(args.dim),
+        "--frames-every",
+        str(args.frames_every),
+        *extra,
+    ]
     if args.fling_check:
         cmd.append("--fling-check")
     if args.host_data:
@@ -211,9 +265,13 @@ def main() -> None:
     parser.add_argument("--knn", default="approx", choices=("auto", "exact", "approx", "partitioned"))
     parser.add_argument("--data", default="mixture", choices=("mixture", "text_like"))
     parser.add_argument("--dim", type=int, default=384, help="columns of the data (the GPU's recipes)")
-    parser.add_argument("--warmup", type=int, default=0,
-                        help="first fit this many points in a fresh process, untimed: CuPy's and Numba's on-disk "
-                             "caches then hold the compiled kernels, as after a user's first fit (0: cold caches)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        help="first fit this many points in a fresh process, untimed: CuPy's and Numba's on-disk "
+        "caches then hold the compiled kernels, as after a user's first fit (0: cold caches)",
+    )
     parser.add_argument("--partitions", default="auto", help="knn_partitions (int or auto)")
     parser.add_argument("--overlap", type=int, default=2)
     parser.add_argument("--refine", default="auto", help="knn_refine: rounds of refinement (int) or auto")
@@ -222,12 +280,19 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--out", default=None)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--frames-every", type=int, default=0,
-                        help="render a live view's frame (800 x 800, the whole layout) every this many epochs of the "
-                             "layout, inside its time (frame_ms: the median frame)")
-    parser.add_argument("--fling-check", action="store_true",
-                        help="after the fit, count the points chunked('auto') flung: outside hogwild's bounds from "
-                             "the same start (metrics.outliers 'bounds'), and by the 'neighbors' measure")
+    parser.add_argument(
+        "--frames-every",
+        type=int,
+        default=0,
+        help="render a live view's frame (800 x 800, the whole layout) every this many epochs of the "
+        "layout, inside its time (frame_ms: the median frame)",
+    )
+    parser.add_argument(
+        "--fling-check",
+        action="store_true",
+        help="after the fit, count the points chunked('auto') flung: outside hogwild's bounds from "
+        "the same start (metrics.outliers 'bounds'), and by the 'neighbors' measure",
+    )
     parser.add_argument("--both-starts", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--fit-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -242,8 +307,11 @@ def main() -> None:
     if args.warmup:
         t = time.perf_counter()
         warm = child(args, ["--one", str(args.warmup), "--both-starts"])
-        print(f"[{time.strftime('%H:%M:%S')}] warm-up, n={args.warmup:,}: {json.dumps(warm)} "
-              f"({time.perf_counter() - t:.0f} s)", flush=True)
+        print(
+            f"[{time.strftime('%H:%M:%S')}] warm-up, n={args.warmup:,}: {json.dumps(warm)} "
+            f"({time.perf_counter() - t:.0f} s)",
+            flush=True,
+        )
     for n in (int(s) for s in args.sizes.split(",") if s):
         t = time.perf_counter()
         row = child(args, ["--one", str(n)])

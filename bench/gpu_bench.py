@@ -74,8 +74,9 @@ def log(*args) -> None:
 def load_engine(directory: str):
     """The GPU engine module of another version of the code: `directory` holds its engine_gpu.py and engine_gpu.cu
     (e.g. from `git show REV:umapviz/optimize/engine_gpu.py`), so that before and after are timed in one run."""
-    spec = importlib.util.spec_from_file_location("umapviz.optimize.engine_gpu_baseline",
-                                                  Path(directory) / "engine_gpu.py")
+    spec = importlib.util.spec_from_file_location(
+        "umapviz.optimize.engine_gpu_baseline", Path(directory) / "engine_gpu.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -97,12 +98,22 @@ def pow_cost_summary(rows: list[dict]) -> dict:
     for r in rows:
         if r["code"] != "current":
             continue
-        base = next((b for b in rows if b["code"] == "baseline" and b["graph"] == r["graph"]
-                     and b["strategy"] == r["strategy"] and b["rule"] == r["rule"]), None)
+        base = next(
+            (
+                b
+                for b in rows
+                if b["code"] == "baseline"
+                and b["graph"] == r["graph"]
+                and b["strategy"] == r["strategy"]
+                and b["rule"] == r["rule"]
+            ),
+            None,
+        )
         if base is not None:
             out[f"pow_portable cost, {r['graph']} {r['strategy']} ({r['rule']})"] = (
                 f"{r['ms_per_epoch']:.3f} ms/epoch vs powf {base['ms_per_epoch']:.3f}: "
-                f"{r['ms_per_epoch'] / base['ms_per_epoch'] - 1:+.1%}")
+                f"{r['ms_per_epoch'] / base['ms_per_epoch'] - 1:+.1%}"
+            )
     return out
 
 
@@ -111,8 +122,9 @@ def make_engine(graph, strategy: str, n_chunks, seed: int = 0, engine=None):
     a random init."""
     module = engine or current_engine
     C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, graph)
-    params = EngineParams(strategy=strategy, n_chunks=C, seed=seed, a=graph.a, b=graph.b, gamma=1.0,
-                          negative_sample_rate=5)
+    params = EngineParams(
+        strategy=strategy, n_chunks=C, seed=seed, a=graph.a, b=graph.b, gamma=1.0, negative_sample_rate=5
+    )
     eng = module.GpuEngine(graph, edge_order(seed, graph.nnz), params)
     init = random_init(graph.n_vertices, 2, seed)
     eng.reset(init)
@@ -142,11 +154,19 @@ def time_layout(graph, strategy: str, n_chunks, seed: int = 0, epochs: int | Non
     wall = time.perf_counter() - wall
     ms = cp.cuda.get_elapsed_time(start, stop)
     emb = eng.embedding()
-    return {"strategy": strategy, "n_chunks": int(C), "rule": str(n_chunks),
-            "code": "current" if engine is None else "baseline", "epochs": run,
-            "ms_per_epoch": ms / run, "host_ms_per_epoch": 1e3 * wall / run,
-            "active_edges": int(active), "gedges_per_s": active / (ms * 1e-3) / 1e9,
-            "finite": bool(cp.isfinite(emb).all()), "fingerprint": fingerprint(emb)}
+    return {
+        "strategy": strategy,
+        "n_chunks": int(C),
+        "rule": str(n_chunks),
+        "code": "current" if engine is None else "baseline",
+        "epochs": run,
+        "ms_per_epoch": ms / run,
+        "host_ms_per_epoch": 1e3 * wall / run,
+        "active_edges": int(active),
+        "gedges_per_s": active / (ms * 1e-3) / 1e9,
+        "finite": bool(cp.isfinite(emb).all()),
+        "fingerprint": fingerprint(emb),
+    }
 
 
 def time_kernels(graph, strategy: str, n_chunks=1, seed: int = 0, engine=None) -> dict:
@@ -184,8 +204,9 @@ def time_kernels(graph, strategy: str, n_chunks=1, seed: int = 0, engine=None) -
     return out
 
 
-def layout_suite(graph, label: str, include=("hogwild", "chunked", "shipped", "degree", "buffered", "vertex"),
-                 baseline=None) -> list[dict]:
+def layout_suite(
+    graph, label: str, include=("hogwild", "chunked", "shipped", "degree", "buffered", "vertex"), baseline=None
+) -> list[dict]:
     """Time each strategy in `include` on one graph; with a `baseline` engine module (load_engine), hogwild,
     chunked "auto", buffered and vertex run on it too, each beside the current code's."""
     rows = []
@@ -206,9 +227,11 @@ def layout_suite(graph, label: str, include=("hogwild", "chunked", "shipped", "d
             continue
         r["graph"] = label
         rows.append(r)
-        log(f"{label} {r['code']:<8} {strategy:<9} {str(rule):<7} C={r['n_chunks']:<5} "
+        log(
+            f"{label} {r['code']:<8} {strategy:<9} {str(rule):<7} C={r['n_chunks']:<5} "
             f"{r['ms_per_epoch']:.3f} ms/epoch (host {r['host_ms_per_epoch']:.3f}) "
-            f"{r['gedges_per_s']:.2f} G edges/s finite={r['finite']} {r['fingerprint']}")
+            f"{r['gedges_per_s']:.2f} G edges/s finite={r['finite']} {r['fingerprint']}"
+        )
     for code in ("current", "baseline"):  # each against its own code's hogwild
         hog = next((r for r in rows if r["strategy"] == "hogwild" and r["code"] == code), None)
         for r in rows:
@@ -226,8 +249,9 @@ def full_pipeline(X, n_neighbors: int = 15, seed: int = 0, init: str = "spectral
     graph = build_graph_gpu(X, n_neighbors=n_neighbors, timings=stages)
     t1 = time.perf_counter()
     # What LayoutOptimizer(init=init) computes, done here to time it as a stage of its own.
-    start = (spectral_init(graph, 2, seed, device="gpu") if init == "spectral"
-             else random_init(graph.n_vertices, 2, seed))
+    start = (
+        spectral_init(graph, 2, seed, device="gpu") if init == "spectral" else random_init(graph.n_vertices, 2, seed)
+    )
     t2 = time.perf_counter()
     opt = LayoutOptimizer(graph, strategy="chunked", n_chunks="auto", random_state=seed, init=start, device="gpu")
     t3 = time.perf_counter()
@@ -237,9 +261,16 @@ def full_pipeline(X, n_neighbors: int = 15, seed: int = 0, init: str = "spectral
     t4 = time.perf_counter()
     stages.update(init=t2 - t1, setup=t3 - t2, layout=t4 - t3)
     total = t4 - t0
-    return {"n": int(X.shape[0]), "init": init, "total_s": total, "stages_s": stages,
-            "shares": {k: v / total for k, v in stages.items()}, "n_chunks": opt.n_chunks,
-            "finite": bool(cp.isfinite(emb).all()), "graph": repr(graph)}, graph
+    return {
+        "n": int(X.shape[0]),
+        "init": init,
+        "total_s": total,
+        "stages_s": stages,
+        "shares": {k: v / total for k, v in stages.items()},
+        "n_chunks": opt.n_chunks,
+        "finite": bool(cp.isfinite(emb).all()),
+        "graph": repr(graph),
+    }, graph
 
 
 def umap_fit_seconds(X_host: np.ndarray) -> tuple[float, dict]:
@@ -275,8 +306,16 @@ def transform_seconds(est, X_train: np.ndarray, n_new: int = 1000) -> dict:
 def spectral_init_seconds(graph, timeout: float) -> dict:
     """CPU spectral init of a graph (umapviz.graph.start.spectral_init), in a child process with a time limit."""
     path = Path("/tmp/graph_for_spectral.npz")
-    np.savez(path, head=graph.head, tail=graph.tail, weight=graph.weight, eps=graph.epochs_per_sample,
-             knn_i=graph.knn_indices, knn_d=graph.knn_dists, ab=np.array([graph.a, graph.b, graph.n_epochs]))
+    np.savez(
+        path,
+        head=graph.head,
+        tail=graph.tail,
+        weight=graph.weight,
+        eps=graph.epochs_per_sample,
+        knn_i=graph.knn_indices,
+        knn_d=graph.knn_dists,
+        ab=np.array([graph.a, graph.b, graph.n_epochs]),
+    )
     code = (
         "import sys, time, numpy as np\n"
         "from umapviz.graph import FuzzyGraph\n"
@@ -288,8 +327,7 @@ def spectral_init_seconds(graph, timeout: float) -> dict:
         "t = time.perf_counter(); spectral_init(g, 2, 0); print(time.perf_counter() - t)\n"
     )
     try:
-        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
-                             timeout=timeout)
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=timeout)
         return {"seconds": float(out.stdout.strip().splitlines()[-1])}
     except subprocess.TimeoutExpired:
         return {"seconds": None, "note": f"did not finish within {timeout:.0f} s"}
@@ -312,8 +350,7 @@ def umap_learn_subset(X_host, n_sub: int) -> dict:
     path = Path("/tmp/umap_subset.npy")
     np.save(path, X_host[:n_sub])
     try:
-        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
-                             timeout=150)
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=150)
         seconds = float(out.stdout.strip().splitlines()[-1])
     except Exception as exc:
         return {"skipped": f"umap-learn run failed: {exc!r}"}
@@ -334,21 +371,33 @@ def device_info() -> dict:
     e.synchronize()
     bw = 5 * 2 * x.nbytes / (cp.cuda.get_elapsed_time(s, e) * 1e-3) / 1e12
     del x, y
-    return {"name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
-            "sms": props["multiProcessorCount"], "copy_TBps": bw, "cupy": cp.__version__,
-            "driver": cp.cuda.runtime.driverGetVersion(), "python": platform.python_version()}
+    return {
+        "name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+        "sms": props["multiProcessorCount"],
+        "copy_TBps": bw,
+        "cupy": cp.__version__,
+        "driver": cp.cuda.runtime.driverGetVersion(),
+        "python": platform.python_version(),
+    }
 
 
 def markdown(results: dict) -> str:
-    lines = [f"Device: {results['device']['name']} ({results['device']['sms']} SMs, copy "
-             f"{results['device']['copy_TBps']:.2f} TB/s), CuPy {results['device']['cupy']}; "
-             f"{results['date']}", ""]
-    lines += ["| graph | code | strategy | n_chunks | epochs | ms/epoch | G active edges/s | x hogwild |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Device: {results['device']['name']} ({results['device']['sms']} SMs, copy "
+        f"{results['device']['copy_TBps']:.2f} TB/s), CuPy {results['device']['cupy']}; "
+        f"{results['date']}",
+        "",
+    ]
+    lines += [
+        "| graph | code | strategy | n_chunks | epochs | ms/epoch | G active edges/s | x hogwild |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results["layout"]:
-        lines.append(f"| {r['graph']} | {r['code']} | {r['strategy']} | {r['n_chunks']} ({r['rule']}) | "
-                     f"{r['epochs']} | {r['ms_per_epoch']:.3f} | {r['gedges_per_s']:.2f} | "
-                     f"{r['ratio_to_hogwild']:.2f} |")
+        lines.append(
+            f"| {r['graph']} | {r['code']} | {r['strategy']} | {r['n_chunks']} ({r['rule']}) | "
+            f"{r['epochs']} | {r['ms_per_epoch']:.3f} | {r['gedges_per_s']:.2f} | "
+            f"{r['ratio_to_hogwild']:.2f} |"
+        )
     lines.append("")
     for key, val in results.get("summary", {}).items():
         lines.append(f"- {key}: {val}")
@@ -372,7 +421,8 @@ def bench_size(n: int, args, results: dict) -> None:
         cp.cuda.Device().synchronize()
         knn_s = time.perf_counter() - t
         summary[f"exact kNN {n:,} x 384, k=15 (all pairs, TF32 GEMM + exact refine)"] = (
-            f"{knn_s:.2f} s (target {TARGETS['knn_1m']}; a first call on 2,000 points before it: {warm_s:.2f} s)")
+            f"{knn_s:.2f} s (target {TARGETS['knn_1m']}; a first call on 2,000 points before it: {warm_s:.2f} s)"
+        )
     else:
         cp.cuda.Device().synchronize()
         t = time.perf_counter()
@@ -394,13 +444,15 @@ def bench_size(n: int, args, results: dict) -> None:
         for strategy, rule in (("hogwild", 1), ("chunked", "auto"), ("vertex", 1)):
             times = time_kernels(graph, strategy, rule, engine=engine)
             key = f"kernels of {strategy} {label}, windows of {times.pop('window')} epochs, {code} code"
-            text = f"{times.pop('total'):.3f} ms/epoch in all (" + ", ".join(
-                f"{k} {v:.3f}" for k, v in times.items()) + ")"
+            text = (
+                f"{times.pop('total'):.3f} ms/epoch in all ("
+                + ", ".join(f"{k} {v:.3f}" for k, v in times.items())
+                + ")"
+            )
             summary[key] = text
             log(f"{key}: {text}")
     include = args.strategies.split(",") if n <= 1_000_000 else args.strategies_large.split(",")
-    results["layout"] += layout_suite(graph, label, include=include,
-                                      baseline=args.baseline_engine)
+    results["layout"] += layout_suite(graph, label, include=include, baseline=args.baseline_engine)
 
 
 def bench_probe(n: int, args, results: dict) -> None:
@@ -421,34 +473,54 @@ def bench_probe(n: int, args, results: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="1000000,5000000",
-                    help='graph sizes to time; "" for none (e.g. with --skip-fit --umap-learn N)')
-    ap.add_argument("--strategies", default="hogwild,chunked,shipped,degree,buffered,vertex",
-                    help="what to time up to 1M")
-    ap.add_argument("--strategies-large", default="hogwild,chunked,shipped,buffered,vertex",
-                    help="what to time above 1M")
+    ap.add_argument(
+        "--sizes",
+        default="1000000,5000000",
+        help='graph sizes to time; "" for none (e.g. with --skip-fit --umap-learn N)',
+    )
+    ap.add_argument(
+        "--strategies", default="hogwild,chunked,shipped,degree,buffered,vertex", help="what to time up to 1M"
+    )
+    ap.add_argument(
+        "--strategies-large", default="hogwild,chunked,shipped,buffered,vertex", help="what to time above 1M"
+    )
     ap.add_argument("--probe", type=int, default=0, help="also time a hub-free 2-D blobs graph of this size")
     ap.add_argument("--skip-fit", action="store_true")
     ap.add_argument("--skip-kernels", action="store_true", help="no per-kernel timing pass (time_kernels)")
-    ap.add_argument("--baseline", default="", help="a folder with another version's engine_gpu.py and engine_gpu.cu, "
-                    "timed beside the current code (before and after in one run)")
-    ap.add_argument("--library-pow", action="store_true", help="the baseline is the current engine compiled "
-                    "with CUDA's powf instead of pow_portable: what the portable power function costs")
+    ap.add_argument(
+        "--baseline",
+        default="",
+        help="a folder with another version's engine_gpu.py and engine_gpu.cu, "
+        "timed beside the current code (before and after in one run)",
+    )
+    ap.add_argument(
+        "--library-pow",
+        action="store_true",
+        help="the baseline is the current engine compiled "
+        "with CUDA's powf instead of pow_portable: what the portable power function costs",
+    )
     ap.add_argument("--spectral-timeout", type=float, default=0, help="also time CPU spectral init (s limit)")
     ap.add_argument("--umap-learn", type=int, default=0, help="subset size for umap-learn (0: skip)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
     args = ap.parse_args()
     if args.baseline and args.library_pow:
         ap.error("--baseline and --library-pow each name the baseline: pass one")
-    args.baseline_engine = library_pow_engine() if args.library_pow else (
-        load_engine(args.baseline) if args.baseline else None)
+    args.baseline_engine = (
+        library_pow_engine() if args.library_pow else (load_engine(args.baseline) if args.baseline else None)
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv),
-                     "device": device_info(), "layout": [], "summary": {}}
+    results: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": " ".join(sys.argv),
+        "device": device_info(),
+        "layout": [],
+        "summary": {},
+    }
     log("device", results["device"])
     summary = results["summary"]
     sizes = [int(float(v)) for v in args.sizes.split(",") if v.strip()]
+
     def run_size(n):
         try:
             bench_size(n, args, results)
@@ -492,22 +564,26 @@ def main() -> None:
         del X_host
         results["umap_fit_transform_1m_s"] = umap_s
         summary["UMAP(random_state=0).fit_transform(1M x 384 NumPy array), default spectral init"] = (
-            f"{umap_s:.2f} s (target {TARGETS['fit_1m']})")
+            f"{umap_s:.2f} s (target {TARGETS['fit_1m']})"
+        )
         if tr is not None:
             results["transform_1m"] = tr
             calls = " / ".join(f"{v:.3f}" for v in tr["calls_s"])
             summary[f"that model's transform of {tr['n_new']:,} new points, three calls"] = (
                 f"{calls} s; its neighbour search alone {tr['search_s']['unprepared']:.3f} s without the prepared "
-                f"training data (every call before), {tr['search_s']['prepared']:.3f} s with it")
+                f"training data (every call before), {tr['search_s']['prepared']:.3f} s with it"
+            )
         if "total_s" in fit:
             shares = ", ".join(f"{k} {v:.2f}s ({fit['shares'][k]:.0%})" for k, v in fit["stages_s"].items())
             summary["GPU pipeline 1M x 384, init=spectral"] = (
-                f"{fit['total_s']:.2f} s (target {TARGETS['fit_1m']}): {shares}")
+                f"{fit['total_s']:.2f} s (target {TARGETS['fit_1m']}): {shares}"
+            )
             if args.spectral_timeout > 0:
                 spec = spectral_init_seconds(graph, args.spectral_timeout)
                 results["spectral_1m_cpu"] = spec
                 summary["CPU spectral init of that 1M graph (16 cores)"] = (
-                    f"{spec['seconds']:.2f} s" if spec["seconds"] is not None else spec["note"])
+                    f"{spec['seconds']:.2f} s" if spec["seconds"] is not None else spec["note"]
+                )
         json.dump(results, open(out / "results.json", "w"), indent=1)
     if args.umap_learn:
         n_sub = args.umap_learn
@@ -519,7 +595,8 @@ def main() -> None:
         if "seconds" in ul:
             summary[f"umap-learn {n_sub:,} x 384 on {ul['cores']} CPU cores (JIT warmed up)"] = (
                 f"{ul['seconds']:.1f} s vs this GPU pipeline {gpu_fit['total_s']:.2f} s: "
-                f"{ul['seconds'] / gpu_fit['total_s']:.0f}x")
+                f"{ul['seconds'] / gpu_fit['total_s']:.0f}x"
+            )
         else:
             summary["umap-learn"] = ul["skipped"]
     json.dump(results, open(out / "results.json", "w"), indent=1)

@@ -48,8 +48,9 @@ def differing_rows(idx_a: np.ndarray, idx_b: np.ndarray) -> int:
 
 def knn_report(name: str, ref_idx, ref_dist, idx, dist) -> str:
     """One line: rows whose neighbour sets differ and rows whose (indices, distances) bytes differ."""
-    byte_rows = int(np.count_nonzero((idx != ref_idx).any(axis=1) | (dist.view(np.uint32) != ref_dist.view(np.uint32))
-                                     .any(axis=1)))
+    byte_rows = int(
+        np.count_nonzero((idx != ref_idx).any(axis=1) | (dist.view(np.uint32) != ref_dist.view(np.uint32)).any(axis=1))
+    )
     return f"{name}: {differing_rows(ref_idx, idx)} rows with other neighbours, {byte_rows} rows with other bytes"
 
 
@@ -82,18 +83,31 @@ def run_gpu(cases) -> bool:
         vals = fuzzy_cpu._memberships(idx.astype(np.int64), dist, sigma, rho)
         vals_g = cp.empty(idx.size, dtype=cp.float32)
         fuzzy_gpu._module().get_function("memberships")(
-            (-(-idx.size // 256),), (256,),
-            (cp.asarray(idx), cp.asarray(dist), cp.asarray(sigma), cp.asarray(rho), np.int32(idx.shape[0]),
-             np.int32(K), vals_g))
+            (-(-idx.size // 256),),
+            (256,),
+            (
+                cp.asarray(idx),
+                cp.asarray(dist),
+                cp.asarray(sigma),
+                cp.asarray(rho),
+                np.int32(idx.shape[0]),
+                np.int32(K),
+                vals_g,
+            ),
+        )
         gap = cp.asarray(dist) - cp.asarray(rho)[:, None]
         cuda_exp = cp.exp(-(gap / cp.asarray(sigma)[:, None]).astype(cp.float64)).astype(cp.float32).ravel()
         live = (vals != 0) & (vals != 1)
-        print(f"  fuzzy from the same kNN: sigma differs in {np.count_nonzero(sigma != sigma_g)}, rho in "
-              f"{np.count_nonzero(rho != rho_g)} of {len(sigma):,} rows; memberships differ in "
-              f"{np.count_nonzero(vals != vals_g.get())} of {np.count_nonzero(live):,} (exp twins); CUDA's exp "
-              f"rounded to float32 would differ in {np.count_nonzero(cuda_exp.get()[live] != vals[live])}")
-        same = {f: np.array_equal(getattr(cpu, f), getattr(gpu, f)) for f in
-                ("knn_indices", "knn_dists", "head", "tail", "weight", "epochs_per_sample")}
+        print(
+            f"  fuzzy from the same kNN: sigma differs in {np.count_nonzero(sigma != sigma_g)}, rho in "
+            f"{np.count_nonzero(rho != rho_g)} of {len(sigma):,} rows; memberships differ in "
+            f"{np.count_nonzero(vals != vals_g.get())} of {np.count_nonzero(live):,} (exp twins); CUDA's exp "
+            f"rounded to float32 would differ in {np.count_nonzero(cuda_exp.get()[live] != vals[live])}"
+        )
+        same = {
+            f: np.array_equal(getattr(cpu, f), getattr(gpu, f))
+            for f in ("knn_indices", "knn_dists", "head", "tail", "weight", "epochs_per_sample")
+        }
         print(f"  graph: fingerprint cpu {cpu.fingerprint} gpu {gpu.fingerprint}; equal arrays: {same}")
         knn_equal = same["knn_indices"] and same["knn_dists"]
         ok &= (cpu.fingerprint == gpu.fingerprint) or not knn_equal
@@ -116,21 +130,48 @@ def run_emulated(cases) -> None:
         bits = Z.view(np.uint32)
         z_tf32 = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)  # round to 10 mantissa bits
         spare = n_candidates(K, X.shape[0], "tf32") - K
-        gpu_idx, gpu_dist = exact_rows(X, rows, K, "euclidean", False, reference=(z_tf32, col_add, scale, prepare),
-                                       n_spare=spare)
+        gpu_idx, gpu_dist = exact_rows(
+            X, rows, K, "euclidean", False, reference=(z_tf32, col_add, scale, prepare), n_spare=spare
+        )
         ref_idx, ref_dist = ref_idx.astype(np.int32), ref_dist.astype(np.float32)
         print(f"## {dataset} {X.shape[0]:,} x {X.shape[1]} ({time.perf_counter() - t0:.0f} s)")
-        print("  " + knn_report("CPU (fp32 GEMM, 8 spares) vs reference", ref_idx, ref_dist, cpu_idx.astype(np.int32),
-                                cpu_dist.astype(np.float32)))
-        print("  " + knn_report(f"emulated GPU (tf32, {spare} spares) vs reference", ref_idx, ref_dist,
-                                gpu_idx.astype(np.int32), gpu_dist.astype(np.float32)))
-        print("  " + knn_report("emulated GPU vs CPU", cpu_idx, cpu_dist.astype(np.float32), gpu_idx.astype(np.int32),
-                                gpu_dist.astype(np.float32)))
+        print(
+            "  "
+            + knn_report(
+                "CPU (fp32 GEMM, 8 spares) vs reference",
+                ref_idx,
+                ref_dist,
+                cpu_idx.astype(np.int32),
+                cpu_dist.astype(np.float32),
+            )
+        )
+        print(
+            "  "
+            + knn_report(
+                f"emulated GPU (tf32, {spare} spares) vs reference",
+                ref_idx,
+                ref_dist,
+                gpu_idx.astype(np.int32),
+                gpu_dist.astype(np.float32),
+            )
+        )
+        print(
+            "  "
+            + knn_report(
+                "emulated GPU vs CPU",
+                cpu_idx,
+                cpu_dist.astype(np.float32),
+                gpu_idx.astype(np.int32),
+                gpu_dist.astype(np.float32),
+            )
+        )
         sample = rows[::10]
         for label, z in (("fp32", Z), ("emulated tf32", z_tf32)):
             need = spares_needed(z[sample] @ z.T, col_add, scale, sample, ref_idx[sample])
-            print(f"  {label} GEMM, every 10th row: {np.count_nonzero(need)} of {len(sample):,} rows rank a true "
-                  f"neighbour beyond the first {K}; spares needed at most {need.max()}")
+            print(
+                f"  {label} GEMM, every 10th row: {np.count_nonzero(need)} of {len(sample):,} rows rank a true "
+                f"neighbour beyond the first {K}; spares needed at most {need.max()}"
+            )
 
 
 def spares_needed(gram: np.ndarray, col_add: np.ndarray, scale, rows: np.ndarray, true_idx: np.ndarray) -> np.ndarray:
@@ -214,24 +255,43 @@ def run_libm(cases) -> None:
             sigma, rho = fuzzy_cpu.smooth_knn_dist(dist)
             vals = fuzzy_cpu._memberships(idx.astype(np.int64), dist, sigma, rho)
             host_sigma, host_rho = np.empty_like(sigma), np.empty_like(rho)
-            kernels.host_smooth_knn_dist(_ptr(dist), ctypes.c_int(len(dist)), ctypes.c_int(K),
-                                         ctypes.c_double(np.log2(K)), ctypes.c_double(float(np.mean(dist))),
-                                         _ptr(host_sigma), _ptr(host_rho))
+            kernels.host_smooth_knn_dist(
+                _ptr(dist),
+                ctypes.c_int(len(dist)),
+                ctypes.c_int(K),
+                ctypes.c_double(np.log2(K)),
+                ctypes.c_double(float(np.mean(dist))),
+                _ptr(host_sigma),
+                _ptr(host_rho),
+            )
             host_vals = np.empty_like(vals)
-            kernels.host_memberships(_ptr(np.ascontiguousarray(idx, dtype=np.int32)), _ptr(dist), _ptr(sigma),
-                                     _ptr(rho), ctypes.c_int(len(dist)), ctypes.c_int(K), _ptr(host_vals))
+            kernels.host_memberships(
+                _ptr(np.ascontiguousarray(idx, dtype=np.int32)),
+                _ptr(dist),
+                _ptr(sigma),
+                _ptr(rho),
+                ctypes.c_int(len(dist)),
+                ctypes.c_int(K),
+                _ptr(host_vals),
+            )
             bad_sigma, bad_rho = np.count_nonzero(host_sigma != sigma), np.count_nonzero(host_rho != rho)
-            print(f"{dataset} {X.shape[0]:,} x {X.shape[1]}: fuzzy_gpu.cu's kernels as host code against the CPU: "
-                  f"sigma differs in {bad_sigma}, rho in {bad_rho} of {len(sigma):,} rows; memberships in "
-                  f"{np.count_nonzero(host_vals != vals)} of {vals.size:,}")
+            print(
+                f"{dataset} {X.shape[0]:,} x {X.shape[1]}: fuzzy_gpu.cu's kernels as host code against the CPU: "
+                f"sigma differs in {bad_sigma}, rho in {bad_rho} of {len(sigma):,} rows; memberships in "
+                f"{np.count_nonzero(host_vals != vals)} of {vals.size:,}"
+            )
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", default="clusters:20000,mixture:20000,mixture:200000")
     p.add_argument("--emulate", action="store_true", help="no GPU: estimate the kNN's residual on the CPU")
-    p.add_argument("--libm", action="store_true", help="no GPU: the exp twins against this machine's libm, and the "
-                   "fuzzy kernels as host code against the CPU's fuzzy set")
+    p.add_argument(
+        "--libm",
+        action="store_true",
+        help="no GPU: the exp twins against this machine's libm, and the "
+        "fuzzy kernels as host code against the CPU's fuzzy set",
+    )
     args = p.parse_args()
     cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cases.split(",") if c.strip()]
     if args.libm:

@@ -59,8 +59,11 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=0, help="epochs per run (0: the graph's whole schedule)")
     p.add_argument("--dataset", default="mixture")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--runs", default=",".join(f"{s}:{c}" for s, c in RUNS),
-                   help="strategy:n_chunks pairs, comma-separated (default: every row)")
+    p.add_argument(
+        "--runs",
+        default=",".join(f"{s}:{c}" for s, c in RUNS),
+        help="strategy:n_chunks pairs, comma-separated (default: every row)",
+    )
     args = p.parse_args()
     runs = [parse_run(r) for r in args.runs.split(",") if r.strip()]
     if numba.config.NUMBA_NUM_THREADS < 2:
@@ -77,8 +80,11 @@ def main() -> None:
             fp = fingerprints(graph, start, strategy, n_chunks, epochs, args.seed)
             equal = len(set(fp.values())) == 1
             all_equal &= equal
-            print(f"| {args.dataset} {n:,} ({graph.nnz:,} edges) | {strategy} | {n_chunks} | {epochs} | "
-                  f"{fp['cpu/1']} | {fp['cpu/2']} | {fp.get('gpu', '-')} | {equal} |", flush=True)
+            print(
+                f"| {args.dataset} {n:,} ({graph.nnz:,} edges) | {strategy} | {n_chunks} | {epochs} | "
+                f"{fp['cpu/1']} | {fp['cpu/2']} | {fp.get('gpu', '-')} | {equal} |",
+                flush=True,
+            )
     sys.exit(0 if all_equal else 1)
 
 

@@ -77,8 +77,12 @@ def sync(device: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", default=["clusters:50000"],
-                        help="name:n (name:0: the whole set); name:n:ROWS[:OVERLAPS[:REFINE[:REPEATS]]] for this set")
+    parser.add_argument(
+        "--sets",
+        nargs="+",
+        default=["clusters:50000"],
+        help="name:n (name:0: the whole set); name:n:ROWS[:OVERLAPS[:REFINE[:REPEATS]]] for this set",
+    )
     parser.add_argument("--rows", default="2048,8192", help="rows per partition, comma-separated")
     parser.add_argument("--overlaps", default="2,3")
     parser.add_argument("--refine", type=int, default=0, help="refinement rounds measured after the search")
@@ -91,24 +95,39 @@ def main() -> None:
     metric = "euclidean"
     for item in args.sets:
         name, n, *tail = item.split(":")
-        rows_list, overlaps, rounds_most, repeat_list = (tail + [args.rows, args.overlaps, args.refine,
-                                                                 args.repeats][len(tail):])[:4]
+        rows_list, overlaps, rounds_most, repeat_list = (
+            tail + [args.rows, args.overlaps, args.refine, args.repeats][len(tail) :]
+        )[:4]
         t = time.perf_counter()
         X = load(name, int(n), args.device)
         sync(args.device)
         made = time.perf_counter() - t
         truth = sampled_truth(X, args.k, args.sample, seed=1, metric=metric, device=args.device)
         ratio = round(contrast(X, *truth), 3)
-        configs = [(int(r), int(o), int(p)) for r in str(rows_list).split(",") for o in str(overlaps).split(",")
-                   for p in str(repeat_list).split(",")]
+        configs = [
+            (int(r), int(o), int(p))
+            for r in str(rows_list).split(",")
+            for o in str(overlaps).split(",")
+            for p in str(repeat_list).split(",")
+        ]
         for rows, overlap, repeats in configs:
             n_partitions = max(1, -(-X.shape[0] // rows))
             timings: dict = {}
             sync(args.device)
             t0 = time.perf_counter()
-            idx, _ = partitioned.partitioned_knn(X, args.k, metric, n_partitions=n_partitions, overlap=overlap,
-                                                 random_state=0, timings=timings, device=args.device,
-                                                 return_device=True, refine=0, repeats=repeats)
+            idx, _ = partitioned.partitioned_knn(
+                X,
+                args.k,
+                metric,
+                n_partitions=n_partitions,
+                overlap=overlap,
+                random_state=0,
+                timings=timings,
+                device=args.device,
+                return_device=True,
+                refine=0,
+                repeats=repeats,
+            )
             sync(args.device)
             search = time.perf_counter() - t0
             refined = 0.0
@@ -120,14 +139,26 @@ def main() -> None:
                     sync(args.device)
                     refined += time.perf_counter() - t1
                 recall = recall_from_truth(idx, *truth)
-                row = {"data": name, "n": int(X.shape[0]), "d": int(X.shape[1]), "rows_per_partition": rows,
-                       "overlap": overlap, "repeats": repeats, "refine": rounds, "partitions": timings["n_partitions"],
-                       "largest": timings["largest_partition"],
-                       **{key: round(timings[key], 3) for key in ("plan", "searches", "merge")},
-                       "search_s": round(search, 3), "refine_s": round(refined, 3),
-                       "knn_s": round(search + refined, 3), "recall": round(recall, 4), "contrast": ratio,
-                       "device": args.device,
-                       "made_s": round(made, 1), "machine": f"{platform.node()} {os.cpu_count()} cores"}
+                row = {
+                    "data": name,
+                    "n": int(X.shape[0]),
+                    "d": int(X.shape[1]),
+                    "rows_per_partition": rows,
+                    "overlap": overlap,
+                    "repeats": repeats,
+                    "refine": rounds,
+                    "partitions": timings["n_partitions"],
+                    "largest": timings["largest_partition"],
+                    **{key: round(timings[key], 3) for key in ("plan", "searches", "merge")},
+                    "search_s": round(search, 3),
+                    "refine_s": round(refined, 3),
+                    "knn_s": round(search + refined, 3),
+                    "recall": round(recall, 4),
+                    "contrast": ratio,
+                    "device": args.device,
+                    "made_s": round(made, 1),
+                    "machine": f"{platform.node()} {os.cpu_count()} cores",
+                }
                 print(json.dumps(row), flush=True)
                 if args.out:
                     with open(args.out, "a") as fh:

@@ -90,8 +90,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     cpu = platform.processor() or platform.machine()
-    print(f"umapviz render bench: device={args.device}, {args.width}x{args.height}, PNG level {args.png_level}, "
-          f"median (and best) of {args.repeats} frames after the first; {cpu}, {os.cpu_count()} cores")
+    print(
+        f"umapviz render bench: device={args.device}, {args.width}x{args.height}, PNG level {args.png_level}, "
+        f"median (and best) of {args.repeats} frames after the first; {cpu}, {os.cpu_count()} cores"
+    )
     if args.device == "gpu":
         import cupy as cp  # noqa: PLC0415 - only with --device gpu
 

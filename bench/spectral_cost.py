@@ -90,17 +90,33 @@ def time_now(graph, device: str, repeat: int, clock: str = "perf_counter") -> tu
 def time_before(graph, rev: str, device: str, repeat: int, clock: str = "perf_counter") -> dict:
     """spectral_init's best seconds, fingerprint and layout at git revision ``rev``, in a subprocess."""
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "umapviz"], check=True,
-                                 capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev, "umapviz"], check=True, capture_output=True
+        ).stdout
         with tarfile.open(fileobj=BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
         path = Path(tmp) / "graph.npz"
-        np.savez(path, head=graph.head, tail=graph.tail, weight=graph.weight,
-                 epochs_per_sample=graph.epochs_per_sample, knn_indices=graph.knn_indices,
-                 knn_dists=graph.knn_dists, a=graph.a, b=graph.b, n_epochs=graph.n_epochs)
+        np.savez(
+            path,
+            head=graph.head,
+            tail=graph.tail,
+            weight=graph.weight,
+            epochs_per_sample=graph.epochs_per_sample,
+            knn_indices=graph.knn_indices,
+            knn_dists=graph.knn_dists,
+            a=graph.a,
+            b=graph.b,
+            n_epochs=graph.n_epochs,
+        )
         env = {**os.environ, "PYTHONPATH": tmp}
-        out = subprocess.run([sys.executable, "-c", _TIME_SNIPPET, str(path), device, str(repeat), tmp, clock], env=env,
-                             cwd=tmp, check=True, capture_output=True, text=True).stdout  # not this checkout
+        out = subprocess.run(
+            [sys.executable, "-c", _TIME_SNIPPET, str(path), device, str(repeat), tmp, clock],
+            env=env,
+            cwd=tmp,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout  # not this checkout
         return {**json.loads(out.strip().splitlines()[-1]), "layout": np.load(Path(tmp) / "layout.npy")}
 
 
@@ -126,8 +142,12 @@ def main() -> None:
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     p.add_argument("--before", default=None, help="git revision to time beside the current code")
     p.add_argument("--repeat", type=int, default=2)
-    p.add_argument("--clock", default="wall", choices=("wall", "process"),
-                   help="wall seconds, or CPU seconds of the process (for one thread on a shared machine)")
+    p.add_argument(
+        "--clock",
+        default="wall",
+        choices=("wall", "process"),
+        help="wall seconds, or CPU seconds of the process (for one thread on a shared machine)",
+    )
     p.add_argument("--parity", default="", help="comma-separated sizes for the CPU/GPU fingerprint table")
     args = p.parse_args()
     print(f"Numba threads: {numba.get_num_threads()}; device: {args.device}")
@@ -138,9 +158,12 @@ def main() -> None:
         clock = {"wall": "perf_counter", "process": "process_time"}[args.clock]
         seconds, stats, fp = time_now(graph, args.device, args.repeat, clock)
         before = time_before(graph, args.before, args.device, args.repeat, clock) if args.before else {}
-        print(f"| {n:,} | {args.device} | {seconds:.3f} | {stats.get('products', '')} | "
-              f"{max(stats.get('residual', [0])):.1e} | {before.get('seconds', float('nan')):.3f} | {fp} | "
-              f"{before.get('fingerprint', '')} |", flush=True)
+        print(
+            f"| {n:,} | {args.device} | {seconds:.3f} | {stats.get('products', '')} | "
+            f"{max(stats.get('residual', [0])):.1e} | {before.get('seconds', float('nan')):.3f} | {fp} | "
+            f"{before.get('fingerprint', '')} |",
+            flush=True,
+        )
     ok = True
     if args.parity:
         print("\n| points | cpu, 1 thread | cpu, 2 threads | gpu | equal |\n|---|---|---|---|---|")

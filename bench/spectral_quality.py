@@ -50,7 +50,7 @@ def eigenvalue_gaps(graph, n_vec: int = 3) -> list[float]:
     for c in comps:
         verts = members[bounds[c] : bounds[c + 1]]
         sub = adj if n_comp == 1 else init_mod._component_adjacency(adj, verts, local)
-        (values, _), = spectral.leading_eigenpairs(sub, np.array([0, verts.size]), n_vec, "cpu")
+        ((values, _),) = spectral.leading_eigenpairs(sub, np.array([0, verts.size]), n_vec, "cpu")
         gaps.append(float(np.max(np.abs(values - scipy_top(sub, n_vec)))))
     return gaps
 
@@ -72,12 +72,16 @@ def main() -> None:
     graph = clusters_graph(args.n, "cpu")
     X, _ = datasets.load("clusters", n_samples=args.n, random_state=0)
     gaps = eigenvalue_gaps(graph)
-    print(f"components solved: {len(gaps)}; largest |eigenvalue - SciPy's|: {max(gaps):.1e} "
-          f"(tolerance {spectral.TOL:.0e})")
+    print(
+        f"components solved: {len(gaps)}; largest |eigenvalue - SciPy's|: {max(gaps):.1e} "
+        f"(tolerance {spectral.TOL:.0e})"
+    )
     print(f"\n| start | trustworthiness of the start | after {args.epochs} epochs | neighbour outliers |")
     print("|---|---|---|---|")
-    starts = {f"before ({args.before})": time_before(graph, args.before, "cpu", 1)["layout"],
-              "now": spectral_init(graph, 2, 0)}
+    starts = {
+        f"before ({args.before})": time_before(graph, args.before, "cpu", 1)["layout"],
+        "now": spectral_init(graph, 2, 0),
+    }
     for name, start in starts.items():
         t0, t1, out = run_from(graph, X, start, args.epochs)
         print(f"| {name} | {t0:.4f} | {t1:.4f} | {out} |", flush=True)

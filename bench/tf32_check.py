@@ -104,18 +104,25 @@ def run(name: str, n: int) -> str:
     for precision in ("fp32", "tf32", "auto"):
         search(precision)
     auto_rows = stats["auto"]["rows_fp32"]
-    return (f"| {name} | {n:,} x {X.shape[1]} | {worst:.3f} / {median:.4f} | {seconds['fp32']:.3f} | "
-            f"{seconds['tf32']:.3f} | {seconds['auto']:.3f} | {auto_rows:,} ({100 * auto_rows / n:.2f}%) | "
-            f"{differing(results['tf32'], results['fp32']):,} | {differing(results['auto'], results['fp32']):,} |")
+    return (
+        f"| {name} | {n:,} x {X.shape[1]} | {worst:.3f} / {median:.4f} | {seconds['fp32']:.3f} | "
+        f"{seconds['tf32']:.3f} | {seconds['auto']:.3f} | {auto_rows:,} ({100 * auto_rows / n:.2f}%) | "
+        f"{differing(results['tf32'], results['fp32']):,} | {differing(results['auto'], results['fp32']):,} |"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="text_like_gpu:500000,mixture_gpu:500000,pca50:400000,plane16:400000,"
-                    "plane64:400000", help="name:n, comma-separated")
+    ap.add_argument(
+        "--cases",
+        default="text_like_gpu:500000,mixture_gpu:500000,pca50:400000,plane16:400000,plane64:400000",
+        help="name:n, comma-separated",
+    )
     args = ap.parse_args()
-    print("| data | n x d | error / bound, largest / median | fp32 s | tf32 s | auto s | auto: rows searched again "
-          "in FP32 | rows differing from fp32: tf32 | auto |")
+    print(
+        "| data | n x d | error / bound, largest / median | fp32 s | tf32 s | auto s | auto: rows searched again "
+        "in FP32 | rows differing from fp32: tf32 | auto |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for case in args.cases.split(","):
         name, n = case.split(":")

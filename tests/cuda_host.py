@@ -66,8 +66,18 @@ def build_host_library(source: str, folder: Path, include_dirs: tuple[Path, ...]
         raise RuntimeError("no C++ compiler (g++ or c++) on PATH to build CUDA code as host code")
     src, lib = Path(folder) / "host.cpp", Path(folder) / "host.so"
     src.write_text(source)
-    cmd = [cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC", "-shared",
-           *(f"-I{d}" for d in include_dirs), str(src), "-o", str(lib)]
+    cmd = [
+        cxx,
+        "-std=c++17",
+        "-O2",
+        "-ffp-contract=off",
+        "-fPIC",
+        "-shared",
+        *(f"-I{d}" for d in include_dirs),
+        str(src),
+        "-o",
+        str(lib),
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{run.stderr}")

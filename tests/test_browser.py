@@ -38,13 +38,23 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 SHOTS = ROOT / "bench" / "screenshots"
 CHROMIUM = os.environ.get("UMAPVIZ_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 FIRST_FRAME_TARGET_S = 5.0
 FPS_TARGET = 5.0
 
-CELLS = ("import umapviz\nexplorer = umapviz.Explorer()\nexplorer",
-         "import json\nprint(json.dumps(explorer.timings))")  # kernel-side seconds per start-up stage
+CELLS = (
+    "import umapviz\nexplorer = umapviz.Explorer()\nexplorer",
+    "import json\nprint(json.dumps(explorer.timings))",
+)  # kernel-side seconds per start-up stage
 # Panels nothing refers to: the kernel keeps weak references and their threads only, in `shown`.
 UNNAMED_CELLS = (
     textwrap.dedent("""\
@@ -138,8 +148,17 @@ def _free_port() -> int:
 
 def _write_notebook(path: Path, cells: tuple[str, ...]) -> None:
     notebook = {
-        "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell{i}", "metadata": {},
-                   "outputs": [], "source": source} for i, source in enumerate(cells)],
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"cell{i}",
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+            for i, source in enumerate(cells)
+        ],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -169,8 +188,10 @@ def _status(page) -> dict[str, int]:
     text = page.inner_text(".umapviz-status")
     epoch = re.search(r"epoch\s+(\d+)\s*/\s*(\d+)", text)
     outliers = re.search(r"outliers\s+([\d,]+)", text)
-    return {"epoch": int(epoch.group(1)) if epoch else -1,
-            "outliers": int(outliers.group(1).replace(",", "")) if outliers else -1}
+    return {
+        "epoch": int(epoch.group(1)) if epoch else -1,
+        "outliers": int(outliers.group(1).replace(",", "")) if outliers else -1,
+    }
 
 
 def _shrink_copy(src: Path, dst: Path, width: int = 1400) -> None:
@@ -216,8 +237,9 @@ def lab(tmp_path, warm_cache):
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    with jupyter_lab(root, tmp_path, UMAPVIZ_CACHE_DIR=str(warm_cache),
-                     JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings")) as server:
+    with jupyter_lab(
+        root, tmp_path, UMAPVIZ_CACHE_DIR=str(warm_cache), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings")
+    ) as server:
         yield server
 
 
@@ -227,23 +249,42 @@ def jupyter_lab(root: Path, scratch: Path, **env: str):
     (``lab.log``) in ``scratch``, ``env`` added to its environment; the page exposes the app
     (window.jupyterapp) for tests to run commands. Yields {"base", "token", "log"}; stops the server after."""
     port, token = _free_port(), os.urandom(12).hex()
-    env = dict(os.environ, JUPYTERLAB_WORKSPACES_DIR=str(scratch / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(scratch / "run"), **env)
+    env = dict(
+        os.environ,
+        JUPYTERLAB_WORKSPACES_DIR=str(scratch / "workspaces"),
+        JUPYTER_RUNTIME_DIR=str(scratch / "run"),
+        **env,
+    )
     log_path = scratch / "lab.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-             f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-             "--ServerApp.port_retries=0",
-             "--allow-root",  # containers and CI runners often run as root; the server listens on 127.0.0.1 only
-             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.port_retries=0",
+                "--allow-root",  # containers and CI runners often run as root; the server listens on 127.0.0.1 only
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.expose_app_in_browser=True",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=root,
             stdin=subprocess.DEVNULL,  # never the runner's terminal: a background job reading it would be stopped
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            _wait_for(lambda: server.poll() is None and _get(f"{base}/api/status?token={token}"), 90,
-                      f"JupyterLab to answer (see its log: {log_path})")
+            _wait_for(
+                lambda: server.poll() is None and _get(f"{base}/api/status?token={token}"),
+                90,
+                f"JupyterLab to answer (see its log: {log_path})",
+            )
             yield {"base": base, "token": token, "log": log_path}
         finally:
             server.terminate()
@@ -324,8 +365,11 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
 
             # Buffered: restart from the cached graph, play until points are flung, show them ringed.
             page.select_option(".umapviz-strategy select", "buffered")
-            _wait_for(lambda: _status(page)["epoch"] == 0 and "buffered" in page.inner_text(".umapviz-status"),
-                      60, "the buffered restart")
+            _wait_for(
+                lambda: _status(page)["epoch"] == 0 and "buffered" in page.inner_text(".umapviz-status"),
+                60,
+                "the buffered restart",
+            )
             page.click("button.umapviz-play")
             _wait_for(lambda: _status(page)["epoch"] >= 30, 120, "30 buffered epochs")
             page.click("button.umapviz-pause")
@@ -355,11 +399,14 @@ def test_explorer_plays_and_pauses_in_jupyterlab(lab):
 
 def _command(page, command: str, cell: int | None = None) -> None:
     """Run a JupyterLab command on the open notebook, with cell number ``cell`` made the active one first."""
-    page.evaluate("""([command, cell]) => {
+    page.evaluate(
+        """([command, cell]) => {
       const notebook = window.jupyterapp.shell.currentWidget.content;
       if (cell !== null) { notebook.activeCellIndex = cell; }
       return window.jupyterapp.commands.execute(command);
-    }""", [command, cell])
+    }""",
+        [command, cell],
+    )
 
 
 def _cell_output(page, cell: int) -> str:
@@ -371,12 +418,18 @@ def _run_for_output(page, cell: int, prefix: str, source: str | None = None, tim
     return its output's line that starts with ``prefix``, once it is there."""
     _command(page, "notebook:clear-cell-output", cell)
     if source is not None:
-        page.evaluate("""([cell, source]) => {
+        page.evaluate(
+            """([cell, source]) => {
           window.jupyterapp.shell.currentWidget.content.widgets[cell].model.sharedModel.setSource(source);
-        }""", [cell, source])
+        }""",
+            [cell, source],
+        )
     _command(page, "notebook:run-cell", cell)
-    lines = _wait_for(lambda: [line for line in _cell_output(page, cell).splitlines() if line.startswith(prefix)],
-                      timeout, f"cell {cell} to print {prefix!r}")
+    lines = _wait_for(
+        lambda: [line for line in _cell_output(page, cell).splitlines() if line.startswith(prefix)],
+        timeout,
+        f"cell {cell} to print {prefix!r}",
+    )
     return lines[0]
 
 

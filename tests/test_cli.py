@@ -93,18 +93,37 @@ def test_demo_cli_takes_n_neighbors_as_its_advice_says(capsys):
     """Too few points for the default 15 neighbours: the error says to lower n_neighbors, which the demo takes."""
     assert main(["demo", "--dataset", "moons", "--n-samples", "10", "--n-epochs", "5"]) == 2
     assert "Lower --n-neighbors" in capsys.readouterr().err
-    assert main(["demo", "--dataset", "moons", "--n-samples", "10", "--n-neighbors", "5", "--n-epochs", "5",
-                 "--n-chunks", "2"]) == 0
+    assert (
+        main(
+            [
+                "demo",
+                "--dataset",
+                "moons",
+                "--n-samples",
+                "10",
+                "--n-neighbors",
+                "5",
+                "--n-epochs",
+                "5",
+                "--n-chunks",
+                "2",
+            ]
+        )
+        == 0
+    )
 
 
-@pytest.mark.parametrize("flags, said", [
-    (["--n-neighbors", "1"], "--n-neighbors 1 is too small"),
-    (["--random-state", "-1"], "--random-state -1 is out of range"),
-    (["--n-epochs", "0"], "--n-epochs 0 is not allowed"),
-    (["--n-samples", "0"], "--n-samples must be a positive integer (or leave out --n-samples"),
-    (["--n-chunks", "100000"], "--n-chunks 100000 is out of range"),
-    (["--label-column", "label"], "--label-column 'label' applies to files"),
-])
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--n-neighbors", "1"], "--n-neighbors 1 is too small"),
+        (["--random-state", "-1"], "--random-state -1 is out of range"),
+        (["--n-epochs", "0"], "--n-epochs 0 is not allowed"),
+        (["--n-samples", "0"], "--n-samples must be a positive integer (or leave out --n-samples"),
+        (["--n-chunks", "100000"], "--n-chunks 100000 is out of range"),
+        (["--label-column", "label"], "--label-column 'label' applies to files"),
+    ],
+)
 def test_demo_cli_errors_name_the_flags_not_the_api_parameters(capsys, flags, said):
     """The errors came from the Python API and named its parameters (n_neighbors=1), not the flags typed."""
     assert main(["demo", "--dataset", "moons", "--n-samples", "40", "--n-epochs", "5", *flags]) == 2
@@ -126,15 +145,27 @@ def test_demo_cli_label_column_reaches_the_file_reader(capsys, tmp_path, monkeyp
         seen.update(kwargs)
         raise ValueError("stop here")
 
-
     monkeypatch.setattr(datasets, "load", spy)
     assert main(["demo", "--dataset", str(path), "--label-column", "target"]) == 2
     assert seen["label_column"] == "target"
 
 
 def test_demo_cli_writes_figures(tmp_path, capsys):
-    code = main(["demo", "--dataset", "moons", "--n-samples", "400", "--n-chunks", "4", "--n-epochs", "20",
-                 "--out", str(tmp_path)])
+    code = main(
+        [
+            "demo",
+            "--dataset",
+            "moons",
+            "--n-samples",
+            "400",
+            "--n-chunks",
+            "4",
+            "--n-epochs",
+            "20",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     assert "buffered" in capsys.readouterr().out
 
@@ -146,9 +177,11 @@ def test_demo_start_computed_once_gives_the_bytes_of_init_spectral():
     """The runs share one spectral start instead of each computing it: the layouts must not change."""
     rows = run_demo("blobs", n_samples=500, n_chunks=[3], n_epochs=20, progress=False)
     graph = _graph("blobs", 500, 20)
-    assert [r["fingerprint"] for r in rows] == [_fingerprint(graph, "sequential", 0),
-                                                _fingerprint(graph, "buffered", 0),
-                                                _fingerprint(graph, "chunked", 0, 3)]
+    assert [r["fingerprint"] for r in rows] == [
+        _fingerprint(graph, "sequential", 0),
+        _fingerprint(graph, "buffered", 0),
+        _fingerprint(graph, "chunked", 0, 3),
+    ]
 
 
 @pytest.mark.parametrize("command", ["demo", "compare", "bench"])
@@ -173,8 +206,13 @@ def test_new_commands_name_the_flags_in_api_errors(capsys, command):
 def test_compare_runs_every_n_chunks_per_seed_against_that_seeds_sequential_layout():
     rows = run_compare("blobs", n_samples=500, n_chunks=[1, 5], seeds=[0, 3], n_epochs=20, progress=False)
     assert [(r["seed"], r["strategy"], r["n_chunks"]) for r in rows] == [
-        (0, "sequential", "-"), (0, "chunked", 1), (0, "chunked", 5),
-        (3, "sequential", "-"), (3, "chunked", 1), (3, "chunked", 5)]
+        (0, "sequential", "-"),
+        (0, "chunked", 1),
+        (0, "chunked", 5),
+        (3, "sequential", "-"),
+        (3, "chunked", 1),
+        (3, "chunked", 5),
+    ]
     graph = _graph("blobs", 500, 20)
     for r in rows:  # each run is what a LayoutOptimizer of that seed makes (one chunk: buffered's bytes)
         strategy = "buffered" if r["n_chunks"] == 1 else r["strategy"]
@@ -186,8 +224,9 @@ def test_compare_runs_every_n_chunks_per_seed_against_that_seeds_sequential_layo
 
 def test_demo_and_compare_take_hogwild_as_their_reference_when_asked():
     """The GPU's default (its sequential strategy is one thread); on the CPU only when asked."""
-    rows = run_compare("moons", n_samples=200, n_chunks=[2], seeds=[0], n_epochs=10, progress=False,
-                       reference="hogwild")
+    rows = run_compare(
+        "moons", n_samples=200, n_chunks=[2], seeds=[0], n_epochs=10, progress=False, reference="hogwild"
+    )
     assert [r["strategy"] for r in rows] == ["hogwild", "chunked"] and rows[0]["outliers_bounds"] == 0
     for run in (run_compare, run_demo):
         with pytest.raises(ValueError, match=r"reference='buffered' is not one of \('sequential', 'hogwild'\)"):
@@ -198,11 +237,23 @@ def test_demo_and_compare_take_hogwild_as_their_reference_when_asked():
 
 def test_compare_summary_counts_the_seeds_clean_by_both_tests():
     def row(seed, chunks, bounds, neighbors, rule=""):
-        return {"seed": seed, "strategy": "chunked", "n_chunks": chunks, "rule": rule,
-                "outliers_bounds": bounds, "outliers_neighbors": neighbors}
+        return {
+            "seed": seed,
+            "strategy": "chunked",
+            "n_chunks": chunks,
+            "rule": rule,
+            "outliers_bounds": bounds,
+            "outliers_neighbors": neighbors,
+        }
 
-    rows = [row(0, 4, 0, 0), row(0, 7, 0, 0, "auto"), row(1, 4, 0, 2), row(1, 9, 3, 0, "auto"), row(2, 4, 0, 0),
-            row(2, 8, 0, 0, "auto")]
+    rows = [
+        row(0, 4, 0, 0),
+        row(0, 7, 0, 0, "auto"),
+        row(1, 4, 0, 2),
+        row(1, 9, 3, 0, "auto"),
+        row(2, 4, 0, 0),
+        row(2, 8, 0, 0, "auto"),
+    ]
     summary = {s["n_chunks"]: s for s in compare_summary(rows)}
     assert summary[4]["clean"] == "2/3" and summary[4]["most_bounds"] == 0 and summary[4]["most_neighbors"] == 2
     # A rule is one group whatever it picked for each seed, and it says what it picked.
@@ -235,8 +286,15 @@ def test_compare_cli_refuses_bad_seeds_and_too_many_chunks_before_any_run(capsys
 
 # --------------------------------------------------------------------------------------------------- bench
 def test_bench_times_each_strategy_and_checks_the_repeats():
-    rows = run_bench("blobs", n_samples=500, strategies=["hogwild", "buffered", "chunked"], n_chunks=3,
-                     n_epochs=12, repeat=2, progress=False)
+    rows = run_bench(
+        "blobs",
+        n_samples=500,
+        strategies=["hogwild", "buffered", "chunked"],
+        n_chunks=3,
+        n_epochs=12,
+        repeat=2,
+        progress=False,
+    )
     assert [r["strategy"] for r in rows] == ["hogwild", "buffered", "chunked"]
     assert rows[0]["x_hogwild"] == 1.0 and rows[2]["n_chunks"] == 3
     assert rows[1]["repeats"] is True and rows[2]["repeats"] is True
@@ -279,8 +337,24 @@ def test_bench_cli_refuses_bad_strategies_and_repeats(capsys):
 
 @pytest.mark.gpu
 def test_bench_on_the_gpu_runs_its_strategies_and_they_repeat(capsys):
-    assert main(["bench", "--device", "gpu", "--dataset", "blobs", "--n-samples", "3000", "--n-epochs", "30",
-                 "--repeat", "2"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--device",
+                "gpu",
+                "--dataset",
+                "blobs",
+                "--n-samples",
+                "3000",
+                "--n-epochs",
+                "30",
+                "--repeat",
+                "2",
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in table[2:]] == ["hogwild", "buffered", "chunked", "vertex"]
     assert all(line.rstrip().endswith("same bytes") for line in table[3:])  # the reproducible three
@@ -288,8 +362,21 @@ def test_bench_on_the_gpu_runs_its_strategies_and_they_repeat(capsys):
 
 @pytest.mark.gpu
 def test_compare_on_the_gpu_counts_against_hogwild_and_repeats_its_chunked_bytes(capsys):
-    flags = ["compare", "--device", "gpu", "--dataset", "blobs", "--n-samples", "3000", "--n-epochs", "30",
-             "--seeds", "0", "--n-chunks", "1,auto"]
+    flags = [
+        "compare",
+        "--device",
+        "gpu",
+        "--dataset",
+        "blobs",
+        "--n-samples",
+        "3000",
+        "--n-epochs",
+        "30",
+        "--seeds",
+        "0",
+        "--n-chunks",
+        "1,auto",
+    ]
     assert main(flags) == 0
     first = capsys.readouterr().out
     assert main(flags) == 0
@@ -326,15 +413,31 @@ def test_demo_prints_the_fingerprints_of_its_graph_and_start(capsys):
 def _demo_bytes_and_rows(out: str) -> tuple[str, dict]:
     """A demo's "bytes" line and its rows' fingerprints by (strategy, n_chunks)."""
     lines = out.splitlines()
-    rows = {tuple(line.split()[:2]): line.split()[-1] for line in lines if line.startswith(("buffered", "chunked",
-                                                                                              "sequential"))}
+    rows = {
+        tuple(line.split()[:2]): line.split()[-1]
+        for line in lines
+        if line.startswith(("buffered", "chunked", "sequential"))
+    }
     return next(line for line in lines if line.startswith("bytes ")), rows
 
 
 @pytest.mark.gpu
 def test_demo_on_the_gpu_prints_the_cpus_fingerprints_from_the_same_graph_and_start(capsys):
-    flags = ["demo", "--dataset", "clusters", "--n-samples", "3000", "--n-epochs", "30", "--init", "random",
-             "--n-chunks", "1,4", "--reference", "sequential"]
+    flags = [
+        "demo",
+        "--dataset",
+        "clusters",
+        "--n-samples",
+        "3000",
+        "--n-epochs",
+        "30",
+        "--init",
+        "random",
+        "--n-chunks",
+        "1,4",
+        "--reference",
+        "sequential",
+    ]
     assert main([*flags, "--device", "cpu"]) == 0
     cpu = _demo_bytes_and_rows(capsys.readouterr().out)
     assert main([*flags, "--device", "gpu"]) == 0
@@ -346,15 +449,26 @@ def test_demo_on_the_gpu_prints_the_cpus_fingerprints_from_the_same_graph_and_st
 def test_demo_cli_names_the_data_above_the_table_and_explains_each_column_below(capsys):
     assert main(["demo", "--dataset", "moons", "--n-samples", "200", "--n-epochs", "10", "--n-chunks", "4"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:4] == ["data    moons: 2-D two interleaved half circles (a 1-D manifold)",
-                         "points  200 points x 2 dimensions, 2 classes",
-                         "graph   15 neighbours per point (itself included), 10 epochs per run",
-                         "device  cpu; outliers counted against the sequential layout (the first row)"]
+    assert lines[:4] == [
+        "data    moons: 2-D two interleaved half circles (a 1-D manifold)",
+        "points  200 points x 2 dimensions, 2 classes",
+        "graph   15 neighbours per point (itself included), 10 epochs per run",
+        "device  cpu; outliers counted against the sequential layout (the first row)",
+    ]
     table = lines.index(next(line for line in lines if line.startswith("strategy ")))
     assert table > 4 and lines[table + 2].startswith("sequential")
-    legend = lines[table + 6:]  # header, rule, three runs, a blank line
-    heads = ["strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)", "peak(neighbors)", "trust",
-             "s/epoch", "fingerprint"]
+    legend = lines[table + 6 :]  # header, rule, three runs, a blank line
+    heads = [
+        "strategy",
+        "n_chunks",
+        "rule",
+        "outliers(bounds)",
+        "outliers(neighbors)",
+        "peak(neighbors)",
+        "trust",
+        "s/epoch",
+        "fingerprint",
+    ]
     assert [line.split()[0] for line in legend] == heads  # one line per column, in the table's order
     assert "[min - 2 std, max + 2 std]" in legend[3] and "20 x the median distance" in legend[4]
     assert "about 0.5 here" not in "\n".join(legend)  # moons has structure: no excuse for its trust
@@ -377,21 +491,40 @@ def test_compare_cli_names_the_data_and_explains_the_columns_of_both_tables(caps
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("data    moons: ") and lines[1] == "points  200 points x 2 dimensions, 2 classes"
     assert lines[2] == "graph   10 neighbours per point (itself included), 10 epochs per run"
-    explained = [line.split()[0] for line in lines[lines.index("", lines.index("", 5) + 1) + 1:]]
-    assert explained == ["seed", "strategy", "n_chunks", "rule", "outliers(bounds)", "outliers(neighbors)",
-                         "peak(neighbors)", "s/epoch", "fingerprint", "used", "clean", "most", "most"]
+    explained = [line.split()[0] for line in lines[lines.index("", lines.index("", 5) + 1) + 1 :]]
+    assert explained == [
+        "seed",
+        "strategy",
+        "n_chunks",
+        "rule",
+        "outliers(bounds)",
+        "outliers(neighbors)",
+        "peak(neighbors)",
+        "s/epoch",
+        "fingerprint",
+        "used",
+        "clean",
+        "most",
+        "most",
+    ]
 
 
 def test_demo_reports_the_most_outliers_after_any_epoch_and_when():
     """A point flung early and pulled back by the last epoch is in the peak column, not the final count."""
     rows = run_demo("clusters", n_samples=2000, n_chunks=[4], n_epochs=12, progress=False)
-    graph = build_graph(datasets.load("clusters", n_samples=2000, random_state=0)[0], n_neighbors=15, n_epochs=12,
-                        random_state=0, progress=False)
+    graph = build_graph(
+        datasets.load("clusters", n_samples=2000, random_state=0)[0],
+        n_neighbors=15,
+        n_epochs=12,
+        random_state=0,
+        progress=False,
+    )
     start = cli._start_layout(graph, "spectral", 0, "cpu")
     assert rows[1]["strategy"] == "buffered" and rows[1]["peak_neighbors"] != "0"  # its hubs fly early
     for row in rows:
-        opt = umapviz.LayoutOptimizer(graph, strategy=row["strategy"], n_chunks=4, random_state=0, init=start,
-                                      n_epochs=12)
+        opt = umapviz.LayoutOptimizer(
+            graph, strategy=row["strategy"], n_chunks=4, random_state=0, init=start, n_epochs=12
+        )
         counts = []
         while not opt.done:
             opt.step(1)

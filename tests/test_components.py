@@ -54,8 +54,9 @@ def test_cpu_labels_are_scipys_in_lowest_vertex_order(seed, n, n_groups, n_edges
 def test_edge_order_and_a_graph_without_edges_change_nothing():
     head, tail, adj = _scattered_graph(3_000, 50, 8_000, 9)
     order = np.random.default_rng(1).permutation(head.size)
-    np.testing.assert_array_equal(connected_components(head[order], tail[order], 3_000)[1],
-                                  connected_components(head, tail, 3_000)[1])
+    np.testing.assert_array_equal(
+        connected_components(head[order], tail[order], 3_000)[1], connected_components(head, tail, 3_000)[1]
+    )
     n_comp, labels = connected_components(np.zeros(0, np.int32), np.zeros(0, np.int32), 5)
     assert n_comp == 5 and labels.tolist() == [0, 1, 2, 3, 4]
 
@@ -109,9 +110,13 @@ def test_gpu_kernels_built_as_host_code_find_the_cpus_lowest_vertices(tmp_path):
     for seed, (n, n_groups, n_edges) in enumerate([(4_000, 60, 6_000), (3_000, 2, 30_000)]):
         head, tail, _ = _scattered_graph(n, n_groups, n_edges, seed)
         parent = np.arange(n, dtype=np.int32)
-        rounds = lib.host_lowest_vertex(head.ctypes.data_as(ctypes.c_void_p), tail.ctypes.data_as(ctypes.c_void_p),
-                                        ctypes.c_longlong(head.size), parent.ctypes.data_as(ctypes.c_void_p),
-                                        ctypes.c_int(n))
+        rounds = lib.host_lowest_vertex(
+            head.ctypes.data_as(ctypes.c_void_p),
+            tail.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_longlong(head.size),
+            parent.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_int(n),
+        )
         assert rounds >= 2
         np.testing.assert_array_equal(parent, lowest_vertex(head, tail, n))
 

@@ -8,8 +8,19 @@ import textwrap
 
 # Everything the core may use only on demand (progress bars, approximate kNN, some datasets, GPUs) or never
 # (plotting and widgets).
-OPTIONAL = ("tqdm", "pynndescent", "sklearn", "pandas", "cupy", "matplotlib", "ipywidgets", "holoviews",
-            "datashader", "bokeh", "panel")
+OPTIONAL = (
+    "tqdm",
+    "pynndescent",
+    "sklearn",
+    "pandas",
+    "cupy",
+    "matplotlib",
+    "ipywidgets",
+    "holoviews",
+    "datashader",
+    "bokeh",
+    "panel",
+)
 
 SCRIPT = textwrap.dedent(
     """
@@ -41,8 +52,9 @@ SCRIPT = textwrap.dedent(
 
 
 def test_core_pipeline_needs_only_numpy_scipy_numba():
-    run = subprocess.run([sys.executable, "-c", SCRIPT.format(optional=OPTIONAL)], capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(optional=OPTIONAL)], capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     fingerprint, trust = run.stdout.split()
     assert len(fingerprint) == 16 and float(trust) > 0.5

@@ -23,8 +23,12 @@ CU_FILES = sorted(ROOT.rglob("*.cu"))
 # engine_gpu.cu is specialised by macros at load time (dimension, private_head, the vertex strategy's n_neg
 # bytes; the benchmark's library powf): compile the default and the other branches too.
 VARIANTS = {
-    "engine_gpu.cu": [[], ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"], ["-DUMV_DIM=1", "-DUMV_LIBRARY_POW=1"],
-                      ["-arch=sm_80"]],  # before Hopper: no vector atomics (the per-coordinate branches)
+    "engine_gpu.cu": [
+        [],
+        ["-DUMV_DIM=3", "-DUMV_PH=0", "-DVTX_NNEG_BYTES=4"],
+        ["-DUMV_DIM=1", "-DUMV_LIBRARY_POW=1"],
+        ["-arch=sm_80"],
+    ],  # before Hopper: no vector atomics (the per-coordinate branches)
     "knn_gpu.cu": [[], ["-DSEL_STAGES=2"], ["-DSEL_STAGES=5"], ["-arch=sm_75"]],  # Turing: no cp.async
 }
 
@@ -39,24 +43,51 @@ def test_there_are_cuda_sources():
 def test_cuda_source_compiles_to_ptx_without_warnings(source, tmp_path):
     for defines in VARIANTS.get(source.name, [[]]):
         arch = [] if any(d.startswith("-arch=") for d in defines) else ["-arch=sm_90"]
-        cmd = ["nvcc", "--ptx", *arch, "-fmad=false", "-std=c++17", "--Werror", "all-warnings",
-               *defines, str(source), "-o", str(tmp_path / "out.ptx")]
+        cmd = [
+            "nvcc",
+            "--ptx",
+            *arch,
+            "-fmad=false",
+            "-std=c++17",
+            "--Werror",
+            "all-warnings",
+            *defines,
+            str(source),
+            "-o",
+            str(tmp_path / "out.ptx"),
+        ]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stdout}\n{run.stderr}"
         assert (tmp_path / "out.ptx").stat().st_size > 0
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
-@pytest.mark.parametrize("source, flags", [
-    ("optimize/engine_gpu.cu", ["-arch=sm_90"]), ("graph/knn/knn_gpu.cu", ["-arch=sm_90"]),
-    ("optimize/engine_gpu.cu", ["-arch=sm_75"]), ("graph/knn/knn_gpu.cu", ["-arch=sm_75"]),
-], ids=["l2-hints", "async-copies", "layout-on-turing", "knn-on-turing"])
+@pytest.mark.parametrize(
+    "source, flags",
+    [
+        ("optimize/engine_gpu.cu", ["-arch=sm_90"]),
+        ("graph/knn/knn_gpu.cu", ["-arch=sm_90"]),
+        ("optimize/engine_gpu.cu", ["-arch=sm_75"]),
+        ("graph/knn/knn_gpu.cu", ["-arch=sm_75"]),
+    ],
+    ids=["l2-hints", "async-copies", "layout-on-turing", "knn-on-turing"],
+)
 def test_inline_ptx_assembles(tmp_path, source, flags):
     """PTX output passes inline asm through unchecked; ptxas (a cubin) checks the instructions: the L2 hints of
     the layout kernels and the kNN selection's asynchronous copies, and that a Turing GPU (sm_75, e.g. a T4),
     which has neither, gets code without them (the default L2 hints once failed to assemble there)."""
-    cmd = ["nvcc", "-cubin", *flags, "-fmad=false", "-std=c++17", "--Werror", "all-warnings",
-           str(ROOT / source), "-o", str(tmp_path / "out.cubin")]
+    cmd = [
+        "nvcc",
+        "-cubin",
+        *flags,
+        "-fmad=false",
+        "-std=c++17",
+        "--Werror",
+        "all-warnings",
+        str(ROOT / source),
+        "-o",
+        str(tmp_path / "out.cubin"),
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stdout}\n{run.stderr}"
 
@@ -66,10 +97,19 @@ def test_layout_kernels_use_only_correctly_rounded_float_operations(tmp_path):
     """The layout's arithmetic is the CPU's only if every float operation is correctly rounded: no FMA (fused,
     it rounds once where the CPU rounds twice) and no approximate instruction (ex2, lg2, rcp.approx, which a
     library powf is made of). The benchmark's library-powf build has both, which shows the check can see them."""
+
     def float_ops(*defines):
         ptx = tmp_path / "out.ptx"
-        cmd = ["nvcc", "--ptx", "-arch=sm_90", *engine_gpu.NVRTC_OPTIONS, *defines, str(engine_gpu.KERNELS), "-o",
-               str(ptx)]
+        cmd = [
+            "nvcc",
+            "--ptx",
+            "-arch=sm_90",
+            *engine_gpu.NVRTC_OPTIONS,
+            *defines,
+            str(engine_gpu.KERNELS),
+            "-o",
+            str(ptx),
+        ]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
         return set(re.findall(r"\b(fma\.\w+|\w+\.approx)\b", ptx.read_text()))
@@ -87,8 +127,11 @@ def test_pow_portable_twins_share_their_tables_and_constants():
     """The CPU and GPU pow_portable give the same bits only with the same constants: the three tables are equal
     entry for entry, and the two functions' bodies hold the same float literals."""
     cu = engine_gpu.KERNELS.read_text()
-    for cpu_name, gpu_name in (("_POW_INVC", "UMV_POW_INVC"), ("_POW_LOGC", "UMV_POW_LOGC"),
-                               ("_POW_EXP2_BITS", "UMV_POW_EXP2_BITS")):
+    for cpu_name, gpu_name in (
+        ("_POW_INVC", "UMV_POW_INVC"),
+        ("_POW_LOGC", "UMV_POW_LOGC"),
+        ("_POW_EXP2_BITS", "UMV_POW_EXP2_BITS"),
+    ):
         table = re.search(rf"{gpu_name}\[\d+\] = \{{(.*?)\}};", cu, re.S).group(1)
         values = [v.strip().removesuffix("ULL") for v in table.replace("\n", " ").split(",")]
         gpu = [int(v, 16) if v.startswith("0x") else float(v) for v in values]
@@ -134,14 +177,22 @@ def test_pow_portable_gpu_twin_compiled_as_host_code_gives_the_cpu_twins_bits(tm
     negatives included) and the layout's range of squared distances, at the layout's exponents and others. The
     same bits everywhere: the twins take the same steps (the GPU tests check the device itself)."""
     cu = engine_gpu.KERNELS.read_text()
-    section = cu[cu.index("// ---- pow_portable"):cu.index("// ---- end of pow_portable")]
+    section = cu[cu.index("// ---- pow_portable") : cu.index("// ---- end of pow_portable")]
     host = build_host_library(_HOST_PRELUDE + section + _HOST_ENTRY, tmp_path)
     host.pows.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_long, ctypes.c_void_p]
     rng = np.random.default_rng(0)
     every = rng.integers(0, 2**32, 4 * 10**6, dtype=np.uint64).astype(np.uint32).view(np.float32)
     layout = (10.0 ** rng.uniform(-8, 4, 10**6)).astype(np.float32)  # squared distances
-    for y, xs in [(0.8956, every), (0.8956, layout), (1.929, layout), (0.5, every), (2.0, every), (-1.5, every),
-                  (37.0, layout), (1.0, layout)]:
+    for y, xs in [
+        (0.8956, every),
+        (0.8956, layout),
+        (1.929, layout),
+        (0.5, every),
+        (2.0, every),
+        (-1.5, every),
+        (37.0, layout),
+        (1.0, layout),
+    ]:
         y = np.float32(y)
         gpu_twin, cpu_twin = np.empty_like(xs), np.empty_like(xs)
         host.pows(xs.ctypes.data, y, xs.size, gpu_twin.ctypes.data)
@@ -150,17 +201,31 @@ def test_pow_portable_gpu_twin_compiled_as_host_code_gives_the_cpu_twins_bits(tm
         assert not differ.any(), f"y = {y}: {int(differ.sum())} differ, e.g. x = {xs[differ][:3]}"
 
 
-@pytest.mark.parametrize("module", ["umapviz.optimize.engine_gpu", "umapviz.graph.knn.knn_gpu",
-                                    "umapviz.graph.fuzzy.fuzzy_gpu",
-                                    "umapviz.graph.start.spectral_gpu"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "umapviz.optimize.engine_gpu",
+        "umapviz.graph.knn.knn_gpu",
+        "umapviz.graph.fuzzy.fuzzy_gpu",
+        "umapviz.graph.start.spectral_gpu",
+    ],
+)
 def test_gpu_modules_import_without_touching_cupy(module):
     mod = importlib.import_module(module)
     assert mod.KERNELS.is_file()
 
 
-@pytest.mark.parametrize("macro, attr", [("SCHED_BLOCK", "_SCHED_BLOCK"), ("SCHED_WMAX", "_SCHED_WMAX"),
-                                         ("VTX_WARPS", "_VERTEX_WARPS"), ("VTX_WIDE", "_VERTEX_WIDE"),
-                                         ("VTX_TILE", "_VERTEX_TILE"), ("PERSIST_THREADS", "PERSIST_THREADS")])
+@pytest.mark.parametrize(
+    "macro, attr",
+    [
+        ("SCHED_BLOCK", "_SCHED_BLOCK"),
+        ("SCHED_WMAX", "_SCHED_WMAX"),
+        ("VTX_WARPS", "_VERTEX_WARPS"),
+        ("VTX_WIDE", "_VERTEX_WIDE"),
+        ("VTX_TILE", "_VERTEX_TILE"),
+        ("PERSIST_THREADS", "PERSIST_THREADS"),
+    ],
+)
 def test_launch_constants_match_the_kernel_source(macro, attr):
     """The host sizes launches from these; a mismatch would silently skip or repeat work."""
     found = re.search(rf"^#define {macro} (\d+)", engine_gpu.KERNELS.read_text(), re.M)

@@ -13,8 +13,16 @@ import pytest
 from umapviz import datasets
 
 SYNTHETIC = ["clusters", "gaussian", "gaussian1024", "mixture", "text_like", "blobs", "moons", "circles"]
-DIMS = {"clusters": 256, "gaussian": 256, "gaussian1024": 1024, "mixture": 256, "text_like": 384, "blobs": 2,
-        "moons": 2, "circles": 2}
+DIMS = {
+    "clusters": 256,
+    "gaussian": 256,
+    "gaussian1024": 1024,
+    "mixture": 256,
+    "text_like": 384,
+    "blobs": 2,
+    "moons": 2,
+    "circles": 2,
+}
 
 
 # --- built-in names ---------------------------------------------------------------------------------
@@ -494,18 +502,26 @@ def test_a_csv_of_gps_like_columns_warns_that_float32_blurs_them(tmp_path):
     """Read as float64 and cast to float32 in the loader, such a file lost its detail without a word."""
     rng = np.random.default_rng(0)
     path = tmp_path / "gps.csv"
-    np.savetxt(path, np.column_stack([5.2e6 + rng.normal(size=200), 1.3e5 + rng.normal(size=200)]), delimiter=",",
-               header="north,east", comments="")
+    np.savetxt(
+        path,
+        np.column_stack([5.2e6 + rng.normal(size=200), 1.3e5 + rng.normal(size=200)]),
+        delimiter=",",
+        header="north,east",
+        comments="",
+    )
     # north keeps ~16 float32 steps across its range; east (~700 steps) is blurred by under 0.1%: not flagged
     with pytest.warns(UserWarning, match=r"file .*gps.csv: .*1 column\(s\).*column 0"):
         X, _ = datasets.load(path)
     assert X.dtype == np.float32
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("\na,b\n1,2\n3,4\n", "starts with a blank line.*Delete the blank line"),
-    ("\n\n\n", "is empty"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("\na,b\n1,2\n3,4\n", "starts with a blank line.*Delete the blank line"),
+        ("\n\n\n", "is empty"),
+    ],
+)
 def test_csv_starting_with_a_blank_line_says_so(tmp_path, text, message):
     """A blank first line gave no column names, and the reader failed with a TypeError about list indices."""
     with pytest.raises(ValueError, match=message):

@@ -115,7 +115,7 @@ def test_optimizer_parameters_are_checked_before_the_graph(monkeypatch, tmp_path
 
 
 def test_learning_rate_must_be_a_real_number_for_the_optimizer_too(small_graph):
-    """"1" and True were silently taken as 1.0, unlike every other numeric parameter."""
+    """ "1" and True were silently taken as 1.0, unlike every other numeric parameter."""
     for bad in ("1", True, None):
         with pytest.raises(TypeError, match="learning_rate must be a number"):
             umapviz.LayoutOptimizer(small_graph, learning_rate=bad)

@@ -413,9 +413,14 @@ def test_adjacency_from_sorted_and_unsorted_edge_lists_is_the_same_matrix(small_
     direct = init_mod._adjacency(small_graph)
     shuffle = np.random.default_rng(0).permutation(small_graph.nnz)
     fields = {name: getattr(small_graph, name) for name in ("head", "tail", "weight", "epochs_per_sample")}
-    shuffled = FuzzyGraph(**{k: v[shuffle] for k, v in fields.items()}, knn_indices=small_graph.knn_indices,
-                          knn_dists=small_graph.knn_dists, a=small_graph.a, b=small_graph.b,
-                          n_epochs=small_graph.n_epochs)
+    shuffled = FuzzyGraph(
+        **{k: v[shuffle] for k, v in fields.items()},
+        knn_indices=small_graph.knn_indices,
+        knn_dists=small_graph.knn_dists,
+        a=small_graph.a,
+        b=small_graph.b,
+        n_epochs=small_graph.n_epochs,
+    )
     converted = init_mod._adjacency(shuffled)
     assert converted.dtype == direct.dtype == np.float32  # the graph's weights as they are, on both devices
     assert (direct != converted).nnz == 0 and direct.nnz == small_graph.nnz
@@ -789,7 +794,6 @@ def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_c
     dropped a smaller one)."""
     import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
-
     n, m, row0 = 5000, 30, 100  # rows 0-3 are points 100-103: column 100 + r is the row's own point
     columns = np.arange(n)
 
@@ -806,9 +810,21 @@ def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_c
     cand = cp.full((4, m), -7, dtype=cp.int32)
     overflow = cp.zeros(4, dtype=cp.int32)
     knn_gpu._module().get_function("select_candidates")(
-        (4,), (knn_gpu._SEL_THREADS,),
-        (cp.asarray(G), np.int32(n), np.int64(n), cp.asarray(col_add), scale, cp.arange(row0, row0 + 4), np.int32(1),
-         np.int32(m), cand, overflow))
+        (4,),
+        (knn_gpu._SEL_THREADS,),
+        (
+            cp.asarray(G),
+            np.int32(n),
+            np.int64(n),
+            cp.asarray(col_add),
+            scale,
+            cp.arange(row0, row0 + 4),
+            np.int32(1),
+            np.int32(m),
+            cand,
+            overflow,
+        ),
+    )
     score = col_add + scale * G  # float32, rounded as the kernel rounds
     score[np.arange(4), row0 + np.arange(4)] = -np.inf
     want = np.stack([np.lexsort((columns, row))[:m] for row in score])
@@ -841,10 +857,26 @@ def test_gpu_tf32_check_flags_a_row_exactly_when_a_left_out_point_may_be_nearer(
     out_idx = np.stack([[i, 5, 6] for i in ids]).astype(np.int32)
     suspect = cp.zeros(rows, dtype=cp.int32)
     knn_gpu._module().get_function("flag_rounding_misses")(
-        (rows,), (knn_gpu._SEL_THREADS,),
-        (cp.asarray(G), np.int32(n), np.int64(n), cp.zeros(n, cp.float32), np.float32(1.0), cp.ones(n, cp.float32),
-         cp.asarray(q_err), np.float32(0.0), cp.asarray(ids, dtype=cp.int64), np.int32(1), cp.asarray(cand),
-         np.int32(5), cp.asarray(out_idx), np.int32(3), suspect))
+        (rows,),
+        (knn_gpu._SEL_THREADS,),
+        (
+            cp.asarray(G),
+            np.int32(n),
+            np.int64(n),
+            cp.zeros(n, cp.float32),
+            np.float32(1.0),
+            cp.ones(n, cp.float32),
+            cp.asarray(q_err),
+            np.float32(0.0),
+            cp.asarray(ids, dtype=cp.int64),
+            np.int32(1),
+            cp.asarray(cand),
+            np.int32(5),
+            cp.asarray(out_idx),
+            np.int32(3),
+            suspect,
+        ),
+    )
     assert suspect.get().tolist() == [0, 1, 0, 1, 0, 0]
 
 
@@ -871,9 +903,13 @@ def test_gpu_knn_of_a_plane_in_many_features_equals_cpu_exact_knn():
 def test_gpu_cosine_knn_of_all_zero_rows_equals_the_cpu():
     X = np.random.default_rng(0).normal(size=(400, 12)).astype(np.float32)
     X[[150, 260, 333, 399]] = 0.0  # empty documents, far down the index order
-    for got, want in ((exact_knn_gpu(X, 8, "cosine"), exact_knn(X, 8, "cosine", progress=False)),
-                      (query_knn_gpu(X, np.zeros((2, 12), np.float32), 6, "cosine"),
-                       query_knn(X, np.zeros((2, 12), np.float32), 6, "cosine"))):
+    for got, want in (
+        (exact_knn_gpu(X, 8, "cosine"), exact_knn(X, 8, "cosine", progress=False)),
+        (
+            query_knn_gpu(X, np.zeros((2, 12), np.float32), 6, "cosine"),
+            query_knn(X, np.zeros((2, 12), np.float32), 6, "cosine"),
+        ),
+    ):
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
     assert list(exact_knn_gpu(X, 8, "cosine")[0][150, :4]) == [150, 260, 333, 399]

@@ -68,15 +68,22 @@ def test_expf_twin_equals_the_c_librarys_expf_the_memberships_call(twins):
 @pytest.mark.skipif(not _GLIBC, reason="the twins follow glibc's exp and expf; this C library is another")
 def test_exp_twin_equals_the_c_librarys_exp_the_bisection_calls(twins):
     rng = np.random.default_rng(1)
-    x = np.concatenate([-rng.uniform(0, 40, 2_000_000), -rng.uniform(0, 760, 1_000_000),
-                        -rng.uniform(0, 1, 500_000) * 2.0 ** -rng.integers(0, 60, 500_000),
-                        [-0.0, -1e-300, -511.9, -512.0, -708.5, -745.0, -745.2, -800.0, -np.inf]])
+    x = np.concatenate(
+        [
+            -rng.uniform(0, 40, 2_000_000),
+            -rng.uniform(0, 760, 1_000_000),
+            -rng.uniform(0, 1, 500_000) * 2.0 ** -rng.integers(0, 60, 500_000),
+            [-0.0, -1e-300, -511.9, -512.0, -708.5, -745.0, -745.2, -800.0, -np.inf],
+        ]
+    )
     assert np.array_equal(twins("exp_many", x).view(np.uint64), _numba_exp(x).view(np.uint64))
 
 
 # fuzzy_gpu.cu's kernels as host code: CUDA's rounding intrinsics as the IEEE operations they are, a grid run one
 # thread at a time.
-_KERNEL_HOST = FUZZY_KERNEL_SHIMS + r"""
+_KERNEL_HOST = (
+    FUZZY_KERNEL_SHIMS
+    + r"""
 #include "fuzzy_gpu.cu"  // the whole file: its libm twins and both kernels
 static void at(long t) {
     blockDim.x = 256;
@@ -91,6 +98,7 @@ extern "C" void host_memberships(const int* idx, const float* d, const float* s,
     for (long t = 0; t < (long)n * k; ++t) { at(t); memberships(idx, d, s, r, n, k, v); }
 }
 """
+)
 
 
 @pytest.mark.skipif(not _GLIBC, reason="the twins follow glibc's exp and expf; this C library is another")
@@ -105,11 +113,25 @@ def test_fuzzy_kernels_as_host_code_give_the_cpus_sigma_rho_and_memberships(tmp_
     sigma, rho = smooth_knn_dist(dist)
     host_sigma, host_rho, host_vals = np.empty_like(sigma), np.empty_like(rho), np.empty(idx.size, np.float32)
     ptr = ctypes.c_void_p
-    lib.host_sigma(dist.ctypes.data_as(ptr), ctypes.c_int(3000), ctypes.c_int(15), ctypes.c_double(np.log2(15)),
-                   ctypes.c_double(float(np.mean(dist))), host_sigma.ctypes.data_as(ptr), host_rho.ctypes.data_as(ptr))
+    lib.host_sigma(
+        dist.ctypes.data_as(ptr),
+        ctypes.c_int(3000),
+        ctypes.c_int(15),
+        ctypes.c_double(np.log2(15)),
+        ctypes.c_double(float(np.mean(dist))),
+        host_sigma.ctypes.data_as(ptr),
+        host_rho.ctypes.data_as(ptr),
+    )
     assert np.array_equal(host_sigma, sigma) and np.array_equal(host_rho, rho)
-    lib.host_memberships(idx.ctypes.data_as(ptr), dist.ctypes.data_as(ptr), sigma.ctypes.data_as(ptr),
-                         rho.ctypes.data_as(ptr), ctypes.c_int(3000), ctypes.c_int(15), host_vals.ctypes.data_as(ptr))
+    lib.host_memberships(
+        idx.ctypes.data_as(ptr),
+        dist.ctypes.data_as(ptr),
+        sigma.ctypes.data_as(ptr),
+        rho.ctypes.data_as(ptr),
+        ctypes.c_int(3000),
+        ctypes.c_int(15),
+        host_vals.ctypes.data_as(ptr),
+    )
     cpu_vals = fuzzy_cpu._memberships(idx.astype(np.int64), dist, sigma, rho)
     assert np.array_equal(host_vals.view(np.uint32), cpu_vals.view(np.uint32))
     # The check has teeth: the membership formula with the float64 exp rounded to float32 differs somewhere.
@@ -210,6 +232,10 @@ def test_build_graph_gives_the_same_bytes_on_the_cpu_and_the_gpu(metric, shape):
 @pytest.mark.gpu
 def test_umap_fits_give_the_same_fingerprint_on_both_devices_from_a_random_start():
     X = np.random.default_rng(6).normal(size=(3000, 32)).astype(np.float32)
-    prints = {dev: metrics.fingerprint(umapviz.UMAP(device=dev, random_state=0, init="random", knn="exact",
-                                                    n_epochs=40).fit_transform(X)) for dev in ("cpu", "gpu")}
+    prints = {
+        dev: metrics.fingerprint(
+            umapviz.UMAP(device=dev, random_state=0, init="random", knn="exact", n_epochs=40).fit_transform(X)
+        )
+        for dev in ("cpu", "gpu")
+    }
     assert prints["cpu"] == prints["gpu"]

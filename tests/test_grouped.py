@@ -30,9 +30,17 @@ def _scattered_graph(n=3_000, n_groups=12, n_edges=20_000, seed=2) -> FuzzyGraph
     adj.sort_indices()
     coo = adj.tocoo()
     dummy = np.zeros((n, 2))
-    return FuzzyGraph(coo.row.astype(np.int32), coo.col.astype(np.int32), coo.data,
-                      coo.data.max() / coo.data.astype(np.float64), dummy.astype(np.int32), dummy.astype(np.float32),
-                      1.577, 0.895, 200)
+    return FuzzyGraph(
+        coo.row.astype(np.int32),
+        coo.col.astype(np.int32),
+        coo.data,
+        coo.data.max() / coo.data.astype(np.float64),
+        dummy.astype(np.int32),
+        dummy.astype(np.float32),
+        1.577,
+        0.895,
+        200,
+    )
 
 
 def _as_csr_arrays(adj) -> CsrArrays:
@@ -109,8 +117,13 @@ def test_gpu_spectral_init_of_scattered_components_is_the_cpus_bytes():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("step", "message"), [("device_adjacency", "adjacency did not fit on the GPU"),
-                                                ("grouped_rows", "components' adjacency did not fit on the GPU")])
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        ("device_adjacency", "adjacency did not fit on the GPU"),
+        ("grouped_rows", "components' adjacency did not fit on the GPU"),
+    ],
+)
 def test_gpu_start_short_of_memory_builds_on_the_host_with_a_warning(step, message, monkeypatch):
     graph = _scattered_graph(n=20_000, n_groups=5, n_edges=300_000, seed=6)
 

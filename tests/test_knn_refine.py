@@ -70,8 +70,9 @@ def test_partitioned_search_refines_by_default_and_records_it(clusters, coarse):
     default, _ = partitioned_knn(clusters, 15, n_partitions=24, random_state=0)
     refined, _ = refine_knn(clusters, coarse[0], 1)
     assert np.array_equal(default, refined)
-    graph = build_graph(clusters, knn="partitioned", knn_partitions=24, knn_refine=2, random_state=0, cache=False,
-                        progress=False)
+    graph = build_graph(
+        clusters, knn="partitioned", knn_partitions=24, knn_refine=2, random_state=0, cache=False, progress=False
+    )
     assert graph.params["knn_refine"] == 2
     assert np.array_equal(graph.knn_indices, refine_knn(clusters, coarse[0], 2)[0])
 
@@ -100,8 +101,9 @@ def test_cosine_refinement_finds_the_text_like_neighbours():
 def test_candidates_are_neighbours_their_neighbours_and_reverse_neighbours():
     rng = np.random.default_rng(0)
     n, k = 60, 5
-    idx = np.stack([np.concatenate([[i], rng.choice(np.delete(np.arange(n), i), k - 1, replace=False)])
-                    for i in range(n)]).astype(np.int32)
+    idx = np.stack(
+        [np.concatenate([[i], rng.choice(np.delete(np.arange(n), i), k - 1, replace=False)]) for i in range(n)]
+    ).astype(np.int32)
     reverse = _reverse_neighbours(idx, k - 1, np)
     cand = _candidates(idx, reverse, 10, 50, np)
     for r, i in enumerate(range(10, 50)):
@@ -126,8 +128,10 @@ def test_candidate_width_fits_one_gpu_block():
         assert candidate_width(k)[1] <= 1024
 
 
-@pytest.mark.parametrize(("value", "match"), [(-1, "knn_refine=-1 is out of range"), ("many", "'auto'"),
-                                              (1.5, "knn_refine must be an integer")])
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [(-1, "knn_refine=-1 is out of range"), ("many", "'auto'"), (1.5, "knn_refine must be an integer")],
+)
 def test_bad_rounds_are_refused_with_the_fix(clusters, value, match):
     with pytest.raises((ValueError, TypeError), match=match):
         build_graph(clusters, knn="partitioned", knn_refine=value, cache=False)
@@ -154,8 +158,9 @@ def test_the_recorded_rounds_are_the_rounds_run_and_key_the_cache(clusters, coar
     assert none.params["knn_refine"] == 0 and len(list(tmp_path.glob("graph-*.npz"))) == 2
     assert none.knn_indices.tobytes() != auto.knn_indices.tobytes()
     # One partition is the exact search: no round runs, whatever was asked, and 0 is recorded.
-    exact = build_graph(clusters[:500], knn="partitioned", knn_partitions=1, knn_refine=2, cache=False,
-                        random_state=0, progress=False)
+    exact = build_graph(
+        clusters[:500], knn="partitioned", knn_partitions=1, knn_refine=2, cache=False, random_state=0, progress=False
+    )
     assert exact.params["knn_refine"] == 0
 
 
@@ -165,7 +170,7 @@ BIG = dict(n=10_000_000, d=384, n_neighbors=15, n_partitions=611, device="gpu") 
 
 @pytest.mark.parametrize("free_gib", [12, 16, 20, 26, 30, 60])
 def test_auto_gives_the_same_rounds_resident_or_streamed(free_gib):
-    """"auto" decides by the round's memory, not by where X lies: host data with F bytes free gets the rounds of the
+    """ "auto" decides by the round's memory, not by where X lies: host data with F bytes free gets the rounds of the
     same data resident on the GPU (X already taking its 4 n d bytes there, so F - 4 n d free)."""
     x_bytes = 4 * BIG["n"] * BIG["d"]
     with warnings.catch_warnings():
@@ -233,13 +238,24 @@ def test_gpu_graph_of_host_data_is_the_resident_graph_with_its_rounds_recorded(c
 
     path = tmp_path / "x.npy"
     np.save(path, clusters)
-    common = dict(knn="partitioned", knn_partitions=24, knn_refine="auto", random_state=0, device="gpu", cache=False,
-                  progress=False)
+    common = dict(
+        knn="partitioned",
+        knn_partitions=24,
+        knn_refine="auto",
+        random_state=0,
+        device="gpu",
+        cache=False,
+        progress=False,
+    )
     graphs = [build_graph(X, **common) for X in (np.load(path, mmap_mode="r"), clusters, cp.asarray(clusters))]
     for graph in graphs:
         assert graph.params["knn_refine"] == REFINE_ROUNDS
         assert graph.fingerprint == graphs[0].fingerprint
         assert graph.knn_indices.tobytes() == graphs[0].knn_indices.tobytes()
         assert graph.knn_dists.tobytes() == graphs[0].knn_dists.tobytes()
-    assert np.array_equal(graphs[0].knn_indices, refine_knn(clusters, partitioned_knn(
-        clusters, 15, n_partitions=24, random_state=0, device="gpu", refine=0)[0], 1)[0])
+    assert np.array_equal(
+        graphs[0].knn_indices,
+        refine_knn(
+            clusters, partitioned_knn(clusters, 15, n_partitions=24, random_state=0, device="gpu", refine=0)[0], 1
+        )[0],
+    )

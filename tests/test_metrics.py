@@ -73,9 +73,7 @@ def test_duplicates_and_missing_neighbours_do_not_break_the_neighbour_measure():
     Y[12:17, 0] = np.arange(5)
     Y[17, 0] = 104
     Y[18] = [3, 3]
-    nbrs = (
-        [[i, i ^ 1] for i in range(12)] + [[i, i + 1] for i in range(12, 16)] + [[16, 15], [17, 16], [18, -1]]
-    )
+    nbrs = [[i, i ^ 1] for i in range(12)] + [[i, i + 1] for i in range(12, 16)] + [[16, 15], [17, 16], [18, -1]]
     d = metrics.neighbor_distances(Y, np.array(nbrs))
     assert (d[:12] == 0).all() and (d[12:17] == 1).all() and d[17] == 100 and np.isinf(d[18])
     # The typical gap is the median over non-zero distances (1), not 0 as most rows here would make it.
@@ -224,18 +222,21 @@ def test_trustworthiness_errors(high_dim):
         metrics.trustworthiness(high_dim, Y, metric="manhattan")
 
 
-@pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"X": np.array([["a", "b"]] * 250)}, ValueError, "X must hold real numbers.*dtype=float"),
-    ({"X": np.array([[1, "a"]] * 250, dtype=object)}, ValueError, "X must hold real numbers"),
-    ({"X": np.ones((250, 3), dtype=complex)}, ValueError, "X must hold real numbers"),
-    ({"X": [[1.0], [1.0, 2.0]] * 125}, ValueError, "X could not be read as a 2-D numeric array"),
-    ({"X": np.ones(250)}, ValueError, "X must be a non-empty 2-D array"),
-    ({"n_neighbors": 5.7}, TypeError, "n_neighbors must be an integer, got 5.7"),
-    ({"n_neighbors": "5"}, TypeError, "n_neighbors must be an integer"),
-    ({"n_neighbors": None}, TypeError, "n_neighbors must be an integer"),
-    ({"sample": 10.5}, TypeError, "sample must be an integer"),
-    ({"sample": "a"}, TypeError, "sample must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"X": np.array([["a", "b"]] * 250)}, ValueError, "X must hold real numbers.*dtype=float"),
+        ({"X": np.array([[1, "a"]] * 250, dtype=object)}, ValueError, "X must hold real numbers"),
+        ({"X": np.ones((250, 3), dtype=complex)}, ValueError, "X must hold real numbers"),
+        ({"X": [[1.0], [1.0, 2.0]] * 125}, ValueError, "X could not be read as a 2-D numeric array"),
+        ({"X": np.ones(250)}, ValueError, "X must be a non-empty 2-D array"),
+        ({"n_neighbors": 5.7}, TypeError, "n_neighbors must be an integer, got 5.7"),
+        ({"n_neighbors": "5"}, TypeError, "n_neighbors must be an integer"),
+        ({"n_neighbors": None}, TypeError, "n_neighbors must be an integer"),
+        ({"sample": 10.5}, TypeError, "sample must be an integer"),
+        ({"sample": "a"}, TypeError, "sample must be an integer"),
+    ],
+)
 def test_trustworthiness_refuses_bad_inputs_by_name(high_dim, kwargs, error, message):
     """Text or object X failed inside NumPy ("could not convert string to float"), complex X was ranked by its real
     part, and n_neighbors=5.7 or sample=10.5 were silently rounded down (None failed inside int())."""
@@ -293,14 +294,17 @@ def test_fingerprint_sees_order_and_every_byte_of_odd_sized_arrays():
     assert len({metrics.fingerprint(Y[:n]) for n in range(0, 101, 10)}) == 11
 
 
-@pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"factor": -1}, ValueError, "factor=-1 is out of range.*20 is the default"),
-    ({"factor": np.nan}, ValueError, "factor=nan is out of range"),
-    ({"factor": 0}, ValueError, "factor=0 is out of range"),
-    ({"factor": "20"}, TypeError, "factor must be a number"),
-    ({"method": "bounds", "n_std": -2}, ValueError, "n_std=-2 is out of range"),
-    ({"method": "radius", "n_mad": np.inf}, ValueError, "n_mad=inf is out of range"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"factor": -1}, ValueError, "factor=-1 is out of range.*20 is the default"),
+        ({"factor": np.nan}, ValueError, "factor=nan is out of range"),
+        ({"factor": 0}, ValueError, "factor=0 is out of range"),
+        ({"factor": "20"}, TypeError, "factor must be a number"),
+        ({"method": "bounds", "n_std": -2}, ValueError, "n_std=-2 is out of range"),
+        ({"method": "radius", "n_mad": np.inf}, ValueError, "n_mad=inf is out of range"),
+    ],
+)
 def test_outlier_thresholds_are_checked(kwargs, error, message):
     """factor=-1 flagged every point and factor=NaN none, each looking like a count."""
     rng = np.random.default_rng(0)

@@ -89,8 +89,9 @@ def test_one_and_two_numba_threads_give_the_same_bytes(tmp_path):
     blocks, the vertex strategy's vertices in blocks of _BLOCK) and give the bytes of one thread. A child process,
     so that two threads exist whatever this machine's core count (NUMBA_NUM_THREADS is read at start)."""
     env = {**os.environ, "NUMBA_NUM_THREADS": "2", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    run = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], capture_output=True, text=True, env=env,
-                         timeout=600, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-c", _THREADS_SCRIPT], capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["n_vertices"] > out["block"]  # the vertex strategy has more than one block of vertices
@@ -122,8 +123,19 @@ def _correctly_rounded(xs: np.ndarray, y: np.float32) -> tuple[np.ndarray, np.nd
     return np.where(exact < 2.0**-126, np.float32(0), f), tie
 
 
-@pytest.mark.parametrize("y", [*find_ab_params(1.0, 0.0)[1:], *find_ab_params(1.0, 0.1)[1:],
-                               *find_ab_params(1.0, 0.5)[1:], *find_ab_params(2.0, 1.5)[1:], 0.5, 1.0, 2.0, 0.1])
+@pytest.mark.parametrize(
+    "y",
+    [
+        *find_ab_params(1.0, 0.0)[1:],
+        *find_ab_params(1.0, 0.1)[1:],
+        *find_ab_params(1.0, 0.5)[1:],
+        *find_ab_params(2.0, 1.5)[1:],
+        0.5,
+        1.0,
+        2.0,
+        0.1,
+    ],
+)
 def test_portable_pow_is_x_to_the_y_correctly_rounded_but_at_near_ties(y):
     """pow_portable against float32(float64(x) ** float64(y)) on 4 * 10^6 positive normal floats: half spread
     over every exponent, half over the layout's squared distances (1e-8 to 1e4). Before its last rounding it is
@@ -132,8 +144,12 @@ def test_portable_pow_is_x_to_the_y_correctly_rounded_but_at_near_ties(y):
     fraction 2 * 3e-13 * 2^24 = 1e-5 of the inputs off a tie."""
     y = np.float32(y)
     rng = np.random.default_rng(0)
-    xs = np.concatenate([rng.integers(0x00800000, 0x7F800000, 2 * 10**6, dtype=np.uint32).view(np.float32),
-                         (10.0 ** rng.uniform(-8, 4, 2 * 10**6)).astype(np.float32)])
+    xs = np.concatenate(
+        [
+            rng.integers(0x00800000, 0x7F800000, 2 * 10**6, dtype=np.uint32).view(np.float32),
+            (10.0 ** rng.uniform(-8, 4, 2 * 10**6)).astype(np.float32),
+        ]
+    )
     got = np.empty_like(xs)
     _portable_pows(xs, y, got)
     expected, tie = _correctly_rounded(xs, y)
@@ -295,7 +311,8 @@ def test_epoch_records(small_graph):
 def test_callback_every(small_graph):
     seen = []
     LayoutOptimizer(small_graph, strategy="buffered", random_state=0, n_epochs=10).run(
-        callback=lambda o, r: seen.append(r.epoch), every=4)
+        callback=lambda o, r: seen.append(r.epoch), every=4
+    )
     assert seen == [4, 8, 10]
 
 
@@ -347,9 +364,17 @@ def _hub_graph(n_leaves: int, n_ring: int = 0):
     order = np.lexsort((tail, head))
     n, nnz = n_leaves + 1 + n_ring, head.size
     knn = np.stack([np.arange(n), np.zeros(n)], axis=1).astype(np.int32)
-    return FuzzyGraph(head=head[order], tail=tail[order], weight=np.ones(nnz, np.float32),
-                      epochs_per_sample=np.ones(nnz), knn_indices=knn, knn_dists=np.ones((n, 2), np.float32),
-                      a=1.577, b=0.895, n_epochs=50)
+    return FuzzyGraph(
+        head=head[order],
+        tail=tail[order],
+        weight=np.ones(nnz, np.float32),
+        epochs_per_sample=np.ones(nnz),
+        knn_indices=knn,
+        knn_dists=np.ones((n, 2), np.float32),
+        a=1.577,
+        b=0.895,
+        n_epochs=50,
+    )
 
 
 def test_n_chunks_rules(small_graph):
@@ -473,8 +498,9 @@ STUDY_SMALLEST_SAFE_GPU = [
 ]
 
 
-@pytest.mark.parametrize(("data", "seed", "n_vertices", "nnz", "max_degree", "safe"),
-                         STUDY_SMALLEST_SAFE + STUDY_SMALLEST_SAFE_GPU)
+@pytest.mark.parametrize(
+    ("data", "seed", "n_vertices", "nnz", "max_degree", "safe"), STUDY_SMALLEST_SAFE + STUDY_SMALLEST_SAFE_GPU
+)
 def test_auto_is_at_least_the_measured_safe_count(data, seed, n_vertices, nnz, max_degree, safe):
     assert chunks_for("auto", n_vertices, nnz, max_degree) >= safe, (data, seed)
 
@@ -533,8 +559,9 @@ def test_bad_parameters_say_what_to_do(small_graph, kwargs, error, match):
 
 
 @pytest.mark.parametrize("strategy", ["buffered", "sequential", "hogwild", "vertex"])
-@pytest.mark.parametrize("n_chunks, error", [(0, ValueError), (-1, ValueError), ("bogus", ValueError),
-                                             (2.5, TypeError)])
+@pytest.mark.parametrize(
+    "n_chunks, error", [(0, ValueError), (-1, ValueError), ("bogus", ValueError), (2.5, TypeError)]
+)
 def test_a_bad_n_chunks_is_refused_whatever_the_strategy(small_graph, strategy, n_chunks, error):
     """n_chunks only shapes chunked, but a bad value is a mistake everywhere (buffered took any silently)."""
     with pytest.raises(error, match="n_chunks"):
@@ -631,7 +658,7 @@ def _vertex_epoch_reference(Y, graph, n_neg_edge, seed, t, alpha, group):
         width = int(np.broadcast_to(group, n)[i])
         for start in range(0, len(items), width):
             moves = np.zeros((max(width, 32), 2), f32)
-            for q, (role, e) in enumerate(items[start:start + width]):
+            for q, (role, e) in enumerate(items[start : start + width]):
                 if role == "head":
                     y = yi.copy()
                     y += alpha * np.clip(coef_att(y, S[graph.tail[e]]) * (y - S[graph.tail[e]]), -4, 4)
@@ -648,7 +675,7 @@ def _vertex_epoch_reference(Y, graph, n_neg_edge, seed, t, alpha, group):
                     moves[q] = -(alpha * np.clip(coef_att(h, yi) * (h - yi), -4, 4))
             half = len(moves) // 2
             while half:
-                moves[:half] = moves[:half] + moves[half:2 * half]
+                moves[:half] = moves[:half] + moves[half : 2 * half]
                 half //= 2
             yi = yi + moves[0]
         out[i] = yi
@@ -731,7 +758,6 @@ def _is_mirrored(graph) -> bool:
 def test_an_edge_and_its_reverse_share_their_schedule_in_built_graphs(small_graph):
     """What lets the vertex strategy read a tail item's activity at its reverse's place: build_graph's edges come
     in mirrored pairs with equal epochs_per_sample, and then their n_neg agree in every epoch."""
-
 
     assert _is_mirrored(small_graph)
     head_ptr, tail_ptr, by_tail = _vertex_index(small_graph)
@@ -836,18 +862,26 @@ def test_deterministic_strategies_repeat_bytes_on_each_device(small_graph, strat
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("strategy, constant, value", [
-    ("chunked", "SCHED_WINDOW", 1), ("chunked", "SCHED_WINDOW", 3), ("vertex", "SCHED_WINDOW", 3),
-    # the vertex kernel's tiles: a warp for every vertex, lanes shared by all, a split within this graph's degrees
-    ("vertex", "VERTEX_HEAVY", 0), ("vertex", "VERTEX_HEAVY", 10**9), ("vertex", "VERTEX_HEAVY", 24),
-])
+@pytest.mark.parametrize(
+    "strategy, constant, value",
+    [
+        ("chunked", "SCHED_WINDOW", 1),
+        ("chunked", "SCHED_WINDOW", 3),
+        ("vertex", "SCHED_WINDOW", 3),
+        # the vertex kernel's tiles: a warp for every vertex, lanes shared by all, a split within this graph's degrees
+        ("vertex", "VERTEX_HEAVY", 0),
+        ("vertex", "VERTEX_HEAVY", 10**9),
+        ("vertex", "VERTEX_HEAVY", 24),
+    ],
+)
 def test_gpu_launch_constants_do_not_change_the_bytes(small_graph, monkeypatch, strategy, constant, value):
     """How many epochs one schedule pass covers, and which vertices get a warp of their own, change how the work
     is spread, never the result."""
 
     if constant == "VERTEX_HEAVY" and value == 24:  # the split must leave vertices on both sides
         work = np.bincount(small_graph.head, minlength=small_graph.n_vertices) + np.bincount(
-            small_graph.tail, minlength=small_graph.n_vertices)
+            small_graph.tail, minlength=small_graph.n_vertices
+        )
         assert work.min() <= 24 < work.max()
     ref = _opt(small_graph, strategy, "gpu").run().embedding
     monkeypatch.setattr(engine_gpu, constant, value)
@@ -951,8 +985,12 @@ def test_pow_portable_gives_the_same_bits_on_both_devices(y):
     """10^6 random bit patterns over every float (negatives, subnormals, inf and NaN included) and the edge values:
     the same bits on both devices."""
     tiny, big = np.finfo(np.float32).smallest_subnormal, np.finfo(np.float32).max
-    xs = np.concatenate([np.random.default_rng(1).integers(0, 2**32, 10**6, dtype=np.uint64).astype(np.uint32)
-                         .view(np.float32), np.array([0.0, -0.0, tiny, 1.0, big, np.inf, np.nan], np.float32)])
+    xs = np.concatenate(
+        [
+            np.random.default_rng(1).integers(0, 2**32, 10**6, dtype=np.uint64).astype(np.uint32).view(np.float32),
+            np.array([0.0, -0.0, tiny, 1.0, big, np.inf, np.nan], np.float32),
+        ]
+    )
     gpu, host = _pows_on_both_devices(y, xs)
     differ = gpu.view(np.int32) != host.view(np.int32)
     assert not differ.any(), f"{int(differ.sum())} differ, e.g. x = {xs[differ][:3]}"
@@ -967,8 +1005,10 @@ def test_pow_portable_gives_the_same_bits_on_subnormals(y):
     subnormal = rng.integers(1, 0x00800000, 10**5, dtype=np.uint32).view(np.float32)
     edge = 2.0 ** (-126.0 / np.float64(y))  # x**y = 2^-126 there
     below = (edge * 10.0 ** rng.uniform(-6, 0, 10**5)).astype(np.float32)
-    below = below[(below >= np.finfo(np.float32).tiny) & (below.astype(np.float64) ** np.float64(np.float32(y))
-                                                        < 2.0**-126 * (1 - 1e-9))]
+    below = below[
+        (below >= np.finfo(np.float32).tiny)
+        & (below.astype(np.float64) ** np.float64(np.float32(y)) < 2.0**-126 * (1 - 1e-9))
+    ]
     xs = np.concatenate([subnormal, below])
     gpu, host = _pows_on_both_devices(y, xs)
     assert below.size > 0 or y <= 1.0  # for y <= 1 no normal x gives a result below 2^-126
@@ -986,14 +1026,23 @@ def _assert_same_bytes(cpu, gpu):
     a, b = cpu.embedding, gpu.embedding
     assert a.tobytes() == b.tobytes(), (
         f"CPU and GPU layouts differ in {int((a != b).sum())} of {a.size} coordinates, at most "
-        f"{_rel_diff(b, a):.2e} of the extent")
+        f"{_rel_diff(b, a):.2e} of the extent"
+    )
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("strategy", "n_chunks"), [
-    ("sequential", None), ("buffered", None), ("chunked", 4), ("chunked", 16), ("chunked", 100),
-    ("chunked", "auto"), ("vertex", None),
-])
+@pytest.mark.parametrize(
+    ("strategy", "n_chunks"),
+    [
+        ("sequential", None),
+        ("buffered", None),
+        ("chunked", 4),
+        ("chunked", 16),
+        ("chunked", 100),
+        ("chunked", "auto"),
+        ("vertex", None),
+    ],
+)
 def test_cpu_and_gpu_give_the_same_bytes_after_a_full_run(mixture_graph, strategy, n_chunks):
     """One arithmetic on both devices (docs/optimizer.md): the same start gives the same layout, bit for bit,
     after all 200 epochs of the hub-heavy mixture graph, for every deterministic strategy."""
@@ -1014,8 +1063,9 @@ def test_random_init_is_the_same_on_both_devices_and_so_is_the_layout(small_grap
     cpu = _opt(small_graph, strategy, "cpu", init="random")
     gpu = _opt(small_graph, strategy, "gpu", init="random")
     assert cpu.embedding.tobytes() == gpu.embedding.tobytes()
-    assert not np.array_equal(cpu.embedding, _opt(small_graph, strategy, "cpu", init="random",
-                                                  random_state=8).embedding)  # the seed draws it
+    assert not np.array_equal(
+        cpu.embedding, _opt(small_graph, strategy, "cpu", init="random", random_state=8).embedding
+    )  # the seed draws it
     cpu.run()
     gpu.run()
     _assert_same_bytes(cpu, gpu)
@@ -1077,8 +1127,13 @@ def test_vertex_wide_hubs_give_the_cpus_bytes(mixture_graph):
     weight = np.concatenate([graph.weight[keep], np.ones(2 * h.size, np.float32)])
     order = np.lexsort((tail, head))
     weight = weight[order]
-    wide = dataclasses.replace(graph, head=head[order], tail=tail[order], weight=weight,
-                               epochs_per_sample=(weight.max() / weight).astype(np.float64))
+    wide = dataclasses.replace(
+        graph,
+        head=head[order],
+        tail=tail[order],
+        weight=weight,
+        epochs_per_sample=(weight.max() / weight).astype(np.float64),
+    )
     cpu, gpu = _same_start_pair(wide, "vertex")
     gpu.step(1)
     assert gpu._engine._n_wide == 3 and gpu._engine._n_heavy > 3
@@ -1210,7 +1265,6 @@ def test_too_many_components_for_the_gpu(small_graph):
 @pytest.mark.gpu
 def test_sequential_on_the_gpu_warns_where_its_one_thread_is_slow(small_graph):
 
-
     X, _ = datasets.load("blobs", n_samples=8000, random_state=0)
     big = build_graph(X, n_neighbors=15, n_epochs=20, knn="exact", cache=False, progress=False)
     assert big.nnz > SEQUENTIAL_GPU_EDGES >= small_graph.nnz
@@ -1230,12 +1284,12 @@ def test_memory_estimate_is_what_the_engine_allocates(mixture_graph, strategy):
     overstate (a smaller window or a false error) nor understate (an allocation failure) what is allocated."""
     import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
 
-
     _, graph = mixture_graph
     pool = cp.get_default_memory_pool()
     before = pool.used_bytes()
-    params = EngineParams(strategy=strategy, n_chunks=4, seed=0, a=graph.a, b=graph.b, gamma=1.0,
-                          negative_sample_rate=5)
+    params = EngineParams(
+        strategy=strategy, n_chunks=4, seed=0, a=graph.a, b=graph.b, gamma=1.0, negative_sample_rate=5
+    )
     eng = engine_gpu.GpuEngine(graph, edge_order(0, graph.nnz), params)
     eng.reset(np.zeros((graph.n_vertices, 2), np.float32))
     used = pool.used_bytes() - before

@@ -73,8 +73,10 @@ def test_one_partition_is_the_exact_search(clusters):
     assert np.array_equal(idx, exact_idx) and np.array_equal(dist, exact_dist)
 
 
-@pytest.mark.parametrize(("name", "n_partitions", "metric"),
-                         [("text_like", 8, "euclidean"), ("text_like", 8, "cosine"), ("clusters", 3, "euclidean")])
+@pytest.mark.parametrize(
+    ("name", "n_partitions", "metric"),
+    [("text_like", 8, "euclidean"), ("text_like", 8, "cosine"), ("clusters", 3, "euclidean")],
+)
 def test_recall_at_default_overlap(name, n_partitions, metric, text_like, clusters):
     X = text_like if name == "text_like" else clusters
     idx, _ = partitioned_knn(X, 15, metric, n_partitions=n_partitions, random_state=0)
@@ -121,8 +123,9 @@ def test_dask_workers_give_the_same_graph_bytes(clusters):
     here = build_graph(clusters, knn="partitioned", knn_partitions=4, random_state=0, cache=False, progress=False)
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None)
     with cluster, distributed.Client(cluster) as client:
-        there = build_graph(clusters, knn="auto", knn_partitions=4, random_state=0, cache=False, progress=False,
-                            client=client)
+        there = build_graph(
+            clusters, knn="auto", knn_partitions=4, random_state=0, cache=False, progress=False, client=client
+        )
         with pytest.raises(ValueError, match="knn='partitioned'"):
             build_graph(clusters, knn="exact", cache=False, client=client)
     assert there.params["knn"] == "partitioned"
@@ -230,10 +233,10 @@ def test_gpu_host_data_streams_to_the_same_neighbours(tmp_path, text_like):
     np.save(path, text_like)
     mapped = np.load(path, mmap_mode="r")
     # The search alone (refine=0); with its round, test_knn_refine.py's GPU tests compare the two.
-    streamed = partitioned_knn(mapped, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=False,
-                               refine=0)
-    resident = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=True,
-                               refine=0)
+    streamed = partitioned_knn(mapped, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=False, refine=0)
+    resident = partitioned_knn(
+        text_like, 15, n_partitions=8, random_state=0, device="gpu", data_on_device=True, refine=0
+    )
     assert np.array_equal(streamed[0], resident[0]) and np.array_equal(streamed[1], resident[1])
 
 
@@ -250,8 +253,7 @@ def test_gpu_auto_above_the_exact_bound_is_partitioned_with_its_recall_measured(
         graph = build_graph(X, random_state=0, device="gpu", cache=False, progress=False)
     assert graph.params["knn"] == "partitioned-gpu"
     assert 0.95 <= graph.params["knn_recall"] <= 1.0
-    assert graph.params["knn_recall"] == round(recall_at_k(X, graph.knn_indices, sample=1000, seed=0,
-                                                           device="gpu"), 4)
+    assert graph.params["knn_recall"] == round(recall_at_k(X, graph.knn_indices, sample=1000, seed=0, device="gpu"), 4)
 
 
 @pytest.mark.gpu

@@ -198,8 +198,15 @@ def two_flung_points_of_two_classes(style: Style | None = None, labelled: bool =
     emb[7], emb[8] = [50.0, 50.0], [-50.0, -50.0]
     mask = np.zeros(len(emb), bool)
     mask[[7, 8]] = True
-    return image(emb, labels=labels if labelled else None, outliers=mask, width=200, height=200,
-                 view=(-60, 60, -60, 60), style=style or Style())
+    return image(
+        emb,
+        labels=labels if labelled else None,
+        outliers=mask,
+        width=200,
+        height=200,
+        view=(-60, 60, -60, 60),
+        style=style or Style(),
+    )
 
 
 @pytest.mark.parametrize("radius, ring", [(4, 2), (2, 3), (0, 1)])
@@ -222,8 +229,10 @@ def test_flung_point_keeps_its_class_colour_inside_a_ring_of_the_outlier_colour(
 
 
 def test_flung_point_without_labels_or_with_fill_outlier_is_an_outlier_coloured_disc():
-    for rgba in (two_flung_points_of_two_classes(Style(outlier_radius=3), labelled=False),
-                 two_flung_points_of_two_classes(Style(outlier_radius=3, outlier_fill="outlier"))):
+    for rgba in (
+        two_flung_points_of_two_classes(Style(outlier_radius=3), labelled=False),
+        two_flung_points_of_two_classes(Style(outlier_radius=3, outlier_fill="outlier")),
+    ):
         for pixel in ((16, 183), (183, 16)):
             d = distances_from(pixel, rgba.shape[:2])
             assert (rgba[d <= 3][:, :3] == np.asarray(OUTLIER_RGB, dtype=np.uint8)).all()
@@ -295,14 +304,17 @@ def test_class_colours_follow_labels():
 @pytest.mark.parametrize("n_labels", [None, 4])
 def test_shading_only_lit_pixels_matches_datashader_on_the_whole_grid(n_labels):
 
-
     rng = np.random.default_rng(4)
     shape = (30, 40) if n_labels is None else (30, 40, n_labels)
     counts = (rng.integers(0, 500, size=shape) * (rng.random(shape) < 0.4)).astype(np.uint32)
     agg = Aggregate(counts, None, np.zeros((4, 32), np.uint32), View((0.0, 1.0), (0.0, 1.0)))
     if n_labels is None:
-        whole = tf.shade(xr.DataArray(counts, dims=("y", "x")), cmap=list(DEFAULT_STYLE.cmap),
-                         how="eq_hist", min_alpha=DEFAULT_STYLE.min_alpha)
+        whole = tf.shade(
+            xr.DataArray(counts, dims=("y", "x")),
+            cmap=list(DEFAULT_STYLE.cmap),
+            how="eq_hist",
+            min_alpha=DEFAULT_STYLE.min_alpha,
+        )
     else:
         grid = xr.DataArray(counts, dims=("y", "x", "c"), coords={"c": np.arange(n_labels)})
         whole = tf.shade(grid, color_key=class_colors(n_labels), how="eq_hist", min_alpha=DEFAULT_STYLE.min_alpha)
@@ -465,7 +477,6 @@ def test_png_round_trip(tmp_path):
 
 def test_png_encoder_output_decodes_to_the_same_pixels():
 
-
     rng = np.random.default_rng(6)
     translucent = rng.integers(0, 256, size=(7, 5, 4), dtype=np.uint8)  # odd sizes, real alpha
     decoded = Image.open(io.BytesIO(encode_png(translucent)))
@@ -602,20 +613,23 @@ def test_edge_count_labels_never_overlap_and_the_largest_is_written():
         assert 1 < len(labels) < 20 and labels[0][1] == "119"  # bins too close for all: label_bins merges them
         boxes = [draw.textbbox(xy, text, font=font, anchor=anchor) for xy, text, anchor in labels]
         for i, a in enumerate(boxes):
-            for b in boxes[i + 1:]:
+            for b in boxes[i + 1 :]:
                 assert a[2] < b[0] or b[2] < a[0] or a[3] < b[1] or b[3] < a[1], f"side {side}: {a} overlaps {b}"
 
 
 # -- found by the widgets audit (audit-widgets): each failed before its fix ---------------------------------------
 
 
-@pytest.mark.parametrize("change", [
-    {"epochs": np.array([0, 10, 20])},  # one epoch fewer than frames: loaded 3 of the 4 frames without a word
-    {"metadata": np.frombuffer(b"{not json", dtype=np.uint8)},  # JSONDecodeError
-    {"metadata": np.frombuffer(b"[1, 2]", dtype=np.uint8)},  # TypeError from dict()
-    {"outliers_recorded": np.array([True])},  # IndexError
-    {"format_version": np.array([1, 1])},  # TypeError from int()
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"epochs": np.array([0, 10, 20])},  # one epoch fewer than frames: loaded 3 of the 4 frames without a word
+        {"metadata": np.frombuffer(b"{not json", dtype=np.uint8)},  # JSONDecodeError
+        {"metadata": np.frombuffer(b"[1, 2]", dtype=np.uint8)},  # TypeError from dict()
+        {"outliers_recorded": np.array([True])},  # IndexError
+        {"format_version": np.array([1, 1])},  # TypeError from int()
+    ],
+)
 def test_a_recording_whose_parts_disagree_is_refused_as_damaged(tmp_path, change):
     """A file that passes its checksum but whose parts do not fit (another writer, a bug) failed with whatever
     error the parts met first, or loaded fewer frames than it holds."""
@@ -706,8 +720,9 @@ def test_gpu_classes_beyond_the_palette_share_colours_as_on_the_host(cp, referen
     assert device.counts.shape == host.counts.shape == (HEIGHT, WIDTH, 15)
     np.testing.assert_array_equal(device.counts, host.counts)
     host_image = image(emb, labels=labels, width=160, height=120, view="robust")
-    np.testing.assert_array_equal(image(cp.asarray(emb), labels=cp.asarray(labels), width=160, height=120,
-                                        view="robust"), host_image)
+    np.testing.assert_array_equal(
+        image(cp.asarray(emb), labels=cp.asarray(labels), width=160, height=120, view="robust"), host_image
+    )
 
 
 @pytest.mark.gpu
@@ -730,8 +745,9 @@ def test_gpu_image_equals_cpu_image(cp, reference):
     for kwargs in ({}, {"labels": labels}):
         host = image(emb, outliers=outliers, width=160, height=120, view="robust", **kwargs)
         dev_kwargs = {k: cp.asarray(v) for k, v in kwargs.items()}
-        device = image(cp.asarray(emb), outliers=cp.asarray(outliers), width=160, height=120, view="robust",
-                       **dev_kwargs)
+        device = image(
+            cp.asarray(emb), outliers=cp.asarray(outliers), width=160, height=120, view="robust", **dev_kwargs
+        )
         np.testing.assert_array_equal(device, host)
 
 
@@ -802,9 +818,11 @@ def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, refer
     for kwargs in ({}, {"labels": labels}):
         copied.clear()
         dev_kwargs = {k: cp.asarray(v) for k, v in kwargs.items()}
-        rgba, agg = render(cp.asarray(emb), outliers=cp.asarray(outliers), width=160, height=120, view="robust",
-                           **dev_kwargs)
+        rgba, agg = render(
+            cp.asarray(emb), outliers=cp.asarray(outliers), width=160, height=120, view="robust", **dev_kwargs
+        )
         assert is_cupy(agg.counts) and is_cupy(agg.outlier_counts)  # the grids stayed on the GPU
         assert copied and max(copied) <= rgba.nbytes < emb.nbytes // 10  # the image and small tables only
-        np.testing.assert_array_equal(rgba, image(emb, outliers=outliers, width=160, height=120, view="robust",
-                                                  **kwargs))
+        np.testing.assert_array_equal(
+            rgba, image(emb, outliers=outliers, width=160, height=120, view="robust", **kwargs)
+        )

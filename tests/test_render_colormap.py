@@ -142,7 +142,6 @@ def idat_payload(png: bytes) -> bytes:
 )
 def test_png_decodes_bit_for_bit(shape, opaque, level):
 
-
     rng = np.random.default_rng(7)
     rgba = np.zeros(shape, np.uint8)
     rgba[shape[0] // 4 : shape[0] // 2] = rng.integers(0, 256, (shape[0] // 2 - shape[0] // 4, *shape[1:]))

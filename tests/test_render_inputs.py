@@ -304,8 +304,13 @@ def test_bad_style_values_are_refused_when_the_style_is_made(kwargs):
 
 
 def test_good_styles_still_draw():
-    style = Style(cmap=["#ffffff", "#FF0000"], background="#2040a0", min_alpha=0, outlier_radius=0,
-                  extra={"rescale_discrete_levels": False})
+    style = Style(
+        cmap=["#ffffff", "#FF0000"],
+        background="#2040a0",
+        min_alpha=0,
+        outlier_radius=0,
+        extra={"rescale_discrete_levels": False},
+    )
     emb = np.random.default_rng(0).normal(size=(500, 2))
     assert image(emb, width=30, height=30, style=style).shape == (30, 30, 4)
 
@@ -358,7 +363,7 @@ def test_recording_add_checks_epochs_labels_and_takes_outlier_indices():
 
 
 def test_a_home_relative_path_is_written_in_the_home_folder(tmp_path, monkeypatch):
-    """"~/x.png" made a folder named "~" in the working directory."""
+    """ "~/x.png" made a folder named "~" in the working directory."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     written = save_png(image(cloud(), width=10, height=10), "~/x.png")

@@ -45,8 +45,10 @@ def test_a_run_ends_with_what_was_skipped_and_why(pytester):
     result = pytester.runpytest("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, skipped=4)
     lines = result.outlines
-    assert lines[-2] == ("skipped: 2 GPU tests (no GPU: CuPy is not installed), 1 browser test (no Chromium at "
-                         "/usr/bin/chromium), 1 other test (nvcc is not on PATH)")
+    assert lines[-2] == (
+        "skipped: 2 GPU tests (no GPU: CuPy is not installed), 1 browser test (no Chromium at "
+        "/usr/bin/chromium), 1 other test (nvcc is not on PATH)"
+    )
     assert lines[-1].startswith("1 passed, 4 skipped")
 
 

@@ -78,9 +78,17 @@ def _graph_of(components, seed=0):
     order = np.lexsort((coo.col, coo.row))
     weight = coo.data[order].astype(np.float32)
     dummy = np.zeros((adj.shape[0], 2))
-    return FuzzyGraph(coo.row[order].astype(np.int32), coo.col[order].astype(np.int32), weight,
-                      weight.max() / weight.astype(np.float64), dummy.astype(np.int32), dummy.astype(np.float32),
-                      1.577, 0.895, 200)
+    return FuzzyGraph(
+        coo.row[order].astype(np.int32),
+        coo.col[order].astype(np.int32),
+        weight,
+        weight.max() / weight.astype(np.float64),
+        dummy.astype(np.int32),
+        dummy.astype(np.float32),
+        1.577,
+        0.895,
+        200,
+    )
 
 
 def _curve_graph():
@@ -92,8 +100,12 @@ def _curve_graph():
 
 
 # Components across several tiles, exactly one tile, a few rows, and a tile and one row.
-TILED = [_connected(5000, 9000, 1), _connected(3, 2, 2), _connected(spectral_cpu.SEG_TILE, 4000, 3),
-         _connected(spectral_cpu.SEG_TILE + 1, 9000, 4)]
+TILED = [
+    _connected(5000, 9000, 1),
+    _connected(3, 2, 2),
+    _connected(spectral_cpu.SEG_TILE, 4000, 3),
+    _connected(spectral_cpu.SEG_TILE + 1, 9000, 4),
+]
 # Mixed sizes, a grid-like close pair, and one that exhausts its Krylov space in the first basis.
 SOLVABLE = [_connected(1500, 6000, 1), _connected(25, 60, 2), _connected(3000, 20000, 3), _connected(300, 900, 4)]
 
@@ -234,18 +246,33 @@ def test_cuda_kernels_built_as_host_code_give_the_numba_twins_bytes(tmp_path):
     x, scale = rng.standard_normal(n), rng.uniform(0.5, 2.0, n)
     cuda, numba_twin = np.empty(n), np.empty(n)
     weight32 = adj.data.astype(np.float32)  # the GPU reads the graph's float32 weights, the CPU them widened
-    lib.host_csr_matvec(ptr(ops.indptr), ptr(ops.indices), ptr(weight32), ptr(x), ptr(scale), ptr(cuda),
-                        ctypes.c_int(n))
+    lib.host_csr_matvec(
+        ptr(ops.indptr), ptr(ops.indices), ptr(weight32), ptr(x), ptr(scale), ptr(cuda), ctypes.c_int(n)
+    )
     spectral_cpu.csr_matvec(ops.indptr, ops.indices, ops.weight, x, scale, numba_twin)
     assert cuda.tobytes() == numba_twin.tobytes()
     V, coef, add = rng.standard_normal((7, n)), rng.standard_normal((len(TILED), k)), rng.standard_normal(n)
-    lib.host_seg_combine(ptr(V), ctypes.c_longlong(n), ctypes.c_int(k), ptr(coef), ptr(ops.comp_of), ptr(add),
-                         ctypes.c_double(-1.0), ptr(cuda))
+    lib.host_seg_combine(
+        ptr(V),
+        ctypes.c_longlong(n),
+        ctypes.c_int(k),
+        ptr(coef),
+        ptr(ops.comp_of),
+        ptr(add),
+        ctypes.c_double(-1.0),
+        ptr(cuda),
+    )
     assert cuda.tobytes() == ops.combine(V, k, coef, add, -1.0).tobytes()
     partial = rng.standard_normal((k, ops.tile_lo.size - 1))
     cuda, numba_twin = np.empty((len(TILED), k)), np.empty((len(TILED), k))
-    lib.host_seg_dot_finish(ptr(partial), ctypes.c_int(partial.shape[1]), ptr(ops.comp_tiles),
-                            ctypes.c_int(len(TILED)), ctypes.c_int(k), ptr(cuda))
+    lib.host_seg_dot_finish(
+        ptr(partial),
+        ctypes.c_int(partial.shape[1]),
+        ptr(ops.comp_tiles),
+        ctypes.c_int(len(TILED)),
+        ctypes.c_int(k),
+        ptr(cuda),
+    )
     spectral_cpu.seg_dot_finish(partial, k, ops.comp_tiles, numba_twin)
     assert cuda.tobytes() == numba_twin.tobytes()
 
@@ -286,12 +313,12 @@ def test_a_components_bytes_do_not_depend_on_the_others_in_its_solve():
     """What lets the GPU solve every component at once and the CPU one at a time: the same bytes."""
     components = [_connected(3000, 20000, 3), _connected(2100, 5000, 8), *SOLVABLE[:2]]
     adj, bounds = _stack(components)
-    together = spectral.thick_restart_lanczos(spectral_cpu.HostOps(adj, bounds), 3, spectral.TOL,
-                                              spectral.MAX_PRODUCTS)
+    together = spectral.thick_restart_lanczos(spectral_cpu.HostOps(adj, bounds), 3, spectral.TOL, spectral.MAX_PRODUCTS)
     for c, (values, vectors) in enumerate(together):
         alone_adj, alone_bounds = _stack([components[c]])
-        (alone_values, alone_vectors), = spectral.thick_restart_lanczos(
-            spectral_cpu.HostOps(alone_adj, alone_bounds), 3, spectral.TOL, spectral.MAX_PRODUCTS)
+        ((alone_values, alone_vectors),) = spectral.thick_restart_lanczos(
+            spectral_cpu.HostOps(alone_adj, alone_bounds), 3, spectral.TOL, spectral.MAX_PRODUCTS
+        )
         assert values.tobytes() == alone_values.tobytes() and vectors.tobytes() == alone_vectors.tobytes()
     grouped = spectral.leading_eigenpairs(adj, bounds, 3, "cpu")  # the CPU's grouping
     for (values, vectors), (g_values, g_vectors) in zip(together, grouped, strict=True):
@@ -303,7 +330,7 @@ def test_solve_of_a_knn_graph_agrees_with_scipy_to_its_tolerance():
     graph = _curve_graph()
     adj = init_mod._adjacency(graph)
     assert connected_components(graph.head, graph.tail, graph.n_vertices)[0] == 1
-    (values, vectors), = spectral.leading_eigenpairs(adj, np.array([0, adj.shape[0]]), 3, "cpu")
+    ((values, vectors),) = spectral.leading_eigenpairs(adj, np.array([0, adj.shape[0]]), 3, "cpu")
     _assert_solves((values, vectors), adj)
     ref_vectors = _dense_top(adj, 3)[1]
     layout = spectral_init(graph, 2, seed=0)

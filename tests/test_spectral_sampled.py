@@ -57,8 +57,9 @@ def test_landmarks_own_themselves_and_every_row_joins_a_neighbours_landmark(moon
 
 
 def test_a_component_without_a_landmark_is_refused():
-    adj = sp.csr_matrix(sp.block_diag([sp.csr_matrix(np.ones((3, 3))), sp.csr_matrix(np.ones((3, 3)))]),
-                        dtype=np.float32)
+    adj = sp.csr_matrix(
+        sp.block_diag([sp.csr_matrix(np.ones((3, 3))), sp.csr_matrix(np.ones((3, 3)))]), dtype=np.float32
+    )
     pick = np.zeros(6, dtype=bool)
     pick[0] = True
     with pytest.raises(ValueError, match="not connected to any landmark"):
@@ -100,8 +101,13 @@ def test_landmark_kernel_built_as_host_code_labels_like_the_numba_twin(tmp_path)
     n = 3_000
     head, tail = rng.integers(0, n, 12_000), rng.integers(0, n, 12_000)
     ring = np.arange(n)
-    adj = sp.coo_matrix((rng.integers(1, 4, head.size + n) / 4.0,
-                         (np.concatenate([head, ring]), np.concatenate([tail, (ring + 1) % n]))), shape=(n, n))
+    adj = sp.coo_matrix(
+        (
+            rng.integers(1, 4, head.size + n) / 4.0,
+            (np.concatenate([head, ring]), np.concatenate([tail, (ring + 1) % n])),
+        ),
+        shape=(n, n),
+    )
     adj = (adj + adj.T).tocsr().astype(np.float32)
     adj.sort_indices()
     indptr = adj.indptr.astype(np.int64)
@@ -116,8 +122,18 @@ def test_landmark_kernel_built_as_host_code_labels_like_the_numba_twin(tmp_path)
 
     step = 1
     while (level < 0).any():
-        assert lib.host_grow_owners(ptr(indptr), ptr(adj.indices), ptr(adj.data), ptr(level), ptr(owner),
-                                    ctypes.c_int(step), ctypes.c_int(n)) > 0
+        assert (
+            lib.host_grow_owners(
+                ptr(indptr),
+                ptr(adj.indices),
+                ptr(adj.data),
+                ptr(level),
+                ptr(owner),
+                ctypes.c_int(step),
+                ctypes.c_int(n),
+            )
+            > 0
+        )
         step += 1
     assert step > 3  # several steps ran
     np.testing.assert_array_equal(owner, expected)
@@ -162,9 +178,10 @@ def test_sampled_start_is_close_to_the_full_one(moons):
     assert stats["method"] == "sampled" and stats["sampled"]["landmarks"] < graph.n_vertices // 30
     assert stats["full"] is None  # no component is below SAMPLED_MIN_ROWS
     assert sampled.dtype == np.float32 and np.abs(sampled).max() == pytest.approx(10.0, abs=1e-3)
-    trust = {name: trustworthiness(X, layout, sample=2000, random_state=0)
-             for name, layout in (("sampled", sampled), ("full", full),
-                                  ("random", random_init(graph.n_vertices, 2, 0)))}
+    trust = {
+        name: trustworthiness(X, layout, sample=2000, random_state=0)
+        for name, layout in (("sampled", sampled), ("full", full), ("random", random_init(graph.n_vertices, 2, 0)))
+    }
     assert trust["sampled"] > trust["full"] - 0.03, trust
     assert trust["sampled"] > trust["random"] + 0.2, trust
 

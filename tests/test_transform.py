@@ -165,9 +165,17 @@ def test_new_point_memberships_use_rho_zero():
     assert np.array_equal(rho_graph[1:], dists[1:, 0]) and rho_graph[0] == dists[0, 1]
 
 
-@pytest.mark.parametrize("n_epochs, n_new, expected", [
-    (None, 10_000, 100), (None, 10_001, 30), (None, 1, 100), (200, 50_000, 66), (500, 5, 166), (2, 5, 1),
-])
+@pytest.mark.parametrize(
+    "n_epochs, n_new, expected",
+    [
+        (None, 10_000, 100),
+        (None, 10_001, 30),
+        (None, 1, 100),
+        (200, 50_000, 66),
+        (500, 5, 166),
+        (2, 5, 1),
+    ],
+)
 def test_transform_epochs_follow_umap(n_epochs, n_new, expected):
     assert transform_n_epochs(n_epochs, n_new) == expected
 
@@ -180,8 +188,12 @@ def _reference_embed(indices, weights, Yref, a, b, n_epochs, learning_rate, nsr,
     for i in range(len(indices)):
         w = weights[i].astype(np.float64)
         Y[i] = (w[:, None] * Yref[indices[i]]).sum(0) / w.sum()
-    edges = [(i, int(indices[i, j]), float(weights[i, j]))
-             for i in range(len(indices)) for j in range(indices.shape[1]) if keep[i, j]]
+    edges = [
+        (i, int(indices[i, j]), float(weights[i, j]))
+        for i in range(len(indices))
+        for j in range(indices.shape[1])
+        if keep[i, j]
+    ]
     wmax = float(weights.max())
     eps = np.array([wmax / np.float64(np.float32(w)) for _, _, w in edges])
     next_s, eps_neg = eps.copy(), eps / nsr
@@ -215,8 +227,9 @@ def test_the_transform_kernel_follows_the_sequential_reference():
     Yref = rng.uniform(-5, 5, size=(60, 2)).astype(np.float32)
     indices = np.stack([rng.choice(60, 5, replace=False) for _ in range(8)]).astype(np.int32)
     weights = rng.uniform(0.05, 0.95, size=(8, 5)).astype(np.float32)
-    kwargs = dict(a=1.577, b=0.895, n_epochs=12, learning_rate=1.0, negative_sample_rate=5, repulsion_strength=1.0,
-                  seed=11)
+    kwargs = dict(
+        a=1.577, b=0.895, n_epochs=12, learning_rate=1.0, negative_sample_rate=5, repulsion_strength=1.0, seed=11
+    )
     got = embed_new_points(indices, weights, Yref, **kwargs)
     want = _reference_embed(indices, weights, Yref, 1.577, 0.895, 12, 1.0, 5.0, 1.0, 11)
     assert np.allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -298,7 +311,6 @@ def test_query_knn_memory_is_bounded_by_the_tile(monkeypatch, metric):
     """The queries were transformed for the ranking all at once, through a float64 copy: three times the queries'
     own size held at once (cosine more), whatever the tile; and two tiles' products were alive together."""
 
-
     monkeypatch.setattr(knn, "_TILE_BYTES", 2**20)
     rng = np.random.default_rng(11)
     X = rng.normal(size=(500, 256)).astype(np.float32)
@@ -318,7 +330,6 @@ def test_repeated_transforms_prepare_the_training_data_once_and_still_pickle(spl
     """Each call prepared (centred and scaled) all the training data again: most of the cost of a few new points.
     The prepared copy holds a local function, which pickle cannot store, so it is left out of the pickle."""
 
-
     est, _, _, X_test, _ = split_blobs
     est = pickle.loads(pickle.dumps(est))  # a fresh copy, nothing prepared yet
     calls = []
@@ -328,14 +339,15 @@ def test_repeated_transforms_prepare_the_training_data_once_and_still_pickle(spl
     assert len(calls) == 1
     again = pickle.loads(pickle.dumps(est))  # after a transform: still picklable
     assert again.transform(X_test[:1]).tobytes() == first[0].tobytes()
-    assert again.transform(X_test[:1]).tobytes() == umapviz.UMAP(**est.get_params()).fit(est._fit_data).transform(
-        X_test[:1]).tobytes()  # the prepared copy gives the same bytes as a fresh search
+    assert (
+        again.transform(X_test[:1]).tobytes()
+        == umapviz.UMAP(**est.get_params()).fit(est._fit_data).transform(X_test[:1]).tobytes()
+    )  # the prepared copy gives the same bytes as a fresh search
 
 
 @pytest.mark.gpu
 def test_transform_after_a_gpu_fit_takes_cupy_input_and_repeats_its_bytes(monkeypatch):
     import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
-
 
     X, y = make_blobs(3000, n_features=16, centers=6, random_state=2)
     X = X.astype(np.float32)

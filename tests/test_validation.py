@@ -74,13 +74,16 @@ def test_a_float32_cast_that_blurs_columns_is_warned_about():
     assert sum("coarse grid" in str(w.message) for w in record) == 1
 
 
-@pytest.mark.parametrize("X", [
-    np.random.default_rng(1).normal(size=(300, 4)),  # float64 near 0
-    1e6 + np.arange(1200, dtype=np.float64).reshape(300, 4),  # far from 0 but exact in float32
-    np.random.default_rng(2).integers(0, 256, size=(300, 8), dtype=np.uint8),  # pixels
-    np.random.default_rng(3).normal(size=(300, 4)).astype(np.float32) + 1e6,  # float32 already: nothing to lose
-    np.column_stack([np.full(300, 0.1), np.random.default_rng(4).normal(size=300)]),  # constant: stays constant
-])
+@pytest.mark.parametrize(
+    "X",
+    [
+        np.random.default_rng(1).normal(size=(300, 4)),  # float64 near 0
+        1e6 + np.arange(1200, dtype=np.float64).reshape(300, 4),  # far from 0 but exact in float32
+        np.random.default_rng(2).integers(0, 256, size=(300, 8), dtype=np.uint8),  # pixels
+        np.random.default_rng(3).normal(size=(300, 4)).astype(np.float32) + 1e6,  # float32 already: nothing to lose
+        np.column_stack([np.full(300, 0.1), np.random.default_rng(4).normal(size=300)]),  # constant: stays constant
+    ],
+)
 def test_casts_that_keep_the_data_are_not_warned_about(X):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -188,22 +191,31 @@ def test_check_n_epochs():
         check_n_epochs(1.5)
 
 
-@pytest.mark.parametrize("bad, error, message", [
-    (-1, ValueError, "out of range"), (2**32, ValueError, "out of range"), (2**63, ValueError, "out of range"),
-    (1.5, TypeError, "integer"), ("7", TypeError, "integer"), (True, TypeError, "integer"),
-    (np.random.SeedSequence(0), TypeError, "Generator / RandomState"),
-])
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (-1, ValueError, "out of range"),
+        (2**32, ValueError, "out of range"),
+        (2**63, ValueError, "out of range"),
+        (1.5, TypeError, "integer"),
+        ("7", TypeError, "integer"),
+        (True, TypeError, "integer"),
+        (np.random.SeedSequence(0), TypeError, "Generator / RandomState"),
+    ],
+)
 def test_every_entry_point_checks_random_state_alike(bad, error, message):
     """One range everywhere ([0, 2**32)): a seed the graph stage takes, the layout takes too, and two seeds
     never collide (a 63-bit mask made 2**63 the seed 0)."""
 
     X = np.random.default_rng(0).normal(size=(60, 4)).astype(np.float32)
     graph = umapviz.build_graph(X, n_neighbors=5, cache=False)
-    calls = [lambda: datasets.load("mixture", n_samples=100, random_state=bad),
-             lambda: umapviz.build_graph(X, n_neighbors=5, cache=False, random_state=bad),
-             lambda: umapviz.LayoutOptimizer(graph, random_state=bad),
-             lambda: umapviz.UMAP(n_neighbors=5, random_state=bad).fit_transform(X),
-             lambda: metrics.trustworthiness(X, X[:, :2], sample=10, random_state=bad)]
+    calls = [
+        lambda: datasets.load("mixture", n_samples=100, random_state=bad),
+        lambda: umapviz.build_graph(X, n_neighbors=5, cache=False, random_state=bad),
+        lambda: umapviz.LayoutOptimizer(graph, random_state=bad),
+        lambda: umapviz.UMAP(n_neighbors=5, random_state=bad).fit_transform(X),
+        lambda: metrics.trustworthiness(X, X[:, :2], sample=10, random_state=bad),
+    ]
     for call in calls:
         with pytest.raises(error, match=message):
             call()
@@ -222,8 +234,11 @@ def test_the_largest_seed_is_taken_and_differs_from_zero():
 
 def _drawn(rng) -> int:
     """The seed check_random_state draws from a fresh copy of ``rng``'s kind (a documented rule, pinned here)."""
-    return int(rng.randint(0, SEED_LIMIT, dtype=np.uint32) if isinstance(rng, np.random.RandomState)
-               else rng.integers(0, SEED_LIMIT, dtype=np.uint32))
+    return int(
+        rng.randint(0, SEED_LIMIT, dtype=np.uint32)
+        if isinstance(rng, np.random.RandomState)
+        else rng.integers(0, SEED_LIMIT, dtype=np.uint32)
+    )
 
 
 @pytest.mark.parametrize("make", [np.random.RandomState, np.random.default_rng])
@@ -246,8 +261,7 @@ def test_umap_takes_a_generator_drawing_one_seed_per_fit_for_both_stages(make):
     X = _blobs()
 
     def fit(random_state):
-        return umapviz.UMAP(n_neighbors=10, n_epochs=30, init="random", random_state=random_state,
-                            device="cpu").fit(X)
+        return umapviz.UMAP(n_neighbors=10, n_epochs=30, init="random", random_state=random_state, device="cpu").fit(X)
 
     first, again = fit(make(0)), fit(make(0))
     assert first.embedding_.tobytes() == again.embedding_.tobytes()  # a fresh generator repeats its bytes
@@ -272,10 +286,13 @@ def test_layout_optimizer_takes_a_generator_and_keeps_its_seed_on_reset(small_gr
     assert same.tobytes() == first.tobytes()
 
 
-@pytest.mark.parametrize("kwargs, expected", [
-    ({"init": "random", "strategy": "sequential"}, "bbc0ef79809b4042"),
-    ({"init": "random"}, "8db35a04629fef39"),  # chunked, n_chunks="auto" (its rule is part of the pin)
-])
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        ({"init": "random", "strategy": "sequential"}, "bbc0ef79809b4042"),
+        ({"init": "random"}, "8db35a04629fef39"),  # chunked, n_chunks="auto" (its rule is part of the pin)
+    ],
+)
 def test_int_seeds_keep_their_pinned_bytes(kwargs, expected):
     """A regression pin: these fingerprints are what the layout arithmetic of docs/optimizer.md (pow_portable, no
     contraction) gives for int seeds, the same on every CPU, thread count and GPU (random init keeps the

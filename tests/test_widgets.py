@@ -261,8 +261,12 @@ def test_frame_log_thins_to_its_budget():
 def test_configurations_vary_n_chunks_only_for_chunked():
     configs = configurations(["chunked", "buffered"], [1, 4], [0, 1])
     assert [(c.strategy, c.n_chunks, c.random_state) for c in configs] == [
-        ("chunked", 1, 0), ("chunked", 1, 1), ("chunked", 4, 0), ("chunked", 4, 1),
-        ("buffered", 1, 0), ("buffered", 1, 1),
+        ("chunked", 1, 0),
+        ("chunked", 1, 1),
+        ("chunked", 4, 0),
+        ("chunked", 4, 1),
+        ("buffered", 1, 0),
+        ("buffered", 1, 1),
     ]
 
 
@@ -287,8 +291,17 @@ def test_a_numpy_generator_as_random_state_is_drawn_once_and_shown(blobs_small):
 
 def test_compare_table_has_one_row_per_configuration(blobs_small, build_calls):
     X, y = blobs_small
-    grid = compare(X, n_chunks=[1, 4], random_state=[0, 1], strategy=["chunked", "buffered"], labels=y,
-                   n_neighbors=10, n_epochs=12, epochs_per_frame=6, panel_size=64)
+    grid = compare(
+        X,
+        n_chunks=[1, 4],
+        random_state=[0, 1],
+        strategy=["chunked", "buffered"],
+        labels=y,
+        n_neighbors=10,
+        n_epochs=12,
+        epochs_per_frame=6,
+        panel_size=64,
+    )
     try:
         table = grid.run(block=True).table()
         assert list(table.columns) == list(TABLE_COLUMNS)
@@ -515,8 +528,13 @@ def test_the_panels_own_sizes_and_counts_are_checked_when_made(blobs_small):
     """epochs_per_frame=0 or -2 ran as 1 and 2.7 as 2 without a word, "x" failed inside int(), and size=0 was
     reported as "width=0"; a NumPy integer was refused as "must be a positive integer"."""
     X, y = blobs_small
-    for bad in ({"size": 0}, {"size": "big"}, {"epochs_per_frame": 0}, {"epochs_per_frame": 2.7},
-                {"epochs_per_frame": "x"}):
+    for bad in (
+        {"size": 0},
+        {"size": "big"},
+        {"epochs_per_frame": 0},
+        {"epochs_per_frame": 2.7},
+        {"epochs_per_frame": "x"},
+    ):
         name = next(iter(bad))
         with pytest.raises(ValueError, match=f"{name}=.* must be a positive integer"):
             Explorer(X, labels=y, **{**SMALL, **bad})
@@ -554,8 +572,12 @@ def test_labels_with_missing_values_are_refused_by_name_and_mixed_classes_are_nu
     pd = pytest.importorskip("pandas")
     X, y = blobs_small
     names = np.array(["a", "b", "c"], dtype=object)[y % 3]
-    gaps = [np.where(np.arange(len(X)) % 50 == 7, None, names), pd.Series(names).where(np.arange(len(X)) != 7),
-            pd.Series(names, dtype="string").where(np.arange(len(X)) != 7), np.where(np.arange(len(X)) == 7, np.nan, y)]
+    gaps = [
+        np.where(np.arange(len(X)) % 50 == 7, None, names),
+        pd.Series(names).where(np.arange(len(X)) != 7),
+        pd.Series(names, dtype="string").where(np.arange(len(X)) != 7),
+        np.where(np.arange(len(X)) == 7, np.nan, y),
+    ]
     for labels in gaps:
         ex = Explorer(X, labels=labels, **SMALL)  # a data problem is shown in the panel, not raised
         grid = compare(X, labels=labels, autoplay=False, panel_size=64, n_neighbors=10, n_epochs=12)
@@ -597,15 +619,17 @@ def test_a_class_per_point_draws_and_plays_coloured_by_class(blobs_small):
 
 def test_compare_set_changes_the_configurations_in_place_on_the_same_graph(blobs_small, build_calls):
     X, y = blobs_small
-    small = {"labels": y, "n_neighbors": 10, "n_epochs": 12, "epochs_per_frame": 6, "panel_size": 48,
-             "autoplay": False}
+    small = {"labels": y, "n_neighbors": 10, "n_epochs": 12, "epochs_per_frame": 6, "panel_size": 48, "autoplay": False}
     grid = compare(X, n_chunks=[1, 4], random_state=0, **small)
     try:
         assert (grid.run().table()["epoch"] == 12).all()
         old_images = list(grid.widgets["images"])
         assert grid.set(n_chunks=[2, 8, 16]) is grid
         assert [(c.strategy, c.n_chunks, c.random_state) for c in grid.configs] == [
-            ("chunked", 2, 0), ("chunked", 8, 0), ("chunked", 16, 0)]
+            ("chunked", 2, 0),
+            ("chunked", 8, 0),
+            ("chunked", 16, 0),
+        ]
         assert len(grid.widgets["images"]) == len(grid.widgets["grid"].children) == 3
         assert all(image.comm is None for image in old_images)  # the old panels are closed
         table = grid.table()
@@ -620,7 +644,11 @@ def test_compare_set_changes_the_configurations_in_place_on_the_same_graph(blobs
 
         grid.set(strategy=["buffered", "chunked"], n_chunks=4, random_state=[1, 2], n_epochs=6, epochs_per_frame=2)
         assert [(c.strategy, c.n_chunks, c.random_state) for c in grid.configs] == [
-            ("buffered", 1, 1), ("buffered", 1, 2), ("chunked", 4, 1), ("chunked", 4, 2)]
+            ("buffered", 1, 1),
+            ("buffered", 1, 2),
+            ("chunked", 4, 1),
+            ("chunked", 4, 2),
+        ]
         table = grid.run().table()
         assert (table["epoch"] == 6).all() and (table["n_epochs"] == 6).all()
         assert len(build_calls) == 2  # the fresh grid's build only
@@ -634,8 +662,16 @@ def test_compare_set_changes_the_configurations_in_place_on_the_same_graph(blobs
 
 def test_compare_set_while_running_starts_again_paused(blobs_small):
     X, y = blobs_small
-    grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=100_000,
-                   epochs_per_frame=1, panel_size=48)  # autoplay
+    grid = compare(
+        X,
+        labels=y,
+        n_chunks=[1, 4],
+        random_state=0,
+        n_neighbors=10,
+        n_epochs=100_000,
+        epochs_per_frame=1,
+        panel_size=48,
+    )  # autoplay
     try:
         deadline = time.monotonic() + 60
         while not (grid.runs and grid.runs[0].epoch >= 2) and time.monotonic() < deadline:
@@ -650,8 +686,17 @@ def test_compare_set_while_running_starts_again_paused(blobs_small):
 
 def test_compare_set_refuses_bad_values_at_once_and_failed_layouts_keep_the_last_good_ones(blobs_small, build_calls):
     X, y = blobs_small
-    grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=12, epochs_per_frame=6,
-                   panel_size=48, autoplay=False)
+    grid = compare(
+        X,
+        labels=y,
+        n_chunks=[1, 4],
+        random_state=0,
+        n_neighbors=10,
+        n_epochs=12,
+        epochs_per_frame=6,
+        panel_size=48,
+        autoplay=False,
+    )
     try:
         shown = list(grid.run(epochs=6).table()["fingerprint"])
         with pytest.raises(ValueError, match="nothing to compare"):
@@ -682,8 +727,9 @@ def test_compare_set_refuses_bad_values_at_once_and_failed_layouts_keep_the_last
 
 def test_compare_set_mends_a_grid_that_failed_to_build(blobs_small):
     X, _ = blobs_small
-    grid = compare(X, strategy=["chunked", "bogus"], n_chunks=4, n_epochs=12, autoplay=False, panel_size=48,
-                   n_neighbors=10)
+    grid = compare(
+        X, strategy=["chunked", "bogus"], n_chunks=4, n_epochs=12, autoplay=False, panel_size=48, n_neighbors=10
+    )
     try:
         with pytest.raises(RuntimeError, match="bogus"):
             grid.run()
@@ -696,8 +742,11 @@ def test_compare_set_mends_a_grid_that_failed_to_build(blobs_small):
 def test_a_slow_strategy_on_its_device_is_said_in_the_status_and_cleared_by_another(blobs_small, monkeypatch):
     """The GPU's one-thread sequential strategy crawls on a big graph: the panel says so where the user looks
     (no GPU here, so the advice is made to fire for sequential on the CPU; the GPU half is in tests/test_gpu.py)."""
-    monkeypatch.setattr(play_jobs, "sequential_gpu_advice",
-                        lambda strategy, device, nnz: f"slow: {nnz} edges" if strategy == "sequential" else None)
+    monkeypatch.setattr(
+        play_jobs,
+        "sequential_gpu_advice",
+        lambda strategy, device, nnz: f"slow: {nnz} edges" if strategy == "sequential" else None,
+    )
     X, y = blobs_small
     ex = Explorer(X, labels=y, strategy="sequential", **SMALL)
     try:

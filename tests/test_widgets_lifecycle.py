@@ -110,8 +110,16 @@ def test_a_cell_run_again_leaves_one_panel_not_one_per_run(blobs_small):
 def test_a_dropped_comparison_is_collected_with_its_thread_and_widgets(blobs_small):
     X, y = blobs_small
     before = _registered()
-    grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=100_000,
-                   epochs_per_frame=1, panel_size=48)  # autoplay: dropped while it runs
+    grid = compare(
+        X,
+        labels=y,
+        n_chunks=[1, 4],
+        random_state=0,
+        n_neighbors=10,
+        n_epochs=100_000,
+        epochs_per_frame=1,
+        panel_size=48,
+    )  # autoplay: dropped while it runs
     _wait_for(lambda grid=grid: grid.runs and grid.runs[0].epoch >= 2, "the first frames")
     ref, thread = weakref.ref(grid), grid.controller.worker.thread
     del grid
@@ -127,8 +135,7 @@ def test_close_closes_every_widget_and_lets_the_panel_go(blobs_small, make):
         panel = Explorer(X, labels=y, **SMALL)
         panel.wait()
     else:
-        panel = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=6,
-                        panel_size=48).run()
+        panel = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=6, panel_size=48).run()
         panel.set(n_chunks=[2, 8, 16])  # new panels in the grid: closed as well, the old ones at once
     panel.close()
     assert _left_open(before) == ""  # close() used to close the top box only: ~85 widgets stayed open
@@ -169,8 +176,16 @@ def test_close_during_a_graph_build_stops_the_build_at_its_next_tile(make, monke
 def test_a_held_panel_keeps_playing_through_garbage_collections(blobs_small):
     X, y = blobs_small
     ex = Explorer(X, labels=y, **LONG)
-    grid = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=100_000,
-                   epochs_per_frame=1, panel_size=48)
+    grid = compare(
+        X,
+        labels=y,
+        n_chunks=[1, 4],
+        random_state=0,
+        n_neighbors=10,
+        n_epochs=100_000,
+        epochs_per_frame=1,
+        panel_size=48,
+    )
     try:
         ex.play(block=False)
         _wait_for(lambda: ex.state.epoch >= 2 and grid.runs and grid.runs[0].epoch >= 2, "the first frames")
@@ -211,8 +226,17 @@ def _show_unnamed(make: str, X, y, **options) -> tuple[weakref.ref, threading.Th
     if make == "explorer":
         panel = Explorer(X, labels=y, **SMALL, **options)
     else:
-        panel = compare(X, labels=y, n_chunks=[1, 4], random_state=0, n_neighbors=10, n_epochs=6, panel_size=48,
-                        autoplay=False, **options)
+        panel = compare(
+            X,
+            labels=y,
+            n_chunks=[1, 4],
+            random_state=0,
+            n_neighbors=10,
+            n_epochs=6,
+            panel_size=48,
+            autoplay=False,
+            **options,
+        )
     panel.controller.worker.wait_idle(TIMEOUT)  # built: no queued job (which holds its panel) keeps it alive from here
     _display(panel)
     return weakref.ref(panel), panel.controller.worker.thread, panel.panel

@@ -14,8 +14,9 @@ from umapviz.widgets.still import GAP, PAPER, still_png
 
 def test_a_displayed_grid_hands_out_a_still_picture_of_its_panels_and_no_widget_dump(blobs_small):
     X, y = blobs_small
-    grid = compare(X, labels=y, strategy=["sequential", "buffered"], n_epochs=10, autoplay=False, panel_size=96,
-                   n_neighbors=10)
+    grid = compare(
+        X, labels=y, strategy=["sequential", "buffered"], n_epochs=10, autoplay=False, panel_size=96, n_neighbors=10
+    )
     try:
         grid.run(block=True)
         bundle = grid._repr_mimebundle_()

@@ -39,8 +39,10 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
     _make_folder(path)
     if path.is_dir():  # os.replace would fail naming the temporary file
         raise IsADirectoryError(
-            errno.EISDIR, f"{path} is a folder: give a file name inside it (e.g. {path.name}/run{path.suffix})"
-            " or another name", str(path))
+            errno.EISDIR,
+            f"{path} is a folder: give a file name inside it (e.g. {path.name}/run{path.suffix}) or another name",
+            str(path),
+        )
     # The real suffix stays last: some writers (ffmpeg) pick the format from it.
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.tmp.", suffix=path.suffix, dir=path.parent)
@@ -68,8 +70,10 @@ def _make_folder(path: Path) -> None:
         if blocker is None:
             raise
         raise NotADirectoryError(
-            errno.ENOTDIR, f"{blocker} is a file, not a folder, so nothing can be saved under it: "
-            "choose another folder or name", str(path)) from exc
+            errno.ENOTDIR,
+            f"{blocker} is a file, not a folder, so nothing can be saved under it: choose another folder or name",
+            str(path),
+        ) from exc
 
 
 def check_magic(path: str | os.PathLike, magic: bytes, kind: str, fix: str) -> None:

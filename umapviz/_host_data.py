@@ -111,9 +111,15 @@ def to_device(X: Any, rows: Any = None) -> Any:
             if left[b % 2] is not None:
                 left[b % 2].synchronize()
             cuts = np.linspace(0, m, min(UPLOAD_THREADS, m) + 1).astype(np.int64)
-            list(pool.map(_fill, [buffer[a:z] for a, z in zip(cuts[:-1], cuts[1:], strict=True)],
-                          [X] * (cuts.size - 1), [part[a:z] for a, z in zip(cuts[:-1], cuts[1:], strict=True)],
-                          [rows is not None] * (cuts.size - 1)))
+            list(
+                pool.map(
+                    _fill,
+                    [buffer[a:z] for a, z in zip(cuts[:-1], cuts[1:], strict=True)],
+                    [X] * (cuts.size - 1),
+                    [part[a:z] for a, z in zip(cuts[:-1], cuts[1:], strict=True)],
+                    [rows is not None] * (cuts.size - 1),
+                )
+            )
             out[lo : lo + m].set(buffer, stream=stream)
             left[b % 2] = stream.record()
     stream.synchronize()

@@ -57,9 +57,7 @@ def check_positive_float(name: str, value: Any, usual: str = "", allow_zero: boo
     rather than converted, as for the integer parameters: ``"1"`` or ``True`` is a mistake, not a number."""
     hint = f" ({usual})" if usual else ""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{name} must be a number, got {value!r} ({type(value).__name__}). Pass a finite number{hint}."
-        )
+        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}). Pass a finite number{hint}.")
     v = float(value)
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"

@@ -35,8 +35,10 @@ COMPARE_CHUNKS: tuple[int | str, ...] = (1, 4, 16, "auto")
 COMPARE_SEEDS: tuple[int, ...] = (0, 1, 2)
 # The GPU's sequential strategy is one thread (for tests and small graphs): named, it runs; by default, not.
 REFERENCES = ("sequential", "hogwild")
-BENCH_STRATEGIES = {"cpu": ("hogwild", "sequential", "buffered", "chunked", "vertex"),
-                    "gpu": ("hogwild", "buffered", "chunked", "vertex")}
+BENCH_STRATEGIES = {
+    "cpu": ("hogwild", "sequential", "buffered", "chunked", "vertex"),
+    "gpu": ("hogwild", "buffered", "chunked", "vertex"),
+}
 
 # Errors from the Python API name its parameters ("n_neighbors=1 is too small"); the commands' users typed flags.
 # Parameters with an underscore are names wherever they appear; device, init and repeat are words too, so only
@@ -81,8 +83,10 @@ def _strategy(name: str) -> str:
     return name
 
 
-_n_chunks = _value(lambda text: check_n_chunks(int(text) if text.isdigit() else text),
-                   f"an n_chunks value: use whole numbers >= 1 or {', '.join(RULES)}")
+_n_chunks = _value(
+    lambda text: check_n_chunks(int(text) if text.isdigit() else text),
+    f"an n_chunks value: use whole numbers >= 1 or {', '.join(RULES)}",
+)
 _parse_chunks = _comma_list(_n_chunks)
 _seed = _value(lambda text: check_random_state(int(text)), "a seed: use whole numbers from 0 to 2**32 - 1")
 _parse_seeds = _comma_list(_seed)
@@ -104,13 +108,22 @@ def _figures_folder(out: str | Path | None) -> Path | None:
     return out
 
 
-def _data_and_graph(dataset: str | None, n_samples: int | None, random_state: int, label_column: str | None,
-                    n_neighbors: int, n_epochs: int | None, device: str, progress: bool) -> tuple:
+def _data_and_graph(
+    dataset: str | None,
+    n_samples: int | None,
+    random_state: int,
+    label_column: str | None,
+    n_neighbors: int,
+    n_epochs: int | None,
+    device: str,
+    progress: bool,
+) -> tuple:
     """``(X, labels, graph)`` of a named dataset or file, the graph built on ``device`` (and cached)."""
     name = datasets.DEFAULT if dataset is None else dataset  # "" is a typo, not a wish for the default
     X, labels = datasets.load(name, n_samples=n_samples, random_state=random_state, label_column=label_column)
-    graph = build_graph(X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state,
-                        progress=progress, device=device)
+    graph = build_graph(
+        X, n_neighbors=n_neighbors, n_epochs=n_epochs, random_state=random_state, progress=progress, device=device
+    )
     return X, labels, graph
 
 
@@ -136,27 +149,42 @@ def _check_chunks(chunks: Sequence[int | str], graph) -> None:
         resolve_n_chunks(value, graph)
 
 
-def _run_series(graph, runs: Sequence[tuple[str, int | str]], seed: int, start: Any, n_epochs: int | None,
-                device: str, done: Callable[[], Any]) -> tuple[list[dict], list[np.ndarray], list[np.ndarray]]:
+def _run_series(
+    graph,
+    runs: Sequence[tuple[str, int | str]],
+    seed: int,
+    start: Any,
+    n_epochs: int | None,
+    device: str,
+    done: Callable[[], Any],
+) -> tuple[list[dict], list[np.ndarray], list[np.ndarray]]:
     """Full runs of ``(strategy, n_chunks)`` pairs from one start layout. The first is the reference: "bounds"
     outliers lie outside its per-axis [min - 2 std, max + 2 std]; "neighbors" outliers lie far from all their graph
     neighbours (see umapviz.metrics). Returns a row per run, the embeddings and the bounds masks; ``done()`` is
     called after each run (a progress bar's update)."""
     rows, embeddings, masks = [], [], []
     for strategy, chunks in runs:
-        opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=chunks, random_state=seed, init=start,
-                              n_epochs=n_epochs, device=device)
+        opt = LayoutOptimizer(
+            graph, strategy=strategy, n_chunks=chunks, random_state=seed, init=start, n_epochs=n_epochs, device=device
+        )
         peak = _PeakOutliers(graph)
         began = time.perf_counter()
         opt.run(peak)
         seconds = time.perf_counter() - began - peak.seconds
         emb = opt.embedding
         bounds = metrics.outliers(emb, method="bounds", reference=embeddings[0] if embeddings else emb)
-        rows.append({"strategy": strategy, "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
-                     "rule": chunks if isinstance(chunks, str) else "", "outliers_bounds": int(bounds.sum()),
-                     "outliers_neighbors": int(metrics.outliers(emb, graph, method="neighbors").sum()),
-                     "peak_neighbors": f"{peak.count} @ {peak.epoch}" if peak.count else "0",
-                     "s_per_epoch": seconds / opt.n_epochs, "fingerprint": metrics.fingerprint(emb)})
+        rows.append(
+            {
+                "strategy": strategy,
+                "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
+                "rule": chunks if isinstance(chunks, str) else "",
+                "outliers_bounds": int(bounds.sum()),
+                "outliers_neighbors": int(metrics.outliers(emb, graph, method="neighbors").sum()),
+                "peak_neighbors": f"{peak.count} @ {peak.epoch}" if peak.count else "0",
+                "s_per_epoch": seconds / opt.n_epochs,
+                "fingerprint": metrics.fingerprint(emb),
+            }
+        )
         embeddings.append(emb)
         masks.append(bounds)
         done()
@@ -181,16 +209,22 @@ class _PeakOutliers:
 
 def _titles(rows: list[dict], suffix: str = "") -> list[str]:
     """Panel titles: the strategy, and for chunked its n_chunks and rule."""
-    return [r["strategy"] + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
-            + (f" ({r['rule']})" if r["rule"] else "") + suffix for r in rows]
+    return [
+        r["strategy"]
+        + (f" n_chunks={r['n_chunks']}" if r["strategy"] == "chunked" else "")
+        + (f" ({r['rule']})" if r["rule"] else "")
+        + suffix
+        for r in rows
+    ]
 
 
 # Built-in datasets without structure for a 2-D layout to keep: their trustworthiness sits near a random layout's.
 STRUCTURELESS = ("gaussian", "gaussian1024")
 
 
-def describe_data(dataset: str | None, X: np.ndarray, labels: np.ndarray | None, graph, device: str,
-                  reference: str, start: Any = None) -> str:
+def describe_data(
+    dataset: str | None, X: np.ndarray, labels: np.ndarray | None, graph, device: str, reference: str, start: Any = None
+) -> str:
     """The lines printed above a command's table: which data (name, points, dimensions, classes), the graph's
     neighbours and the runs' epochs, the device, and the layout outliers are counted against; with ``start``,
     the fingerprints of the graph and the start layout, which decide whether two runs' layouts can be equal.
@@ -217,14 +251,21 @@ def describe_data(dataset: str | None, X: np.ndarray, labels: np.ndarray | None,
     what = f"{name}: {builtin.description}" if builtin is not None else f"{name} (your file)"
     classes = "no classes" if labels is None else f"{len(np.unique(labels)):,} classes"
     n_neighbors = graph.knn_indices.shape[1]
-    lines = [("data", what),
-             ("points", f"{X.shape[0]:,} points x {X.shape[1]:,} dimensions, {classes}"),
-             ("graph", f"{n_neighbors} neighbours per point (itself included), {graph.n_epochs:,} epochs per run"),
-             ("device", f"{device}; outliers counted against the {reference} layout (the first row)")]
+    lines = [
+        ("data", what),
+        ("points", f"{X.shape[0]:,} points x {X.shape[1]:,} dimensions, {classes}"),
+        ("graph", f"{n_neighbors} neighbours per point (itself included), {graph.n_epochs:,} epochs per run"),
+        ("device", f"{device}; outliers counted against the {reference} layout (the first row)"),
+    ]
     if start is not None:
         begin = "random, from the seed" if isinstance(start, str) else metrics.fingerprint(start)
-        lines.append(("bytes", f"graph {graph.fingerprint}, start {begin}: a run on either device (CPU, GPU) "
-                               "with these two prints the same fingerprints (hogwild's aside: it races)"))
+        lines.append(
+            (
+                "bytes",
+                f"graph {graph.fingerprint}, start {begin}: a run on either device (CPU, GPU) "
+                "with these two prints the same fingerprints (hogwild's aside: it races)",
+            )
+        )
     return "\n".join(f"{key:<8}{value}" for key, value in lines)
 
 
@@ -235,11 +276,11 @@ COLUMN_NOTES = {
     "n_chunks": "the chunks a chunked run split each epoch's edges into ('-': not a chunked run)",
     "rule": "the rule that chose n_chunks (auto, degree, ...); empty where a number was given",
     "outliers(bounds)": "after the last epoch, points outside the reference layout's box, per axis [min - {n} std, "
-                        "max + {n} std]".format(n=f"{BOUNDS_N_STD:g}"),
+    "max + {n} std]".format(n=f"{BOUNDS_N_STD:g}"),
     "outliers(neighbors)": f"after the last epoch, points over {NEIGHBOR_FACTOR:g} x the median distance from their "
-                           "nearest graph neighbour",
+    "nearest graph neighbour",
     "peak(neighbors)": "the most outliers(neighbors) after any epoch, @ the first epoch with that many: a point flung "
-                       "early is often pulled back before the last epoch",
+    "early is often pulled back before the last epoch",
     "trust": "trustworthiness: are each point's 5 nearest in the layout near it in the data? 1 = all, 0.5 = random",
     "s/epoch": "seconds per epoch of the layout, on this machine (the per-epoch outlier count left out)",
     "fingerprint": "a hash of the layout's bytes: the same fingerprint means bitwise the same layout",
@@ -248,9 +289,11 @@ COLUMN_NOTES = {
     "most outliers(bounds)": "the most outliers(bounds) of any seed",
     "most outliers(neighbors)": "the most outliers(neighbors) of any seed",
 }
-STRUCTURELESS_TRUST = ("about 0.5 here: an isotropic Gaussian has no structure for a 2-D layout to keep (in hundreds",
-                       "of dimensions a point's nearest neighbours are barely nearer than any other point), so no",
-                       "layout does much better than a random one")
+STRUCTURELESS_TRUST = (
+    "about 0.5 here: an isotropic Gaussian has no structure for a 2-D layout to keep (in hundreds",
+    "of dimensions a point's nearest neighbours are barely nearer than any other point), so no",
+    "layout does much better than a random one",
+)
 
 
 def explain_columns(columns: Sequence[tuple[str, str, Callable]], dataset: str | None = None) -> str:
@@ -287,8 +330,10 @@ FIGURE_CAPTION = (
 def _figure_title(command: str, dataset: str | None, X: np.ndarray, graph, device: str) -> str:
     """A figure's overall title: the command and the data it laid out."""
     name = datasets.DEFAULT if dataset is None else Path(dataset).name
-    return (f"umapviz {command}: {name}, {X.shape[0]:,} points x {X.shape[1]:,}-d, "
-            f"{graph.knn_indices.shape[1]} neighbours, {graph.n_epochs:,} epochs, {device}")
+    return (
+        f"umapviz {command}: {name}, {X.shape[0]:,} points x {X.shape[1]:,}-d, "
+        f"{graph.knn_indices.shape[1]} neighbours, {graph.n_epochs:,} epochs, {device}"
+    )
 
 
 # --------------------------------------------------------------------------------------------------- demo
@@ -317,8 +362,9 @@ def run_demo(
     """
     out = _figures_folder(out)
     device, reference = _device_and_reference(device, reference)
-    X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
-                                       device, progress)
+    X, labels, graph = _data_and_graph(
+        dataset, n_samples, random_state, label_column, n_neighbors, n_epochs, device, progress
+    )
     runs: list[tuple[str, int | str]] = [(reference, 1), ("buffered", 1)]
     runs += [("chunked", c) for c in (n_chunks or DEFAULT_CHUNKS)]
     _check_chunks([c for _, c in runs], graph)
@@ -333,17 +379,29 @@ def run_demo(
     if out is not None:
         from .render import save_png, side_by_side  # noqa: PLC0415 - plotting only when asked for
 
-        image = side_by_side(embeddings, titles=_titles(rows), labels=labels, outliers=masks,
-                             title=_figure_title("demo", dataset, X, graph, device), caption=FIGURE_CAPTION)
+        image = side_by_side(
+            embeddings,
+            titles=_titles(rows),
+            labels=labels,
+            outliers=masks,
+            title=_figure_title("demo", dataset, X, graph, device),
+            caption=FIGURE_CAPTION,
+        )
         save_png(image, out / "side_by_side.png")
     return rows
 
 
-DEMO_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("rule", "rule", str),
-                ("outliers(bounds)", "outliers_bounds", str), ("outliers(neighbors)", "outliers_neighbors", str),
-                ("peak(neighbors)", "peak_neighbors", str), ("trust", "trustworthiness", "{:.4f}".format),
-                ("s/epoch", "s_per_epoch", "{:.4f}".format),
-                ("fingerprint", "fingerprint", str))
+DEMO_COLUMNS = (
+    ("strategy", "strategy", str),
+    ("n_chunks", "n_chunks", str),
+    ("rule", "rule", str),
+    ("outliers(bounds)", "outliers_bounds", str),
+    ("outliers(neighbors)", "outliers_neighbors", str),
+    ("peak(neighbors)", "peak_neighbors", str),
+    ("trust", "trustworthiness", "{:.4f}".format),
+    ("s/epoch", "s_per_epoch", "{:.4f}".format),
+    ("fingerprint", "fingerprint", str),
+)
 
 
 def format_table(rows: list[dict], columns: Sequence[tuple[str, str, Callable]] = DEMO_COLUMNS) -> str:
@@ -384,8 +442,9 @@ def run_compare(
     if not seeds:
         raise ValueError("--seeds is empty; give at least one layout seed, e.g. --seeds 0,1,2.")
     device, reference = _device_and_reference(device, reference)
-    X, labels, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs,
-                                       device, progress)
+    X, labels, graph = _data_and_graph(
+        dataset, n_samples, random_state, label_column, n_neighbors, n_epochs, device, progress
+    )
     if announce is not None:
         announce(describe_data(dataset, X, labels, graph, device, reference))
     _check_chunks(chunk_values, graph)
@@ -420,17 +479,27 @@ def compare_summary(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["strategy"], r["rule"] or r["n_chunks"]), []).append(r)
-    return [{"strategy": strategy, "n_chunks": value,
-             "n_chunks_used": ",".join(sorted({str(r["n_chunks"]) for r in group}, key=lambda s: (len(s), s))),
-             "clean": f"{sum(r['outliers_bounds'] == 0 and r['outliers_neighbors'] == 0 for r in group)}/{len(group)}",
-             "most_bounds": max(r["outliers_bounds"] for r in group),
-             "most_neighbors": max(r["outliers_neighbors"] for r in group)}
-            for (strategy, value), group in groups.items()]
+    return [
+        {
+            "strategy": strategy,
+            "n_chunks": value,
+            "n_chunks_used": ",".join(sorted({str(r["n_chunks"]) for r in group}, key=lambda s: (len(s), s))),
+            "clean": f"{sum(r['outliers_bounds'] == 0 and r['outliers_neighbors'] == 0 for r in group)}/{len(group)}",
+            "most_bounds": max(r["outliers_bounds"] for r in group),
+            "most_neighbors": max(r["outliers_neighbors"] for r in group),
+        }
+        for (strategy, value), group in groups.items()
+    ]
 
 
-SUMMARY_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("used", "n_chunks_used", str),
-                   ("clean seeds", "clean", str), ("most outliers(bounds)", "most_bounds", str),
-                   ("most outliers(neighbors)", "most_neighbors", str))
+SUMMARY_COLUMNS = (
+    ("strategy", "strategy", str),
+    ("n_chunks", "n_chunks", str),
+    ("used", "n_chunks_used", str),
+    ("clean seeds", "clean", str),
+    ("most outliers(bounds)", "most_bounds", str),
+    ("most outliers(neighbors)", "most_neighbors", str),
+)
 
 
 # -------------------------------------------------------------------------------------------------- bench
@@ -459,8 +528,9 @@ def run_bench(
     """
     repeat = check_int("repeat", repeat, 1)
     device = resolve_device(device)  # before any data is loaded, so that a missing GPU is said first
-    _, _, graph = _data_and_graph(dataset, n_samples, random_state, label_column, n_neighbors, n_epochs, device,
-                                  progress)
+    _, _, graph = _data_and_graph(
+        dataset, n_samples, random_state, label_column, n_neighbors, n_epochs, device, progress
+    )
     strategies = list(strategies or BENCH_STRATEGIES[device])
     _check_chunks([n_chunks], graph)
     start = _start_layout(graph, init, random_state, device)
@@ -469,20 +539,31 @@ def run_bench(
         rows = []
         for strategy in strategies:
             bar.set_postfix_str(strategy)
-            rows.append(_time_strategy(graph, strategy, n_chunks, random_state, start, n_epochs, device, repeat,
-                                       bar.update))
+            rows.append(
+                _time_strategy(graph, strategy, n_chunks, random_state, start, n_epochs, device, repeat, bar.update)
+            )
     hogwild = next((r["ms_per_epoch"] for r in rows if r["strategy"] == "hogwild"), None)
     for r in rows:
         r["x_hogwild"] = None if hogwild is None else r["ms_per_epoch"] / hogwild
     return rows
 
 
-def _time_strategy(graph, strategy: str, n_chunks: int | str, seed: int, start: Any, n_epochs: int | None,
-                   device: str, repeat: int, tick: Callable[[], Any]) -> dict:
+def _time_strategy(
+    graph,
+    strategy: str,
+    n_chunks: int | str,
+    seed: int,
+    start: Any,
+    n_epochs: int | None,
+    device: str,
+    repeat: int,
+    tick: Callable[[], Any],
+) -> dict:
     """One strategy's bench row (see :func:`run_bench`); ``tick()`` after each timed epoch."""
     began = time.perf_counter()
-    opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=n_chunks, random_state=seed, init=start,
-                          n_epochs=n_epochs, device=device)
+    opt = LayoutOptimizer(
+        graph, strategy=strategy, n_chunks=n_chunks, random_state=seed, init=start, n_epochs=n_epochs, device=device
+    )
     opt.step()  # the warm-up: compiles
     setup = time.perf_counter() - began
     seconds, active, prints = [], [], []
@@ -494,9 +575,15 @@ def _time_strategy(graph, strategy: str, n_chunks: int | str, seed: int, start: 
             tick()
         prints.append(metrics.fingerprint(opt.embedding))
     total = float(np.sum(seconds))
-    return {"strategy": strategy, "n_chunks": opt.n_chunks if strategy == "chunked" else "-", "setup_s": setup,
-            "ms_per_epoch": 1e3 * total / len(seconds), "edges_per_s": sum(active) / total,
-            "fingerprint": prints[0], "repeats": None if repeat == 1 else len(set(prints)) == 1}
+    return {
+        "strategy": strategy,
+        "n_chunks": opt.n_chunks if strategy == "chunked" else "-",
+        "setup_s": setup,
+        "ms_per_epoch": 1e3 * total / len(seconds),
+        "edges_per_s": sum(active) / total,
+        "fingerprint": prints[0],
+        "repeats": None if repeat == 1 else len(set(prints)) == 1,
+    }
 
 
 def _repeats_text(row: dict) -> str:
@@ -507,10 +594,15 @@ def _repeats_text(row: dict) -> str:
     return "same bytes" if row["repeats"] else "DIFFER"
 
 
-BENCH_COLUMNS = (("strategy", "strategy", str), ("n_chunks", "n_chunks", str), ("ms/epoch", "ms_per_epoch",
-                 "{:.3f}".format), ("M active edges/s", "edges_per_s", lambda v: f"{v / 1e6:.1f}"),
-                 ("x hogwild", "x_hogwild", lambda v: "-" if v is None else f"{v:.2f}"),
-                 ("set-up s", "setup_s", "{:.2f}".format), ("fingerprint", "fingerprint", str))
+BENCH_COLUMNS = (
+    ("strategy", "strategy", str),
+    ("n_chunks", "n_chunks", str),
+    ("ms/epoch", "ms_per_epoch", "{:.3f}".format),
+    ("M active edges/s", "edges_per_s", lambda v: f"{v / 1e6:.1f}"),
+    ("x hogwild", "x_hogwild", lambda v: "-" if v is None else f"{v:.2f}"),
+    ("set-up s", "setup_s", "{:.2f}".format),
+    ("fingerprint", "fingerprint", str),
+)
 
 
 def bench_table(rows: list[dict]) -> str:
@@ -526,14 +618,21 @@ def _common_options() -> argparse.ArgumentParser:
     """The options every command takes: the data, its graph, the layouts' length and start, the device."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--dataset", default=None, help="dataset name or file path (default: the kit's default)")
-    common.add_argument("--label-column", default=None, metavar="NAME",
-                        help="the column of a CSV/Parquet file (or array of an .npz) that holds the classes "
-                             "(default: one named label, labels, target or class, in any case)")
-    common.add_argument("--n-samples", type=int, default=None,
-                        help="points to make (synthetic datasets) or keep (a subsample of real data)")
+    common.add_argument(
+        "--label-column",
+        default=None,
+        metavar="NAME",
+        help="the column of a CSV/Parquet file (or array of an .npz) that holds the classes "
+        "(default: one named label, labels, target or class, in any case)",
+    )
+    common.add_argument(
+        "--n-samples",
+        type=int,
+        default=None,
+        help="points to make (synthetic datasets) or keep (a subsample of real data)",
+    )
     common.add_argument("--n-neighbors", type=int, default=15, help="neighbours per point, itself included")
-    common.add_argument("--n-epochs", type=int, default=None,
-                        help="default: 500 up to 10,000 points, else 200")
+    common.add_argument("--n-epochs", type=int, default=None, help="default: 500 up to 10,000 points, else 200")
     common.add_argument("--init", default="spectral", choices=["spectral", "random"])
     common.add_argument("--device", default="cpu", choices=["cpu", "gpu", "auto"])
     return common
@@ -544,34 +643,64 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     common = [_common_options()]
     reference = argparse.ArgumentParser(add_help=False)
-    reference.add_argument("--reference", default=None, choices=REFERENCES,
-                           help="the layout outliers are counted against (default: sequential on the CPU, hogwild "
-                                "on the GPU, where sequential runs on one thread)")
-    demo = sub.add_parser("demo", parents=[*common, reference],
-                          help="compare strategies on a dataset and print a table")
-    demo.add_argument("--n-chunks", type=_parse_chunks, default=list(DEFAULT_CHUNKS),
-                      help="comma-separated n_chunks values for the chunked runs (ints, auto, shipped, degree)")
+    reference.add_argument(
+        "--reference",
+        default=None,
+        choices=REFERENCES,
+        help="the layout outliers are counted against (default: sequential on the CPU, hogwild "
+        "on the GPU, where sequential runs on one thread)",
+    )
+    demo = sub.add_parser(
+        "demo", parents=[*common, reference], help="compare strategies on a dataset and print a table"
+    )
+    demo.add_argument(
+        "--n-chunks",
+        type=_parse_chunks,
+        default=list(DEFAULT_CHUNKS),
+        help="comma-separated n_chunks values for the chunked runs (ints, auto, shipped, degree)",
+    )
     demo.add_argument("--random-state", type=int, default=0)
     demo.add_argument("--out", default=None, help="folder for figures (PNG side by side)")
 
-    compare = sub.add_parser("compare", parents=[*common, reference],
-                             help="chunked runs for several n_chunks and layout seeds: which are clean on every seed")
-    compare.add_argument("--n-chunks", type=_parse_chunks, default=list(COMPARE_CHUNKS),
-                         help="comma-separated n_chunks values (ints, auto, shipped, degree; 1 is buffered)")
-    compare.add_argument("--seeds", type=_parse_seeds, default=list(COMPARE_SEEDS),
-                         help="comma-separated layout seeds (default 0,1,2)")
+    compare = sub.add_parser(
+        "compare",
+        parents=[*common, reference],
+        help="chunked runs for several n_chunks and layout seeds: which are clean on every seed",
+    )
+    compare.add_argument(
+        "--n-chunks",
+        type=_parse_chunks,
+        default=list(COMPARE_CHUNKS),
+        help="comma-separated n_chunks values (ints, auto, shipped, degree; 1 is buffered)",
+    )
+    compare.add_argument(
+        "--seeds", type=_parse_seeds, default=list(COMPARE_SEEDS), help="comma-separated layout seeds (default 0,1,2)"
+    )
     compare.add_argument("--random-state", type=int, default=0, help="seed of the data and graph")
     compare.add_argument("--out", default=None, help="folder for the figure (compare.png, a row per seed)")
 
-    bench = sub.add_parser("bench", parents=common,
-                           help="time per epoch of each strategy on this machine, against hogwild")
-    bench.add_argument("--strategies", type=_parse_strategies, default=None,
-                       help="comma-separated strategies (default: all; on the GPU all but the one-thread sequential)")
-    bench.add_argument("--n-chunks", type=_n_chunks, default="auto",
-                       help="the chunked run's n_chunks (an int, auto, shipped or degree)")
+    bench = sub.add_parser(
+        "bench", parents=common, help="time per epoch of each strategy on this machine, against hogwild"
+    )
+    bench.add_argument(
+        "--strategies",
+        type=_parse_strategies,
+        default=None,
+        help="comma-separated strategies (default: all; on the GPU all but the one-thread sequential)",
+    )
+    bench.add_argument(
+        "--n-chunks",
+        type=_n_chunks,
+        default="auto",
+        help="the chunked run's n_chunks (an int, auto, shipped or degree)",
+    )
     bench.add_argument("--random-state", type=int, default=0)
-    bench.add_argument("--repeat", type=int, default=1,
-                       help="runs of each strategy; 2 or more also checks that the runs repeat their bytes")
+    bench.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each strategy; 2 or more also checks that the runs repeat their bytes",
+    )
     return parser
 
 
@@ -605,8 +734,11 @@ def main(argv: list[str] | None = None) -> int:
         print(bench_table(rows))
         broken = [r["strategy"] for r in rows if r["repeats"] is False and r["strategy"] in REPRODUCIBLE]
         if broken:
-            print(f"umapviz bench: {', '.join(broken)} did not repeat its bytes, which it promises: please "
-                  "report it with the command and this table.", file=sys.stderr)
+            print(
+                f"umapviz bench: {', '.join(broken)} did not repeat its bytes, which it promises: please "
+                "report it with the command and this table.",
+                file=sys.stderr,
+            )
             return 1
     if getattr(args, "out", None):
         print(f"figures written to {args.out}")

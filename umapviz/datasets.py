@@ -146,16 +146,19 @@ def gaussian_clusters(
     n_samples, n_clusters = check_int("n_samples", n_samples, 1), check_int("n_clusters", n_clusters, 1)
     n_features = check_int("n_features", n_features, 1)
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, e.g. np.random.default_rng(0); got "
-                        f"{type(rng).__name__}.")
+        raise TypeError(
+            f"rng must be a numpy.random.Generator, e.g. np.random.default_rng(0); got {type(rng).__name__}."
+        )
     centre_scale = check_positive_float("centre_scale", centre_scale, "0.7 is the default", allow_zero=True)
     size_exponent = check_positive_float("size_exponent", size_exponent, "0.5 is the default", allow_zero=True)
     if len(spread) != 2:
         raise ValueError(f"spread must be two numbers (smallest cluster's, largest cluster's); got {spread!r}.")
     low, high = (check_positive_float("spread", v, "(0.6, 1.0) is the default") for v in spread)
     if n_samples < n_clusters:
-        raise ValueError(f"gaussian_clusters needs at least one point per cluster: n_samples={n_samples} < "
-                         f"n_clusters={n_clusters}. Ask for more points or fewer clusters.")
+        raise ValueError(
+            f"gaussian_clusters needs at least one point per cluster: n_samples={n_samples} < "
+            f"n_clusters={n_clusters}. Ask for more points or fewer clusters."
+        )
     sizes = _zipf_sizes(n_samples, n_clusters, exponent=size_exponent)
     centres = rng.standard_normal((n_clusters, n_features), dtype=np.float32) * np.float32(centre_scale)
     spreads = np.linspace(high, low, n_clusters, dtype=np.float32)  # the largest cluster first
@@ -265,8 +268,9 @@ _BUILTINS: dict[str, _Builtin] = {
             make=_gaussian,
         ),
         _Builtin(
-            DatasetInfo("clusters", "10 Gaussian clusters in 256-d, unequal sizes and spreads, with hubs (the default)",
-                        20_000),
+            DatasetInfo(
+                "clusters", "10 Gaussian clusters in 256-d, unequal sizes and spreads, with hubs (the default)", 20_000
+            ),
             make=_clusters,
         ),
         _Builtin(
@@ -403,9 +407,7 @@ def _label_index(names: list[str], path: Path, label_column: str | None) -> int 
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
-            raise ValueError(
-                f"{path} has {len(hits)} columns named {label_column!r}. Rename all but the class column."
-            )
+            raise ValueError(f"{path} has {len(hits)} columns named {label_column!r}. Rename all but the class column.")
         what = "is empty" if not label_column else "is not a column of this file"
         raise ValueError(
             f"label_column={label_column!r} {what}: {path} has the columns {_list_names(names)}. Give the name "
@@ -531,8 +533,17 @@ def _read_csv_text(path: Path, label_column: str | None):
     try:
         # Without usecols, loadtxt itself refuses rows longer or shorter than the first (with it, it would drop
         # extra cells); a file with a label column has its rows checked by the pass that reads the labels.
-        X = np.loadtxt(path, delimiter=",", skiprows=skip, usecols=None if label_idx is None else feature_idx,
-                       dtype=np.float64, ndmin=2, quotechar='"', comments=None, encoding="utf-8-sig")
+        X = np.loadtxt(
+            path,
+            delimiter=",",
+            skiprows=skip,
+            usecols=None if label_idx is None else feature_idx,
+            dtype=np.float64,
+            ndmin=2,
+            quotechar='"',
+            comments=None,
+            encoding="utf-8-sig",
+        )
     except ValueError as exc:
         _column_cells(path, skip, len(names), None)  # a row of the wrong length: say which
         _refuse_bad_cells(path, skip, feature_idx, names, label_idx)
@@ -546,8 +557,13 @@ def _read_csv_text(path: Path, label_column: str | None):
         cells, lines = _column_cells(path, skip, len(names), label_idx)  # also refuses rows of the wrong length
         labels = _labels_from_strings(np.array([c.strip() for c in cells]), path, lines=lines)
     # pandas' df.to_csv(path) writes the row index first, under an empty name: not a feature.
-    if has_header and names[0] in ("", "Unnamed: 0") and len(X) and label_idx != 0 \
-            and np.array_equal(X[:, 0], np.arange(len(X))):
+    if (
+        has_header
+        and names[0] in ("", "Unnamed: 0")
+        and len(X)
+        and label_idx != 0
+        and np.array_equal(X[:, 0], np.arange(len(X)))
+    ):
         X = X[:, 1:]
         if X.shape[1] == 0:
             raise ValueError(f"{path} holds only a row index; it has no data columns.")
@@ -615,24 +631,32 @@ def _refuse_bad_cells(path: Path, skip: int, columns: list[int], names: list[str
                     text.setdefault(i, []).append((reader.line_num, cell))
     problems = []
     for i, lines in missing.items():
-        problems.append(f"column {names[i]!r} has {len(lines):,} missing value(s) (empty or NaN cells) on "
-                        f"{_line_list(lines, len(lines), path.name)}. Fill them in (impute) or drop those rows.")
+        problems.append(
+            f"column {names[i]!r} has {len(lines):,} missing value(s) (empty or NaN cells) on "
+            f"{_line_list(lines, len(lines), path.name)}. Fill them in (impute) or drop those rows."
+        )
     for i, lines in infinite.items():
-        problems.append(f"column {names[i]!r} has {len(lines):,} infinite value(s) on "
-                        f"{_line_list(lines, len(lines), path.name)}. Drop those rows or clip the values.")
+        problems.append(
+            f"column {names[i]!r} has {len(lines):,} infinite value(s) on "
+            f"{_line_list(lines, len(lines), path.name)}. Drop those rows or clip the values."
+        )
     if text:
         cols = [names[i] for i in sorted(text)]
         examples = ", ".join(f"{text[i][0][1]!r} on line {text[i][0][0]}" for i in sorted(text))
         if label_idx is not None:
-            what = (f"Drop them or turn them into numbers: the classes are read from column {names[label_idx]!r} "
-                    "already.")
+            what = (
+                f"Drop them or turn them into numbers: the classes are read from column {names[label_idx]!r} already."
+            )
         elif len(cols) == 1:
             what = f"Drop it, or if it holds the classes, pick it with label_column={cols[0]!r}."
         else:
-            what = ("Drop them, or if one holds the classes, pick it with label_column (one of "
-                    f"{', '.join(repr(c) for c in cols)}).")
-        problems.append(f"column(s) {', '.join(repr(c) for c in cols)} hold text, not numbers ({examples} of "
-                        f"{path.name}). {what}")
+            what = (
+                "Drop them, or if one holds the classes, pick it with label_column (one of "
+                f"{', '.join(repr(c) for c in cols)})."
+            )
+        problems.append(
+            f"column(s) {', '.join(repr(c) for c in cols)} hold text, not numbers ({examples} of {path.name}). {what}"
+        )
     if problems:
         raise ValueError(f"{path}: " + " ".join(problems))
 
@@ -681,8 +705,9 @@ def _read_parquet(path: Path, label_column: str | None = None):
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise ValueError(f"{path} is not a readable Parquet file ({exc}). Check the file, or save the data "
-                         "as .npy/.npz/.csv.") from exc
+        raise ValueError(
+            f"{path} is not a readable Parquet file ({exc}). Check the file, or save the data as .npy/.npz/.csv."
+        ) from exc
     label_idx = _label_index(table.column_names, path, label_column)
     label_name = None if label_idx is None else table.column_names[label_idx]
     # pandas' df.to_parquet(path) stores a non-default row index as __index_level_0__: not a feature.
@@ -713,8 +738,7 @@ def _read_parquet(path: Path, label_column: str | None = None):
         if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
             labels = col.to_numpy(zero_copy_only=False)
         else:
-            labels = _labels_from_strings(np.asarray(['' if v is None else str(v) for v in col.to_pylist()]),
-                                          path)
+            labels = _labels_from_strings(np.asarray(["" if v is None else str(v) for v in col.to_pylist()]), path)
     return X, labels
 
 

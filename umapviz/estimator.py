@@ -242,8 +242,9 @@ class UMAP:
             )
         if (names is None) != (fitted is None):  # scikit-learn's warnings, in its words
             has, fit_with = ("has", "without") if fitted is None else ("does not have valid", "with")
-            warnings.warn(f"X {has} feature names, but UMAP was fitted {fit_with} feature names", UserWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"X {has} feature names, but UMAP was fitted {fit_with} feature names", UserWarning, stacklevel=3
+            )
         return data
 
     def __getstate__(self) -> dict:

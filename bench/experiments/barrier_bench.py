@@ -44,8 +44,9 @@ def time_barrier(source: str, blocks: int, threads: int, reps: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sources", default="",
-                    help="comma-separated earlier engine_gpu.cu files to time beside the current")
+    ap.add_argument(
+        "--sources", default="", help="comma-separated earlier engine_gpu.cu files to time beside the current"
+    )
     ap.add_argument("--reps", type=int, default=20000, help="barriers per launch")
     ap.add_argument("--threads", type=int, default=256, help="threads per block")
     args = ap.parse_args()

@@ -39,8 +39,9 @@ from umapviz.optimize.chunks import resolve_n_chunks
 OUT = Path(__file__).resolve().parents[1] / "chunk_study" / "epochs.jsonl"
 GRAPHS = {
     "clusters": lambda: datasets.load("clusters", random_state=0),
-    "clusters zipf1": lambda: datasets.gaussian_clusters(20_000, np.random.default_rng(0), centre_scale=1.0,
-                                                         size_exponent=1.0),
+    "clusters zipf1": lambda: datasets.gaussian_clusters(
+        20_000, np.random.default_rng(0), centre_scale=1.0, size_exponent=1.0
+    ),
     "mixture 20k": lambda: datasets.load("mixture", n_samples=20_000, random_state=0),
     "gaussian 20k": lambda: datasets.load("gaussian", n_samples=20_000, random_state=0),
     "mixture 50k": lambda: datasets.load("mixture", n_samples=50_000, random_state=0),
@@ -50,12 +51,21 @@ GRAPHS = {
 
 def counts(graph, emb: np.ndarray, reference: np.ndarray) -> tuple[int, int]:
     """(neighbors, bounds) outliers of one epoch's layout, bounds against the reference of that epoch."""
-    return (int(metrics.outliers(emb, graph, method="neighbors").sum()),
-            int(metrics.outliers(emb, method="bounds", reference=reference).sum()))
+    return (
+        int(metrics.outliers(emb, graph, method="neighbors").sum()),
+        int(metrics.outliers(emb, method="bounds", reference=reference).sum()),
+    )
 
 
-def run(graph, strategy: str, n_chunks: int, seed: int, start: np.ndarray, references: list[np.ndarray] | None,
-        n_epochs: int | None) -> tuple[list[tuple[int, int]], list[np.ndarray], float]:
+def run(
+    graph,
+    strategy: str,
+    n_chunks: int,
+    seed: int,
+    start: np.ndarray,
+    references: list[np.ndarray] | None,
+    n_epochs: int | None,
+) -> tuple[list[tuple[int, int]], list[np.ndarray], float]:
     """Per-epoch (neighbors, bounds) counts of one layout, its per-epoch layouts (sequential only) and s/epoch."""
     opt = LayoutOptimizer(graph, strategy=strategy, n_chunks=n_chunks, random_state=seed, init=start)
     last = opt.n_epochs if n_epochs is None else min(n_epochs, opt.n_epochs)
@@ -104,11 +114,22 @@ def study(name: str, seeds: list[int], n_chunks: list[int | str], n_epochs: int 
         start = spectral_init(graph, 2, seed)
         baseline, references, seq_s = run(graph, "sequential", 1, seed, start, None, n_epochs)
         epochs = len(baseline)
-        common = {"graph": name, "n": graph.n_vertices, "nnz": graph.nnz, "max_degree": graph.max_degree,
-                  "seed": seed, "epochs": epochs}
+        common = {
+            "graph": name,
+            "n": graph.n_vertices,
+            "nnz": graph.nnz,
+            "max_degree": graph.max_degree,
+            "seed": seed,
+            "epochs": epochs,
+        }
         if (name, seed, "sequential", epochs) not in done:
-            row = {**common, "n_chunks": "sequential", "edges_per_chunk": None, **summary(baseline, baseline),
-                   "s_per_epoch": seq_s}
+            row = {
+                **common,
+                "n_chunks": "sequential",
+                "edges_per_chunk": None,
+                **summary(baseline, baseline),
+                "s_per_epoch": seq_s,
+            }
             with out.open("a") as f:
                 f.write(json.dumps(row) + "\n")
         for n in picks:
@@ -116,9 +137,14 @@ def study(name: str, seeds: list[int], n_chunks: list[int | str], n_epochs: int 
                 continue
             per_epoch, _, s = run(graph, "chunked", n, seed, start, references, n_epochs)
             steps = update_steps(graph, busiest, "chunked", n, seed)[1]
-            row = {**common, "n_chunks": n, "edges_per_chunk": int(steps.max(initial=0)),
-                   "degree_per_chunk": math.ceil(graph.max_degree / n), **summary(per_epoch, baseline),
-                   "s_per_epoch": s}
+            row = {
+                **common,
+                "n_chunks": n,
+                "edges_per_chunk": int(steps.max(initial=0)),
+                "degree_per_chunk": math.ceil(graph.max_degree / n),
+                **summary(per_epoch, baseline),
+                "s_per_epoch": s,
+            }
             with out.open("a") as f:
                 f.write(json.dumps(row) + "\n")
             print(name, seed, n, {k: v for k, v in row.items() if k.startswith(("peak", "epochs_above"))}, flush=True)
@@ -127,8 +153,10 @@ def study(name: str, seeds: list[int], n_chunks: list[int | str], n_epochs: int 
 def table(out: Path) -> None:
     """A markdown summary: per graph and n_chunks, each seed's peaks and the epochs above the baseline."""
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    print("| graph (max degree) | n_chunks | edges per chunk: degree / n_chunks (largest chunk) | peak neighbours, "
-          "from epoch 2, per seed | peak bounds, per seed | epochs above sequential: neighbours / bounds |")
+    print(
+        "| graph (max degree) | n_chunks | edges per chunk: degree / n_chunks (largest chunk) | peak neighbours, "
+        "from epoch 2, per seed | peak bounds, per seed | epochs above sequential: neighbours / bounds |"
+    )
     print("|---|---|---|---|---|---|")
     for graph, epochs in sorted({(r["graph"], r["epochs"]) for r in rows}):
         mine = [r for r in rows if r["graph"] == graph and r["epochs"] == epochs]
@@ -136,16 +164,20 @@ def table(out: Path) -> None:
         for n in ["sequential", *counts]:
             runs = sorted((r for r in mine if r["n_chunks"] == n), key=lambda r: r["seed"])
             seeds = "/".join(str(r["seed"]) for r in runs)
-            peaks = {k: "/".join(f"{r[f'peak_{k}']}" + (f" @{r[f'peak_{k}_epoch']}" if r[f"peak_{k}"] else "")
-                                 for r in runs) for k in ("neighbors", "bounds")}
+            peaks = {
+                k: "/".join(f"{r[f'peak_{k}']}" + (f" @{r[f'peak_{k}_epoch']}" if r[f"peak_{k}"] else "") for r in runs)
+                for k in ("neighbors", "bounds")
+            }
             if n == "sequential":
                 load, above = "-", "-"
             else:
                 largest = "/".join(str(r["edges_per_chunk"]) for r in runs)
                 load = f"{runs[0]['max_degree'] / n:.0f} ({largest})"
                 above = " / ".join(str(sum(r[f"epochs_above_{k}"] for r in runs)) for k in ("neighbors", "bounds"))
-            print(f"| {graph} ({runs[0]['max_degree']}), seeds {seeds} | {n} | {load} | {peaks['neighbors']} | "
-                  f"{peaks['bounds']} | {above} |")
+            print(
+                f"| {graph} ({runs[0]['max_degree']}), seeds {seeds} | {n} | {load} | {peaks['neighbors']} | "
+                f"{peaks['bounds']} | {above} |"
+            )
 
 
 def main() -> None:

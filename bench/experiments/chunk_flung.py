@@ -35,15 +35,18 @@ def flung(case: str, refs: Path, init: str, collateral: int | None = None) -> st
     reference = load_array(ref_path, (graph.n_vertices, 2))
     if reference is None:
         raise SystemExit(f"no reference layout at {ref_path}: run bench/chunk_study.py for {name} n={n} first")
-    opt = LayoutOptimizer(graph, strategy="chunked", n_chunks=n_chunks, random_state=seed,
-                          init=initial_layout(graph, init, seed))
+    opt = LayoutOptimizer(
+        graph, strategy="chunked", n_chunks=n_chunks, random_state=seed, init=initial_layout(graph, init, seed)
+    )
     Y = opt.run().embedding
     out = np.flatnonzero(metrics.outliers(Y, method="bounds", reference=reference))
     degree = graph.degree
     rank = [int((degree > degree[v]).sum()) for v in out]
-    line = (f"{case}: max degree {degree.max()}, p99 {np.percentile(degree, 99):.0f}; {out.size} flung, "
-            f"degrees {degree[out].tolist()}, rank among degrees (0 = busiest) {rank}, "
-            f"edges per chunk {[round(int(d) / n_chunks) for d in degree[out]]}")
+    line = (
+        f"{case}: max degree {degree.max()}, p99 {np.percentile(degree, 99):.0f}; {out.size} flung, "
+        f"degrees {degree[out].tolist()}, rank among degrees (0 = busiest) {rank}, "
+        f"edges per chunk {[round(int(d) / n_chunks) for d in degree[out]]}"
+    )
     if collateral is not None:
         line += "\n" + collateral_line(case, graph, Y, reference, out, collateral)
     return line
@@ -63,9 +66,11 @@ def collateral_line(case: str, graph, Y: np.ndarray, reference: np.ndarray, out:
     radius = np.linalg.norm(Y - np.median(Y, axis=0), axis=1)
     extent = np.linalg.norm(reference - np.median(reference, axis=0), axis=1).max()
     low_r, hub_r = (f"{np.median(radius[v]):.1f}" if v.size else "-" for v in (low, hubs))
-    return (f"{case}: {hubs.size} flung of degree > {low_degree}, {low.size} of degree <= {low_degree}, "
-            f"{int(touches[low].sum())} of those next to a flung hub; median distance from the centre: "
-            f"low {low_r}, hubs {hub_r} (the reference's extent {extent:.1f})")
+    return (
+        f"{case}: {hubs.size} flung of degree > {low_degree}, {low.size} of degree <= {low_degree}, "
+        f"{int(touches[low].sum())} of those next to a flung hub; median distance from the centre: "
+        f"low {low_r}, hubs {hub_r} (the reference's extent {extent:.1f})"
+    )
 
 
 def main() -> None:

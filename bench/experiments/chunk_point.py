@@ -49,12 +49,16 @@ def main() -> None:
         Y = to_host(Y)
         flagged = np.flatnonzero(metrics.outliers(Y, graph, method="neighbors"))
         ratios[k] = gap_ratio(Y, graph)
-        rows = [f"#{v} degree {degree[v]} rank {int((degree > degree[v]).sum())} gap x{ratios[k][v]:.1f}"
-                for v in flagged]
+        rows = [
+            f"#{v} degree {degree[v]} rank {int((degree > degree[v]).sum())} gap x{ratios[k][v]:.1f}" for v in flagged
+        ]
         summary = metrics.outlier_summary(Y, graph)  # its radii identify the layout (the study's records keep them)
-        print(f"n_chunks={k}: max_radius {summary['max_radius']!r}, median_radius {summary['median_radius']!r}, "
-              f"largest gap x{np.nanmax(ratios[k][np.isfinite(ratios[k])]):.1f}; {flagged.size} flagged"
-              + (": " + "; ".join(rows) if rows else ""), flush=True)
+        print(
+            f"n_chunks={k}: max_radius {summary['max_radius']!r}, median_radius {summary['median_radius']!r}, "
+            f"largest gap x{np.nanmax(ratios[k][np.isfinite(ratios[k])]):.1f}; {flagged.size} flagged"
+            + (": " + "; ".join(rows) if rows else ""),
+            flush=True,
+        )
     every = sorted({int(v) for r in ratios.values() for v in np.flatnonzero(r > metrics.NEIGHBOR_FACTOR)})
     for v in every:
         print(f"#{v} (degree {degree[v]}): gap " + ", ".join(f"x{ratios[k][v]:.1f} at {k}" for k in ratios))

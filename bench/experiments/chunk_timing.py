@@ -45,8 +45,9 @@ def main() -> None:
     init = initial_layout(graph, "spectral", args.seed)
     optimizers = {}
     for c in args.chunks:
-        opt = LayoutOptimizer(graph, strategy="chunked", n_chunks=c, random_state=args.seed, init=init,
-                              device=args.device)
+        opt = LayoutOptimizer(
+            graph, strategy="chunked", n_chunks=c, random_state=args.seed, init=init, device=args.device
+        )
         opt.step(args.skip)
         optimizers[c] = opt
     best = {c: np.inf for c in args.chunks}
@@ -57,9 +58,13 @@ def main() -> None:
             start = time.perf_counter()
             opt.step(args.epochs)  # each epoch returns its active count, so the device is synchronised
             best[c] = min(best[c], (time.perf_counter() - start) / args.epochs)
-    lines = [f"{args.data}, n={args.n}, seed={args.seed}, nnz={graph.nnz}, max degree {graph.max_degree}, "
-             f"{args.device}; best of {args.rounds} rounds of {args.epochs} epochs after {args.skip}", "",
-             "| n_chunks | ms/epoch | x 1 chunk |", "|---|---|---|"]
+    lines = [
+        f"{args.data}, n={args.n}, seed={args.seed}, nnz={graph.nnz}, max degree {graph.max_degree}, "
+        f"{args.device}; best of {args.rounds} rounds of {args.epochs} epochs after {args.skip}",
+        "",
+        "| n_chunks | ms/epoch | x 1 chunk |",
+        "|---|---|---|",
+    ]
     for c in args.chunks:
         lines.append(f"| {c} | {best[c] * 1e3:.2f} | {best[c] / best[args.chunks[0]]:.2f} |")
     text = "\n".join(lines) + "\n"

@@ -75,40 +75,61 @@ def main() -> None:
         if args.before and Path(args.before).is_dir():
             versions = {args.before: str(Path(args.before).resolve()), **versions}
         elif args.before:
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "umapviz"], check=True,
-                                     capture_output=True).stdout
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", args.before, "umapviz"], check=True, capture_output=True
+            ).stdout
             before = Path(tmp) / "before"
             before.mkdir()
             with tarfile.open(fileobj=BytesIO(archive)) as tar:
                 tar.extractall(before, filter="data")
             versions = {args.before: str(before), **versions}
         path = Path(tmp) / "graph.npz"
-        np.savez(path, head=graph.head, tail=graph.tail, weight=graph.weight,
-                 epochs_per_sample=graph.epochs_per_sample, knn_indices=graph.knn_indices,
-                 knn_dists=graph.knn_dists, a=graph.a, b=graph.b, n_epochs=graph.n_epochs)
+        np.savez(
+            path,
+            head=graph.head,
+            tail=graph.tail,
+            weight=graph.weight,
+            epochs_per_sample=graph.epochs_per_sample,
+            knn_indices=graph.knn_indices,
+            knn_dists=graph.knn_dists,
+            a=graph.a,
+            b=graph.b,
+            n_epochs=graph.n_epochs,
+        )
         best, prints, loads, n_chunks = {}, {}, [], None
         for _ in range(args.rounds):
             for name, where in versions.items():
                 loads.append(os.getloadavg()[0])
                 env = {**os.environ, "NUMBA_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": where}
-                run = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(args.epochs), json.dumps(CONFIGS)],
-                                     env=env, cwd=tmp, capture_output=True, text=True, check=True)
+                run = subprocess.run(
+                    [sys.executable, "-c", _CHILD, str(path), str(args.epochs), json.dumps(CONFIGS)],
+                    env=env,
+                    cwd=tmp,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 out = json.loads(run.stdout.strip().splitlines()[-1])
                 assert out.pop("package").startswith(where), "the child imported another package"
                 for key, (seconds, fp, chunks) in out.items():
                     best[name, key] = min(best.get((name, key), np.inf), seconds)
                     prints.setdefault(key, set()).add(fp)
                     n_chunks = chunks if key.startswith("chunked") else n_chunks
-    print(f"{args.data}, {args.n:,} points, {graph.nnz:,} edges, max degree {graph.max_degree}, chunked auto: "
-          f"{n_chunks} chunks; first {args.epochs} epochs, best of {args.rounds} alternating rounds; load average "
-          f"(1 min) at the start of each run: {', '.join(f'{x:.1f}' for x in loads)}\n")
+    print(
+        f"{args.data}, {args.n:,} points, {graph.nnz:,} edges, max degree {graph.max_degree}, chunked auto: "
+        f"{n_chunks} chunks; first {args.epochs} epochs, best of {args.rounds} alternating rounds; load average "
+        f"(1 min) at the start of each run: {', '.join(f'{x:.1f}' for x in loads)}\n"
+    )
     names = list(versions)
     print("| strategy | threads | " + " | ".join(f"{name} ms/epoch" for name in names) + " | fingerprint |")
     print("|---|---|" + "---|" * len(names) + "---|")
     for strategy, threads in CONFIGS:
         key = f"{strategy}/{threads}"
-        print(f"| {strategy} | {threads} | " + " | ".join(f"{best[name, key] * 1e3:.1f}" for name in names)
-              + f" | {' '.join(sorted(prints[key]))} |")
+        print(
+            f"| {strategy} | {threads} | "
+            + " | ".join(f"{best[name, key] * 1e3:.1f}" for name in names)
+            + f" | {' '.join(sorted(prints[key]))} |"
+        )
     same = all(len(fps) == 1 for key, fps in prints.items())
     print(f"\nbytes equal across versions: {same}")
     sys.exit(0 if same else 1)

@@ -38,8 +38,17 @@ from test_browser import (  # noqa: E402 - the browser test's own driver
 
 CELL = "import umapviz\nexplorer = umapviz.Explorer()\nexplorer"
 REPORT = "import json\nprint('TIMELINE ' + json.dumps({'timings': explorer.timings, 'log': __timeline__}))"
-WATCH = ("umapviz", "umapviz.widgets", "ipywidgets", "umapviz.widgets.plot", "panel", "holoviews",
-         "umapviz.render", "datashader", "PIL.JpegImagePlugin")
+WATCH = (
+    "umapviz",
+    "umapviz.widgets",
+    "ipywidgets",
+    "umapviz.widgets.plot",
+    "panel",
+    "holoviews",
+    "umapviz.render",
+    "datashader",
+    "PIL.JpegImagePlugin",
+)
 STARTUP = textwrap.dedent(f"""\
     import sys, time, builtins
     __timeline__ = []
@@ -66,10 +75,13 @@ STARTUP = textwrap.dedent(f"""\
     _session.send = _logged_send
 """)
 # Page side: milestones stamped with Date.now() (the machine's clock) at each animation frame.
-PAGE_WATCH = """() => {
+PAGE_WATCH = (
+    """() => {
   window.__marks = {};
   const mark = (name) => { if (!(name in window.__marks)) { window.__marks[name] = Date.now() / 1000; } };
-  const viewReady = """ + VIEW_READY + """;
+  const viewReady = """
+    + VIEW_READY
+    + """;
   const tick = () => {
     const cell = document.querySelector('.jp-Notebook .jp-Cell .jp-OutputArea-output');
     if (cell) { mark('output shown'); }
@@ -82,6 +94,7 @@ PAGE_WATCH = """() => {
   };
   requestAnimationFrame(tick);
 }"""
+)
 
 
 def one_run(browser, lab: dict, scratch: Path) -> dict:
@@ -103,8 +116,12 @@ def one_run(browser, lab: dict, scratch: Path) -> dict:
     events = [(t - start, "kernel " + what, size) for t, what, size in report["log"]]
     events += [(t - start, "page " + what, 0) for what, t in marks.items()]
     events.sort()
-    return {"first_frame_s": round(marks["first frame"] - start, 3), "timings": report["timings"],
-            "events": [(round(t, 3), what, size) for t, what, size in events], "load": os.getloadavg()[0]}
+    return {
+        "first_frame_s": round(marks["first frame"] - start, 3),
+        "timings": report["timings"],
+        "events": [(round(t, 3), what, size) for t, what, size in events],
+        "load": os.getloadavg()[0],
+    }
 
 
 def main() -> None:
@@ -128,16 +145,19 @@ def main() -> None:
         for i, tree in enumerate(trees):
             env = dict(PYTHONPATH=str(tree), UMAPVIZ_CACHE_DIR=str(cache), IPYTHONDIR=str(ipython))
             os.environ.update(env)  # the warm-up below, in a child with this tree's code
-            os.system(f"cd {tree} && {sys.executable} -c \"from umapviz.widgets import session; "
-                      "g = session.build(session.load_source(session.datasets.DEFAULT), {}); "
-                      "session.initial_layout(g, 'spectral', 0)\"")
+            os.system(
+                f'cd {tree} && {sys.executable} -c "from umapviz.widgets import session; '
+                "g = session.build(session.load_source(session.datasets.DEFAULT), {}); "
+                "session.initial_layout(g, 'spectral', 0)\""
+            )
             root = tmp / f"lab{i}"
             root.mkdir()
             _write_notebook(root / "timeline.ipynb", (CELL, REPORT))
             settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
             settings.mkdir(parents=True, exist_ok=True)
             (settings / "notification.jupyterlab-settings").write_text(
-                '{"fetchNews": "false", "checkForUpdates": false}')
+                '{"fetchNews": "false", "checkForUpdates": false}'
+            )
             ctx = jupyter_lab(root, tmp / f"scratch{i}", JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"), **env)
             (tmp / f"scratch{i}").mkdir()
             labs.append(ctx.__enter__())
@@ -148,8 +168,11 @@ def main() -> None:
                 for tree, lab in zip(trees, labs, strict=True):
                     r = one_run(browser, lab, tmp)
                     results[str(tree)].append(r)
-                    print(f"run {run} {tree}: first frame {r['first_frame_s']:.2f} s, load {r['load']:.2f}, "
-                          f"stages {r['timings']}", flush=True)
+                    print(
+                        f"run {run} {tree}: first frame {r['first_frame_s']:.2f} s, load {r['load']:.2f}, "
+                        f"stages {r['timings']}",
+                        flush=True,
+                    )
                     if not args.quiet:
                         for t, what, size in r["events"]:
                             print(f"  {t:7.3f}  {what}" + (f" ({size:,} B)" if size else ""))

@@ -48,9 +48,7 @@ def main() -> None:
     if args.runs[0] != "sequential":
         raise SystemExit("--runs must start with 'sequential': it is the reference for the bounds measure.")
 
-    print(
-        f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, {platform.processor() or '?'}"
-    )
+    print(f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, {platform.processor() or '?'}")
     print(
         "| data | n | seed | max deg | graph s | run | chunks | bounds | neighbors | radius | max r | "
         "median r | T(5) | layout s |"

@@ -76,8 +76,9 @@ def main() -> None:
         for name, code in codes.items():
             with tempfile.TemporaryDirectory() as cache:
                 env = {**os.environ, "PYTHONPATH": code, "NUMBA_CACHE_DIR": cache}
-                run = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True,
-                                     check=True)
+                run = subprocess.run(
+                    [sys.executable, __file__, "--child"], env=env, capture_output=True, text=True, check=True
+                )
             for key, ns in json.loads(run.stdout.strip().splitlines()[-1]).items():
                 best[(name, key)] = min(best.get((name, key), float("inf")), ns)
     print("| code | kind | pow_portable ns/call | powf ns/call | portable / powf |\n|---|---|---|---|---|")

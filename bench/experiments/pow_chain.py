@@ -120,8 +120,9 @@ class Runs:
         if key not in self.engines:
             g = self.graph
             C = 1 if strategy == "buffered" else resolve_n_chunks(n_chunks, g)
-            params = EngineParams(strategy=strategy, n_chunks=C, seed=self.seed, a=g.a, b=g.b, gamma=1.0,
-                                  negative_sample_rate=5)
+            params = EngineParams(
+                strategy=strategy, n_chunks=C, seed=self.seed, a=g.a, b=g.b, gamma=1.0, negative_sample_rate=5
+            )
             eng = module.GpuEngine(g, self.perm, params)
             eng.reset(self.init)
             for t in range(3):  # compiles and loads what the epochs use
@@ -141,8 +142,12 @@ class Runs:
         stop.record(eng.stream)
         stop.synchronize()
         ms = cp.cuda.get_elapsed_time(start, stop) / self.graph.n_epochs
-        out = {"strategy": strategy, "ms_per_epoch": ms, "n_chunks": int(C),
-               "fingerprint": fingerprint(eng.embedding())}
+        out = {
+            "strategy": strategy,
+            "ms_per_epoch": ms,
+            "n_chunks": int(C),
+            "fingerprint": fingerprint(eng.embedding()),
+        }
         if not keep:
             del self.engines[(id(module), strategy, str(n_chunks))]
             cp.get_default_memory_pool().free_all_blocks()
@@ -153,7 +158,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", default="", help="folder with an earlier engine_gpu.py and engine_gpu.cu")
     ap.add_argument("--n", type=int, default=1_000_000, help="points of the mixture graph")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of chunked(\"auto\")")
+    ap.add_argument("--rounds", type=int, default=3, help='alternating rounds of chunked("auto")')
     ap.add_argument("--budget", type=float, default=170.0, help="seconds: no new round starts past this")
     ap.add_argument("--reps", type=int, default=12000, help="calls per chain launch")
     ap.add_argument("--out", default="", help="folder for pow_chain.json")
@@ -200,8 +205,10 @@ def main() -> None:
             r.update(code=name, round=rnd + 1)
             results["layout"].append(r)
             best[name] = min(best.get(name, float("inf")), r["ms_per_epoch"])
-            log(f"round {rnd + 1} chunked auto ({r['n_chunks']}) {name:<16} {r['ms_per_epoch']:.3f} ms/epoch "
-                f"{r['fingerprint']}")
+            log(
+                f"round {rnd + 1} chunked auto ({r['n_chunks']}) {name:<16} {r['ms_per_epoch']:.3f} ms/epoch "
+                f"{r['fingerprint']}"
+            )
     runs.engines.clear()
     cp.get_default_memory_pool().free_all_blocks()
     for strategy in ("hogwild", "buffered", "vertex"):
@@ -219,11 +226,13 @@ def main() -> None:
 
     same = True
     for strategy in ("chunked", "buffered", "vertex"):  # deterministic: the portable codes' bytes must agree
-        fps = {r["fingerprint"] for r in results["layout"] + results["others"]
-               if r["strategy"] == strategy and r["code"] != "powf"}
+        fps = {
+            r["fingerprint"]
+            for r in results["layout"] + results["others"]
+            if r["strategy"] == strategy and r["code"] != "powf"
+        }
         same = same and len(fps) <= 1
-        print(f"{strategy}: portable codes {'the same bytes' if len(fps) <= 1 else 'DIFFERENT BYTES'} "
-              f"({sorted(fps)})")
+        print(f"{strategy}: portable codes {'the same bytes' if len(fps) <= 1 else 'DIFFERENT BYTES'} ({sorted(fps)})")
     print("\n| code | chunked auto ms/epoch (best) | / powf |")
     print("|---|---|---|")
     for name in names:

@@ -61,12 +61,17 @@ def main() -> None:
     log_err = np.abs(sum(ld(c) * r ** (p + 1) for p, c in enumerate(log_c)) - np.log2(1 + r)).max()
     s = np.linspace(-0.5, 0.5, 400001).astype(ld)
     exp_err = np.abs((1 + sum(ld(c) * s ** (p + 1) for p, c in enumerate(exp_c))) / np.exp2(s / ld(EXP_N)) - 1).max()
-    exp2 = [int(np.array([float(np.exp2(ld(j) / EXP_N))]).view(np.int64)[0]) - (j << (52 - EXP_BITS))
-            for j in range(EXP_N)]
-    print(f"log2(1 + r), |r| <= {max(-rmin, rmax):.6f}: degree {LOG_DEG}, largest absolute error {float(log_err):.3e}"
-          f" (2^{np.log2(float(log_err)):.1f})")
-    print(f"2^(s / {EXP_N}), |s| <= 1/2: degree {EXP_DEG}, largest relative error {float(exp_err):.3e}"
-          f" (2^{np.log2(float(exp_err)):.1f})")
+    exp2 = [
+        int(np.array([float(np.exp2(ld(j) / EXP_N))]).view(np.int64)[0]) - (j << (52 - EXP_BITS)) for j in range(EXP_N)
+    ]
+    print(
+        f"log2(1 + r), |r| <= {max(-rmin, rmax):.6f}: degree {LOG_DEG}, largest absolute error {float(log_err):.3e}"
+        f" (2^{np.log2(float(log_err)):.1f})"
+    )
+    print(
+        f"2^(s / {EXP_N}), |s| <= 1/2: degree {EXP_DEG}, largest relative error {float(exp_err):.3e}"
+        f" (2^{np.log2(float(exp_err)):.1f})"
+    )
     print("invc:", ", ".join(repr(v) for v in invc))
     print(f"logc (x {EXP_N}):", ", ".join(repr(v) for v in logc))
     print(f"log2(1 + r) coefficients (x {EXP_N}), r^1..r^{LOG_DEG}:", ", ".join(repr(float(c) * EXP_N) for c in log_c))

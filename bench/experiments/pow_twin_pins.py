@@ -38,8 +38,12 @@ def child(use_gpu_twin: bool, lib: str) -> None:
         moves_cpu.power = njit(lambda x, y: c_pow(x, y))  # Numba calls a ctypes function directly
     X, _ = make_blobs(500, n_features=8, centers=3, random_state=1)
     X = X.astype(np.float32)
-    prints = [metrics.fingerprint(umapviz.UMAP(n_neighbors=10, n_epochs=50, random_state=0, device="cpu",
-                                               **kw).fit_transform(X)) for kw in CASES]
+    prints = [
+        metrics.fingerprint(
+            umapviz.UMAP(n_neighbors=10, n_epochs=50, random_state=0, device="cpu", **kw).fit_transform(X)
+        )
+        for kw in CASES
+    ]
     print(json.dumps(prints))
 
 
@@ -51,18 +55,22 @@ def main() -> None:
     from test_cuda_sources import _HOST_PRELUDE  # noqa: PLC0415 - the tests' host prelude, from tests/
 
     cu = (ROOT / "umapviz/optimize/engine_gpu.cu").read_text()
-    section = cu[cu.index("// ---- pow_portable"):cu.index("// ---- end of pow_portable")]
+    section = cu[cu.index("// ---- pow_portable") : cu.index("// ---- end of pow_portable")]
     with tempfile.TemporaryDirectory() as tmp:
         src, lib = Path(tmp, "pow.cpp"), Path(tmp, "pow.so")
-        src.write_text(_HOST_PRELUDE + section + 'extern "C" float pow_portable_host(float x, float y) '
-                       "{ return pow_portable(x, y); }\n")
-        subprocess.run(["g++", "-O2", "-std=c++17", "-ffp-contract=off", "-shared", "-fPIC", str(src), "-o",
-                        str(lib)], check=True)
+        src.write_text(
+            _HOST_PRELUDE + section + 'extern "C" float pow_portable_host(float x, float y) '
+            "{ return pow_portable(x, y); }\n"
+        )
+        subprocess.run(
+            ["g++", "-O2", "-std=c++17", "-ffp-contract=off", "-shared", "-fPIC", str(src), "-o", str(lib)], check=True
+        )
         rows = {}
         for which in ("product", "gpu"):
             env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp, f"numba-{which}")), "PYTHONPATH": str(ROOT)}
-            run = subprocess.run([sys.executable, __file__, "--child", which, str(lib)], env=env,
-                                 capture_output=True, text=True)
+            run = subprocess.run(
+                [sys.executable, __file__, "--child", which, str(lib)], env=env, capture_output=True, text=True
+            )
             if run.returncode:
                 sys.exit(f"the {which} child failed:\n{run.stderr}")
             out = run.stdout

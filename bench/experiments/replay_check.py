@@ -61,8 +61,14 @@ def buffered_recording(n: int = 5000, n_epochs: int = 100, every: int = 5):
 
 def screenshot(chromium: str, page: Path, png: Path, ms: int) -> None:
     cmd = [
-        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-        f"--screenshot={png}", "--window-size=720,720", f"--virtual-time-budget={ms}",
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--screenshot={png}",
+        "--window-size=720,720",
+        f"--virtual-time-budget={ms}",
         page.resolve().as_uri(),
     ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
@@ -84,8 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     recording = buffered_recording() if args.source == "buffered" else synthetic_recording()
-    page = save_html(recording, args.out / "replay.html", fps=4, width=560, height=560,
-                     title=f"umapviz replay of a {args.source} run (no kernel)")
+    page = save_html(
+        recording,
+        args.out / "replay.html",
+        fps=4,
+        width=560,
+        height=560,
+        title=f"umapviz replay of a {args.source} run (no kernel)",
+    )
     shots = []
     for ms in (100, 1100):  # at 4 frames/s: the first frame, then about the fifth
         png = args.out / f"replay_t{ms}ms.png"

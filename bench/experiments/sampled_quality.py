@@ -30,10 +30,15 @@ from umapviz.graph.start import spectral_sampled  # noqa: E402
 from umapviz.metrics import outlier_summary, trustworthiness  # noqa: E402
 from umapviz.optimize import LayoutOptimizer  # noqa: E402
 
-VARIANTS = [("full", None, None), ("sampled (default)", spectral_sampled.ROWS_PER_LANDMARK,
-                                     spectral_sampled.SMOOTHING_STEPS),
-            ("sampled, 0 steps", 64, 0), ("sampled, 2 steps", 64, 2), ("sampled, 32 steps", 64, 32),
-            ("sampled, 32 rows per landmark", 32, 8), ("sampled, 256 rows per landmark", 256, 8)]
+VARIANTS = [
+    ("full", None, None),
+    ("sampled (default)", spectral_sampled.ROWS_PER_LANDMARK, spectral_sampled.SMOOTHING_STEPS),
+    ("sampled, 0 steps", 64, 0),
+    ("sampled, 2 steps", 64, 2),
+    ("sampled, 32 steps", 64, 32),
+    ("sampled, 32 rows per landmark", 32, 8),
+    ("sampled, 256 rows per landmark", 256, 8),
+]
 
 
 def start_of(graph, rows: int | None, steps: int | None) -> tuple[np.ndarray, float]:
@@ -73,8 +78,10 @@ def main() -> None:
         final = opt.embedding
         t0 = trustworthiness(X, start, sample=5000, random_state=0)
         t1 = trustworthiness(X, final, sample=5000, random_state=0)
-        print(f"| {label} | {seconds:.2f} | {t0:.4f} | {t1:.4f} | {outlier_summary(final, graph)['neighbors']} |",
-              flush=True)
+        print(
+            f"| {label} | {seconds:.2f} | {t0:.4f} | {t1:.4f} | {outlier_summary(final, graph)['neighbors']} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

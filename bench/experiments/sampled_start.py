@@ -57,8 +57,11 @@ def parity(n: int, out: Path | None) -> bool:
     X, _ = datasets.load("clusters", n_samples=n, random_state=0)
     graph = build_graph(X, random_state=0, progress=False, device="gpu", cache=False)
     prints, seconds = {}, {}
-    for label, device, threads in (("gpu", "gpu", None), ("cpu", "cpu", numba.config.NUMBA_NUM_THREADS),
-                                   ("cpu_1_thread", "cpu", 1)):
+    for label, device, threads in (
+        ("gpu", "gpu", None),
+        ("cpu", "cpu", numba.config.NUMBA_NUM_THREADS),
+        ("cpu_1_thread", "cpu", 1),
+    ):
         numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)
         spectral_init(graph, 2, 0, device=device, method="sampled")  # compile
         start = time.perf_counter()
@@ -67,8 +70,9 @@ def parity(n: int, out: Path | None) -> bool:
         prints[label] = fingerprint(layout)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     equal = len(set(prints.values())) == 1
-    emit(out, {"record": "parity", "n": n, "nnz": graph.nnz, "fingerprints": prints, "seconds": seconds,
-               "equal": equal})
+    emit(
+        out, {"record": "parity", "n": n, "nnz": graph.nnz, "fingerprints": prints, "seconds": seconds, "equal": equal}
+    )
     return equal
 
 
@@ -89,8 +93,7 @@ def one_size(n: int, out: Path | None, layout_max: int, variant_rows: list[int])
     n_clusters = clusters_that_fit(n, 15, 500)
     built = mixture_graph(n, 0, "gpu", 15, n_clusters=n_clusters)
     graph = built.graph
-    record = {"record": "size", "n": n, "nnz": graph.nnz, "clusters": n_clusters,
-              "graph_s": built.seconds}
+    record = {"record": "size", "n": n, "nnz": graph.nnz, "clusters": n_clusters, "graph_s": built.seconds}
     starts = {}
     for method in ("sampled", "full"):
         stats: dict = {}
@@ -134,8 +137,7 @@ def one_size(n: int, out: Path | None, layout_max: int, variant_rows: list[int])
         if final is not None:
             record[f"trust_after_{method}"] = trustworthiness(X, final, sample=5000, random_state=0)
     for rows, layout in variants.items():
-        record[f"trust_start_sampled_rows{rows}"] = trustworthiness(X, cp.asarray(layout), sample=5000,
-                                                                    random_state=0)
+        record[f"trust_start_sampled_rows{rows}"] = trustworthiness(X, cp.asarray(layout), sample=5000, random_state=0)
     del X
     free_gpu_memory()
     emit(out, record)

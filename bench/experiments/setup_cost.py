@@ -32,8 +32,17 @@ def ring_graph(n: int) -> FuzzyGraph:
     tail = ((head.reshape(n, -1) + offsets) % n).astype(np.int32)
     tail.sort(axis=1)
     weight = np.random.default_rng(0).uniform(0.1, 1.0, head.size).astype(np.float32)
-    return FuzzyGraph(head, tail.ravel(), weight, (weight.max() / weight).astype(np.float64),
-                      np.zeros((n, 15), np.int32), np.zeros((n, 15), np.float32), 1.577, 0.895, 200)
+    return FuzzyGraph(
+        head,
+        tail.ravel(),
+        weight,
+        (weight.max() / weight).astype(np.float64),
+        np.zeros((n, 15), np.int32),
+        np.zeros((n, 15), np.float32),
+        1.577,
+        0.895,
+        200,
+    )
 
 
 def best(repeat: int, fn) -> tuple[float, object]:
@@ -58,25 +67,33 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     ok = True
-    print("| vertices | edges | edge order s | NumPy shuffle s | gathers s | NumPy gathers s | same bytes | "
-          "LayoutOptimizer set-up s |")
+    print(
+        "| vertices | edges | edge order s | NumPy shuffle s | gathers s | NumPy gathers s | same bytes | "
+        "LayoutOptimizer set-up s |"
+    )
     print("|---|---|---|---|---|---|---|---|", flush=True)
     for n in (int(s) for s in args.sizes.split(",")):
         graph = ring_graph(n)
         ours_s, order = best(args.repeat, lambda g=graph: edge_order(0, g.nnz))
         numpy_s, reference = best(args.repeat, lambda g=graph: numpy_order(g.nnz))
-        gather_s, gathered = best(args.repeat, lambda g=graph, o=order: gather_in_order(
-            o, g.head, g.tail, g.epochs_per_sample))
-        numpy_gather_s, by_numpy = best(args.repeat, lambda g=graph, o=order: (
-            g.head[o], g.tail[o], g.epochs_per_sample[o]))
-        same = np.array_equal(order, reference) and all(np.array_equal(a, b) for a, b in zip(gathered, by_numpy,
-                                                                                            strict=True))
+        gather_s, gathered = best(
+            args.repeat, lambda g=graph, o=order: gather_in_order(o, g.head, g.tail, g.epochs_per_sample)
+        )
+        numpy_gather_s, by_numpy = best(
+            args.repeat, lambda g=graph, o=order: (g.head[o], g.tail[o], g.epochs_per_sample[o])
+        )
+        same = np.array_equal(order, reference) and all(
+            np.array_equal(a, b) for a, b in zip(gathered, by_numpy, strict=True)
+        )
         ok &= same
         start = time.perf_counter()
         LayoutOptimizer(graph, random_state=0, init=np.zeros((n, 2), np.float32))
         setup_s = time.perf_counter() - start
-        print(f"| {n:,} | {graph.nnz:,} | {ours_s:.3f} | {numpy_s:.3f} | {gather_s:.3f} | {numpy_gather_s:.3f} | "
-              f"{same} | {setup_s:.2f} |", flush=True)
+        print(
+            f"| {n:,} | {graph.nnz:,} | {ours_s:.3f} | {numpy_s:.3f} | {gather_s:.3f} | {numpy_gather_s:.3f} | "
+            f"{same} | {setup_s:.2f} |",
+            flush=True,
+        )
     sys.exit(0 if ok else 1)
 
 

@@ -88,10 +88,18 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=1000, help="clusters of 2 k points (small components)")
     parser.add_argument("--methods", default="sampled,full")
     parser.add_argument("--scipy-max", type=int, default=10_000_000, help="SciPy's components up to this size")
-    parser.add_argument("--old-max", type=int, default=10_000_000,
-                        help="on the GPU, the graph stage by the host's pruning too (checked the same) up to this size")
-    parser.add_argument("--parity", type=int, default=0,
-                        help="on the GPU, the sampled start of a graph of this size on the CPU and the GPU: same bytes")
+    parser.add_argument(
+        "--old-max",
+        type=int,
+        default=10_000_000,
+        help="on the GPU, the graph stage by the host's pruning too (checked the same) up to this size",
+    )
+    parser.add_argument(
+        "--parity",
+        type=int,
+        default=0,
+        help="on the GPU, the sampled start of a graph of this size on the CPU and the GPU: same bytes",
+    )
     parser.add_argument("--full-max", type=int, default=10_000_000, help="the full start up to this size")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -175,8 +183,10 @@ def one_size(n: int, args, warmup: bool = False) -> dict:
     graph = graph_stage(indices, dists, xp, clock)
     if xp is not np and n <= args.old_max:
         before = graph_stage(indices, dists, xp, clock, old=True)
-        same = all(getattr(before, a).tobytes() == getattr(graph, a).tobytes()
-                   for a in ("head", "tail", "weight", "epochs_per_sample", "knn_indices", "knn_dists"))
+        same = all(
+            getattr(before, a).tobytes() == getattr(graph, a).tobytes()
+            for a in ("head", "tail", "weight", "epochs_per_sample", "knn_indices", "knn_dists")
+        )
         del before
         clock.lap("graph_compare")
     del indices, dists

@@ -32,8 +32,12 @@ def cases(n: int, rng: np.random.Generator) -> dict:
     made = {"gaussian 2-D": lambda: rng.standard_normal((n, 2))}
     made.update({f"2-D plane in {D} features": (lambda D=D: plane(D)) for D in (4, 16, 64)})
     made["PCA-like 50 features"] = lambda: rng.standard_normal((n, 50)) / np.arange(1, 51)
-    made.update({name: (lambda name=name: datasets.load(name, n_samples=n, random_state=0)[0])
-                 for name in ("text_like", "mixture")})
+    made.update(
+        {
+            name: (lambda name=name: datasets.load(name, n_samples=n, random_state=0)[0])
+            for name in ("text_like", "mixture")
+        }
+    )
     return made
 
 
@@ -64,8 +68,11 @@ def main() -> None:
         X = np.ascontiguousarray(make(), dtype=np.float32)
         began = time.perf_counter()
         checked, cpu, tf32 = wrong_rows(X)
-        print(f"| {name} | {X.shape[0]:,} x {X.shape[1]} | {checked:,} | {cpu} | {tf32} ({100 * tf32 / checked:.1f}%) |"
-              f"  <!-- {time.perf_counter() - began:.0f} s -->", flush=True)
+        print(
+            f"| {name} | {X.shape[0]:,} x {X.shape[1]} | {checked:,} | {cpu} | {tf32} ({100 * tf32 / checked:.1f}%) |"
+            f"  <!-- {time.perf_counter() - began:.0f} s -->",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -41,9 +41,12 @@ def one(n: int, dim: int) -> None:
     got, t_rows = timed(lambda: to_device(X, rows))
     ok_rows = bool(cp.array_equal(got, cp.asarray(X[rows])))
     _, t_check = timed(lambda: check_data(X))
-    print(f"n={n:,} x {dim} ({gb:.2f} GB): cupy.asarray {t_plain:.2f} s ({gb / t_plain:.1f} GB/s), "
-          f"to_device {t_fast:.2f} s ({gb / t_fast:.1f} GB/s) equal={ok}; 120k rows: host gather+asarray "
-          f"{t_take:.3f} s, to_device(rows) {t_rows:.3f} s equal={ok_rows}; check_data {t_check:.2f} s", flush=True)
+    print(
+        f"n={n:,} x {dim} ({gb:.2f} GB): cupy.asarray {t_plain:.2f} s ({gb / t_plain:.1f} GB/s), "
+        f"to_device {t_fast:.2f} s ({gb / t_fast:.1f} GB/s) equal={ok}; 120k rows: host gather+asarray "
+        f"{t_take:.3f} s, to_device(rows) {t_rows:.3f} s equal={ok_rows}; check_data {t_check:.2f} s",
+        flush=True,
+    )
 
 
 def main() -> None:

@@ -57,8 +57,11 @@ def main() -> None:
                 vertex_index.VERTEX_WIDE_ITEMS = wide_items
                 Y, seconds = run(graph, init, "vertex", args.seed)
                 s = metrics.outlier_summary(Y, graph, reference=reference)
-                print(f"| {label} | {items.max():,} | {int((items > wide_items).sum()):,} | vertex, {rule} | "
-                      f"{s['bounds']} | {s['neighbors']} | {s['radius']} | {seconds:.0f} |", flush=True)
+                print(
+                    f"| {label} | {items.max():,} | {int((items > wide_items).sum()):,} | vertex, {rule} | "
+                    f"{s['bounds']} | {s['neighbors']} | {s['radius']} | {seconds:.0f} |",
+                    flush=True,
+                )
         finally:
             vertex_index.VERTEX_WIDE_ITEMS = saved
 

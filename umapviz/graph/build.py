@@ -144,8 +144,17 @@ def build_graph(
     if partitioned:  # the rounds that will run, recorded (and keyed) as such: "auto" resolved here
         knn_refine = refine_rounds(knn_refine, *X.shape, n_neighbors, knn_partitions, device, is_cupy(X))
 
-    build = GraphParams.for_data(X.shape[0], n_neighbors=n_neighbors, metric=metric, knn=method, min_dist=min_dist,
-                                 spread=spread, random_state=random_state, n_epochs=n_epochs, curve=(a, b))
+    build = GraphParams.for_data(
+        X.shape[0],
+        n_neighbors=n_neighbors,
+        metric=metric,
+        knn=method,
+        min_dist=min_dist,
+        spread=spread,
+        random_state=random_state,
+        n_epochs=n_epochs,
+        curve=(a, b),
+    )
     params = build.record()
     if partitioned:
         params.update(knn_partitions=knn_partitions, knn_overlap=knn_overlap, knn_refine=knn_refine)
@@ -167,8 +176,17 @@ def build_graph(
             return graph
 
     if device == "gpu":
-        partitioning = dict(n_partitions=knn_partitions, overlap=knn_overlap, random_state=random_state,
-                            client=client, refine=knn_refine) if partitioned else None
+        partitioning = (
+            dict(
+                n_partitions=knn_partitions,
+                overlap=knn_overlap,
+                random_state=random_state,
+                client=client,
+                refine=knn_refine,
+            )
+            if partitioned
+            else None
+        )
         if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
             X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, rounds=knn_refine)
         graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
@@ -184,9 +202,17 @@ def build_graph(
                 params["knn_recall"] = recall
     else:
         if partitioned:
-            knn_indices, knn_dists = partitioned_knn(X, n_neighbors, metric, knn_partitions, knn_overlap,
-                                                     random_state=random_state, client=client, refine=knn_refine,
-                                                     cancel=cancel)
+            knn_indices, knn_dists = partitioned_knn(
+                X,
+                n_neighbors,
+                metric,
+                knn_partitions,
+                knn_overlap,
+                random_state=random_state,
+                client=client,
+                refine=knn_refine,
+                cancel=cancel,
+            )
         else:
             knn_indices, knn_dists = nearest_neighbors(
                 X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel

@@ -16,8 +16,14 @@ from .knn.partitioned import DEFAULT_OVERLAP, ROWS_PER_PARTITION, partitioned_by
 from .params import GraphParams
 
 
-def graph_on_gpu(X, params: GraphParams, precision: str = "auto", timings: dict | None = None,
-                 cancel: Callable[[], bool] | None = None, partitioning: dict | None = None) -> FuzzyGraph:
+def graph_on_gpu(
+    X,
+    params: GraphParams,
+    precision: str = "auto",
+    timings: dict | None = None,
+    cancel: Callable[[], bool] | None = None,
+    partitioning: dict | None = None,
+) -> FuzzyGraph:
     """The graph stage with the kNN and the fuzzy set on the GPU (inputs already validated).
 
     Parameters
@@ -43,13 +49,22 @@ def graph_on_gpu(X, params: GraphParams, precision: str = "auto", timings: dict 
     t0 = time.perf_counter()
     if partitioning is not None:
         stages: dict = {}
-        idx, dist = partitioned_knn(X, params.n_neighbors, params.metric, device="gpu", return_device=True,
-                                    timings=stages, cancel=cancel, **partitioning)
+        idx, dist = partitioned_knn(
+            X,
+            params.n_neighbors,
+            params.metric,
+            device="gpu",
+            return_device=True,
+            timings=stages,
+            cancel=cancel,
+            **partitioning,
+        )
         if timings is not None:
             timings.update({f"knn_{name}": value for name, value in stages.items()})
     else:
-        idx, dist = exact_knn_gpu(X, params.n_neighbors, params.metric, precision=precision, return_device=True,
-                                  cancel=cancel)
+        idx, dist = exact_knn_gpu(
+            X, params.n_neighbors, params.metric, precision=precision, return_device=True, cancel=cancel
+        )
     stop_if_cancelled(cancel)
     if not bool(cp.isfinite(dist).all()):  # before the fuzzy set's arithmetic on inf; the rows are named on the host
         refuse_overflowed_distances(dist.get())
@@ -111,13 +126,21 @@ def build_graph_gpu(
     timings : dict, optional
         Receives seconds per stage.
     """
-    params = GraphParams.for_data(X.shape[0], n_neighbors=n_neighbors, metric=check_metric(metric), knn="exact-gpu",
-                                  min_dist=min_dist, spread=spread, n_epochs=n_epochs)
+    params = GraphParams.for_data(
+        X.shape[0],
+        n_neighbors=n_neighbors,
+        metric=check_metric(metric),
+        knn="exact-gpu",
+        min_dist=min_dist,
+        spread=spread,
+        n_epochs=n_epochs,
+    )
     return graph_on_gpu(X, params, precision=precision, timings=timings)
 
 
-def graph_bytes_needed(n: int, d: int, n_neighbors: int, method: str, n_partitions: int = 1, overlap: int = 1,
-                       data_on_device: bool = True) -> int:
+def graph_bytes_needed(
+    n: int, d: int, n_neighbors: int, method: str, n_partitions: int = 1, overlap: int = 1, data_on_device: bool = True
+) -> int:
     """GPU bytes a graph build needs at its peak: the kNN's (exact: X, its scaled copy, one tile of 1,024 query
     rows and the results; partitioned: :func:`umapviz.graph.knn.partitioned.partitioned_bytes_needed`), or the fuzzy
     set's (the kNN's results, the memberships, the symmetric sum's three sparse matrices, and X where it stays on
@@ -144,8 +167,9 @@ def graph_bytes_needed(n: int, d: int, n_neighbors: int, method: str, n_partitio
     return int(max(knn, fuzzy))
 
 
-def memory_shortfall_message(n: int, d: int, n_neighbors: int, method: str, need: int, free: int, total: int,
-                             partitioned_need: int | None = None) -> str:
+def memory_shortfall_message(
+    n: int, d: int, n_neighbors: int, method: str, need: int, free: int, total: int, partitioned_need: int | None = None
+) -> str:
     """The MemoryError text of a GPU build that cannot fit: what it needs, what is free, and what to change.
 
     Parameters
@@ -166,17 +190,31 @@ def memory_shortfall_message(n: int, d: int, n_neighbors: int, method: str, need
         fixes.append(f"knn='approx' (the partitioned search{other})")
     else:
         fixes.append("more knn_partitions (smaller partitions)")  # the refinement rounds are checked on their own
-    fixes += ["fewer rows", "X as a NumPy array or a memory-mapped .npy, not a CuPy array (the partitioned search "
-              "then streams it to the GPU partition by partition)", "freeing GPU memory", "device='cpu'"]
+    fixes += [
+        "fewer rows",
+        "X as a NumPy array or a memory-mapped .npy, not a CuPy array (the partitioned search "
+        "then streams it to the GPU partition by partition)",
+        "freeing GPU memory",
+        "device='cpu'",
+    ]
     return (
         f"The {method} graph of {n:,} x {d} points with n_neighbors={n_neighbors} needs about {need / gib:.2f} GiB "
-        f"of GPU memory, but only {free / gib:.2f} GiB of {total / gib:.2f} GiB is free. Try " + "; or ".join(fixes)
+        f"of GPU memory, but only {free / gib:.2f} GiB of {total / gib:.2f} GiB is free. Try "
+        + "; or ".join(fixes)
         + "."
     )
 
 
-def check_graph_fits(n: int, d: int, n_neighbors: int, method: str, n_partitions: int | str = 1, overlap: int = 1,
-                     data_on_device: bool = True, free_total: tuple[int, int] | None = None) -> None:
+def check_graph_fits(
+    n: int,
+    d: int,
+    n_neighbors: int,
+    method: str,
+    n_partitions: int | str = 1,
+    overlap: int = 1,
+    data_on_device: bool = True,
+    free_total: tuple[int, int] | None = None,
+) -> None:
     """MemoryError (:func:`memory_shortfall_message`) before a GPU build that cannot fit in free GPU memory.
 
     Parameters

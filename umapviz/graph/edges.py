@@ -50,8 +50,9 @@ def _schedule(weight, top):
     return out
 
 
-def graph_from_fuzzy_arrays(indptr, indices, data, knn_indices, knn_dists, params: GraphParams,
-                            timings: dict | None = None) -> FuzzyGraph:
+def graph_from_fuzzy_arrays(
+    indptr, indices, data, knn_indices, knn_dists, params: GraphParams, timings: dict | None = None
+) -> FuzzyGraph:
     """:func:`graph_from_fuzzy_set` of a fuzzy set's CSR arrays where they lie: NumPy arrays on the host; CuPy arrays
     pruned on the GPU, and only the pruned rows' lengths, tails and weights copied to the host, where the heads and
     the schedule are filled in (the copy of the whole edge list took longer). The same bytes either way: the
@@ -90,7 +91,8 @@ def graph_from_fuzzy_arrays(indptr, indices, data, knn_indices, knn_dists, param
         xp.cuda.Device().synchronize()
     middle = time.perf_counter()
     pruned_ptr, tail, weight, knn_indices, knn_dists = (
-        to_host(a) for a in (pruned_ptr, tail, weight, knn_indices, knn_dists))
+        to_host(a) for a in (pruned_ptr, tail, weight, knn_indices, knn_dists)
+    )
     copied = time.perf_counter()
     head = _heads(np.ascontiguousarray(pruned_ptr, dtype=np.int64))
     epochs_per_sample = _schedule(weight, np.float64(weight.max()))

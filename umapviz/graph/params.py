@@ -56,9 +56,19 @@ class GraphParams:
     b: float
 
     @classmethod
-    def for_data(cls, n_samples: int, *, n_neighbors: int, metric: str, knn: str, min_dist: float = 0.1,
-                 spread: float = 1.0, random_state: int | None = None, n_epochs: int | None = None,
-                 curve: tuple[float, float] | None = None) -> GraphParams:
+    def for_data(
+        cls,
+        n_samples: int,
+        *,
+        n_neighbors: int,
+        metric: str,
+        knn: str,
+        min_dist: float = 0.1,
+        spread: float = 1.0,
+        random_state: int | None = None,
+        n_epochs: int | None = None,
+        curve: tuple[float, float] | None = None,
+    ) -> GraphParams:
         """The parameters of a build of ``n_samples`` points: ``n_epochs`` None takes :func:`default_n_epochs`,
         ``curve`` None fits ``(a, b)`` to ``min_dist`` and ``spread`` (which checks them).
 

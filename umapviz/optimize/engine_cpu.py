@@ -91,8 +91,7 @@ def _edge(Y, i, j, e, n_neg, seed, t, a, b, c_att, c_rep, alpha, private_head, y
 
 
 @njit(cache=JIT_CACHE, nogil=True)
-def _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
-                private_head):
+def _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha, private_head):
     """Edges active[lo:hi] one after the other, each reading and writing the live embedding."""
     dim = Y.shape[1]
     yi = np.empty(dim, np.float32)
@@ -102,8 +101,7 @@ def _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b,
         p = active[q]
         i = head_p[p]
         j = tail_p[p]
-        _edge(Y, i, j, edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom,
-              tail_move)
+        _edge(Y, i, j, edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom, tail_move)
         for d in range(dim):
             Y[i, d] = yi[d]
             Y[j, d] += tail_move[d]
@@ -115,13 +113,28 @@ def epoch_sequential(Y, head_p, tail_p, edge_p, active, n_neg, n_active, *args):
 
 
 @njit(cache=JIT_CACHE, nogil=True, parallel=True)
-def epoch_hogwild(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha,
-                  private_head):
+def epoch_hogwild(Y, head_p, tail_p, edge_p, active, n_neg, n_active, seed, t, a, b, c_att, c_rep, alpha, private_head):
     """Blocks of edges in parallel, all reading and writing the live embedding without locks (racy by design)."""
     n_blocks = (n_active + _BLOCK - 1) // _BLOCK
     for blk in prange(n_blocks):
-        _live_edges(Y, head_p, tail_p, edge_p, active, n_neg, blk * _BLOCK, min((blk + 1) * _BLOCK, n_active),
-                    seed, t, a, b, c_att, c_rep, alpha, private_head)
+        _live_edges(
+            Y,
+            head_p,
+            tail_p,
+            edge_p,
+            active,
+            n_neg,
+            blk * _BLOCK,
+            min((blk + 1) * _BLOCK, n_active),
+            seed,
+            t,
+            a,
+            b,
+            c_att,
+            c_rep,
+            alpha,
+            private_head,
+        )
 
 
 @njit(cache=JIT_CACHE, inline="always")
@@ -130,8 +143,27 @@ def _fix(x):
 
 
 @njit(cache=JIT_CACHE, nogil=True)
-def _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, r0, r1, seed, t, a, b, c_att, c_rep, alpha,
-                 private_head, head_fix, tail_fix):
+def _chunk_edges(
+    Y,
+    head_p,
+    tail_p,
+    edge_p,
+    active,
+    n_neg,
+    lo,
+    r0,
+    r1,
+    seed,
+    t,
+    a,
+    b,
+    c_att,
+    c_rep,
+    alpha,
+    private_head,
+    head_fix,
+    tail_fix,
+):
     """Fixed-point moves of edges active[lo + r0 : lo + r1], all read from Y as it stands (the snapshot)."""
     dim = Y.shape[1]
     yi = np.empty(dim, np.float32)
@@ -141,22 +173,60 @@ def _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, r0, r1, seed, t, 
         q = lo + r
         p = active[q]
         i = head_p[p]
-        _edge(Y, i, tail_p[p], edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi,
-              yfrom, tail_move)
+        _edge(
+            Y, i, tail_p[p], edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom, tail_move
+        )
         for d in range(dim):
             head_fix[r, d] = _fix(yi[d] - Y[i, d])
             tail_fix[r, d] = _fix(tail_move[d])
 
 
 @njit(cache=JIT_CACHE, nogil=True, parallel=True)
-def _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
-                 private_head, head_fix, tail_fix):
+def _chunk_moves(
+    Y,
+    head_p,
+    tail_p,
+    edge_p,
+    active,
+    n_neg,
+    lo,
+    hi,
+    seed,
+    t,
+    a,
+    b,
+    c_att,
+    c_rep,
+    alpha,
+    private_head,
+    head_fix,
+    tail_fix,
+):
     """_chunk_edges over active[lo:hi] in parallel blocks (each edge's result is the same either way)."""
     n = hi - lo
     n_blocks = (n + _BLOCK - 1) // _BLOCK
     for blk in prange(n_blocks):
-        _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, blk * _BLOCK, min((blk + 1) * _BLOCK, n), seed,
-                     t, a, b, c_att, c_rep, alpha, private_head, head_fix, tail_fix)
+        _chunk_edges(
+            Y,
+            head_p,
+            tail_p,
+            edge_p,
+            active,
+            n_neg,
+            lo,
+            blk * _BLOCK,
+            min((blk + 1) * _BLOCK, n),
+            seed,
+            t,
+            a,
+            b,
+            c_att,
+            c_rep,
+            alpha,
+            private_head,
+            head_fix,
+            tail_fix,
+        )
 
 
 @njit(cache=JIT_CACHE, nogil=True)
@@ -190,8 +260,28 @@ def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, tou
 
 
 @njit(cache=JIT_CACHE, nogil=True)
-def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, b, c_att, c_rep, alpha,
-                  private_head, head_fix, tail_fix, acc, touched_flag, touched):
+def epoch_chunked(
+    Y,
+    head_p,
+    tail_p,
+    edge_p,
+    active,
+    n_neg,
+    bounds,
+    seed,
+    t,
+    a,
+    b,
+    c_att,
+    c_rep,
+    alpha,
+    private_head,
+    head_fix,
+    tail_fix,
+    acc,
+    touched_flag,
+    touched,
+):
     """Chunks of the active list (cut at `bounds`), each computed from the embedding at its start and applied
     at its end. Small chunks run on one thread: waking the thread pool would cost more than their work."""
     for c in range(bounds.shape[0] - 1):
@@ -200,11 +290,48 @@ def epoch_chunked(Y, head_p, tail_p, edge_p, active, n_neg, bounds, seed, t, a, 
         if hi == lo:
             continue
         if hi - lo >= _PARALLEL_MIN:
-            _chunk_moves(Y, head_p, tail_p, edge_p, active, n_neg, lo, hi, seed, t, a, b, c_att, c_rep, alpha,
-                         private_head, head_fix, tail_fix)
+            _chunk_moves(
+                Y,
+                head_p,
+                tail_p,
+                edge_p,
+                active,
+                n_neg,
+                lo,
+                hi,
+                seed,
+                t,
+                a,
+                b,
+                c_att,
+                c_rep,
+                alpha,
+                private_head,
+                head_fix,
+                tail_fix,
+            )
         else:
-            _chunk_edges(Y, head_p, tail_p, edge_p, active, n_neg, lo, 0, hi - lo, seed, t, a, b, c_att, c_rep,
-                         alpha, private_head, head_fix, tail_fix)
+            _chunk_edges(
+                Y,
+                head_p,
+                tail_p,
+                edge_p,
+                active,
+                n_neg,
+                lo,
+                0,
+                hi - lo,
+                seed,
+                t,
+                a,
+                b,
+                c_att,
+                c_rep,
+                alpha,
+                private_head,
+                head_fix,
+                tail_fix,
+            )
         _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
 
 
@@ -227,8 +354,26 @@ def _fold_group(moves, width, yi):
 
 
 @njit(cache=JIT_CACHE, nogil=True, parallel=True)
-def epoch_vertex(Y, Ysnap, tail, head_ptr, by_tail, tail_head, tail_ptr, group_size, mirrored, n_neg_edge, seed, t,
-                 a, b, c_att, c_rep, alpha, private_head):
+def epoch_vertex(
+    Y,
+    Ysnap,
+    tail,
+    head_ptr,
+    by_tail,
+    tail_head,
+    tail_ptr,
+    group_size,
+    mirrored,
+    n_neg_edge,
+    seed,
+    t,
+    a,
+    b,
+    c_att,
+    c_rep,
+    alpha,
+    private_head,
+):
     """Owner computes: each vertex moves only its own row, reading the others from the epoch-start snapshot.
 
     A vertex's active items (its edges as head in graph order, then as tail in tail order) are taken
@@ -303,8 +448,11 @@ class CpuEngine:
         perm = np.ascontiguousarray(perm, dtype=np.int32)
         self.edge_p = perm
         self.head_p, self.tail_p, self.eps_p = gather_in_order(
-            perm, np.ascontiguousarray(graph.head, dtype=np.int32), np.ascontiguousarray(graph.tail, dtype=np.int32),
-            np.ascontiguousarray(graph.epochs_per_sample, dtype=np.float64))
+            perm,
+            np.ascontiguousarray(graph.head, dtype=np.int32),
+            np.ascontiguousarray(graph.tail, dtype=np.int32),
+            np.ascontiguousarray(graph.epochs_per_sample, dtype=np.float64),
+        )
         with np.errstate(divide="ignore"):  # negative_sample_rate = 0: no negatives, ever
             self.eps_neg_p = self.eps_p / np.float64(params.negative_sample_rate)
         nnz = graph.nnz
@@ -329,10 +477,8 @@ class CpuEngine:
 
     def run_epoch(self, t: int, alpha: float) -> int:
         """Run epoch t with learning rate alpha; returns the number of active edges."""
-        n_active = schedule(self.next_s, self.next_neg, self.eps_p, self.eps_neg_p, t, self.active,
-                            self.n_neg_active)
-        args = (self.seed, np.int64(t), self.a, self.b, self.c_att, self.c_rep, np.float32(alpha),
-                self.private_head)
+        n_active = schedule(self.next_s, self.next_neg, self.eps_p, self.eps_neg_p, t, self.active, self.n_neg_active)
+        args = (self.seed, np.int64(t), self.a, self.b, self.c_att, self.c_rep, np.float32(alpha), self.private_head)
         edges = (self.head_p, self.tail_p, self.edge_p, self.active, self.n_neg_active, n_active)
         s = self.strategy
         if s == "sequential":
@@ -345,8 +491,19 @@ class CpuEngine:
         elif s == "vertex":
             Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr, mirrored, groups = self._vertex_arrays()
             scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
-            epoch_vertex(self.Y, Ysnap, self.graph.tail, head_ptr, by_tail, tail_head, tail_ptr, groups, mirrored,
-                         n_neg_edge, *args)
+            epoch_vertex(
+                self.Y,
+                Ysnap,
+                self.graph.tail,
+                head_ptr,
+                by_tail,
+                tail_head,
+                tail_ptr,
+                groups,
+                mirrored,
+                n_neg_edge,
+                *args,
+            )
         else:  # validated by LayoutOptimizer; kept for direct users of the engine
             raise ValueError(f"unknown strategy {s!r}")
         return int(n_active)
@@ -355,14 +512,27 @@ class CpuEngine:
         if self._scratch is None:
             n, dim = self.Y.shape
             nnz = self.head_p.shape[0]
-            self._scratch = (np.empty((nnz, dim), np.int64), np.empty((nnz, dim), np.int64),
-                             np.zeros((n, dim), np.int64), np.zeros(n, np.bool_), np.empty(n, np.int64))
+            self._scratch = (
+                np.empty((nnz, dim), np.int64),
+                np.empty((nnz, dim), np.int64),
+                np.zeros((n, dim), np.int64),
+                np.zeros(n, np.bool_),
+                np.empty(n, np.int64),
+            )
         return self._scratch
 
     def _vertex_arrays(self):
         if self._vertex_index is None:
             g = self.graph
             ix = vertex_index(g.head, g.tail, g.epochs_per_sample, g.n_vertices)
-            self._vertex_index = (np.empty_like(self.Y), np.empty(g.nnz, np.int32), ix.head_ptr, ix.by_tail,
-                                  ix.tail_head, ix.tail_ptr, ix.mirrored, vertex_group_sizes(ix.head_ptr, ix.tail_ptr))
+            self._vertex_index = (
+                np.empty_like(self.Y),
+                np.empty(g.nnz, np.int32),
+                ix.head_ptr,
+                ix.by_tail,
+                ix.tail_head,
+                ix.tail_ptr,
+                ix.mirrored,
+                vertex_group_sizes(ix.head_ptr, ix.tail_ptr),
+            )
         return self._vertex_index

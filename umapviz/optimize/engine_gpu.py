@@ -78,8 +78,9 @@ def _blocks_per_sm(kernel, threads: int) -> int:
     return int(per_sm)
 
 
-def device_bytes_needed(n_vertices: int, nnz: int, dim: int, strategy: str, window: int = 1, *,
-                        mirrored: bool = False, nneg_bytes: int = 4) -> int:
+def device_bytes_needed(
+    n_vertices: int, nnz: int, dim: int, strategy: str, window: int = 1, *, mirrored: bool = False, nneg_bytes: int = 4
+) -> int:
     """Bytes of GPU memory the engine allocates for a graph (schedule, active lists, embedding, scratch),
     with `window` epochs scheduled per pass. The vertex strategy's also depend on whether the graph is
     mirrored (no tail-order places and bits) and on the bytes of its per-epoch n_neg (1 or 4)."""
@@ -176,8 +177,7 @@ class GpuEngine:
         self._stream.synchronize()
         if self.Y is None or self.Y.shape != init.shape:
             self.Y = None  # let a previous allocation go before sizing the new one
-            self._window = _choose_window(self.n_vertices, self.nnz, dim, self.strategy,
-                                          SCHED_WINDOW, **self._layout)
+            self._window = _choose_window(self.n_vertices, self.nnz, dim, self.strategy, SCHED_WINDOW, **self._layout)
             self.dim = dim
             self._allocate()
         with self._stream:
@@ -206,8 +206,11 @@ class GpuEngine:
         w = self.launch_epoch(t, alpha)
         n = np.int64(self.Y.size)
         with self._stream:
-            self._k_status((min(self._sms * 4, max(1, -(-int(n) // _THREADS))),), (_THREADS,),
-                           (self.Y, n, self._n_act[w:], self._ep[w], self._status))
+            self._k_status(
+                (min(self._sms * 4, max(1, -(-int(n) // _THREADS))),),
+                (_THREADS,),
+                (self.Y, n, self._n_act[w:], self._ep[w], self._status),
+            )
             n_active, stamp = (int(v) for v in self._status.get())
         self._finite = stamp != t + 1
         return n_active
@@ -308,8 +311,10 @@ class GpuEngine:
             self._barrier = cp.zeros(1, dtype=np.uint64)  # the grid barrier's ticket counter (engine_gpu.cu)
             fit = _blocks_per_sm(self._k_persist, PERSIST_THREADS)
             if fit < 1:
-                raise RuntimeError("A block of the persistent chunked kernel does not fit on one multiprocessor of "
-                                   "this GPU (registers); use device='cpu' or another strategy.")
+                raise RuntimeError(
+                    "A block of the persistent chunked kernel does not fit on one multiprocessor of "
+                    "this GPU (registers); use device='cpu' or another strategy."
+                )
             # Enough threads for a typical chunk, at most what fits: the grid barrier needs every block resident.
             want = math.ceil(_TYPICAL_ACTIVE * nnz / self.n_chunks / (self._sms * PERSIST_THREADS))
             self._persist_blocks = self._sms * int(min(max(want, 1), fit))
@@ -332,18 +337,46 @@ class GpuEngine:
         with self._stream:
             if self.strategy == "vertex":
                 mirrored = np.int32(self._layout["mirrored"])
-                self._k_flags((nb,), (_SCHED_BLOCK,), (*state, nnz, np.int32(t0), W, self._nneg_edge, self._counts,
-                                                       self._pos_tail, self._act_tail, mirrored))
+                self._k_flags(
+                    (nb,),
+                    (_SCHED_BLOCK,),
+                    (
+                        *state,
+                        nnz,
+                        np.int32(t0),
+                        W,
+                        self._nneg_edge,
+                        self._counts,
+                        self._pos_tail,
+                        self._act_tail,
+                        mirrored,
+                    ),
+                )
             else:
                 if self._act_t0 != t0:  # the activity bits of a window that follows the last one come with it
-                    self._k_mask((nb,), (_SCHED_BLOCK,), (self._due, self._next, self._eps, nnz, np.int32(t0), W,
-                                                          self._act))
+                    self._k_mask(
+                        (nb,), (_SCHED_BLOCK,), (self._due, self._next, self._eps, nnz, np.int32(t0), W, self._act)
+                    )
                 self._k_count((nb,), (_SCHED_BLOCK,), (self._act, nnz, W, self._counts))
             self._k_scan((int(W),), (_SCHED_BLOCK,), (self._counts, np.int32(nb), self._offsets, self._n_act))
             if self.strategy != "vertex":
-                self._k_emit((nb,), (_SCHED_BLOCK,), (*state, self._edge_of, self._head_of, self._tail_of, nnz,
-                                                       np.int32(t0), W, self._offsets, self._lists,
-                                                       np.int64(self.nnz), self._act))
+                self._k_emit(
+                    (nb,),
+                    (_SCHED_BLOCK,),
+                    (
+                        *state,
+                        self._edge_of,
+                        self._head_of,
+                        self._tail_of,
+                        nnz,
+                        np.int32(t0),
+                        W,
+                        self._offsets,
+                        self._lists,
+                        np.int64(self.nnz),
+                        self._act,
+                    ),
+                )
                 self._act_t0 = t0 + int(W)
         self._win_t0 = t0
 
@@ -359,10 +392,29 @@ class GpuEngine:
             heavy_blocks = -(-(heavy - wide) // _VERTEX_WARPS)
             per_block = _VERTEX_WARPS * 32 // _VERTEX_TILE  # ordinary vertices per block
             blocks = wide_blocks + heavy_blocks + -(-(n - heavy) // per_block)
-            self._k_vertex((blocks,), (32 * _VERTEX_WARPS,), (
-                self.Y, self._snap, self._vorder, np.int32(wide), np.int32(wide_blocks), np.int32(heavy),
-                np.int32(heavy_blocks), self._tail, self._head_ptr, self._tail_head, self._act_tail, np.int32(w),
-                np.int32(self._layout["mirrored"]), self._tail_ptr, self._nneg_edge[w], ep, *curve))
+            self._k_vertex(
+                (blocks,),
+                (32 * _VERTEX_WARPS,),
+                (
+                    self.Y,
+                    self._snap,
+                    self._vorder,
+                    np.int32(wide),
+                    np.int32(wide_blocks),
+                    np.int32(heavy),
+                    np.int32(heavy_blocks),
+                    self._tail,
+                    self._head_ptr,
+                    self._tail_head,
+                    self._act_tail,
+                    np.int32(w),
+                    np.int32(self._layout["mirrored"]),
+                    self._tail_ptr,
+                    self._nneg_edge[w],
+                    ep,
+                    *curve,
+                ),
+            )
             return
         active = self._lists[w]
         if self.strategy == "sequential":
@@ -371,5 +423,8 @@ class GpuEngine:
             blocks = min(-(-self.nnz // _THREADS), sms * 16)
             self._k_hog((blocks,), (_THREADS,), (self.Y, active, n_act, ep, *curve))
         else:  # chunked and buffered
-            self._k_persist((self._persist_blocks,), (PERSIST_THREADS,), (
-                self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier))
+            self._k_persist(
+                (self._persist_blocks,),
+                (PERSIST_THREADS,),
+                (self.Y, self._acc, active, n_act, np.int32(self.n_chunks), ep, *curve, self._barrier),
+            )

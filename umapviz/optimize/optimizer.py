@@ -39,10 +39,12 @@ def sequential_gpu_advice(strategy: str, device: str, nnz: int) -> str | None:
     or device, or a small graph)."""
     if strategy != "sequential" or device != "gpu" or nnz <= SEQUENTIAL_GPU_EDGES:
         return None
-    return (f"strategy='sequential' on the GPU runs the {nnz:,} edges of this graph one after another on one GPU "
-            "thread, for checks against the CPU: about 1 s an epoch at 50,000 points on an H200, ~7x slower than "
-            "the CPU. Use device='cpu' for a sequential layout, or strategy='hogwild' for a near-sequential one "
-            "on the GPU.")
+    return (
+        f"strategy='sequential' on the GPU runs the {nnz:,} edges of this graph one after another on one GPU "
+        "thread, for checks against the CPU: about 1 s an epoch at 50,000 points on an H200, ~7x slower than "
+        "the CPU. Use device='cpu' for a sequential layout, or strategy='hogwild' for a near-sequential one "
+        "on the GPU."
+    )
 
 
 def learning_rate_at(epoch: int, n_epochs: int, learning_rate: float = 1.0) -> float:
@@ -297,8 +299,10 @@ class LayoutOptimizer:
 
     def __repr__(self) -> str:
         chunks = f", n_chunks={self.n_chunks}" if self.strategy == "chunked" else ""
-        return (f"LayoutOptimizer(strategy={self.strategy!r}{chunks}, seed={self.seed}, "
-                f"epoch={self._epoch}/{self.n_epochs}, device={self.device!r})")
+        return (
+            f"LayoutOptimizer(strategy={self.strategy!r}{chunks}, seed={self.seed}, "
+            f"epoch={self._epoch}/{self.n_epochs}, device={self.device!r})"
+        )
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def _check_finite(self) -> None:

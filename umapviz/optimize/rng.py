@@ -71,8 +71,9 @@ def _swap_blocks(bit_generator, nnz: int) -> Iterator[tuple[int, np.ndarray, int
         swaps = np.empty(min(_SHUFFLE_BLOCK, top), dtype=np.int64)
         filled = 0
         while filled < swaps.size:
-            count, used, high, has_high = _draw_swaps(raw, used, np.uint64(high), has_high, top - filled,
-                                                      swaps[filled:])
+            count, used, high, has_high = _draw_swaps(
+                raw, used, np.uint64(high), has_high, top - filled, swaps[filled:]
+            )
             filled += count
             if filled < swaps.size:  # the raw outputs ran out: the next ones, from where they stopped
                 raw, used = bit_generator.random_raw(_SHUFFLE_BLOCK), 0

@@ -125,6 +125,18 @@ def embed_new_points(
         eps_neg = eps / np.float64(negative_sample_rate)
     alpha0 = learning_rate / 4.0
     alphas = np.array([learning_rate_at(t, n_epochs, alpha0) for t in range(n_epochs)], dtype=np.float32)
-    _embed_new(Y, Yref, indptr, tail, eps, eps_neg, alphas, np.uint64(seed), np.float32(a), np.float32(b),
-               np.float32(-2.0 * a * b), np.float32(2.0 * repulsion_strength * b))
+    _embed_new(
+        Y,
+        Yref,
+        indptr,
+        tail,
+        eps,
+        eps_neg,
+        alphas,
+        np.uint64(seed),
+        np.float32(a),
+        np.float32(b),
+        np.float32(-2.0 * a * b),
+        np.float32(2.0 * repulsion_strength * b),
+    )
     return Y

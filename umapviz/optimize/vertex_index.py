@@ -24,15 +24,22 @@ def vertex_group_sizes(head_ptr: np.ndarray, tail_ptr: np.ndarray) -> np.ndarray
     return np.where(items > VERTEX_WIDE_ITEMS, VERTEX_WIDE_GROUP, VERTEX_GROUP).astype(np.int32)
 
 
-def mirrored_edges(head_ptr: np.ndarray, tail_ptr: np.ndarray, tail: np.ndarray, tail_head: np.ndarray,
-                   eps: np.ndarray, by_tail: np.ndarray) -> bool:
+def mirrored_edges(
+    head_ptr: np.ndarray,
+    tail_ptr: np.ndarray,
+    tail: np.ndarray,
+    tail_head: np.ndarray,
+    eps: np.ndarray,
+    by_tail: np.ndarray,
+) -> bool:
     """Whether each vertex's edges as tail (tail order) are the reverses of its edges as head (graph order), place
     for place, with the same epochs_per_sample. The schedule of an edge depends on its epochs_per_sample alone,
     so an edge and its reverse are then active in the same epochs, and a tail item's activity can be read at its
     reverse's place, next to the head items', instead of through by_tail. build_graph's graphs are mirrored
     (the fuzzy union is symmetric to the bit)."""
-    return bool(np.array_equal(head_ptr, tail_ptr) and np.array_equal(tail_head, tail)
-                and np.array_equal(eps[by_tail], eps))
+    return bool(
+        np.array_equal(head_ptr, tail_ptr) and np.array_equal(tail_head, tail) and np.array_equal(eps[by_tail], eps)
+    )
 
 
 class VertexIndex(NamedTuple):
@@ -53,5 +60,6 @@ def vertex_index(head: np.ndarray, tail: np.ndarray, eps: np.ndarray, n: int) ->
     np.cumsum(np.bincount(tail, minlength=n), out=tail_ptr[1:])
     by_tail = np.argsort(tail, kind="stable").astype(np.int32)
     tail_head = np.ascontiguousarray(head[by_tail], dtype=np.int32)
-    return VertexIndex(head_ptr, tail_ptr, by_tail, tail_head,
-                       mirrored_edges(head_ptr, tail_ptr, tail, tail_head, eps, by_tail))
+    return VertexIndex(
+        head_ptr, tail_ptr, by_tail, tail_head, mirrored_edges(head_ptr, tail_ptr, tail, tail_head, eps, by_tail)
+    )

@@ -43,10 +43,19 @@ def count_grids(
     counts = np.zeros((height, width, n_layers), dtype=np.uint32)
     outlier_counts = np.zeros((height, width) if outliers is not None else (0, 0), dtype=np.uint32)
     _count_points(
-        embedding, float(xmin), float(xmax), float(ymin), float(ymax), float(sx), float(tx), float(sy), float(ty),
+        embedding,
+        float(xmin),
+        float(xmax),
+        float(ymin),
+        float(ymax),
+        float(sx),
+        float(tx),
+        float(sy),
+        float(ty),
         _NO_LABELS if labels is None else np.asarray(labels, dtype=np.int64),
         _NO_OUTLIERS if outliers is None else np.asarray(outliers, dtype=np.bool_),
-        counts, outlier_counts,
+        counts,
+        outlier_counts,
     )
     return (counts if labels is not None else counts.reshape(height, width)), (
         outlier_counts if outliers is not None else None
@@ -83,9 +92,18 @@ def edge_bins(embedding: np.ndarray, view: View, n_bins: int = N_EDGE_BINS) -> n
     out = np.zeros((4, n_bins), dtype=np.uint32)
     # The centre and half sizes are computed exactly as the GPU path passes them to its kernel.
     _count_edge_bins(
-        embedding, xmin, xmax, ymin, ymax,
-        (xmin + xmax) * 0.5, (ymin + ymax) * 0.5, (xmax - xmin) * 0.5, (ymax - ymin) * 0.5,
-        n_bins, 0.5 * n_bins, out,
+        embedding,
+        xmin,
+        xmax,
+        ymin,
+        ymax,
+        (xmin + xmax) * 0.5,
+        (ymin + ymax) * 0.5,
+        (xmax - xmin) * 0.5,
+        (ymax - ymin) * 0.5,
+        n_bins,
+        0.5 * n_bins,
+        out,
     )
     return out
 

@@ -66,12 +66,14 @@ def encode_png(rgba: np.ndarray, compress_level: int = 1) -> bytes:
     h, w, channels = rgba.shape
     colour_type = 2 if channels == 3 else 6  # truecolour, or truecolour with alpha
     header = struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0)  # 8 bits, deflate, no filter, no interlace
-    return b"".join([
-        b"\x89PNG\r\n\x1a\n",
-        _png_chunk(b"IHDR", header),
-        _png_chunk(b"IDAT", zlib_stream(rgba, compress_level)),
-        _png_chunk(b"IEND", b""),
-    ])
+    return b"".join(
+        [
+            b"\x89PNG\r\n\x1a\n",
+            _png_chunk(b"IHDR", header),
+            _png_chunk(b"IDAT", zlib_stream(rgba, compress_level)),
+            _png_chunk(b"IEND", b""),
+        ]
+    )
 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
@@ -109,8 +111,9 @@ def recording_frames(
     n_labels = int(recording.labels.max()) + 1 if recording.labels is not None and recording.n_points else None
     images = []
     for frame in recording:
-        rgba = image(frame.embedding, recording.labels, frame.outliers, width, height, view,
-                     n_labels=n_labels, style=style)
+        rgba = image(
+            frame.embedding, recording.labels, frame.outliers, width, height, view, n_labels=n_labels, style=style
+        )
         if captions:
             draw_caption(rgba, frame_caption(frame.epoch, frame.outliers))
         images.append(rgba)
@@ -119,8 +122,9 @@ def recording_frames(
 
 def shared_view(recording: Recording, width: int, height: int) -> View:
     """The union of every frame's robust view (square pixels): one scale for the whole run."""
-    return square_pixels(union([resolve_view(f.embedding, "robust", width, height) for f in recording]).bounds,
-                         width, height)
+    return square_pixels(
+        union([resolve_view(f.embedding, "robust", width, height) for f in recording]).bounds, width, height
+    )
 
 
 def frame_caption(epoch: int, outliers: np.ndarray | None) -> str:
@@ -183,8 +187,9 @@ def save_mp4(frames: Frames, path: str | os.PathLike, fps: float = 10, **frame_o
     ph, pw = h % 2, w % 2  # yuv420p halves the colour planes: sizes must be even, so pad with edge pixels
 
     def write(tmp: Path) -> None:
-        with imageio.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
-                                pixelformat="yuv420p", macro_block_size=2) as writer:
+        with imageio.get_writer(
+            tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264", pixelformat="yuv420p", macro_block_size=2
+        ) as writer:
             for im in images:
                 writer.append_data(np.pad(im[..., :3], ((0, ph), (0, pw), (0, 0)), mode="edge"))
 

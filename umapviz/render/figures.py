@@ -116,8 +116,13 @@ def side_by_side(
         canvas.paste(Image.fromarray(panel), (x0, header))
         draw.text((x0 + panel_size / 2, header / 2), str(titles[i]), fill=INK, font=title_font, anchor="mm")
         for j, text in enumerate(notes[i]):
-            draw.text((x0 + panel_size / 2, header + panel_size + line * (j + 0.5) + 2), text,
-                      fill=INK, font=count_font, anchor="mm")
+            draw.text(
+                (x0 + panel_size / 2, header + panel_size + line * (j + 0.5) + 2),
+                text,
+                fill=INK,
+                font=count_font,
+                anchor="mm",
+            )
     figure = np.asarray(canvas).copy()
     if title is None and not caption:
         return figure

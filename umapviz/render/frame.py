@@ -37,8 +37,17 @@ def render(
     width, height = check_pixels(width, "width"), check_pixels(height, "height")  # before any work on them
     embedding = check_embedding(embedding)
     resolved = resolve_view(embedding, view, width, height)
-    agg = aggregate(embedding, resolved, width, height, labels=labels, n_labels=n_labels, outliers=outliers,
-                    keep_on_device=True, n_colours=len(style.palette))
+    agg = aggregate(
+        embedding,
+        resolved,
+        width,
+        height,
+        labels=labels,
+        n_labels=n_labels,
+        outliers=outliers,
+        keep_on_device=True,
+        n_colours=len(style.palette),
+    )
     return shade(agg, style), agg
 
 

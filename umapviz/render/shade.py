@@ -35,8 +35,21 @@ from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
 # vermillion (too close to the outlier red), then Paul Tol's "light" palette. Beyond 15 classes colours
 # repeat: no palette keeps that many classes apart for every reader.
 CLASS_PALETTE = (
-    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#CC79A7",
-    "#77AADD", "#EE8866", "#EEDD88", "#FFAABB", "#99DDFF", "#44BB99", "#BBCC33", "#AAAA00", "#DDDDDD",
+    "#E69F00",
+    "#56B4E9",
+    "#009E73",
+    "#F0E442",
+    "#0072B2",
+    "#CC79A7",
+    "#77AADD",
+    "#EE8866",
+    "#EEDD88",
+    "#FFAABB",
+    "#99DDFF",
+    "#44BB99",
+    "#BBCC33",
+    "#AAAA00",
+    "#DDDDDD",
 )
 # Unlabelled density: dark to pale blue, far from the outlier red in every kind of colour vision.
 COUNT_CMAP = ("#16306b", "#2a5caa", "#4f9bd9", "#a9d8f5")
@@ -83,16 +96,19 @@ class Style:
         for name in ("cmap", "palette"):
             colors = getattr(self, name)
             if isinstance(colors, str) or not len(colors):
-                raise ValueError(f"Style {name} must be a non-empty sequence of '#RRGGBB' colours, e.g. "
-                                 f"{name}=('#16306b', '#a9d8f5'); got {colors!r}.")
+                raise ValueError(
+                    f"Style {name} must be a non-empty sequence of '#RRGGBB' colours, e.g. "
+                    f"{name}=('#16306b', '#a9d8f5'); got {colors!r}."
+                )
             for color in colors:
                 hex_to_rgb(color)
         for name in ("background", "outlier_color", "halo_color"):
             hex_to_rgb(getattr(self, name))
         if isinstance(self.min_alpha, bool) or not isinstance(self.min_alpha, int) or not 0 <= self.min_alpha <= 255:
             raise ValueError(f"Style min_alpha={self.min_alpha!r} must be an int in [0, 255].")
-        if self.outlier_radius is not None and (isinstance(self.outlier_radius, bool)
-                                                or not isinstance(self.outlier_radius, int) or self.outlier_radius < 0):
+        if self.outlier_radius is not None and (
+            isinstance(self.outlier_radius, bool) or not isinstance(self.outlier_radius, int) or self.outlier_radius < 0
+        ):
             raise ValueError(f"Style outlier_radius={self.outlier_radius!r} must be None or an int >= 0 (pixels).")
         if self.outlier_fill not in OUTLIER_FILLS:
             raise ValueError(f"Style outlier_fill={self.outlier_fill!r} must be one of {OUTLIER_FILLS}.")
@@ -506,8 +522,9 @@ def label_bins(edge_counts: np.ndarray, width: int, height: int) -> np.ndarray:
     return edge_counts.reshape(4, n_bins // group, group).sum(axis=2, dtype=edge_counts.dtype)
 
 
-def edge_labels(draw: Any, font: Any, counts: np.ndarray, positions: np.ndarray, side: int,
-                marker: int) -> list[tuple[tuple[float, float], str, str]]:
+def edge_labels(
+    draw: Any, font: Any, counts: np.ndarray, positions: np.ndarray, side: int, marker: int
+) -> list[tuple[tuple[float, float], str, str]]:
     """(position, text, anchor) of the count labels of one side, one per non-empty bin, the largest first,
     skipping any whose text would overlap a label already placed (none does on bins from ``label_bins``)."""
     ox, oy = _SIDE_FRAMES[side][0]
@@ -555,8 +572,10 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
             size = s * (0.6 + 0.4 * np.log1p(count) / np.log1p(top_count))  # one point: 60%, the most: 100%
             # The tip touches the border; the base lies `size` pixels inside.
             base_c = (x - ox * size, y - oy * size)
-            base = [(base_c[0] + ax * size * 0.7, base_c[1] + ay * size * 0.7),
-                    (base_c[0] - ax * size * 0.7, base_c[1] - ay * size * 0.7)]
+            base = [
+                (base_c[0] + ax * size * 0.7, base_c[1] + ay * size * 0.7),
+                (base_c[0] - ax * size * 0.7, base_c[1] - ay * size * 0.7),
+            ]
             draw.polygon([(x, y), *base], fill=color, outline=text_color)
         labels = edge_labels(draw, font, edge_counts[side], positions[side], side, s) if write else []
         for xy, text, anchor in labels:

@@ -11,5 +11,12 @@ from .compare import Comparison, GridController, compare
 from .explorer import Explorer, ExplorerController, ExplorerState
 from .status import ExplorerError
 
-__all__ = ["Explorer", "ExplorerController", "ExplorerError", "ExplorerState", "Comparison", "GridController",
-           "compare"]
+__all__ = [
+    "Explorer",
+    "ExplorerController",
+    "ExplorerError",
+    "ExplorerState",
+    "Comparison",
+    "GridController",
+    "compare",
+]

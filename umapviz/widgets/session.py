@@ -154,14 +154,20 @@ def _is_missing(value: Any) -> bool:
         return True
 
 
-def build(source: Source, graph_params: dict[str, Any], n_epochs: int | None = None,
-          device: str | None = None, cancel: Callable[[], bool] | None = None) -> FuzzyGraph:
+def build(
+    source: Source,
+    graph_params: dict[str, Any],
+    n_epochs: int | None = None,
+    device: str | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> FuzzyGraph:
     """The source's FuzzyGraph: the given one, or ``build_graph`` (cached on disk) of its points, its kNN
     on the GPU when the layout runs there; ``cancel`` stops a CPU build early (see build_graph)."""
     if source.graph is not None:
         return source.graph
-    return build_graph(source.X, n_epochs=n_epochs, progress=False, device=device or "cpu", cancel=cancel,
-                       **graph_params)
+    return build_graph(
+        source.X, n_epochs=n_epochs, progress=False, device=device or "cpu", cancel=cancel, **graph_params
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -172,8 +178,9 @@ _INIT_MEMORY: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _INIT_MEMORY_ITEMS = 8
 
 
-def initial_layout(graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache: bool = True,
-                   device: str = "cpu") -> np.ndarray:
+def initial_layout(
+    graph: FuzzyGraph, init: str, seed: int, dim: int = 2, cache: bool = True, device: str = "cpu"
+) -> np.ndarray:
     """The layout ``LayoutOptimizer(graph, init=init, random_state=seed, device=device)`` starts from, computed once.
 
     Spectral layouts solved on the CPU are also stored as ``init-<key>.npz`` in the graph cache directory
@@ -254,8 +261,10 @@ def make_optimizer(graph: FuzzyGraph, params: dict[str, Any]) -> LayoutOptimizer
     init = params.pop("init", "spectral")
     dim = params.get("n_components", 2)
     if dim != 2:  # checked before anything is built: the panels would fail only when drawing the first frame
-        raise ValueError(f"n_components={dim!r}: the panels draw 2-D layouts, so n_components must be 2. "
-                         "Use umapviz.LayoutOptimizer directly for other dimensions.")
+        raise ValueError(
+            f"n_components={dim!r}: the panels draw 2-D layouts, so n_components must be 2. "
+            "Use umapviz.LayoutOptimizer directly for other dimensions."
+        )
     if isinstance(init, str) and init in INITS and isinstance(dim, int):
         layout = initial_layout(graph, init, seed, dim, device=params.get("device", "cpu"))
         optimizer = LayoutOptimizer(graph, random_state=seed, init=layout, **params)

@@ -79,12 +79,14 @@ def check_auto_recall(recall: float, n_samples: int) -> None:
             f"{recall:.2f} of the true neighbours on {AUTO_RECALL_SAMPLE} sampled rows (graph.params['knn_recall']): "
             "these data have little cluster structure for partitions to follow. For the exact graph pass "
             "knn='exact' (its time grows with the square of the rows), or raise knn_overlap / knn_refine.",
-            UserWarning, stacklevel=3,
+            UserWarning,
+            stacklevel=3,
         )
 
 
-def resolve_knn_method(knn: str, n_samples: int, n_features: int, device: str = "cpu",
-                       distributed: bool = False) -> str:
+def resolve_knn_method(
+    knn: str, n_samples: int, n_features: int, device: str = "cpu", distributed: bool = False
+) -> str:
     """Map ``knn`` ("auto" | "exact" | "approx" | "partitioned") to the method actually used on ``device``.
 
     On the CPU: "exact", "approx" (pynndescent) or "partitioned"; "auto" is exact up to AUTO_EXACT_MAX_WORK of

@@ -226,8 +226,15 @@ def reference_index(X: np.ndarray, metric: str = "euclidean") -> tuple:
 
 
 def exact_rows(
-    X: np.ndarray, rows: np.ndarray, n_neighbors: int, metric: str, progress: bool, queries: np.ndarray | None = None,
-    reference: tuple | None = None, cancel: Callable[[], bool] | None = None, n_spare: int | None = None,
+    X: np.ndarray,
+    rows: np.ndarray,
+    n_neighbors: int,
+    metric: str,
+    progress: bool,
+    queries: np.ndarray | None = None,
+    reference: tuple | None = None,
+    cancel: Callable[[], bool] | None = None,
+    n_spare: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN against all of X of the given rows, one GEMM tile at a time: rows of X itself (each finds itself
     first), or with ``queries`` rows of that separate set (no column is "self"). ``cancel`` is asked before
@@ -265,8 +272,17 @@ def exact_rows(
         if zero_q is not None:
             for r in np.flatnonzero(zero_q[row_ids]):
                 cand[r] = zero_row_candidates(zero_x, self_ids[r], n, n_cand)
-        refine_candidates(X, Q, row_ids, cand, k, metric == "cosine", queries is None, out_idx[start : start + tile],
-                          out_dist[start : start + tile])
+        refine_candidates(
+            X,
+            Q,
+            row_ids,
+            cand,
+            k,
+            metric == "cosine",
+            queries is None,
+            out_idx[start : start + tile],
+            out_dist[start : start + tile],
+        )
         del gram  # else the next tile's product is built while this one is still held: twice the tile memory
     return out_idx, out_dist
 
@@ -283,7 +299,10 @@ def zero_row_candidates(zero_rows: np.ndarray, me: int, n: int, m: int) -> np.nd
 
 
 def exact_knn(
-    X: np.ndarray, n_neighbors: int, metric: str = "euclidean", progress: bool = True,
+    X: np.ndarray,
+    n_neighbors: int,
+    metric: str = "euclidean",
+    progress: bool = True,
     cancel: Callable[[], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN by tiled brute force: ``(indices int32 (n, k), distances float32 (n, k))``, self first.
@@ -297,7 +316,11 @@ def exact_knn(
 
 
 def query_knn(
-    X: np.ndarray, queries: np.ndarray, n_neighbors: int, metric: str = "euclidean", progress: bool = False,
+    X: np.ndarray,
+    queries: np.ndarray,
+    n_neighbors: int,
+    metric: str = "euclidean",
+    progress: bool = False,
     reference: tuple | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN in the reference set ``X`` of each row of ``queries`` (both validated float32 arrays with the same

@@ -183,8 +183,15 @@ def _unit_rows(A):
     return cp.ascontiguousarray(cp.where(norms > 0, A / cp.where(norms > 0, norms, 1.0), 0.0).astype(cp.float32))
 
 
-def exact_knn_gpu(X, n_neighbors: int, metric: str = "euclidean", precision: str = "auto", return_device: bool = False,
-                  cancel: Callable[[], bool] | None = None, stats: dict | None = None):
+def exact_knn_gpu(
+    X,
+    n_neighbors: int,
+    metric: str = "euclidean",
+    precision: str = "auto",
+    return_device: bool = False,
+    cancel: Callable[[], bool] | None = None,
+    stats: dict | None = None,
+):
     """Exact kNN on the GPU: ``(indices int32 (n, k), distances float32 (n, k))``, self first.
 
     Raises MemoryError (saying how much is needed) when the problem does not fit.
@@ -227,8 +234,9 @@ def reference_index_gpu(X, metric: str = "euclidean") -> tuple:
     return (Xd, *_selection_matrix(Xd, metric))
 
 
-def query_knn_gpu(X, queries, n_neighbors: int, metric: str = "euclidean", precision: str = "auto",
-                  reference: tuple | None = None):
+def query_knn_gpu(
+    X, queries, n_neighbors: int, metric: str = "euclidean", precision: str = "auto", reference: tuple | None = None
+):
     """Exact kNN in the reference set ``X`` of each row of ``queries`` on the GPU, as NumPy arrays
     ``(indices int32 (n_queries, k), distances float32 (n_queries, k))``: the result of
     :func:`umapviz.graph.knn.knn_cpu.query_knn` (no column is "self"), found as :func:`exact_knn_gpu` finds neighbours.
@@ -248,8 +256,17 @@ def _check_free(need: int, what: str) -> None:
         )
 
 
-def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_device: bool,
-             cancel: Callable[[], bool] | None = None, reference: tuple | None = None, stats: dict | None = None):
+def _knn_gpu(
+    X,
+    queries,
+    n_neighbors: int,
+    metric: str,
+    precision: str,
+    return_device: bool,
+    cancel: Callable[[], bool] | None = None,
+    reference: tuple | None = None,
+    stats: dict | None = None,
+):
     """Exact kNN of the rows of ``queries`` (None: of X itself, each point first) among the rows of X."""
     cp = cupy()
     metric = check_metric(metric)
@@ -300,8 +317,15 @@ def _knn_gpu(X, queries, n_neighbors: int, metric: str, precision: str, return_d
             stop_if_cancelled(cancel)
             done.append(cp.cuda.Event(disable_timing=True))
         rows = slice(start, min(n_q, start + tile))
-        search(Zq[rows], cp.arange(rows.start, rows.stop, dtype=cp.int64), gemm, out_idx[rows], out_dist[rows],
-               overflow[rows], suspect[rows] if checking else None)
+        search(
+            Zq[rows],
+            cp.arange(rows.start, rows.stop, dtype=cp.int64),
+            gemm,
+            out_idx[rows],
+            out_dist[rows],
+            overflow[rows],
+            suspect[rows] if checking else None,
+        )
         if checking and start == 0:
             flagged = cp.flatnonzero(suspect[rows])
             if flagged.size > CHECKED_MAX_SHARE * (rows.stop - rows.start):
@@ -376,9 +400,20 @@ class _TileSearch:
         _gemm_scores(Zrows, self.Z, scores, precision)
         mod = _module()
         mod.get_function("select_candidates")(
-            (rows,), (_SEL_THREADS,),
-            (scores, np.int32(self.n), np.int64(self.ld), self.col_add, self.scale, ids, np.int32(self.self_first),
-             np.int32(m), cand, overflow),
+            (rows,),
+            (_SEL_THREADS,),
+            (
+                scores,
+                np.int32(self.n),
+                np.int64(self.ld),
+                self.col_add,
+                self.scale,
+                ids,
+                np.int32(self.self_first),
+                np.int32(m),
+                cand,
+                overflow,
+            ),
         )
         refine_candidates_gpu(self.X, self.Q, ids, cand, self.k, self.cosine, self.self_first, out_idx, out_dist)
         if suspect is None:
@@ -391,10 +426,25 @@ class _TileSearch:
             q_norms = cp.sqrt((Zrows * Zrows).sum(axis=1))
         q_err = (q_norms * np.float32(self.q_coeff)).astype(cp.float32)
         mod.get_function("flag_rounding_misses")(
-            (rows,), (_SEL_THREADS,),
-            (scores, np.int32(self.n), np.int64(self.ld), self.col_add, self.scale, self.norms, q_err,
-             np.float32(self.sq_err), ids, np.int32(self.self_first), cand, np.int32(m), out_idx, np.int32(self.k),
-             suspect),
+            (rows,),
+            (_SEL_THREADS,),
+            (
+                scores,
+                np.int32(self.n),
+                np.int64(self.ld),
+                self.col_add,
+                self.scale,
+                self.norms,
+                q_err,
+                np.float32(self.sq_err),
+                ids,
+                np.int32(self.self_first),
+                cand,
+                np.int32(m),
+                out_idx,
+                np.int32(self.k),
+                suspect,
+            ),
         )
 
 
@@ -434,7 +484,18 @@ def refine_candidates_gpu(X, Q, row_ids, cand, k: int, cosine: bool, match_self:
     _module().get_function("refine")(
         (rows,),
         (threads,),
-        (X, Q, np.int32(X.shape[1]), row_ids, np.int32(match_self), cand, np.int32(m), np.int32(k),
-         np.int32(cosine), out_idx, out_dist),
+        (
+            X,
+            Q,
+            np.int32(X.shape[1]),
+            row_ids,
+            np.int32(match_self),
+            cand,
+            np.int32(m),
+            np.int32(k),
+            np.int32(cosine),
+            out_idx,
+            out_dist,
+        ),
         shared_mem=threads * 12,  # a double and an int per thread
     )

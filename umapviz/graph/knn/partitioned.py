@@ -53,8 +53,9 @@ _EMPTY = np.iinfo(np.int64).max
 _LOW32 = 0xFFFFFFFF
 
 
-def resolve_partitioning(n_samples: int, n_neighbors: int, n_partitions: int | str = "auto",
-                         overlap: int = DEFAULT_OVERLAP) -> tuple[int, int]:
+def resolve_partitioning(
+    n_samples: int, n_neighbors: int, n_partitions: int | str = "auto", overlap: int = DEFAULT_OVERLAP
+) -> tuple[int, int]:
     """``(n_partitions, overlap)`` for n_samples points: "auto" gives one partition per ROWS_PER_PARTITION rows;
     both are checked (a clear error names the fix).
 
@@ -86,11 +87,22 @@ def resolve_partitioning(n_samples: int, n_neighbors: int, n_partitions: int | s
     return n_partitions, overlap
 
 
-def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_partitions: int | str = "auto",
-                    overlap: int = DEFAULT_OVERLAP, random_state: int = 0, device: str = "cpu", client: Any = None,
-                    return_device: bool = False, timings: dict | None = None,
-                    data_on_device: bool | None = None, refine: int | str = DEFAULT_REFINE,
-                    repeats: int = DEFAULT_REPEATS, cancel: Callable[[], bool] | None = None) -> tuple[Any, Any]:
+def partitioned_knn(
+    X: Any,
+    n_neighbors: int,
+    metric: str = "euclidean",
+    n_partitions: int | str = "auto",
+    overlap: int = DEFAULT_OVERLAP,
+    random_state: int = 0,
+    device: str = "cpu",
+    client: Any = None,
+    return_device: bool = False,
+    timings: dict | None = None,
+    data_on_device: bool | None = None,
+    refine: int | str = DEFAULT_REFINE,
+    repeats: int = DEFAULT_REPEATS,
+    cancel: Callable[[], bool] | None = None,
+) -> tuple[Any, Any]:
     """Approximate kNN by overlapping partitions: ``(indices int32 (n, k), distances float32 (n, k))``, self first,
     the rest by (distance, index), like the exact searches.
 
@@ -149,8 +161,16 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     sizes = []
     for r in range(repeats):
         t1 = time.perf_counter()
-        plan = plan_partitions(data, n_partitions, overlap, repeat_seed(int(random_state or 0), r),
-                               _max_members(n, n_partitions, overlap), _min_members(k), metric=metric, xp=xp)
+        plan = plan_partitions(
+            data,
+            n_partitions,
+            overlap,
+            repeat_seed(int(random_state or 0), r),
+            _max_members(n, n_partitions, overlap),
+            _min_members(k),
+            metric=metric,
+            xp=xp,
+        )
         t2 = time.perf_counter()
         for part, (idx, dist) in zip(plan, _searches(data, plan, k, metric, device, client), strict=True):
             _scatter(keys, part, xp.asarray(idx), xp.asarray(dist), k, r * overlap, xp)
@@ -166,9 +186,15 @@ def partitioned_knn(X: Any, n_neighbors: int, metric: str = "euclidean", n_parti
     if refine:
         idx, dist = refine_knn(data, idx, refine, metric, device, timings=refined)
     if timings is not None:
-        timings.update(plan=planning, searches=searching, merge=t4 - t3,
-                       refine=time.perf_counter() - t4, refine_rounds=refined.get("refine_rounds", []),
-                       n_partitions=len(sizes) // repeats, largest_partition=max(sizes))
+        timings.update(
+            plan=planning,
+            searches=searching,
+            merge=t4 - t3,
+            refine=time.perf_counter() - t4,
+            refine_rounds=refined.get("refine_rounds", []),
+            n_partitions=len(sizes) // repeats,
+            largest_partition=max(sizes),
+        )
     if xp is not np and not return_device:
         return idx.get(), dist.get()
     return idx, dist
@@ -203,8 +229,16 @@ def resolve_refine(refine: int | str) -> int | str:
     return check_int("knn_refine", refine, 0)
 
 
-def refine_rounds(refine: int | str, n: int, d: int, n_neighbors: int, n_partitions: int, device: str,
-                  x_on_device: bool, free_total: tuple[int, int] | None = None) -> int:
+def refine_rounds(
+    refine: int | str,
+    n: int,
+    d: int,
+    n_neighbors: int,
+    n_partitions: int,
+    device: str,
+    x_on_device: bool,
+    free_total: tuple[int, int] | None = None,
+) -> int:
     """The refinement rounds a partitioned search runs, decided before it starts: what ``graph.params["knn_refine"]``
     records, so that a cache key tells two graphs apart and the same graph the same.
 
@@ -281,8 +315,16 @@ def search_partition(rows: Any, n_neighbors: int, metric: str, device: str) -> t
     return exact_knn(np.asarray(rows), n_neighbors, metric, progress=False)
 
 
-def partitioned_bytes_needed(n: int, d: int, n_neighbors: int, n_partitions: int, overlap: int,
-                             data_on_device: bool = True, refine: int = 0, repeats: int = DEFAULT_REPEATS) -> int:
+def partitioned_bytes_needed(
+    n: int,
+    d: int,
+    n_neighbors: int,
+    n_partitions: int,
+    overlap: int,
+    data_on_device: bool = True,
+    refine: int = 0,
+    repeats: int = DEFAULT_REPEATS,
+) -> int:
     """GPU bytes a partitioned search needs at its peak: X when it is on the device, the assignment and the
     candidate keys of every point (and the sort's copy), and the larger of the largest partition's exact search
     and the refinement rounds (which hold X on the device).
@@ -321,8 +363,9 @@ def _min_members(n_neighbors: int) -> int:
     return 2 * n_neighbors
 
 
-def work_data(X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, upload: bool | None = None,
-              rounds: int = 0) -> Any:
+def work_data(
+    X: Any, n: int, d: int, k: int, overlap: int, n_partitions: int, upload: bool | None = None, rounds: int = 0
+) -> Any:
     """X for a partitioned search on the GPU: uploaded when asked (``upload``), or with None when it fits beside the
     work (the search, and ``rounds`` of refinement) in half the free memory; else X where it is: its rows then
     travel to the GPU tile by tile and partition by partition (and X is uploaded after the search for the rounds,

@@ -53,8 +53,16 @@ class Partition:
         return int(self.members.shape[0])
 
 
-def plan_partitions(X: Any, n_partitions: int, overlap: int, seed: int, max_members: int, min_members: int,
-                    metric: str = "euclidean", xp: Any = np) -> list[Partition]:
+def plan_partitions(
+    X: Any,
+    n_partitions: int,
+    overlap: int,
+    seed: int,
+    max_members: int,
+    min_members: int,
+    metric: str = "euclidean",
+    xp: Any = np,
+) -> list[Partition]:
     """The partitions of the rows of X (see the module docstring).
 
     Parameters

@@ -13,8 +13,9 @@ from .knn_cpu import query_knn
 from .knn_gpu import query_knn_gpu
 
 
-def recall_at_k(X: Any, indices: Any, sample: int = 1000, seed: int = 0, metric: str = "euclidean",
-                device: str = "cpu") -> float:
+def recall_at_k(
+    X: Any, indices: Any, sample: int = 1000, seed: int = 0, metric: str = "euclidean", device: str = "cpu"
+) -> float:
     """Mean share of each sampled row's true k nearest neighbours (itself included) that ``indices`` holds.
 
     The truth is an exact search from the sampled rows to all points (:func:`umapviz.graph.knn.knn_cpu.query_knn`, or
@@ -40,14 +41,17 @@ def recall_at_k(X: Any, indices: Any, sample: int = 1000, seed: int = 0, metric:
     indices = to_host(indices)
     n = int(X.shape[0])
     if indices.ndim != 2 or indices.shape[0] != n:
-        raise ValueError(f"indices of shape {indices.shape} do not have one row per row of X ({n}): pass the kNN "
-                         "indices of this X (graph.knn_indices).")
+        raise ValueError(
+            f"indices of shape {indices.shape} do not have one row per row of X ({n}): pass the kNN "
+            "indices of this X (graph.knn_indices)."
+        )
     rows, truth = sampled_truth(X, int(indices.shape[1]), sample, seed, metric, device)
     return recall_from_truth(indices, rows, truth)
 
 
-def sampled_truth(X: Any, n_neighbors: int, sample: int = 1000, seed: int = 0, metric: str = "euclidean",
-                  device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+def sampled_truth(
+    X: Any, n_neighbors: int, sample: int = 1000, seed: int = 0, metric: str = "euclidean", device: str = "cpu"
+) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, truth)``: the rows :func:`recall_at_k` samples and their exact k nearest neighbours (NumPy), to
     measure several graphs of the same X against one exact search (:func:`recall_from_truth`).
 

@@ -33,8 +33,9 @@ _GPU_TILE_ELEMENTS = 2**26  # candidate-list elements per GPU tile of rows (512 
 _CPU_TILE_ROWS = 4096
 
 
-def refine_knn(X: Any, indices: Any, rounds: int = 1, metric: str = "euclidean", device: str = "cpu",
-               timings: dict | None = None) -> tuple[Any, Any]:
+def refine_knn(
+    X: Any, indices: Any, rounds: int = 1, metric: str = "euclidean", device: str = "cpu", timings: dict | None = None
+) -> tuple[Any, Any]:
     """``rounds`` rounds of neighbourhood refinement of a kNN graph: ``(indices int32 (n, k), distances float32
     (n, k))``, self first, the rest by (distance, index), on the device of ``indices``.
 
@@ -127,8 +128,9 @@ def refine_gpu_bytes_needed(n: int, d: int, n_neighbors: int, x_on_device: bool)
     return refine_bytes_needed(n, n_neighbors) + (0 if x_on_device else 4 * n * d)
 
 
-def check_refine_fits(n: int, d: int, n_neighbors: int, x_on_device: bool,
-                      free_total: tuple[int, int] | None = None, held: int = 0) -> None:
+def check_refine_fits(
+    n: int, d: int, n_neighbors: int, x_on_device: bool, free_total: tuple[int, int] | None = None, held: int = 0
+) -> None:
     """MemoryError before a GPU refinement that cannot fit: how much it needs (X uploaded when it is host data, and
     a round's buffers: :func:`refine_gpu_bytes_needed`, plus ``held``), how much is free, and the fix.
 
@@ -219,7 +221,15 @@ def _round(X: Any, idx: Any, reverse: Any, metric: str, xp: Any) -> tuple[Any, A
                 out_dist[start:stop] = tile_dist.astype(np.float32)
         else:
             rows = xp.arange(start, stop, dtype=xp.int64)
-            refine_candidates_gpu(X, X, rows, cand.astype(xp.int32), k, metric == "cosine", True, out_idx[start:stop],
-                                  out_dist[start:stop])
+            refine_candidates_gpu(
+                X,
+                X,
+                rows,
+                cand.astype(xp.int32),
+                k,
+                metric == "cosine",
+                True,
+                out_idx[start:stop],
+                out_dist[start:stop],
+            )
     return out_idx, out_dist
-

@@ -113,8 +113,16 @@ def _grouped(adj, members, bounds: np.ndarray, comps: list) -> tuple:
 
 
 def _solve_components(
-    adj: scipy.sparse.csr_matrix, members: np.ndarray, bounds: np.ndarray, comps: list, dim: int, device: str,
-    sampled: bool = False, seed: int = 0, stats: dict | None = None, seconds: dict | None = None,
+    adj: scipy.sparse.csr_matrix,
+    members: np.ndarray,
+    bounds: np.ndarray,
+    comps: list,
+    dim: int,
+    device: str,
+    sampled: bool = False,
+    seed: int = 0,
+    stats: dict | None = None,
+    seconds: dict | None = None,
 ) -> dict:
     """``{component: coordinates}`` for the given components, solved together (:func:`spectral.leading_eigenpairs`,
     or :func:`spectral_sampled.sampled_eigenpairs` with ``sampled``) on ``device``; a component that did not
@@ -128,8 +136,12 @@ def _solve_components(
     except MemoryError as exc:  # the GPU's copy of the components' rows: the host makes it instead
         if not isinstance(adj, CsrArrays):
             raise
-        warnings.warn(f"spectral_init: the components' adjacency did not fit on the GPU ({exc}); grouping it on "
-                      "the host instead (the same result, more slowly).", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"spectral_init: the components' adjacency did not fit on the GPU ({exc}); grouping it on "
+            "the host instead (the same result, more slowly).",
+            UserWarning,
+            stacklevel=3,
+        )
         grouped_adj, group_bounds = _grouped(adj.to_host(), members.get(), bounds, comps)
     if seconds is not None:
         seconds["grouped"] = seconds.get("grouped", 0.0) + time.perf_counter() - start
@@ -142,8 +154,12 @@ def _solve_components(
     try:
         pairs = solve(device)
     except MemoryError as exc:  # CuPy's OutOfMemoryError is one, and names the bytes it wanted
-        warnings.warn(f"spectral_init: the GPU eigen-solve ran out of memory ({exc}); solving on the CPU "
-                      "instead (the same result, more slowly).", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"spectral_init: the GPU eigen-solve ran out of memory ({exc}); solving on the CPU "
+            "instead (the same result, more slowly).",
+            UserWarning,
+            stacklevel=3,
+        )
         if isinstance(grouped_adj, CsrArrays):
             grouped_adj = grouped_adj.to_host()
         pairs = solve("cpu")
@@ -174,13 +190,20 @@ def _device_start(graph: FuzzyGraph, device: str):
         members, bounds = component_members(labels, n_comp, cp)
         del labels
     except MemoryError as exc:  # CuPy's OutOfMemoryError is one
-        warnings.warn(f"spectral_init: the graph's adjacency did not fit on the GPU ({exc}); building it on the "
-                      "host instead (the same result, more slowly).", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"spectral_init: the graph's adjacency did not fit on the GPU ({exc}); building it on the "
+            "host instead (the same result, more slowly).",
+            UserWarning,
+            stacklevel=3,
+        )
         cp.get_default_memory_pool().free_all_blocks()
         return None
     cp.cuda.Device().synchronize()
-    seconds = {"adjacency": adjacency - clock, "components": components - adjacency,
-               "members": time.perf_counter() - components}
+    seconds = {
+        "adjacency": adjacency - clock,
+        "components": components - adjacency,
+        "members": time.perf_counter() - components,
+    }
     return adj, n_comp, members, bounds, seconds
 
 
@@ -215,8 +238,9 @@ def _grid_centres(n_cells: int, dim: int) -> tuple[np.ndarray, float]:
     return centres, width
 
 
-def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", method: str = "auto",
-                  stats: dict | None = None) -> np.ndarray:
+def spectral_init(
+    graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", method: str = "auto", stats: dict | None = None
+) -> np.ndarray:
     """``(n, dim)`` float32 spectral layout, scaled to max |coordinate| 10, plus noise of scale 1e-4.
 
     Works on disconnected graphs: each component gets its own grid cell (largest first). Singletons and
@@ -291,11 +315,22 @@ def spectral_init(graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", m
     solvable = [comp for comp in by_size if sizes[comp] > 2 * dim + 1]
     coarse = [comp for comp in solvable if sampled and sizes[comp] >= SAMPLED_MIN_ROWS]
     coarse_set = set(coarse)
-    solved = _solve_components(adj, grouping, bounds, [c for c in solvable if c not in coarse_set], dim, device,
-                               stats=full_stats, seconds=seconds)
+    solved = _solve_components(
+        adj,
+        grouping,
+        bounds,
+        [c for c in solvable if c not in coarse_set],
+        dim,
+        device,
+        stats=full_stats,
+        seconds=seconds,
+    )
     lap("solve_full")
-    solved.update(_solve_components(adj, grouping, bounds, coarse, dim, device, sampled=True, seed=seed,
-                                    stats=sampled_stats, seconds=seconds))
+    solved.update(
+        _solve_components(
+            adj, grouping, bounds, coarse, dim, device, sampled=True, seed=seed, stats=sampled_stats, seconds=seconds
+        )
+    )
     lap("solve_sampled")
     del adj, grouping
     failed = len(solvable) - len(solved)

@@ -74,8 +74,7 @@ def device_adjacency(graph, cp) -> tuple[CsrArrays, Any]:
     n = graph.n_vertices
     head = cp.asarray(graph.head, dtype=cp.int32)
     indptr = cp.searchsorted(head, cp.arange(n + 1, dtype=cp.int32)).astype(cp.int64)
-    return CsrArrays(indptr, cp.asarray(graph.tail, dtype=cp.int32),
-                     cp.asarray(graph.weight, dtype=cp.float32)), head
+    return CsrArrays(indptr, cp.asarray(graph.tail, dtype=cp.int32), cp.asarray(graph.weight, dtype=cp.float32)), head
 
 
 def grouped_rows(adj: CsrArrays, rows, position, xp, block: int = _BLOCK) -> CsrArrays:

@@ -56,10 +56,10 @@ def connected_components(head, tail, n: int, device: str = "cpu") -> tuple[int, 
         from .components_gpu import lowest_vertex_gpu  # noqa: PLC0415 - the GPU twin, with CuPy
 
         cp = cupy()
-        return rank_roots(lowest_vertex_gpu(cp.asarray(head, dtype=cp.int32), cp.asarray(tail, dtype=cp.int32),
-                                            int(n)), cp)
-    root = lowest_vertex(np.ascontiguousarray(head, dtype=np.int32), np.ascontiguousarray(tail, dtype=np.int32),
-                         int(n))
+        return rank_roots(
+            lowest_vertex_gpu(cp.asarray(head, dtype=cp.int32), cp.asarray(tail, dtype=cp.int32), int(n)), cp
+        )
+    root = lowest_vertex(np.ascontiguousarray(head, dtype=np.int32), np.ascontiguousarray(tail, dtype=np.int32), int(n))
     return rank_roots(root)
 
 

@@ -84,8 +84,9 @@ def _region_rows(owner, n_landmarks):
 
 
 @numba.njit(parallel=True, cache=True)
-def _coarse_rows(indptr, indices, fixed, owner, rows, region_ptr, n_landmarks, n_tasks, counts_only, coarse_ptr,
-                 cols, sums):
+def _coarse_rows(
+    indptr, indices, fixed, owner, rows, region_ptr, n_landmarks, n_tasks, counts_only, coarse_ptr, cols, sums
+):
     """Per landmark ``a``, the landmarks its region's edges reach and their weights' sums: with ``counts_only``
     how many (into ``coarse_ptr[a + 1]``), else the sorted landmarks and sums into ``cols``/``sums`` from
     ``coarse_ptr[a]``. Each task takes a range of landmarks with its own dense scratch row."""
@@ -142,8 +143,7 @@ def coarse_sums(indptr, indices, weight, owner, n_landmarks: int, scale: float):
     n_tasks = min(n_landmarks, 8 * numba.get_num_threads())
     coarse_ptr = np.zeros(n_landmarks + 1, dtype=np.int64)
     empty = np.empty(0, dtype=np.int64)
-    _coarse_rows(indptr, indices, fixed, owner, rows, region_ptr, n_landmarks, n_tasks, True, coarse_ptr, empty,
-                 empty)
+    _coarse_rows(indptr, indices, fixed, owner, rows, region_ptr, n_landmarks, n_tasks, True, coarse_ptr, empty, empty)
     np.cumsum(coarse_ptr, out=coarse_ptr)
     cols = np.empty(int(coarse_ptr[-1]), dtype=np.int64)
     sums = np.empty(int(coarse_ptr[-1]), dtype=np.int64)

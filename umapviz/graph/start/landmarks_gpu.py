@@ -43,7 +43,9 @@ def grow_owners_gpu(indptr, indices, weight, level, owner, step: int) -> int:
     cp = cupy()
     count = cp.zeros(1, dtype=cp.uint64)
     n = int(level.size)
-    _module().get_function("grow_owners")(((n + _THREADS - 1) // _THREADS,), (_THREADS,),
-                                          (indptr, indices, weight, level, owner, np.int32(step), np.int32(n),
-                                           count))
+    _module().get_function("grow_owners")(
+        ((n + _THREADS - 1) // _THREADS,),
+        (_THREADS,),
+        (indptr, indices, weight, level, owner, np.int32(step), np.int32(n), count),
+    )
     return int(count.get()[0])

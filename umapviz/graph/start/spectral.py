@@ -286,12 +286,15 @@ def check_gpu_memory(n: int, n_vec: int) -> None:
     """
     free, need = gpu_memory()[0], 8 * n * (BASIS + 1 + KEEP + n_vec + 8)  # basis, restart, results, temporaries
     if need > free // 2:
-        raise MemoryError(f"the eigen-solve's vectors of {n:,} rows need {need:,} bytes, more than half the free "
-                          f"GPU memory ({free:,} bytes)")
+        raise MemoryError(
+            f"the eigen-solve's vectors of {n:,} rows need {need:,} bytes, more than half the free "
+            f"GPU memory ({free:,} bytes)"
+        )
 
 
-def leading_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: int, device: str,
-                       stats: dict | None = None) -> list:
+def leading_eigenpairs(
+    adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: int, device: str, stats: dict | None = None
+) -> list:
     """The ``n_vec`` largest eigenpairs of ``D^-1/2 W D^-1/2`` for each connected component of a symmetric
     adjacency ``W`` whose rows are grouped by component, by :func:`thick_restart_lanczos`: on the GPU all in one
     solve (one launch covers every component), on the CPU each large component by itself (no product spent on a
@@ -337,14 +340,16 @@ def leading_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: 
     for lo, hi in groups:
         rows = slice(int(bounds[lo]), int(bounds[hi]))
         block = adj[rows]
-        block = scipy.sparse.csr_matrix((block.data, block.indices - rows.start, block.indptr),
-                                        shape=(rows.stop - rows.start,) * 2)
+        block = scipy.sparse.csr_matrix(
+            (block.data, block.indices - rows.start, block.indptr), shape=(rows.stop - rows.start,) * 2
+        )
         part = {}
-        out += thick_restart_lanczos(HostOps(block, bounds[lo : hi + 1] - bounds[lo]), n_vec, TOL, MAX_PRODUCTS,
-                                     part)
+        out += thick_restart_lanczos(HostOps(block, bounds[lo : hi + 1] - bounds[lo]), n_vec, TOL, MAX_PRODUCTS, part)
         parts.append(part)
     if stats is not None:
-        stats.update(products=max(p["products"] for p in parts),
-                     done_at=np.concatenate([p["done_at"] for p in parts]),
-                     residual=np.concatenate([p["residual"] for p in parts]))
+        stats.update(
+            products=max(p["products"] for p in parts),
+            done_at=np.concatenate([p["done_at"] for p in parts]),
+            residual=np.concatenate([p["residual"] for p in parts]),
+        )
     return out

@@ -305,12 +305,23 @@ class HostOps:
         seg_combine(V, k, np.ascontiguousarray(coef, dtype=np.float64), self.comp_of, add, float(sign), out)
         return out
 
-
     def extend_basis(self, V: np.ndarray, H: np.ndarray, arrow: np.ndarray, first: int, breakdown: float) -> None:
         """``spectral.extend_basis`` in one Numba call (:func:`lanczos_steps`): the same bytes, without the
         Python between the primitives (most of the solve's time on components of a few thousand rows)."""
-        lanczos_steps(self.indptr, self.indices, self.weight, self.inv_sqrt_degree, self.tile_lo, self.comp_tiles,
-                      self.comp_of, V, H, np.ascontiguousarray(arrow, dtype=np.float64), first, breakdown)
+        lanczos_steps(
+            self.indptr,
+            self.indices,
+            self.weight,
+            self.inv_sqrt_degree,
+            self.tile_lo,
+            self.comp_tiles,
+            self.comp_of,
+            V,
+            H,
+            np.ascontiguousarray(arrow, dtype=np.float64),
+            first,
+            breakdown,
+        )
 
 
 def tiles(bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -59,7 +59,8 @@ class DeviceOps:
         self.tile_lo, self.comp_tiles = cp.asarray(tile_lo), cp.asarray(comp_tiles)
         module = _module()
         self._matvec, self._tiles, self._finish, self._combine = (
-            module.get_function(name) for name in ("csr_matvec", "seg_dot_tiles", "seg_dot_finish", "seg_combine"))
+            module.get_function(name) for name in ("csr_matvec", "seg_dot_tiles", "seg_dot_finish", "seg_combine")
+        )
         ones = cp.ones(self.n, dtype=cp.float64)
         self.inv_sqrt_degree = 1.0 / cp.sqrt(self._product(ones, ones))  # D^-1/2: row sums of W
 
@@ -67,8 +68,9 @@ class DeviceOps:
         cp = self.xp
         y = cp.empty(self.n, dtype=cp.float64)
         blocks = (self.n + _MATVEC_THREADS - 1) // _MATVEC_THREADS
-        self._matvec((blocks,), (_MATVEC_THREADS,),
-                     (self.indptr, self.indices, self.weight, x, row_scale, y, np.int32(self.n)))
+        self._matvec(
+            (blocks,), (_MATVEC_THREADS,), (self.indptr, self.indices, self.weight, x, row_scale, y, np.int32(self.n))
+        )
         return y
 
     def matvec(self, x):
@@ -79,19 +81,35 @@ class DeviceOps:
         """``(n_comp, k)``: per component, the dot products of the first ``k`` rows of ``V`` with ``x``."""
         cp, n_comp = self.xp, len(self.bounds) - 1
         partial = cp.empty(k * self.n_tiles, dtype=cp.float64)
-        self._tiles((self.n_tiles, k), (SEG_THREADS,),
-                    (V, np.int64(self.n), x, self.tile_lo, np.int32(self.n_tiles), partial))
+        self._tiles(
+            (self.n_tiles, k), (SEG_THREADS,), (V, np.int64(self.n), x, self.tile_lo, np.int32(self.n_tiles), partial)
+        )
         out = cp.empty((n_comp, k), dtype=cp.float64)
-        self._finish(((n_comp * k + 255) // 256,), (256,),
-                     (partial, np.int32(self.n_tiles), self.comp_tiles, np.int32(n_comp), np.int32(k), out))
+        self._finish(
+            ((n_comp * k + 255) // 256,),
+            (256,),
+            (partial, np.int32(self.n_tiles), self.comp_tiles, np.int32(n_comp), np.int32(k), out),
+        )
         return out
 
     def combine(self, V, k: int, coef, add, sign: float):
         """Each row ``r`` of component ``c`` as ``add[r] + sign * sum_j V[j, r] coef[c, j]``, ``j < k``."""
         cp = self.xp
         out = cp.empty(self.n, dtype=cp.float64)
-        self._combine(((self.n + 255) // 256,), (256,), (V, np.int64(self.n), np.int32(k),
-                      cp.ascontiguousarray(coef, dtype=cp.float64), self.comp_of, add, np.float64(sign), out))
+        self._combine(
+            ((self.n + 255) // 256,),
+            (256,),
+            (
+                V,
+                np.int64(self.n),
+                np.int32(k),
+                cp.ascontiguousarray(coef, dtype=cp.float64),
+                self.comp_of,
+                add,
+                np.float64(sign),
+                out,
+            ),
+        )
         return out
 
     def extend_basis(self, V, H, arrow: np.ndarray, first: int, breakdown: float) -> None:

@@ -45,13 +45,22 @@ def check_gpu_memory(n: int, nnz: int) -> None:
     """
     free, need = gpu_memory()[0], 8 * n * 12 + 8 * 7 * nnz
     if need > free // 2:
-        raise MemoryError(f"the sampled spectral start of {n:,} rows and {nnz:,} edges needs {need:,} bytes, more "
-                          f"than half the free GPU memory ({free:,} bytes)")
+        raise MemoryError(
+            f"the sampled spectral start of {n:,} rows and {nnz:,} edges needs {need:,} bytes, more "
+            f"than half the free GPU memory ({free:,} bytes)"
+        )
 
 
-def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: int, seed: int, device: str,
-                       stats: dict | None = None, rows_per_landmark: int = ROWS_PER_LANDMARK,
-                       smoothing_steps: int = SMOOTHING_STEPS) -> list:
+def sampled_eigenpairs(
+    adj: scipy.sparse.csr_matrix,
+    bounds: np.ndarray,
+    n_vec: int,
+    seed: int,
+    device: str,
+    stats: dict | None = None,
+    rows_per_landmark: int = ROWS_PER_LANDMARK,
+    smoothing_steps: int = SMOOTHING_STEPS,
+) -> list:
     """Per component, approximate leading eigenpairs of ``D^-1/2 W D^-1/2``: the coarse graph's eigenvalues and
     the interpolated eigenvectors (the first, trivial one, exactly ``D^1/2 1`` normalised).
 
@@ -135,10 +144,10 @@ def sampled_eigenpairs(adj: scipy.sparse.csr_matrix, bounds: np.ndarray, n_vec: 
         vectors[:, k] = to_host(x)
     lap("interpolation")
     if stats is not None:
-        stats.update(landmarks=n_landmarks, coarse_edges=int(coarse.nnz), products=solve_stats["products"],
-                     seconds=seconds)
-    return [None if pair is None else (pair[0], vectors[bounds[c] : bounds[c + 1]])
-            for c, pair in enumerate(pairs)]
+        stats.update(
+            landmarks=n_landmarks, coarse_edges=int(coarse.nnz), products=solve_stats["products"], seconds=seconds
+        )
+    return [None if pair is None else (pair[0], vectors[bounds[c] : bounds[c + 1]]) for c, pair in enumerate(pairs)]
 
 
 __all__ = ["ROWS_PER_LANDMARK", "SMOOTHING_STEPS", "check_gpu_memory", "sampled_eigenpairs"]

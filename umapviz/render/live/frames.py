@@ -46,8 +46,16 @@ class Pushed:
     serial: int
 
     @classmethod
-    def after(cls, previous: Pushed | None, embedding: Any, labels: Any, outliers: Any, n_labels: int | None,
-              caption: str, label_names: Any) -> Pushed:
+    def after(
+        cls,
+        previous: Pushed | None,
+        embedding: Any,
+        labels: Any,
+        outliers: Any,
+        n_labels: int | None,
+        caption: str,
+        label_names: Any,
+    ) -> Pushed:
         """The push that follows ``previous`` (None: the first), numbered one past it.
 
         Parameters
@@ -89,8 +97,16 @@ class FrameCache:
     def __init__(self) -> None:
         self.shown: tuple[tuple, np.ndarray, View, Any] | None = None
 
-    def render(self, data: Pushed | None, given: GivenFrame | None, marks: LiveMarks, view_range: ViewRange,
-               style: Style, width: int, height: int) -> tuple[tuple, np.ndarray, View, Any]:
+    def render(
+        self,
+        data: Pushed | None,
+        given: GivenFrame | None,
+        marks: LiveMarks,
+        view_range: ViewRange,
+        style: Style,
+        width: int,
+        height: int,
+    ) -> tuple[tuple, np.ndarray, View, Any]:
         """The frame for the current state, drawn only when its key changed (the Aggregate is None for a frame
         drawn elsewhere, and before any push, when the frame is blank).
 
