@@ -12,7 +12,10 @@ from typing import Any
 
 import panel as pn
 from bokeh.document import Document
+from bokeh.models import UIElement
 from jupyter_bokeh.widgets import BokehModel
+from panel.io.notebook import patch_inline_stylesheets
+from panel.io.resources import set_resource_mode
 
 from umapviz.render.live.view import LiveView
 
@@ -93,7 +96,7 @@ class Plot(LiveView):
         if self._widget is None:
             _load_bokehjs()
             with self._lock:  # a worker's frame must not draw into the plot while its document is made
-                root = pn.pane.HoloViews(self.dmap, backend="bokeh").get_root(doc=Document())
+                root = _offline_root(pn.pane.HoloViews(self.dmap, backend="bokeh"))
             self._widget = PlotModel(root, self._lock, combine_events=True)
             self._widget.add_class("umapviz-plot")
         return self._widget
@@ -106,6 +109,20 @@ class Plot(LiveView):
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return self.widget._repr_mimebundle_(include=include, exclude=exclude)
+
+
+def _offline_root(pane: Any) -> Any:
+    """The pane's bokeh root in a new document, with no stylesheet to fetch from the internet.
+
+    Panel's models name their CSS (``loading.css``, themes) as ``ImportedStyleSheet`` URLs on cdn.holoviz.org;
+    Panel's own notebook display swaps those for the files' text when ``inline`` (``patch_inline_stylesheets``),
+    but a root made with ``get_root`` for an ipywidget keeps the URLs, and an offline page (or a stored
+    notebook opened offline) would ask the CDN for them."""
+    with set_resource_mode("inline"):
+        root = pane.get_root(doc=Document())
+    for model in root.select({"type": UIElement}):
+        patch_inline_stylesheets(model)
+    return root
 
 
 _bokehjs_loaded = False

@@ -20,6 +20,7 @@ from typing import Any
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401 - registers the bokeh options used below
 import numpy as np
+import panel as pn
 from holoviews.streams import BoundsXY, Lasso, Pipe, PlotReset, PlotSize, PointerXY, RangeXY, Tap
 
 from umapviz.render.aggregate import check_embedding, check_labels, check_outliers
@@ -334,7 +335,10 @@ class LiveView(PointPicking):
             self.pipe.event(data=self._data)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.dmap._repr_mimebundle_(include, exclude)
+        # Through Panel with inline resources: its models' CSS then comes as text, where HoloViews' own display
+        # names it by URL on cdn.holoviz.org (even after hv.extension(inline=True)) and an offline page misses it.
+        with pn.config.set(inline=True):
+            return pn.panel(self.dmap)._repr_mimebundle_(include, exclude)
 
 
 def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
