@@ -97,7 +97,8 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         ExplorerParams traits (epochs_per_frame, size, outlier_method, colour_by_class, lock_view), graph
         parameters (n_neighbors, metric, min_dist, spread, knn) and LayoutOptimizer parameters (strategy,
         n_chunks, random_state, init, n_epochs, device, learning_rate, ...). A misspelt name is a TypeError and a
-        bad panel setting a ValueError, at once; a bad layout or graph parameter is shown in ``status.error``.
+        value its trait refuses (a misspelt strategy, n_chunks=0) a ParameterError (a ValueError), at once; what
+        only the graph can judge (n_chunks beyond its edges, ...) is shown in ``status.error``.
     """
 
     epoch = Int(0, help="the layout's epoch")

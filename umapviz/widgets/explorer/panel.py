@@ -19,6 +19,7 @@ import numpy as np
 from ... import datasets
 from ..._backend import gpu_available
 from ...optimize import STRATEGIES
+from ...optimize.chunks import RULES
 from ..binding import KEEP, dlink, link
 from ..lifetime import Panel, panel_widgets, weak_callback
 from ..session import OUTLIER_METHODS
@@ -28,12 +29,9 @@ from .view import ExplorerView, LookingCloser
 
 __all__ = ["Explorer", "ExplorerError", "ExplorerState", "encode_frame"]
 
-N_CHUNKS_MODES = (
-    ("auto (hub-aware rule)", "auto"),
-    ("shipped GPU rule", "shipped"),
-    ("degree rule", "degree"),
-    ("fixed", "fixed"),
-)
+RULE_LABELS = {"auto": "auto (hub-aware rule)", "shipped": "shipped GPU rule", "degree": "degree rule"}
+# The n_chunks menu: every rule the optimizer knows, then "fixed" (an int, set by the slider or the box).
+N_CHUNKS_MODES = (*((RULE_LABELS.get(rule, f"{rule} rule"), rule) for rule in RULES), ("fixed", "fixed"))
 FRAME_FORMAT = "jpeg"  # live frames; see encode_frame
 ERROR_STYLE = "background:#fdecea;color:#611a15;border-left:4px solid #d32f2f;padding:6px 10px"
 
