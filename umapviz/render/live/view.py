@@ -20,6 +20,7 @@ from typing import Any
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401 - registers the bokeh options used below
 import numpy as np
+from bokeh.events import MouseLeave
 from holoviews.streams import BoundsXY, Lasso, Pipe, PlotReset, PlotSize, PointerXY, RangeXY, Tap
 
 from umapviz.render.aggregate import check_embedding, check_labels, check_outliers
@@ -59,8 +60,9 @@ class LiveView(PointPicking):
     title : str
         The plot's title, before each frame's caption.
     on_tap, on_select, on_hover : callable, optional
-        Called with the clicked point's index, the indices selected by a box or lasso, and the hovered
-        ``(index, label)`` (or None away from any point).
+        Called with the clicked point's index (None for a click on empty space, which also clears the
+        selection drawn), the indices selected by a box or lasso, and the hovered ``(index, label)`` (or None
+        away from any point, and once the pointer leaves the plot).
     on_range : callable, optional
         For frames drawn elsewhere (``push_frame``): called with the View the user zoomed or panned to, or None
         for a reset; the owner draws the range asked for and pushes it.
@@ -326,7 +328,15 @@ class LiveView(PointPicking):
         return "  ".join(p for p in parts if p)
 
     def _show_caption(self, plot, element) -> None:
-        plot.handles["plot"].title.text = self.caption
+        figure = plot.handles["plot"]
+        figure.title.text = self.caption
+        if not getattr(figure, "_umapviz_leave", False):  # once per figure: the hover label goes with the pointer
+            figure._umapviz_leave = True
+            figure.on_event(MouseLeave, self._pointer_left)
+
+    def _pointer_left(self, _event: Any = None) -> None:
+        """The pointer left the plot: no point is hovered any more (PointerXY sends nothing on leaving)."""
+        self.pointer_stream.event(x=None, y=None)
 
     def _redraw(self) -> None:
         """Have the plot draw the current state (its streams call ``_element``)."""
@@ -362,5 +372,6 @@ def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
             # default) costs a GPU read-back per frame, or a software GL pass without a GPU.
             backend_opts={"plot.output_backend": "canvas"},
         ),
-        "Text": dict(text_color="white", text_font_size="11pt", text_align="left", text_baseline="bottom"),
+        # Where the label sits against its point is the element's (halign, valign): it flips to stay inside.
+        "Text": dict(text_color="white", text_font_size="11pt"),
     }

@@ -217,9 +217,11 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         return self.finish(block, since)
 
     def reset(self, block: bool = True) -> ExplorerState:
-        """Pause and go back to epoch 0 (same graph, same parameters, same initial layout)."""
+        """Pause and go back to epoch 0 (same graph, same parameters, same initial layout) and to the whole
+        layout in view (``reset_view()``); the inspected point and the selection stay (``clear()`` clears them)."""
         since = self.status.begin()
         self.cancel_play()
+        self.view_range = None
         self.worker.submit(self._reset_run)
         return self.finish(block, since)
 

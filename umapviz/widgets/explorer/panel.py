@@ -64,7 +64,9 @@ class Explorer(Panel, LookingCloser):
     Notes
     -----
     Programmatic use (scripts, tests, nbval): ``play(epochs, block=True)``, ``pause()``, ``step(n)``,
-    ``reset()``, ``set(**params)``, ``state``, ``frame()``, ``export(path)``; ``controller`` is the
+    ``reset()`` (epoch 0 and the whole layout in view), ``set(**params)``, ``state``, ``frame()``,
+    ``export(path)``; every state has a way out: ``inspect(None)``, ``select(None)`` or ``clear_selection()``,
+    ``clear()`` (both), ``reset_view()``, ``trail = False``; ``controller`` is the
     widget-free ExplorerController behind the panel, ``widgets`` its controls and outputs by name. The panel
     never raises for bad data or parameters: it shows the message and stays usable on the last good layout
     (data that fails to load is not adopted). A blocking call raises ExplorerError for an error it caused, or
@@ -136,7 +138,9 @@ class Explorer(Panel, LookingCloser):
         return self.controller.step(n, block)
 
     def reset(self, block: bool = True) -> ExplorerState:
-        """Pause and go back to epoch 0 (same graph, same parameters, same initial layout)."""
+        """Pause and go back to epoch 0 (same graph, same parameters, same initial layout) with the whole layout
+        in view: the Reset button does the same. ``reset_view()`` resets the view only; ``clear()`` the
+        inspected point and the selection."""
         return self.controller.reset(block)
 
     def set(self, block: bool = True, **params: Any) -> ExplorerState:
@@ -349,7 +353,7 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     stages : int
         Steps of the progress bar.
     view : dict
-        The view's widgets (ExplorerView.widgets): "view", "trail", "legend", "inspector".
+        The view's widgets (ExplorerView.widgets): "view", "trail", "legend", "inspector", "focus", "clear".
     """
     import ipywidgets as w  # noqa: PLC0415
 
@@ -433,7 +437,15 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     column = {"flex": "0 0 auto", "margin": "0px 8px 8px 0px"}  # columns keep their size and wrap instead
     left = w.VBox(controls, layout=w.Layout(width="330px", **column))
     centre = w.VBox(
-        [ws["view"], ws["legend"], ws["scrub"], ws["trail"], w.HBox([ws["export_path"], ws["export"]]), ws["note"]],
+        [
+            ws["view"],
+            w.HBox([ws["focus"], ws["clear"]], layout=w.Layout(align_items="center")),
+            ws["legend"],
+            ws["scrub"],
+            ws["trail"],
+            w.HBox([ws["export_path"], ws["export"]]),
+            ws["note"],
+        ],
         layout=w.Layout(**column),
     )
     right = w.VBox([ws["status"], ws["inspector"], ws["chart"]], layout=w.Layout(**column))

@@ -27,6 +27,26 @@ COUNTS_LEGEND = (
 )
 
 
+def focus_html(inspected: int | None, n_selected: int) -> str:
+    """The line under the plot: what is inspected and selected (why the plot is dimmed), and how to clear it.
+
+    Parameters
+    ----------
+    inspected : int or None
+        The inspected point's index.
+    n_selected : int
+        Points selected.
+    """
+    parts = []
+    if inspected is not None:
+        parts.append(f"inspecting <b>#{inspected:,}</b> (the rest dimmed)")
+    if n_selected:
+        parts.append(f"<b>{n_selected:,}</b> selected")
+    if not parts:
+        return "<span style='color:#888'>click a point to inspect it; box or lasso to select</span>"
+    return " · ".join(parts) + " <span style='color:#888'>— click empty space or Clear to clear</span>"
+
+
 class ExplorerView:
     """The plot, the trail checkbox, the counts' legend and the inspector of one Explorer.
 
@@ -52,6 +72,16 @@ class ExplorerView:
             on_select=weak_callback(self._selected),
         )
         self.trail = w.Checkbox(value=False, description="draw the inspected point's trail", indent=False)
+        self.focus = w.HTML(value="", layout=w.Layout(flex="1 1 auto"))
+        self.clear = w.Button(
+            description="Clear",
+            icon="times",
+            tooltip="clear the inspected point and the selection",
+            layout=w.Layout(width="80px", flex="0 0 auto"),
+        )
+        self.clear.on_click(weak_callback(self._clear_clicked))
+        self.focus.add_class("umapviz-focus")
+        self.clear.add_class("umapviz-clear")
         self.legend = w.HTML(value="", layout=w.Layout(width=f"{size}px"))
         self.inspector = w.HTML(value=inspector_html(None), layout=w.Layout(width="360px"))
         self.trail.add_class("umapviz-trail")
@@ -60,11 +90,21 @@ class ExplorerView:
         self.trail.observe(weak_callback(self._marks_changed), names="value")
         controller.frames.observe(weak_callback(self._frame_changed), names="frame_id")
         controller.observe(weak_callback(self._marks_changed), names=["selection", "point"])
+        controller.observe(weak_callback(self._focus_changed), names=["selection", "inspected"])
+        self._focus_changed()
 
     @property
     def widgets(self) -> dict[str, Any]:
-        """The view's widgets by name: "view" (the plot), "trail", "legend", "inspector"."""
-        return {"view": self.plot.widget, "trail": self.trail, "legend": self.legend, "inspector": self.inspector}
+        """The view's widgets by name: "view" (the plot), "trail", "legend", "inspector", "focus" (what is
+        inspected and selected, and how to clear it) and "clear" (its button)."""
+        return {
+            "view": self.plot.widget,
+            "trail": self.trail,
+            "legend": self.legend,
+            "inspector": self.inspector,
+            "focus": self.focus,
+            "clear": self.clear,
+        }
 
     def frame(self) -> np.ndarray:
         """The image on screen: the controller's frame with the marks over it."""
@@ -98,6 +138,10 @@ class ExplorerView:
             self.plot.set_marks(**self._marks())
         self.inspector.value = inspector_html(self.controller.point)
 
+    def _focus_changed(self, _change: Any = None) -> None:
+        self.focus.value = focus_html(self.controller.inspected, len(self.controller.selection))
+        self.clear.disabled = self.controller.inspected is None and not len(self.controller.selection)
+
     def _marks(self) -> dict[str, Any]:
         c = self.controller
         point = c.point
@@ -111,8 +155,11 @@ class ExplorerView:
     def _zoomed(self, view: Any) -> None:
         self._guarded(lambda: self.controller.reset_view() if view is None else self.controller.zoom(*_ranges(view)))
 
-    def _tapped(self, index: int) -> None:
-        self._guarded(lambda: self.controller.inspect(index))
+    def _tapped(self, index: int | None) -> None:
+        self._guarded(lambda: self.controller.clear() if index is None else self.controller.inspect(index))
+
+    def _clear_clicked(self, _button: Any = None) -> None:
+        self._guarded(self.controller.clear)
 
     def _selected(self, indices: np.ndarray) -> None:
         self._guarded(lambda: self.controller.select(indices))
@@ -152,31 +199,51 @@ class LookingCloser:
         """Back to the automatic range (the layout's robust range, or the locked one)."""
         self.controller.reset_view()
 
-    def inspect(self, index: int):
+    def inspect(self, index: int | None):
         """Inspect point ``index`` (as a click on it does): returns its ``umapviz.inspect.PointInfo`` and shows
-        it in the inspector, the point and its graph neighbours highlighted. The point stays inspected across a
-        change of strategy or n_chunks, its information recomputed.
+        it in the inspector, the point and its graph neighbours highlighted, the rest dimmed. The point stays
+        inspected across a change of strategy or n_chunks, its information recomputed. ``inspect(None)`` clears
+        it (as a click on empty space, the Clear button or ``clear()`` do).
 
         Parameters
         ----------
-        index : int
-            The point's row in the layout.
+        index : int or None
+            The point's row in the layout; None: inspect nothing.
         """
         return self.controller.inspect(index)
+
+    def clear(self) -> None:
+        """Clear the inspected point and the selection (the view's Clear button, a click on empty plot space)."""
+        self.controller.clear()
+
+    @property
+    def trail(self) -> bool:
+        """Whether the inspected point's trail over the recorded epochs is drawn (the checkbox under the view)."""
+        return bool(self._view.trail.value)
+
+    @trail.setter
+    def trail(self, value: bool) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"trail={value!r} must be True or False.")
+        self._view.trail.value = bool(value)
 
     def flung(self) -> np.ndarray:
         """The points the outlier measure flags now, busiest (highest degree) first."""
         return self.controller.flung()
 
     def select(self, indices: Any) -> np.ndarray:
-        """Draw the points ``indices`` selected (as a box or lasso selection does); empty clears it.
+        """Draw the points ``indices`` selected (as a box or lasso selection does); None or empty clears it.
 
         Parameters
         ----------
-        indices : sequence of int
+        indices : sequence of int or None
             Point indices.
         """
         return self.controller.select(indices)
+
+    def clear_selection(self) -> None:
+        """Select nothing (as ``select(None)``)."""
+        self.controller.clear_selection()
 
     @property
     def selection(self) -> np.ndarray:
