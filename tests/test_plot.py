@@ -137,6 +137,25 @@ def test_hover_names_the_nearest_point_and_its_label(clusters):
     assert live.hovered is None and hovered[-1] is None
 
 
+def test_escape_over_the_plot_clears_as_a_click_on_empty_space_does(clusters):
+    """The page marks the figure's tags on Escape (a change BokehJS sends back); the view clears on it."""
+    import holoviews as hv  # noqa: PLC0415
+
+    embedding, labels = clusters
+    taps = []
+    live = LiveView(100, 100, view=(-20.0, 20.0, -20.0, 20.0), on_tap=taps.append)
+    live.push(embedding, labels=labels)
+    figure = hv.renderer("bokeh").get_plot(live.dmap).state
+    assert {"mouseenter", "mouseleave"} <= set(figure.js_event_callbacks)
+    assert "Escape" in figure.js_event_callbacks["mouseenter"][0].code
+    live.box_stream.event(bounds=(-20.0, -20.0, 0.5, 0.5))
+    assert live.selection.size == LEFT + 1
+    figure.tags = ["something else"]  # another change of the tags: nothing cleared
+    assert live.selection.size == LEFT + 1 and taps == []
+    figure.tags = ["umapviz-escape", 1]
+    assert live.selection.size == 0 and taps == [None]
+
+
 def test_the_hover_label_goes_when_the_pointer_leaves_and_stays_inside_the_plot(clusters):
     """The label stayed after the mouse left the plot, and "#6,169" was cut at the plot's right edge."""
     embedding, labels = clusters

@@ -76,10 +76,18 @@ class PointPicking:
         """A click: on a point, ``on_tap(index)``; on empty space, the selection drawn here is cleared and
         ``on_tap(None)`` lets the owner clear what it shows (the way out of an inspection or a selection)."""
         index = self.point_at(x, y)
-        if index is None and x is not None and self._data is not None:
-            self.select(None)
-        if self.on_tap is not None and (index is not None or x is not None):
+        if index is None:
+            if x is not None:
+                self._on_tap_empty()
+        elif self.on_tap is not None:
             self.on_tap(index)
+
+    def _on_tap_empty(self) -> None:
+        """A click on empty space (or Escape): clear the selection drawn, and tell the owner (``on_tap(None)``)."""
+        if self._data is not None:
+            self.select(None)
+        if self.on_tap is not None:
+            self.on_tap(None)
 
     def _on_box(self, bounds=None) -> None:
         if bounds is None or self._data is None:

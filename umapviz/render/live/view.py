@@ -21,6 +21,7 @@ import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401 - registers the bokeh options used below
 import numpy as np
 from bokeh.events import MouseLeave
+from bokeh.models import CustomJS
 from holoviews.streams import BoundsXY, Lasso, Pipe, PlotReset, PlotSize, PointerXY, RangeXY, Tap
 
 from umapviz.render.aggregate import check_embedding, check_labels, check_outliers
@@ -33,6 +34,19 @@ from umapviz.render.view import View, ViewSpec, as_view, check_pixels
 
 __all__ = ["ECHO_MEMORY", "ECHO_TOLERANCE", "TOOLS", "LiveView", "bokeh_options"]
 
+ESCAPE_TAG = "umapviz-escape"
+# Runs in the page when the pointer enters the plot: from then on, Escape while the pointer is over it sets the
+# figure's tags to [ESCAPE_TAG, a fresh number] (a change BokehJS sends back to the kernel). Capture phase: the
+# notebook's own Escape handling must not swallow it first.
+ESCAPE_JS = f"""
+fig.__umapviz_over = true;
+if (!fig.__umapviz_escape) {{
+  fig.__umapviz_escape = true;
+  document.addEventListener("keydown", (event) => {{
+    if (event.key === "Escape" && fig.__umapviz_over) {{ fig.tags = ["{ESCAPE_TAG}", Date.now()]; }}
+  }}, true);
+}}
+"""
 TOOLS = ["tap", "box_select", "lasso_select"]  # besides HoloViews' pan, wheel zoom, box zoom, save, reset
 # The frame is a NumPy array: naming its one interface spares HoloViews trying the others, whose type checks
 # import pandas (a quarter of a second of a panel's start) for a frame that is never a DataFrame.
@@ -330,13 +344,26 @@ class LiveView(PointPicking):
     def _show_caption(self, plot, element) -> None:
         figure = plot.handles["plot"]
         figure.title.text = self.caption
-        if not getattr(figure, "_umapviz_leave", False):  # once per figure: the hover label goes with the pointer
-            figure._umapviz_leave = True
-            figure.on_event(MouseLeave, self._pointer_left)
+        if not getattr(figure, "_umapviz_hooked", False):  # once per figure
+            figure._umapviz_hooked = True
+            figure.on_event(MouseLeave, self._pointer_left)  # the hover label goes with the pointer
+            # Escape over the plot: the page's key press marks the figure's tags, which come back to Python.
+            figure.js_on_event("mouseenter", CustomJS(args={"fig": figure}, code=ESCAPE_JS))
+            figure.js_on_event("mouseleave", CustomJS(args={"fig": figure}, code="fig.__umapviz_over = false;"))
+            figure.on_change("tags", self._tags_changed)
 
     def _pointer_left(self, _event: Any = None) -> None:
         """The pointer left the plot: no point is hovered any more (PointerXY sends nothing on leaving)."""
         self.pointer_stream.event(x=None, y=None)
+
+    def _tags_changed(self, _attr: str, _old: Any, new: Any) -> None:
+        if new and new[0] == ESCAPE_TAG:
+            self.escape()
+
+    def escape(self) -> None:
+        """What Escape over the plot does, as a click on empty space: the selection drawn is cleared and
+        ``on_tap(None)`` lets the owner clear what it shows."""
+        self._on_tap_empty()
 
     def _redraw(self) -> None:
         """Have the plot draw the current state (its streams call ``_element``)."""

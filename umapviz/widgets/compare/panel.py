@@ -345,7 +345,7 @@ def selection_html(n_selected: int) -> str:
         return "<span style='color:#888'>box or lasso in any panel selects the same points in all</span>"
     return (
         f"<b>{n_selected:,}</b> selected in every panel "
-        "<span style='color:#888'>— click empty space or Clear to clear</span>"
+        "<span style='color:#888'>— click empty space, press Esc over a panel, or Clear</span>"
     )
 
 

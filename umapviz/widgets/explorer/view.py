@@ -44,7 +44,7 @@ def focus_html(inspected: int | None, n_selected: int) -> str:
         parts.append(f"<b>{n_selected:,}</b> selected")
     if not parts:
         return "<span style='color:#888'>click a point to inspect it; box or lasso to select</span>"
-    return " · ".join(parts) + " <span style='color:#888'>— click empty space or Clear to clear</span>"
+    return " · ".join(parts) + " <span style='color:#888'>— click empty space, press Esc over the plot, or Clear</span>"
 
 
 class ExplorerView:
