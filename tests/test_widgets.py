@@ -440,8 +440,12 @@ def test_the_dataset_menu_gives_a_built_in_set_its_own_labels_and_the_array_its_
 
 
 def test_data_that_fails_to_load_is_not_adopted(explorer, tmp_path):
-    with pytest.raises(ExplorerError, match="does not exist"):
-        explorer.set(data=str(tmp_path / "nope.npy"))
+    with pytest.raises(ParameterError, match="does not exist"):
+        explorer.set(data=str(tmp_path / "nope.npy"))  # refused at once: nothing changed
+    assert explorer.widgets["dataset"].value == session.ARRAY_SOURCE
+    (tmp_path / "broken.npy").write_bytes(b"not an array")
+    with pytest.raises(ExplorerError, match="broken.npy"):
+        explorer.set(data=str(tmp_path / "broken.npy"))  # fails only when read, on the worker
     assert explorer.widgets["dataset"].value == session.ARRAY_SOURCE  # the menu shows what is on screen
     assert explorer.set(n_neighbors=8).error == ""  # a rebuild reloads the array, not the bad path
     assert explorer.state.n_points == 600

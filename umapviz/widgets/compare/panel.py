@@ -24,8 +24,8 @@ from .grid import TABLE_COLUMNS, Config, GridController, configurations
 GRID_LEGEND = (
     "Every panel lays out <b>one graph</b> ({points:,} points, {edges:,} edges) from the same initial layout; "
     "they differ only in the strategy, n_chunks and random_state in their titles. <b>Red rings</b>: that "
-    "panel's outliers, the points the <i>{method}</i> measure flags now (the count under it). <b>Edge arrows "
-    "and their numbers</b>: that panel's points outside the shared view, flagged or not; zooming changes them, "
+    "panel's outliers, the points the <i>{method}</i> measure flags now (the count under it). <b>Edge arrows</b>: "
+    "that panel's points outside the shared view, flagged or not (counted under it); zooming changes them, "
     "not the outlier count. Zoom, pan or select in one panel: all follow; selected points are drawn in yellow "
     "in every panel."
 )
@@ -286,7 +286,10 @@ class Comparison(Panel):
                 labels = run.labels if run.colour_by_class else None
                 plot.push_frame(rgba, view, run.optimizer.device_embedding, labels, selection=c.selection)
             plural = "" if run.n_outliers == 1 else "s"
-            count.value = f"epoch {run.epoch} · <b>{run.n_outliers:,}</b> outlier{plural} ({run.outlier_method})"
+            outside = sum(run.off_view)
+            count.value = f"epoch {run.epoch} · <b>{run.n_outliers:,}</b> outlier{plural} ({run.outlier_method})" + (
+                f" · {outside:,} outside the view" if outside else ""
+            )
         run = c.runs[0]
         self.widgets["legend"].value = GRID_LEGEND.format(
             points=c.graph.n_vertices, edges=c.graph.nnz, method=html.escape(run.outlier_method)

@@ -14,6 +14,7 @@ Whether a change restarts the layout or rebuilds the graph is the controller's b
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Any
 
 from traitlets import Any as AnyTrait
@@ -120,6 +121,18 @@ class ExplorerParams(HasTraits):
     # -- the dataset menu ------------------------------------------------------------------------------
     dataset = Unicode(help="the dataset menu's entry for ``data``")
     dataset_options = List(Unicode(), help="the dataset menu's entries")
+
+    @validate("data")
+    def _data(self, proposal: Any) -> Any:
+        """A name or path is checked at once (a missing file fails here, with the command line's message);
+        an array or a graph when loaded, where its shape and values are judged."""
+        value = proposal["value"]
+        if isinstance(value, (str, os.PathLike)):
+            try:
+                datasets.check_name_or_path(value)
+            except (TypeError, ValueError, OSError) as exc:
+                raise ParameterError(str(exc)) from None
+        return value
 
     @validate("random_state")
     def _seed(self, proposal: Any) -> Any:

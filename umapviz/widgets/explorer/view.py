@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ...render.shade import DEFAULT_STYLE, class_colors
 from ...render.view import as_view, resolve_view
 from ..events import after_event
 from ..lifetime import weak_callback
@@ -22,9 +23,61 @@ from .inspector import inspector_html
 # What the two counts on a frame mean, said under it so that they never look contradictory.
 COUNTS_LEGEND = (
     "<b>Red rings</b>: outliers, the points the <i>{method}</i> measure flags now ({outliers:,}); they keep "
-    "their class colour inside the ring. <b>Edge arrows and their numbers</b>: points outside the visible "
-    "range, flagged or not; zooming changes them, not the outlier count."
+    "their class colour inside the ring. <b>Edge arrows</b>: points outside the visible range, flagged or not, "
+    "counted per side in the caption under the plot; zooming changes them, not the outlier count."
 )
+
+
+MAX_LEGEND_CLASSES = 24  # more classes than this: the first ones named, and how many more (the palette repeats)
+
+
+def classes_html(n_labels: int, palette: tuple[str, ...] = DEFAULT_STYLE.palette) -> str:
+    """A legend of the class colours: one swatch and code per class, wrapping; "" without classes.
+
+    Parameters
+    ----------
+    n_labels : int
+        Classes of the data (codes 0..n_labels - 1); 0 when it has none or is drawn by density only.
+    palette : tuple of str
+        The colours the renderer gives the classes, in order.
+    """
+    if n_labels <= 0:
+        return ""
+    colours = class_colors(min(n_labels, MAX_LEGEND_CLASSES), palette)
+    items = "".join(
+        f"<span style='display:inline-block;margin-right:10px;white-space:nowrap'>"
+        f"<span style='display:inline-block;width:10px;height:10px;border-radius:50%;background:{colour};"
+        f"margin-right:4px;vertical-align:middle'></span>class {code}</span>"
+        for code, colour in enumerate(colours)
+    )
+    more = n_labels - len(colours)
+    extra = f"<span style='color:#888'>and {more:,} more (the colours repeat)</span>" if more > 0 else ""
+    return f"<div class='umapviz-classes' style='font-size:12px;line-height:1.6'>{items}{extra}</div>"
+
+
+def caption_html(epoch: int, recorded: bool, off_view: tuple[int, ...]) -> str:
+    """The caption row under the plot: the epoch shown and the points outside the view, per side (the image
+    has the border triangles only: text on it was covered by points and collided with itself when zoomed).
+
+    Parameters
+    ----------
+    epoch : int
+        The epoch on screen.
+    recorded : bool
+        Whether it is a recorded frame (scrubbed back), not the layout now.
+    off_view : tuple of int
+        Points outside the view on the left, right, bottom and top.
+    """
+    text = f"epoch <b>{epoch:,}</b>" + (" (recorded)" if recorded else "")
+    total = sum(off_view)
+    if total:
+        sides = " · ".join(
+            f"{name} {count:,}"
+            for name, count in zip(("left", "right", "below", "above"), off_view, strict=True)
+            if count
+        )
+        text += f" · <b>{total:,}</b> point{'s' if total != 1 else ''} outside the view ({sides})"
+    return f"<div style='font-size:13px'>{text}</div>"
 
 
 def focus_html(inspected: int | None, n_selected: int) -> str:
@@ -83,6 +136,8 @@ class ExplorerView:
         self.focus.add_class("umapviz-focus")
         self.clear.add_class("umapviz-clear")
         self.legend = w.HTML(value="", layout=w.Layout(width=f"{size}px"))
+        self.caption = w.HTML(value="", layout=w.Layout(width=f"{size}px"))
+        self.caption.add_class("umapviz-caption")
         self.inspector = w.HTML(value=inspector_html(None), layout=w.Layout(width="360px"))
         self.trail.add_class("umapviz-trail")
         self.inspector.add_class("umapviz-inspector")
@@ -95,8 +150,9 @@ class ExplorerView:
 
     @property
     def widgets(self) -> dict[str, Any]:
-        """The view's widgets by name: "view" (the plot), "trail", "legend", "inspector", "focus" (what is
-        inspected and selected, and how to clear it) and "clear" (its button)."""
+        """The view's widgets by name: "view" (the plot), "caption" (the epoch and the points outside the view,
+        under the plot), "trail", "legend", "inspector", "focus" (what is inspected and selected, and how to
+        clear it) and "clear" (its button)."""
         return {
             "view": self.plot.widget,
             "trail": self.trail,
@@ -104,6 +160,7 @@ class ExplorerView:
             "inspector": self.inspector,
             "focus": self.focus,
             "clear": self.clear,
+            "caption": self.caption,
         }
 
     def frame(self) -> np.ndarray:
@@ -129,9 +186,15 @@ class ExplorerView:
         view = resolve_view(embedding, spec, image.shape[1], image.shape[0]) if isinstance(spec, str) else spec
         labels = run.labels if c.params.colour_by_class else None
         epoch = c.epoch if recorded < 0 else int(run.log.epochs[recorded])
+        # Every count follows the epoch on screen: a recorded frame's own outliers while scrubbed.
+        outliers = run.n_outliers if recorded < 0 else int(run.log.outliers[recorded].sum())
         caption = f"epoch {epoch}" + (" (recorded)" if recorded >= 0 else "")
         self.plot.push_frame(image, as_view(view), embedding, labels, caption=caption, **self._marks())
-        self.legend.value = COUNTS_LEGEND.format(method=html.escape(run.outlier_method), outliers=run.n_outliers)
+        self.caption.value = caption_html(epoch, recorded >= 0, run.off_view)
+        n_classes = run.n_labels if labels is not None and run.n_labels else 0
+        self.legend.value = classes_html(n_classes) + COUNTS_LEGEND.format(
+            method=html.escape(run.outlier_method), outliers=outliers
+        )
 
     def _marks_changed(self, _change: Any = None) -> None:
         if self.controller.run is not None and self.plot.view_range is not None:
