@@ -119,3 +119,21 @@ def test_a_late_echo_of_an_old_frame_is_not_taken_for_a_zoom():
     assert ranges.reported(views[0].x_range, views[0].y_range) is None
     zoom = ranges.reported((0.25, 0.5), (0.25, 0.5))
     assert zoom == View((0.25, 0.5), (0.25, 0.5))
+
+
+def test_exports_go_where_the_user_says_and_name_the_full_path(explorer, tmp_path, monkeypatch):
+    """An exported GIF landed in notebooks/ and the panel said only "saved umapviz-run.gif"."""
+    explorer.play(5)
+    monkeypatch.chdir(tmp_path)
+    assert explorer.export() == tmp_path / "umapviz-run.gif"  # the current directory, by default
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    assert explorer.export(folder) == folder / "umapviz-run.gif"  # a folder: the default name in it
+    written = explorer.export("new/frame.png")  # relative: from the current directory; folders made
+    assert written == tmp_path / "new" / "frame.png" and written.is_absolute() and written.stat().st_size > 100
+    assert explorer.export(str(folder / "run.npz")).is_file()
+    explorer.widgets["export_path"].value = str(folder)
+    explorer.widgets["export"].click()
+    explorer.wait()
+    assert (folder / "umapviz-run.gif").is_file()
+    assert f"saved {folder / 'umapviz-run.gif'}" in explorer.widgets["note"].value

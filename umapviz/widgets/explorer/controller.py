@@ -41,7 +41,7 @@ from ..session import (
 )
 from ..status import ExplorerError, Status
 from ..worker import Worker
-from .frames import Frames, export
+from .frames import Frames, export, export_path
 from .params import ExplorerParams
 from .play_jobs import PlayJobs
 from .setup_jobs import REBUILD, SetupJobs
@@ -333,14 +333,16 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         with self._lock:
             return run.recording(self._metadata(run))
 
-    def export(self, path: Any, fps: float = 5):
-        """Save by suffix: .png, .gif, .html, .mp4, .npz (see ``frames.export``)."""
+    def export(self, path: Any = None, fps: float = 5):
+        """Save by suffix: .png, .gif, .html, .mp4, .npz, to a file, a folder or the current directory; returns
+        the absolute path written (see ``frames.export``)."""
         return export(path, self.frame, self.recording, self.params.size, fps=fps)
 
-    def export_in_background(self, path: str) -> None:
-        """Export on the worker, saying so in ``status.note``; an error is shown like any other."""
+    def export_in_background(self, path: str | None = None) -> None:
+        """Export on the worker, saying so (with the full path) in ``status.note``; an error is shown like any
+        other."""
         self.status.begin()  # a new try: the last failed export's message goes
-        self.worker.submit(lambda: self._export_job(path.strip() or "umapviz-run.gif"))
+        self.worker.submit(lambda: self._export_job(export_path(path)))
 
     def fps(self) -> float:
         with self._lock:

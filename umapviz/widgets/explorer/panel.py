@@ -186,9 +186,18 @@ class Explorer(Panel, LookingCloser):
         """The frames recorded so far as a ``umapviz.render.Recording``."""
         return self.controller.recording()
 
-    def export(self, path: str | Path, fps: float = 5) -> Path:
+    def export(self, path: str | Path | None = None, fps: float = 5) -> Path:
         """Save by suffix: .png (the current frame), .gif / .html / .mp4 (the recorded run, one view over all
-        frames), .npz (the recording itself, for ``Recording.load``)."""
+        frames), .npz (the recording itself, for ``Recording.load``). Returns the absolute path written.
+
+        Parameters
+        ----------
+        path : str, Path or None
+            A file (relative paths start at the current directory), or a folder to write ``umapviz-run.gif``
+            into; None: ``umapviz-run.gif`` in the current directory. Missing folders are made.
+        fps : float
+            Frames per second of an animation.
+        """
         return self.controller.export(path, fps)
 
     def __repr__(self) -> str:
@@ -440,7 +449,7 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     ws["export_path"] = w.Text(
         value="umapviz-run.gif",
         layout=w.Layout(width="220px"),
-        tooltip="name ending in .png, .gif, .html, .mp4 or .npz",
+        tooltip="a file ending in .png, .gif, .html, .mp4 or .npz, or a folder; relative to the kernel's directory",
     )
     ws["export"] = w.Button(description="Export", icon="download", layout=w.Layout(width="90px"))
     ws["chart"] = w.Image(format="png", width=360, height=220)
