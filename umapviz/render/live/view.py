@@ -35,7 +35,7 @@ from umapviz.render.view import View, ViewSpec, as_view, check_pixels
 __all__ = ["ECHO_MEMORY", "ECHO_TOLERANCE", "TOOLS", "LiveView", "bokeh_options"]
 
 ESCAPE_TAG = "umapviz-escape"
-# Runs in the page when the pointer enters the plot: from then on, Escape while the pointer is over it sets the
+# Runs in the page when the pointer moves over the plot: from then on, Escape while the pointer is over it sets the
 # figure's tags to [ESCAPE_TAG, a fresh number] (a change BokehJS sends back to the kernel). Capture phase: the
 # notebook's own Escape handling must not swallow it first.
 ESCAPE_JS = f"""
@@ -348,7 +348,9 @@ class LiveView(PointPicking):
             figure._umapviz_hooked = True
             figure.on_event(MouseLeave, self._pointer_left)  # the hover label goes with the pointer
             # Escape over the plot: the page's key press marks the figure's tags, which come back to Python.
-            figure.js_on_event("mouseenter", CustomJS(args={"fig": figure}, code=ESCAPE_JS))
+            # On mousemove, which the hover stream subscribes to (BokehJS runs a JS callback only for an event
+            # the figure subscribes to: one on "mouseenter" never ran).
+            figure.js_on_event("mousemove", CustomJS(args={"fig": figure}, code=ESCAPE_JS))
             figure.js_on_event("mouseleave", CustomJS(args={"fig": figure}, code="fig.__umapviz_over = false;"))
             figure.on_change("tags", self._tags_changed)
 

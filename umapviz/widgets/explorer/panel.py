@@ -444,7 +444,12 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     ws["reset"] = w.Button(description="Reset", icon="undo", layout=button)
     ws.update(view)
     ws["scrub"] = w.IntSlider(
-        value=0, min=0, max=0, description="recorded", continuous_update=True, layout=w.Layout(width=f"{size}px")
+        value=0,
+        min=0,
+        max=0,
+        description="recorded",
+        continuous_update=True,
+        layout=w.Layout(width=f"{size}px", max_width="100%"),
     )
     ws["export_path"] = w.Text(
         value="umapviz-run.gif",
@@ -454,7 +459,7 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     ws["export"] = w.Button(description="Export", icon="download", layout=w.Layout(width="90px"))
     ws["chart"] = w.Image(format="png", width=360, height=220)
     ws["status"] = w.HTML(value="starting...", layout=w.Layout(width="360px", overflow="hidden"))
-    ws["note"] = w.HTML(value="", layout=w.Layout(width=f"{size}px"))
+    ws["note"] = w.HTML(value="", layout=w.Layout(width=f"{size}px", max_width="100%"))
     ws["error"] = w.HTML(value="", layout=w.Layout(display="none", width="100%"))
     ws["busy"] = w.HTML(value="")
     ws["progress"] = w.IntProgress(value=0, min=0, max=stages, bar_style="info", layout=w.Layout(width="200px"))
@@ -487,7 +492,9 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
         [
             ws["view"],
             ws["caption"],
-            w.HBox([ws["focus"], ws["clear"]], layout=w.Layout(align_items="center")),
+            w.HBox(
+                [ws["focus"], ws["clear"]], layout=w.Layout(align_items="center", width=f"{size}px", max_width="100%")
+            ),
             ws["legend"],
             ws["scrub"],
             ws["trail"],
