@@ -1,7 +1,7 @@
 """What a panel's user looks at and picks: the view range, a selection of points, an inspected point.
 
 ``Focus`` is shared by both controllers (the grid shows one view range and one selection in all its cells, all
-of one graph); ``Inspection`` adds what the Explorer answers about one point (``umapviz.inspect``). Every
+of one graph); ``Inspection`` adds what the Explorer answers about one point (``umapviz.probe``). Every
 value is an observable, validated trait: a view follows it, and a bad value is refused at once with a
 ParameterError (a ValueError) naming it and the fix, the trait keeping its value.
 
@@ -19,7 +19,7 @@ import numpy as np
 from traitlets import Any as AnyTrait
 from traitlets import HasTraits, default, observe, validate
 
-from .. import inspect as inspect_core
+from .. import probe as inspect_core
 from .._backend import to_host
 from .status import ExplorerError, ParameterError
 
@@ -175,7 +175,7 @@ class Inspection(Focus):
     """
 
     inspected = AnyTrait(None, allow_none=True, help="the inspected point's index, None when none")
-    point = AnyTrait(None, allow_none=True, help="umapviz.inspect.PointInfo of the inspected point, None when none")
+    point = AnyTrait(None, allow_none=True, help="umapviz.probe.PointInfo of the inspected point, None when none")
 
     @validate("inspected")
     def _check_inspected(self, proposal: Any) -> int | None:
@@ -187,7 +187,7 @@ class Inspection(Focus):
         return 0 if self.graph is None else int(self.graph.n_vertices)
 
     def inspect(self, index: int) -> inspect_core.PointInfo:
-        """Inspect point ``index``: why it sits where it does (see ``umapviz.inspect.PointInfo``).
+        """Inspect point ``index``: why it sits where it does (see ``umapviz.probe.PointInfo``).
 
         The point stays inspected (``inspected``, its info in ``point``) until another is, or new data comes: a
         restart with another strategy or n_chunks recomputes its info, so ``max_edges_in_one_chunk`` follows.
@@ -199,7 +199,7 @@ class Inspection(Focus):
 
         Returns
         -------
-        umapviz.inspect.PointInfo
+        umapviz.probe.PointInfo
         """
         index = check_index(index, self.focus_points())
         self._need_layout("inspect")
