@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from umapviz.render.aggregate import Aggregate, aggregate, check_embedding
-from umapviz.render.shade import DEFAULT_STYLE, Style, shade
+from umapviz.render.shade import shade
+from umapviz.render.style import DEFAULT_STYLE, Style
 from umapviz.render.view import ViewSpec, check_pixels, resolve_view
 
 
