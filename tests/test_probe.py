@@ -337,12 +337,15 @@ def test_nearest_point_ties_to_lowest_index_and_refuses_nothing_finite():
 
 def test_points_in_box_matches_brute_force():
     Y = cloud()
-    for xr, yr in [((-0.5, 1.0), (-1.0, 0.3)), ((1.0, -0.5), (0.3, -1.0)), ((-9, 9), (-9, 9))]:
-        x0, x1, y0, y1 = min(xr), max(xr), min(yr), max(yr)
+    for xr, yr in [((-0.5, 1.0), (-1.0, 0.3)), ((-9, 9), (-9, 9)), ((Y[0, 0], Y[0, 0]), (-9, 9))]:
+        (x0, x1), (y0, y1) = xr, yr
         expected = [i for i, (px, py) in enumerate(Y) if x0 <= px <= x1 and y0 <= py <= y1]
         assert probe.points_in_box(Y, xr, yr).tolist() == expected
+    assert 0 in probe.points_in_box(Y, (Y[0, 0], Y[0, 0]), (-9, 9))  # a box of no width: the points on its line
     with pytest.raises(ValueError, match="pair"):
         probe.points_in_box(Y, (0.0,), (0.0, 1.0))
+    with pytest.raises(ValueError, match=r"x_range=\(1.0, -0.5\) must be a finite interval with low <= high"):
+        probe.points_in_box(Y, (1.0, -0.5), (-1.0, 0.3))  # reversed: refused, as a view range is
 
 
 @pytest.mark.parametrize("name", list(POLYGONS))

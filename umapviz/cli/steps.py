@@ -16,9 +16,11 @@ from ..graph import build_graph
 from ..graph.start import spectral_init
 from ..optimize import LayoutOptimizer
 from ..optimize.chunks import resolve_n_chunks
+from ..optimize.optimizer import LIVE_STRATEGIES
 
-# The GPU's sequential strategy is one thread (for tests and small graphs): named, it runs; by default, not.
-REFERENCES = ("sequential", "hogwild")
+# The layouts outliers are counted against: the strategies that read the live embedding. The GPU's sequential
+# strategy is one thread (for tests and small graphs): named, it runs; by default, not.
+REFERENCES = LIVE_STRATEGIES
 
 
 def _figures_folder(out: str | Path | None) -> Path | None:

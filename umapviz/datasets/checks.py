@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from .._validation import warn_float32_loss
+from .._validation import is_integer, warn_float32_loss
 from .cells import _refuse_missing_labels
 from .generators import Loader
 
@@ -48,7 +48,7 @@ def _check_memory(name: str, make: Loader, n: int) -> None:
 def _check_n_samples(n_samples: int | None) -> int | None:
     if n_samples is None:
         return None
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 1:
+    if not is_integer(n_samples) or n_samples < 1:
         raise ValueError(
             f"n_samples must be a positive integer (or n_samples=None for the default size), got {n_samples!r}."
         )

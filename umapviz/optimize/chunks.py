@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .._validation import is_integer
 from ..graph._types import FuzzyGraph
 
 RULES = ("auto", "shipped", "degree")
@@ -70,7 +71,7 @@ def check_n_chunks(n_chunks: int | str) -> int | str:
         if n_chunks not in RULES:
             raise ValueError(f"n_chunks={n_chunks!r} is not a known rule; use an int >= 1 or one of {RULES}.")
         return n_chunks
-    if isinstance(n_chunks, bool) or not isinstance(n_chunks, (int, np.integer)):
+    if not is_integer(n_chunks):
         raise TypeError(f"n_chunks must be an int or one of {RULES}, got {type(n_chunks).__name__}.")
     if n_chunks < 1:
         raise ValueError(f"n_chunks={n_chunks} is out of range: it must be at least 1 (1 means 'buffered').")

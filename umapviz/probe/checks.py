@@ -1,9 +1,8 @@
-"""Checks of the probes' inputs: a graph, an embedding (NumPy or CuPy), a point's index, numbers, a range, a
-mask."""
+"""Checks of the probes' inputs: a graph, an embedding (NumPy or CuPy), a mask (an index, a number and a range are
+checked by ``umapviz._validation``)."""
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -29,29 +28,6 @@ def _check_points(embedding: Any, name: str = "embedding") -> Any:
     if Y.dtype.kind not in "fiu":
         raise TypeError(f"{name} must hold numbers, got dtype {Y.dtype}.")
     return Y
-
-
-def _check_index(index: Any, n: int) -> int:
-    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
-        raise TypeError(f"index must be an integer (a point's row), got {index!r} ({type(index).__name__}).")
-    if not -n <= index < n:
-        raise IndexError(f"index={int(index)} is out of range: the layout has {n:,} points (0 to {n - 1:,}).")
-    return int(index) % n
-
-
-def _check_number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    return float(value)
-
-
-def _check_range(name: str, value: Any) -> tuple[float, float]:
-    try:
-        lo, hi = value
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a pair (low, high) of finite numbers, got {value!r}.") from None
-    lo, hi = _check_number(f"{name}[0]", lo), _check_number(f"{name}[1]", hi)
-    return (lo, hi) if lo <= hi else (hi, lo)
 
 
 def _check_mask(name: str, mask: Any, n: int) -> np.ndarray:

@@ -12,16 +12,14 @@ from typing import Any
 import numpy as np
 
 from .._backend import to_host, xp_of
-from .._validation import check_int, check_random_state
+from .._validation import check_index, check_int, check_random_state
 from ..graph._types import FuzzyGraph
 from ..optimize.chunks import chunk_bounds, resolve_n_chunks
-from ..optimize.optimizer import STRATEGIES
+from ..optimize.optimizer import LIVE_STRATEGIES, STRATEGIES
 from ..optimize.rng import edge_order
 from ..optimize.vertex_index import VERTEX_GROUP, VERTEX_WIDE_GROUP, VERTEX_WIDE_ITEMS
-from .checks import _check_graph, _check_index, _check_mask, _check_points
+from .checks import _check_graph, _check_mask, _check_points
 
-# Strategies whose edges read the live embedding: no sum of moves shares a stale row by construction.
-LIVE_STRATEGIES = ("sequential", "hogwild")
 # Edges measured for the typical neighbour distance (see typical_neighbor_distance).
 TYPICAL_DISTANCE_EDGES = 1 << 18
 
@@ -264,7 +262,7 @@ def update_steps(
     graph = _check_graph(graph)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r} is not known; choose one of {STRATEGIES}.")
-    index = _check_index(index, graph.n_vertices)
+    index = check_index(index, graph.n_vertices)
     lo, hi = _head_range(graph, index)
     n_head = hi - lo
     if strategy in LIVE_STRATEGIES:  # each edge reads the row the previous one left
@@ -396,7 +394,7 @@ def point_info(
         raise ValueError(
             f"embedding has {Y.shape[0]:,} rows but the graph has {n:,} vertices: pass the layout made from this graph."
         )
-    index = _check_index(index, n)
+    index = check_index(index, n)
     label = None
     if labels is not None:
         host_labels = to_host(labels)

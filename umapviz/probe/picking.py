@@ -8,7 +8,8 @@ import numpy as np
 from numba import njit
 
 from .._backend import to_host, xp_of
-from .checks import _check_number, _check_points, _check_range
+from .._validation import check_finite, check_range
+from .checks import _check_points
 
 # ------------------------------------------------------------------------------------------------------------
 # Picking points: under the cursor, in a box, in a lasso. NumPy or CuPy, through the embedding's array module.
@@ -27,7 +28,7 @@ def nearest_point(embedding: Any, x: float, y: float) -> int:
         The query position, in layout units.
     """
     Y = _check_points(embedding)
-    x, y = _check_number("x", x), _check_number("y", y)
+    x, y = check_finite("x", x), check_finite("y", y)
     xp = xp_of(Y)
     if xp is np:  # one pass, no temporaries: a few ms at a million points, as a hover needs
         best = _nearest_host(Y, x, y)
@@ -69,7 +70,8 @@ def points_in_box(embedding: Any, x_range: tuple[float, float], y_range: tuple[f
     embedding : array, shape (n, >= 2)
         The layout, NumPy or CuPy (the test runs on its device).
     x_range, y_range : pair of float
-        The box's (low, high) per axis, in layout units; a reversed pair means the same box.
+        The box's (low, high) per axis, in layout units: low <= high (a reversed pair is refused; an
+        edge of no length selects the points on it).
 
     Returns
     -------
@@ -77,7 +79,8 @@ def points_in_box(embedding: Any, x_range: tuple[float, float], y_range: tuple[f
         int64 indices, ascending, on the host whatever the embedding's device (a selection goes to the views).
     """
     Y = _check_points(embedding)
-    (x0, x1), (y0, y1) = _check_range("x_range", x_range), _check_range("y_range", y_range)
+    x0, x1 = check_range("x_range", x_range, allow_empty=True)
+    y0, y1 = check_range("y_range", y_range, allow_empty=True)
     xp = xp_of(Y)
     px, py = Y[:, 0], Y[:, 1]
     return to_host(xp.flatnonzero((px >= x0) & (px <= x1) & (py >= y0) & (py <= y1))).astype(np.int64)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._files import atomic_write
+from umapviz._validation import is_real
 from umapviz.render._png import zlib_stream
 from umapviz.render.figures import draw_caption
 from umapviz.render.frame import image
@@ -152,7 +153,7 @@ def _images(frames: Frames, frame_options: dict[str, Any]) -> list[np.ndarray]:
 # -- animations -----------------------------------------------------------------------------------------
 def _check_fps(fps: Any) -> float:
     """Frames per second of an animation: a positive, finite number."""
-    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)) or not 0 < fps < math.inf:
+    if not is_real(fps) or not 0 < fps < math.inf:
         raise ValueError(f"fps={fps!r} must be a positive number of frames per second (5 is the default).")
     return float(fps)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from umapviz._validation import is_integer
+
 # Colour-blind-safe classes on a dark background: Okabe & Ito's palette without black (the background) and
 # vermillion (too close to the outlier red), then Paul Tol's "light" palette. Beyond 15 classes colours
 # repeat: no palette keeps that many classes apart for every reader.
@@ -78,15 +80,13 @@ class Style:
                 hex_to_rgb(color)
         for name in ("background", "outlier_color", "halo_color"):
             hex_to_rgb(getattr(self, name))
-        if isinstance(self.min_alpha, bool) or not isinstance(self.min_alpha, int) or not 0 <= self.min_alpha <= 255:
+        if not is_integer(self.min_alpha) or not 0 <= self.min_alpha <= 255:
             raise ValueError(f"Style min_alpha={self.min_alpha!r} must be an int in [0, 255].")
-        if self.outlier_radius is not None and (
-            isinstance(self.outlier_radius, bool) or not isinstance(self.outlier_radius, int) or self.outlier_radius < 0
-        ):
+        if self.outlier_radius is not None and (not is_integer(self.outlier_radius) or self.outlier_radius < 0):
             raise ValueError(f"Style outlier_radius={self.outlier_radius!r} must be None or an int >= 0 (pixels).")
         if self.outlier_fill not in OUTLIER_FILLS:
             raise ValueError(f"Style outlier_fill={self.outlier_fill!r} must be one of {OUTLIER_FILLS}.")
-        if isinstance(self.outlier_ring, bool) or not isinstance(self.outlier_ring, int) or self.outlier_ring < 0:
+        if not is_integer(self.outlier_ring) or self.outlier_ring < 0:
             raise ValueError(f"Style outlier_ring={self.outlier_ring!r} must be an int >= 0 (pixels; 0: no ring).")
         if not 0 <= self.spread_threshold <= 1:
             raise ValueError(f"Style spread_threshold={self.spread_threshold!r} must lie in [0, 1] (0 turns it off).")

@@ -11,16 +11,16 @@ and calls ``_refocus(rebuilt)`` on the worker once it adopts a new layout.
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any
 
 import numpy as np
 from traitlets import Any as AnyTrait
 from traitlets import HasTraits, default, observe, validate
 
+from .. import _validation
 from .. import probe as inspect_core
 from .._backend import to_host
+from .._validation import is_integer
 from .status import ExplorerError, ParameterError
 
 EMPTY = np.empty(0, dtype=np.int64)
@@ -331,7 +331,7 @@ class CellsFocus(Focus):
 
     def _run_of(self, cell: int) -> Any:
         runs = self.runs
-        if isinstance(cell, bool) or not isinstance(cell, numbers.Integral) or not 0 <= cell < len(runs):
+        if not is_integer(cell) or not 0 <= cell < len(runs):
             raise ValueError(
                 f"cell={cell!r} must be an int from 0 to {len(runs) - 1} (one per configuration)"
                 if runs
@@ -346,7 +346,8 @@ class CellsFocus(Focus):
 
 
 def check_range(name: str, value: Any) -> tuple[float, float]:
-    """``value`` as a (low, high) pair of finite floats with low < high, or a ParameterError naming ``name``.
+    """``value`` as a (low, high) pair of finite floats with low < high (``_validation.check_range``), or a
+    ParameterError naming ``name``.
 
     Parameters
     ----------
@@ -356,16 +357,14 @@ def check_range(name: str, value: Any) -> tuple[float, float]:
         The pair to check.
     """
     try:
-        low, high = (float(v) for v in value if not isinstance(v, bool))
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name}={value!r} must be a pair (low, high) of numbers.") from None
-    if not (math.isfinite(low) and math.isfinite(high) and low < high and math.isfinite(high - low)):
-        raise ParameterError(f"{name}={value!r} must be a finite interval with low < high.")
-    return low, high
+        return _validation.check_range(name, value)
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None
 
 
 def check_index(value: Any, n: int) -> int:
-    """``value`` as a point index of a layout of ``n`` points (negative counts from the end).
+    """``value`` as a point index of a layout of ``n`` points (negative counts from the end;
+    ``_validation.check_index``), or a ParameterError.
 
     Parameters
     ----------
@@ -374,13 +373,12 @@ def check_index(value: Any, n: int) -> int:
     n : int
         Points of the layout (0: there is none yet).
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(f"index={value!r} must be an integer, a point's row in the layout.")
-    if n == 0:
+    if n == 0 and is_integer(value):
         raise ParameterError("there is no layout yet: wait for the panel to build one (wait()).")
-    if not -n <= value < n:
-        raise ParameterError(f"index={int(value)} is out of range: the layout has {n:,} points (0 to {n - 1:,}).")
-    return int(value) % n
+    try:
+        return _validation.check_index(value, n)
+    except (TypeError, IndexError) as exc:
+        raise ParameterError(str(exc)) from None
 
 
 def check_indices(value: Any, n: int, name: str = "indices") -> np.ndarray:
