@@ -708,8 +708,8 @@ def test_gpu_classes_beyond_the_palette_share_colours_as_on_the_host(cp, referen
     15), into the host's grids and image."""
     emb = tricky_points(50_000, seed=6)
     labels = np.random.default_rng(7).integers(0, 40, len(emb))
-    host = aggregate(emb, VIEW, WIDTH, HEIGHT, labels=labels, n_colours=15)
-    device = aggregate(cp.asarray(emb), VIEW, WIDTH, HEIGHT, labels=cp.asarray(labels), n_colours=15)
+    host = aggregate(emb, VIEW, WIDTH, HEIGHT, labels=labels, n_colors=15)
+    device = aggregate(cp.asarray(emb), VIEW, WIDTH, HEIGHT, labels=cp.asarray(labels), n_colors=15)
     assert device.counts.shape == host.counts.shape == (HEIGHT, WIDTH, 15)
     np.testing.assert_array_equal(device.counts, host.counts)
     host_image = image(emb, labels=labels, width=160, height=120, view="robust")

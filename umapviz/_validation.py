@@ -75,6 +75,32 @@ def check_range(name: str, value: Any, allow_empty: bool = False) -> tuple[float
     return low, high
 
 
+def renamed(old: str, new: str, old_value: Any, new_value: Any, unset: Any = None) -> Any:
+    """The value of a keyword argument renamed from ``old`` to ``new``: ``new_value``, or ``old_value`` with a
+    DeprecationWarning where only the old name was given (``unset``: what an argument left out holds). Both given
+    is a TypeError. Old names stay for one release (CHANGELOG.md lists them).
+
+    Parameters
+    ----------
+    old, new : str
+        The old and the new name.
+    old_value, new_value : object
+        What the caller passed under each.
+    unset : object
+        The default both take when left out.
+    """
+    if old_value is unset:
+        return new_value
+    if new_value is not unset:
+        raise TypeError(f"{old}= and {new}= name one argument; pass {new}= only ({old}= is its deprecated name).")
+    warnings.warn(
+        f"{old}= is deprecated and will be removed in the next release; use {new}= instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return old_value
+
+
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     """``value`` as a Python int (>= ``minimum`` when given): 5.7, "5" or True is a mistake to report, not a count
     to round or convert."""

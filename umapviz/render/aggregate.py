@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import is_cupy, to_host, xp_of
+from umapviz._validation import renamed
 from umapviz.render.aggregate_cpu import N_EDGE_BINS, count_grids, edge_bins
 from umapviz.render.view import View, as_view, check_pixels
 
@@ -179,6 +180,7 @@ def aggregate(
     outliers: Any = None,
     *,
     keep_on_device: bool = False,
+    n_colors: int | None = None,
     n_colours: int | None = None,
 ) -> Aggregate:
     """Count an (N, 2) NumPy or CuPy embedding into pixel grids over ``view``.
@@ -187,19 +189,21 @@ def aggregate(
     outliers: optional boolean mask (or indices): a separate grid of the outlier points.
     keep_on_device: for a CuPy embedding, leave the grids on the GPU as CuPy arrays (``shade`` shades them
         there); by default they come back to the host.
-    n_colours: the palette's size, where K exceeds it: classes share its colours (class ``k`` takes colour
-        ``k mod n_colours``, see shade.class_colors), so those of one colour are counted together, as code
-        ``k mod n_colours``: the same image, from at most ``n_colours`` layers of counts instead of one per
-        class (1,500 classes at 480 x 480 pixels took 1.4 GiB).
+    n_colors: the palette's size, where K exceeds it: classes share its colours (class ``k`` takes colour
+        ``k mod n_colors``, see style.class_colors), so those of one colour are counted together, as code
+        ``k mod n_colors``: the same image, from at most ``n_colors`` layers of counts instead of one per
+        class (a layer per class costs width x height x 4 bytes: gigabytes for thousands of classes).
+    n_colours: the deprecated name of ``n_colors`` (DeprecationWarning; removed in the next release).
     """
+    n_colors = renamed("n_colours", "n_colors", n_colours, n_colors)
     width, height = check_pixels(width, "width"), check_pixels(height, "height")
     view = as_view(view)  # a fixed view given as numbers, as render() takes it
     embedding = check_embedding(embedding)
     n = int(embedding.shape[0])
     if labels is not None:
         labels, n_labels = check_labels(labels, n, n_labels)
-        if n_colours is not None and n_labels > n_colours:
-            labels, n_labels = labels % n_colours, n_colours
+        if n_colors is not None and n_labels > n_colors:
+            labels, n_labels = labels % n_colors, n_colors
     check_grid_size(width, height, n_labels if labels is not None else 1, labels)
     if outliers is not None:
         outliers = check_outliers(outliers, n)

@@ -47,7 +47,7 @@ def render(
         n_labels=n_labels,
         outliers=outliers,
         keep_on_device=True,
-        n_colours=len(style.palette),
+        n_colors=len(style.palette),
     )
     return shade(agg, style), agg
 

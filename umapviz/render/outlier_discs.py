@@ -9,7 +9,7 @@ import numpy as np
 
 from umapviz._backend import to_host, xp_of
 from umapviz.render.aggregate import Aggregate
-from umapviz.render.pixels import flat_pixels, packed_colour
+from umapviz.render.pixels import flat_pixels, packed_color
 from umapviz.render.style import DEFAULT_STYLE, Style, class_colors, outlier_radius
 
 
@@ -100,11 +100,11 @@ def draw_outliers(image: Any, mask: Any, style: Style = DEFAULT_STYLE, classes: 
     ring = dilate(disc, style.outlier_ring) if classes is not None else disc
     halo = dilate(ring, 1) & ~ring
     pixels = flat_pixels(image)
-    pixels[xp.flatnonzero(halo)] = packed_colour(style.halo_color)
-    pixels[xp.flatnonzero(ring)] = packed_colour(style.outlier_color)
+    pixels[xp.flatnonzero(halo)] = packed_color(style.halo_color)
+    pixels[xp.flatnonzero(ring)] = packed_color(style.outlier_color)
     if classes is None:
         return
     n_layers = int(classes.max()) + 1
     colours = class_colors(n_layers, style.palette)
     for code in to_host(xp.unique(classes[mask])).tolist():  # a few classes: one small dilation each
-        pixels[xp.flatnonzero(dilate(mask & (classes == code), radius))] = packed_colour(colours[code])
+        pixels[xp.flatnonzero(dilate(mask & (classes == code), radius))] = packed_color(colours[code])

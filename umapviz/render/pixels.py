@@ -24,7 +24,7 @@ def unpack(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(image).view(np.uint8).reshape(*image.shape, 4)
 
 
-def packed_colour(color: str, alpha: int = 255) -> int:
+def packed_color(color: str, alpha: int = 255) -> int:
     """'#RRGGBB' -> one packed uint32 pixel value."""
     return int(pack(np.array([*hex_to_rgb(color), alpha], dtype=np.uint8)))
 

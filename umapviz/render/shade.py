@@ -27,7 +27,7 @@ from umapviz.render._colormap import (
 from umapviz.render.aggregate import Aggregate
 from umapviz.render.edge_markers import draw_edge_markers
 from umapviz.render.outlier_discs import draw_outliers, outlier_classes
-from umapviz.render.pixels import composite, composite_packed, flat_pixels, pack, packed_colour, unpack
+from umapviz.render.pixels import composite, composite_packed, flat_pixels, pack, packed_color, unpack
 from umapviz.render.style import (
     DEFAULT_STYLE,
     Style,
@@ -86,7 +86,7 @@ def shade_packed(agg: Aggregate, style: Style = DEFAULT_STYLE) -> Any:
     check_how(style.how)
     xp = xp_of(agg.counts)
     h, w = agg.height, agg.width
-    out = xp.full(h * w, packed_colour(style.background), dtype=np.uint32)
+    out = xp.full(h * w, packed_color(style.background), dtype=np.uint32)
     lit = xp.flatnonzero(agg.total)
     if lit.size == 0:
         return out.reshape(h, w)
