@@ -22,7 +22,7 @@ def _open_text(path: Path):
     # utf-8-sig: Excel's "CSV UTF-8" starts with a byte-order mark, which would otherwise stick to the first cell.
     if path.name.lower().endswith(".gz"):
         return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
-    return open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - returned to a with-block
+    return open(path, newline="", encoding="utf-8-sig")  # returned to a with-block
 
 
 MISSING_LABELS = ("", "na", "nan", "none", "null")

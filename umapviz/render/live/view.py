@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401 - registers the bokeh options used below
+import holoviews.plotting.bokeh  # registers the bokeh options used below
 import numpy as np
 from holoviews.streams import BoundsXY, Lasso, Pipe, PlotReset, PlotSize, PointerXY, RangeXY, Tap
 
