@@ -105,8 +105,8 @@ def load(
             n = builtin.info.default_n_samples if n_samples is None else n_samples
             _check_memory(name_or_path, builtin.make, n)
             X, labels = builtin.make(n, rng, random_state)
-        else:
-            X, labels = builtin.read()
+        else:  # a real set: read whole, then subsampled
+            X, labels = builtin.read()  # type: ignore[misc]  # every _Builtin has make or read
             X, labels = _subsample(X, labels, n_samples, rng, f"dataset {name_or_path!r}")
         return _finish(X, labels, source=f"dataset {name_or_path!r}")
 

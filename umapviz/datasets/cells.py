@@ -119,7 +119,7 @@ def _refuse_bad_cells(path: Path, skip: int, columns: list[int], names: list[str
         raise ValueError(f"{path}: " + " ".join(problems))
 
 
-def _refuse_missing_labels(missing: np.ndarray, source: str, lines: list[int] | None = None) -> None:
+def _refuse_missing_labels(missing: np.ndarray, source: object, lines: list[int] | None = None) -> None:
     """ValueError naming the rows whose label is missing (none: nothing to say): by file line where ``lines``
     gives each data row's line (a CSV file), else by data row counting from 0."""
     if missing.size:

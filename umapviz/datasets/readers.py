@@ -158,8 +158,8 @@ def _read_csv_text(path: Path, label_column: str | None):
         )
     label_idx = _label_index(names, path, label_column) if has_header else None
     feature_idx = [i for i in range(len(names)) if i != label_idx]
-    if not feature_idx:
-        raise ValueError(f"{path} has no data columns besides {names[label_idx]!r}.")
+    if not feature_idx:  # the one column is the label column
+        raise ValueError(f"{path} has no data columns besides {names[label_idx or 0]!r}.")
 
     skip = 1 if has_header else 0
     try:
