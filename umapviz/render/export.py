@@ -100,9 +100,19 @@ def recording_frames(
 ) -> list[np.ndarray]:
     """One RGBA image per recorded epoch.
 
-    view: "shared" (default: one view over every frame's robust range, so frames compare and the growth
-        of the layout shows), "auto" or "robust" (each frame its own), or fixed (xmin, xmax, ymin, ymax).
-    captions: write "epoch E · K outliers" in the top-left corner.
+    Parameters
+    ----------
+    recording : Recording
+        The recorded epochs.
+    width, height : int
+        Each image's size in pixels.
+    view : str or (xmin, xmax, ymin, ymax)
+        "shared" (one view over every frame's robust range, so frames compare and the growth of the layout
+        shows), "auto" or "robust" (each frame its own), or fixed.
+    style : Style
+        Colours and marks.
+    captions : bool
+        Write "epoch E · K outliers" in the top-left corner.
     """
     width, height = check_pixels(width, "width"), check_pixels(height, "height")
     if len(recording) == 0:

@@ -241,7 +241,7 @@ def _grid_centres(n_cells: int, dim: int) -> tuple[np.ndarray, float]:
 def spectral_init(
     graph: FuzzyGraph, dim: int, seed: int, device: str = "cpu", method: str = "auto", stats: dict | None = None
 ) -> np.ndarray:
-    """``(n, dim)`` float32 spectral layout, scaled to max |coordinate| 10, plus noise of scale 1e-4.
+    """``(n, dim)`` float32 spectral layout, scaled to a largest absolute coordinate of 10, plus noise of scale 1e-4.
 
     Works on disconnected graphs: each component gets its own grid cell (largest first). Singletons and
     components of at most ``2 * dim + 1`` vertices, or ones whose eigen-solve does not converge (with a warning),
