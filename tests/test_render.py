@@ -45,10 +45,10 @@ from umapviz.render import (
     side_by_side,
 )
 from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
-from umapviz.render.edge_markers import edge_labels, edge_marker_positions, marker_size, pil_font
-from umapviz.render.pixels import composite
 from umapviz.render.shade import shade, shade_points
-from umapviz.render.style import class_colors, hex_to_rgb
+from umapviz.render.shade.edge_markers import edge_labels, edge_marker_positions, marker_size, pil_font
+from umapviz.render.shade.pixels import composite
+from umapviz.render.shade.style import class_colors, hex_to_rgb
 from umapviz.render.view import data_bounds, resolve_view
 
 OUTLIER_RGB = hex_to_rgb(DEFAULT_STYLE.outlier_color)
@@ -795,7 +795,7 @@ def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
 def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, reference, monkeypatch):
     colormap = importlib.import_module("umapviz.render._colormap")
     shade_module = importlib.import_module("umapviz.render.shade")  # the module, not the function of that name
-    discs = importlib.import_module("umapviz.render.outlier_discs")
+    discs = importlib.import_module("umapviz.render.shade.outlier_discs")
 
     emb = tricky_points(1_000_000, seed=6)
     labels = np.arange(len(emb)) % 5

@@ -32,9 +32,9 @@ from umapviz.render import (
     save_png,
     side_by_side,
 )
-from umapviz.render.outlier_discs import dilate
 from umapviz.render.shade import shade
-from umapviz.render.style import hex_to_rgb
+from umapviz.render.shade.outlier_discs import dilate
+from umapviz.render.shade.style import hex_to_rgb
 
 OUTLIER_RGB = np.array(hex_to_rgb(DEFAULT_STYLE.outlier_color), dtype=np.uint8)
 

@@ -8,7 +8,7 @@ from PIL import Image, ImageDraw
 
 from umapviz.render import add_title_and_caption, render, side_by_side
 from umapviz.render.aggregate import N_EDGE_BINS
-from umapviz.render.edge_markers import (
+from umapviz.render.shade.edge_markers import (
     edge_labels,
     edge_marker_positions,
     label_bins,
@@ -19,7 +19,7 @@ from umapviz.render.edge_markers import (
     shows_off_view_summary,
     text_fits,
 )
-from umapviz.render.style import DEFAULT_STYLE, Style, hex_to_rgb
+from umapviz.render.shade.style import DEFAULT_STYLE, Style, hex_to_rgb
 
 VIEW = (0.0, 1.0, 0.0, 1.0)
 

@@ -14,7 +14,7 @@ from umapviz.render.figures import add_title_and_caption, outlier_chart, side_by
 from umapviz.render.frame import image, render, warm_up
 from umapviz.render.record import Recording, RecordingError
 from umapviz.render.shade import shade
-from umapviz.render.style import CLASS_PALETTE, COUNT_CMAP, DEFAULT_STYLE, Style, class_colors
+from umapviz.render.shade.style import CLASS_PALETTE, COUNT_CMAP, DEFAULT_STYLE, Style, class_colors
 from umapviz.render.view import View, resolve_view
 
 

@@ -26,7 +26,7 @@ from umapviz.render._png import zlib_stream
 from umapviz.render.figures import draw_caption
 from umapviz.render.frame import image
 from umapviz.render.record import Recording
-from umapviz.render.style import DEFAULT_STYLE, Style
+from umapviz.render.shade.style import DEFAULT_STYLE, Style
 from umapviz.render.view import View, ViewSpec, check_pixels, resolve_view, square_pixels, union
 
 Frames = Recording | Sequence[np.ndarray]

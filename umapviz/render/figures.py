@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from umapviz.render.aggregate import check_embedding, check_outliers
-from umapviz.render.edge_markers import pil_font, shows_off_view_summary
 from umapviz.render.frame import render
-from umapviz.render.style import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb
+from umapviz.render.shade.edge_markers import pil_font, shows_off_view_summary
+from umapviz.render.shade.style import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb
 from umapviz.render.view import ViewSpec, check_pixels, resolve_view, square_pixels, union
 
 INK = (230, 230, 230)  # text and axes on the dark figure background

@@ -11,7 +11,7 @@ import numpy as np
 
 from umapviz.render.aggregate import Aggregate, aggregate, check_embedding
 from umapviz.render.shade import shade
-from umapviz.render.style import DEFAULT_STYLE, Style
+from umapviz.render.shade.style import DEFAULT_STYLE, Style
 from umapviz.render.view import ViewSpec, check_pixels, resolve_view
 
 

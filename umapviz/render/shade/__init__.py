@@ -25,10 +25,10 @@ from umapviz.render._colormap import (
     scale_levels,
 )
 from umapviz.render.aggregate import Aggregate
-from umapviz.render.edge_markers import draw_edge_markers
-from umapviz.render.outlier_discs import draw_outliers, outlier_classes
-from umapviz.render.pixels import composite, composite_packed, flat_pixels, pack, packed_color, unpack
-from umapviz.render.style import (
+from umapviz.render.shade.edge_markers import draw_edge_markers
+from umapviz.render.shade.outlier_discs import draw_outliers, outlier_classes
+from umapviz.render.shade.pixels import composite, composite_packed, flat_pixels, pack, packed_color, unpack
+from umapviz.render.shade.style import (
     DEFAULT_STYLE,
     Style,
     class_colors,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from umapviz.render.aggregate import N_EDGE_BINS
-from umapviz.render.style import DEFAULT_STYLE, Style, hex_to_rgb
+from umapviz.render.shade.style import DEFAULT_STYLE, Style, hex_to_rgb
 
 
 @functools.lru_cache(maxsize=16)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import xp_of
-from umapviz.render.style import hex_to_rgb
+from umapviz.render.shade.style import hex_to_rgb
 
 
 # Images being drawn are (H, W) uint32, one packed RGBA pixel each (bytes R, G, B, A in memory, as datashader

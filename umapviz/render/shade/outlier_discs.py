@@ -9,8 +9,8 @@ import numpy as np
 
 from umapviz._backend import to_host, xp_of
 from umapviz.render.aggregate import Aggregate
-from umapviz.render.pixels import flat_pixels, packed_color
-from umapviz.render.style import DEFAULT_STYLE, Style, class_colors, outlier_radius
+from umapviz.render.shade.pixels import flat_pixels, packed_color
+from umapviz.render.shade.style import DEFAULT_STYLE, Style, class_colors, outlier_radius
 
 
 def disc_offsets(radius: int) -> np.ndarray:
