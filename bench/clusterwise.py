@@ -2,7 +2,7 @@
 
 When the groups (clusters) of a data set lie far apart, every point's nearest neighbours lie in its own group,
 so exact kNN per group equals exact kNN of all points at a fraction of the cost: the sum of the squared group
-sizes instead of n^2 (a tenth of it for 30 Zipf-sized clusters). That is how the GPU benches build graphs of
+sizes instead of n^2 (the more clusters, the smaller the share). That is how the GPU benches build graphs of
 millions of points (bench/gpu_bench.py, bench/chunk_study.py). Whether the premise holds is checked, not
 assumed: :func:`knn_agreement` compares sampled rows with brute force over all points.
 

@@ -57,9 +57,9 @@ __all__ = [
 # The dataset the Explorer, the demo and the notebooks open with, at its default size (20,000 points) and seed 0:
 # ten labelled clusters that a layout keeps apart in colour, whose hubs buffered updates fling out of the picture
 # within the first epochs while chunked("auto") ends clean. Evidence and the candidates it was chosen from in
-# bench/DEFAULT_DATASET.md. It generates in well under a second; its graph takes a few seconds on two cores the
-# first time and comes from the graph cache after that. "gaussian" (no classes) is the harsher case: at 50,000
-# points buffered leaves about a dozen points flung after the last epoch (bench/OUTLIER_DATASETS.md).
+# bench/DEFAULT_DATASET.md (with its cost: it generates fast, and its graph comes from the graph cache after the
+# first time). "gaussian" (no classes) is the harsher case: buffered leaves points flung after the last epoch
+# (bench/OUTLIER_DATASETS.md).
 DEFAULT = "clusters"
 
 

@@ -56,7 +56,8 @@ def _adjacency(graph: FuzzyGraph) -> scipy.sparse.csr_matrix:
     n = graph.n_vertices
     weight = graph.weight.astype(np.float32, copy=False)
     if graph.nnz and np.all(graph.head[1:] >= graph.head[:-1]):
-        indptr = np.searchsorted(graph.head, np.arange(n + 1, dtype=graph.head.dtype))  # 10x a bincount's speed
+        # sorted heads: the row pointers by binary search, faster than a bincount pass
+        indptr = np.searchsorted(graph.head, np.arange(n + 1, dtype=graph.head.dtype))
         return scipy.sparse.csr_matrix((weight, graph.tail, indptr), shape=(n, n))
     return scipy.sparse.csr_matrix((weight, (graph.head, graph.tail)), shape=(n, n))
 
