@@ -8,12 +8,12 @@ import pytest
 pytest.importorskip("ipywidgets")
 pytest.importorskip("datashader")
 
-from umapviz import LayoutOptimizer, build_graph, cli, datasets, metrics  # noqa: E402
-from umapviz.render.live.view_range import ViewRange  # noqa: E402
-from umapviz.render.view import View  # noqa: E402
-from umapviz.widgets import Explorer  # noqa: E402
-from umapviz.widgets.session import LayoutRun  # noqa: E402
-from umapviz.widgets.status import ParameterError  # noqa: E402
+from umapviz import LayoutOptimizer, build_graph, cli, datasets, metrics
+from umapviz.render.live.view_range import ViewRange
+from umapviz.render.view import View
+from umapviz.widgets import Explorer
+from umapviz.widgets.session import LayoutRun
+from umapviz.widgets.status import ParameterError
 
 SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 96}
 

@@ -263,7 +263,7 @@ class LookingCloser:
         self.controller.reset_view()
 
     def inspect(self, index: int | None):
-        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.inspect.PointInfo`` and shows
+        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.probe.PointInfo`` and shows
         it in the inspector, the point and its graph neighbours highlighted, the rest dimmed. The point stays
         inspected across a change of strategy or n_chunks, its information recomputed. ``inspect(None)`` clears
         it (as a click on empty space, the Clear button or ``clear()`` do).
