@@ -392,8 +392,11 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     label_width = {"description_width": "100px"}
     row = w.Layout(width="300px")
 
-    def menu(options, description):
-        return w.Dropdown(options=options, description=description, style=label_width, layout=row)
+    # Inside the "advanced" accordion (its padding takes room) every control fits its width: no sideways scroll.
+    inner = w.Layout(width="100%", max_width="300px")
+
+    def menu(options, description, layout=row, style=label_width):
+        return w.Dropdown(options=options, description=description, style=style, layout=layout)
 
     button = w.Layout(width="76px", padding="0px 4px")
     ws: dict[str, Any] = {}
@@ -429,14 +432,15 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
         value=1, min=1, max=50, description="epochs/frame", style=label_width, layout=row
     )
     ws["device"] = menu(["cpu", "gpu"], "device")
-    ws["init"] = menu(["spectral", "random"], "init")
+    ws["init"] = menu(["spectral", "random"], "init", layout=inner)
     ws["n_neighbors"] = w.IntSlider(
-        value=15, min=2, max=100, description="n_neighbors", style=label_width, continuous_update=False, layout=row
+        value=15, min=2, max=100, description="n_neighbors", style=label_width, continuous_update=False, layout=inner
     )
-    ws["outlier_method"] = menu(list(OUTLIER_METHODS), "outlier measure")
-    ws["lock_view"] = w.Checkbox(value=False, description="lock the view range", indent=False)
+    # "outlier measure" whole, not "outlier meas..."
+    ws["outlier_method"] = menu(list(OUTLIER_METHODS), "outlier measure", inner, {"description_width": "110px"})
+    ws["lock_view"] = w.Checkbox(value=False, description="lock the view range", indent=False, layout=inner)
     ws["colour_by_class"] = w.Checkbox(
-        value=True, description="colour by class", tooltip="off: density only, faster", indent=False
+        value=True, description="colour by class", tooltip="off: density only, faster", indent=False, layout=inner
     )
     ws["play"] = w.Button(description="Play", icon="play", layout=button, button_style="success")
     ws["pause"] = w.Button(description="Pause", icon="pause", layout=button, disabled=True)
@@ -465,10 +469,6 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     ws["progress"] = w.IntProgress(value=0, min=0, max=stages, bar_style="info", layout=w.Layout(width="200px"))
     ws["busy_box"] = w.HBox([ws["progress"], ws["busy"]], layout=w.Layout(display="none"))
 
-    # Inside the accordion (its padding takes room) every control fits its width: no sideways scroll.
-    for name in ("init", "n_neighbors", "outlier_method", "lock_view", "colour_by_class"):
-        ws[name].layout = w.Layout(width="100%", max_width="300px")
-    ws["outlier_method"].style = {"description_width": "110px"}  # "outlier measure" whole, not "outlier meas..."
     advanced = w.VBox(
         [ws[n] for n in ("init", "n_neighbors", "outlier_method", "lock_view", "colour_by_class")],
         layout=w.Layout(width="100%", overflow="hidden"),
