@@ -119,6 +119,19 @@ class Walk:
         """The kernel's report once ``condition(report)`` holds (the kernel is asked again until it does)."""
         return _wait_for(lambda: (r := self.probe()) and condition(r) and r, timeout, what, interval=0.5)
 
+    def frame(self) -> list[float]:
+        """The Explorer's plot frame on the page, scrolled into view (running a probe scrolls the notebook to
+        it), once it has stopped moving."""
+        self.page.locator(".umapviz-explorer .umapviz-plot").scroll_into_view_if_needed()
+        last = [None]
+
+        def still():
+            now = self.page.evaluate(FRAMES)[0]
+            moved, last[0] = now != last[0], now
+            return not moved and now
+
+        return _wait_for(still, 30, "the plot to stop moving on the page")
+
     def check(self, name: str, report: dict | None = None) -> None:
         """Screenshot, then the checks every step ends with: the page offline and error-free, the panel's
         text legible, the status line showing the kernel's epoch and outliers."""
@@ -196,13 +209,8 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
 
             # The notebook left it zoomed on a hub and inspecting it. Back to the whole layout, under buffered
             # (which flings points), played to epoch 30 with the buttons.
-            # TODO(issue 42, items 1 and 5 on branch polish-state): explorer.inspect(None) and reset_view() by
-            # their controls (Escape, a reset-view button) once they are on main; the Python API meanwhile.
             _run_for_output(
-                page,
-                walk.probe_cell,
-                "cleared",
-                "explorer.controller.inspected = None\nexplorer.reset_view()\nprint('cleared')",
+                page, walk.probe_cell, "cleared", "explorer.inspect(None)\nexplorer.reset_view()\nprint('cleared')"
             )
             page.select_option(".umapviz-strategy select", "buffered")
             walk.settled("the buffered restart", lambda r: r["strategy"] == "buffered" and r["epoch"] == 0)
@@ -215,7 +223,7 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
             walk.check("buffered-played", played)
 
             # Click a flung point: the inspector shows it.
-            frame = page.evaluate(FRAMES)[0]
+            frame = walk.frame()
             target, position = played["flung_in_view"][0], played["positions"][0]
             page.mouse.click(*_to_page(frame, played["range"], *position))
             inspected = walk.settled("a click to inspect", lambda r: r["inspected"] is not None)
@@ -229,6 +237,7 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
             walk.check("inspect", inspected)
 
             # Wheel-zoom about the point: the frame is drawn again at the zoomed range.
+            frame = walk.frame()
             page.mouse.move(*_to_page(frame, played["range"], *position))
             page.mouse.wheel(0, -300)
             zoomed = walk.settled("a wheel zoom", lambda r: r["zoomed"] is not None and r["range"] == r["zoomed"])
@@ -236,19 +245,19 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
             walk.check("wheel-zoom", zoomed)
 
             # Box-select the upper left quarter of the view.
+            frame = walk.frame()
             page.locator(".umapviz-explorer .bk-tool-icon-box-select").first.click()
             (x0, x1), (y0, y1) = zoomed["range"]
             _drag(page, frame, zoomed["range"], (x0 + 0.02 * (x1 - x0), y1), ((x0 + x1) / 2, (y0 + y1) / 2))
             selected = walk.settled("a box selection", lambda r: r["selected"] > 0)
             walk.check("box-select", selected)
 
-            # Clear each: the selection, the inspected point, the zoom.
-            # TODO(issue 42, item 1 on branch polish-state): Escape / the clear-selection control and
-            # explorer.clear_selection(), explorer.inspect(None) once on main; select([]) meanwhile.
-            _run_for_output(page, walk.probe_cell, "cleared", "explorer.select([])\nprint('cleared')")
-            cleared = walk.settled("the selection cleared", lambda r: r["selected"] == 0)
+            # Clear each: the selection and the inspected point (the view's Clear button), the zoom (the plot's
+            # reset tool).
+            page.click("button.umapviz-clear")
+            cleared = walk.settled("the Clear button", lambda r: r["selected"] == 0 and r["inspected"] is None)
             walk.check("selection-cleared", cleared)
-            _run_for_output(page, walk.probe_cell, "cleared", "explorer.reset_view()\nprint('cleared')")
+            page.locator(".umapviz-explorer .bk-tool-icon-reset").first.click()
             unzoomed = walk.settled("the zoom cleared", lambda r: r["zoomed"] is None)
             walk.check("zoom-cleared", unzoomed)
 
@@ -295,6 +304,7 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
             export_box.fill(str(target_file))
             page.locator(".umapviz-explorer button", has_text="Export").click()
             _wait_for(lambda: target_file.exists() and target_file.stat().st_size > 0, 120, "the exported GIF")
+            _wait_for(lambda: str(target_file) in panel_text(), 30, "the export's full path in the panel")
             walk.check("export")
 
             # Notebook 05: its live view draws, offline.
