@@ -280,6 +280,18 @@ def jupyter_lab(root: Path, scratch: Path, **env: str):
         JUPYTER_RUNTIME_DIR=str(scratch / "run"),
         **{"PYTHONPATH": path, **env},
     )
+    # Every cell drawn, on screen or not (windowing off): a test finds plots by their order in the page, and
+    # the notebook's default leaves cells scrolled out of view undrawn. The lab's news and update checks off.
+    settings_dir = Path(env.get("JUPYTERLAB_SETTINGS_DIR") or scratch / "settings")
+    for extension, name, values in (
+        ("notebook-extension", "tracker", {"windowingMode": "none"}),
+        ("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
+    ):
+        path = settings_dir / "@jupyterlab" / extension / f"{name}.jupyterlab-settings"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(settings_dir)
     log_path = scratch / "lab.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +123,19 @@ FRAMES = """() => {
 }"""
 
 
+def _still_frames(page) -> list:
+    """The plots' frames on the page (FRAMES) once two looks in a row agree: a cell run or an output that
+    grows scrolls the notebook, and a mouse aimed at a frame's old place misses it."""
+    last = [None]
+
+    def still():
+        now = page.evaluate(FRAMES)
+        moved, last[0] = now != last[0], now
+        return not moved and now
+
+    return _wait_for(still, 30, "the plots to stop moving on the page")
+
+
 def _to_page(frame, view_range, x: float, y: float) -> tuple[float, float]:
     """The page position of data point (x, y) in a plot whose frame is ``frame`` showing ``view_range``."""
     left, top, width, height = frame
@@ -170,10 +182,9 @@ def test_plot_zooms_clicks_and_selects_in_jupyterlab(plot_lab):
             # selects the same points in the right one.
             _command(page, "notebook:run-cell", 2)
             page.wait_for_function(f"() => ({FRAMES})().length == 3", timeout=60_000, polling=200)
+            start = _report(page, 3, "linked:")["ranges"]  # running a cell scrolls the notebook: report first
             page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea").scroll_into_view_if_needed()
-            time.sleep(0.5)
-            left, right = page.evaluate(FRAMES)[1:]
-            start = _report(page, 3, "linked:")["ranges"]
+            left, right = _still_frames(page)[-2:]  # the last two (the notebook may not draw cells out of view)
             page.mouse.move(*_to_page(right, start[1], 10.0, 10.0))
             page.mouse.wheel(0, -200)
             moved = _wait_for(lambda: (r := _report(page, 3, "linked:"))["ranges"][1] != start[1] and r, 30, "a zoom")
@@ -208,9 +219,11 @@ def test_explorer_and_grid_zoom_inspect_and_select_in_jupyterlab(plot_lab):
             page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=30_000)
             _command(page, "notebook:run-cell", 0)
             page.wait_for_function(f"() => window.Bokeh && ({FRAMES})().length == 1", timeout=120_000, polling=200)
-            frame = page.evaluate(FRAMES)[0]
             before = _report(page, 1, "explorer:")
             assert before["zoomed"] is None and before["error"] == ""
+            plot = page.locator(".umapviz-explorer .umapviz-plot")
+            plot.scroll_into_view_if_needed()  # running the report's cell scrolled the notebook
+            frame = _still_frames(page)[0]
 
             # The wheel over the plot's centre: the controller's view range is set and the frame drawn at it.
             (x0, x1), (y0, y1) = before["range"]
@@ -227,6 +240,8 @@ def test_explorer_and_grid_zoom_inspect_and_select_in_jupyterlab(plot_lab):
                 (layout[:, 0] > zx0) & (layout[:, 0] < zx1) & (layout[:, 1] > zy0) & (layout[:, 1] < zy1)
             )
             target = int(visible[0])
+            plot.scroll_into_view_if_needed()
+            frame = _still_frames(page)[0]
             page.mouse.click(*_to_page(frame, zoomed["zoomed"], *layout[target]))
             inspected = _wait_for(
                 lambda: (r := _report(page, 1, "explorer:"))["inspected"] is not None and r,
@@ -241,10 +256,9 @@ def test_explorer_and_grid_zoom_inspect_and_select_in_jupyterlab(plot_lab):
             # The grid: a box selection in the buffered panel selects the same points in the chunked one.
             _command(page, "notebook:run-cell", 2)
             page.wait_for_function(f"() => ({FRAMES})().length == 3", timeout=120_000, polling=200)
-            page.locator(".umapviz-compare").scroll_into_view_if_needed()
-            time.sleep(0.5)
-            buffered = page.evaluate(FRAMES)[1]
             grid = _report(page, 3, "grid:")
+            page.locator(".umapviz-compare").scroll_into_view_if_needed()
+            buffered = _still_frames(page)[-2]
             page.locator(".umapviz-compare .bk-tool-icon-box-select").first.click()
             (gx0, gx1), (gy0, gy1) = grid["range"]
             _drag(page, buffered, grid["range"], (gx0, gy1), ((gx0 + gx1) / 2, (gy0 + gy1) / 2))  # the upper left
