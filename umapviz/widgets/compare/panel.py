@@ -284,7 +284,11 @@ class Comparison(Panel):
             rgba = c.image(i)
             if rgba is not None:
                 labels = run.labels if run.colour_by_class else None
-                plot.push_frame(rgba, view, run.optimizer.device_embedding, labels, selection=c.selection)
+                # A plot that shows frames keeps its selection: _show_selection sets it on the main thread as the
+                # selection changes, and this worker's read of it can be older (a box selection made while the
+                # frame was composed would be undone in this plot only). A first frame takes the selection.
+                selection = None if plot.view_range is not None else c.selection
+                plot.push_frame(rgba, view, run.optimizer.device_embedding, labels, selection=selection)
             plural = "" if run.n_outliers == 1 else "s"
             outside = sum(run.off_view)
             count.value = f"epoch {run.epoch} · <b>{run.n_outliers:,}</b> outlier{plural} ({run.outlier_method})" + (
