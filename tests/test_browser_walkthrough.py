@@ -29,7 +29,6 @@ from test_browser import (
     WATCHES,
     _command,
     _open_notebook,
-    _run_for_output,
     _status,
     _wait_for,
     jupyter_lab,
@@ -104,16 +103,36 @@ TEXT_PROBLEMS = """(selector) => {
 }"""
 
 
+# Run code in the notebook's kernel as a cell would, without a cell (running one scrolls the notebook to it,
+# away from the panel the mouse is aimed at); resolves to its printed text (and an error's name and value).
+KERNEL_RUN = """async (code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({code, store_history: false});
+  let out = '';
+  future.onIOPub = (msg) => {
+    if (msg.header.msg_type === 'stream') { out += msg.content.text; }
+    if (msg.header.msg_type === 'error') { out += `${msg.content.ename}: ${msg.content.evalue}`; }
+  };
+  await future.done;
+  return out;
+}"""
+
+
 class Walk:
     """The page, the notebook's probe cell and the checks made after each step."""
 
-    def __init__(self, page, probe_cell: int) -> None:
-        self.page, self.probe_cell, self.step = page, probe_cell, 0
+    def __init__(self, page) -> None:
+        self.page, self.step = page, 0
         self.text_problems: dict[str, list[str]] = {}
 
+    def run(self, code: str) -> str:
+        """What ``code`` prints, run in the notebook's kernel."""
+        return self.page.evaluate(KERNEL_RUN, code)
+
     def probe(self) -> dict:
-        line = _run_for_output(self.page, self.probe_cell, "probe:", PROBE, timeout=60)
-        return json.loads(line.split("probe:", 1)[1])
+        out = self.run(PROBE)
+        assert "probe:" in out, out
+        return json.loads(out.split("probe:", 1)[1])
 
     def settled(self, what: str, condition, timeout: float = 60) -> dict:
         """The kernel's report once ``condition(report)`` holds (the kernel is asked again until it does)."""
@@ -177,8 +196,7 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
         try:
             page = _open_notebook(browser, walk_lab, "01_quickstart.ipynb")
             page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=30_000)
-            n_cells = page.evaluate("() => window.jupyterapp.shell.currentWidget.content.widgets.length")
-            walk = Walk(page, probe_cell=n_cells)
+            walk = Walk(page)
 
             # Run All, as the notebook's first line says; every cell ends, none with an error.
             _command(page, "notebook:clear-all-cell-outputs")
@@ -195,13 +213,6 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
             )
             assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
             assert page.locator(".jp-Notebook .jp-OutputArea-error").count() == 0
-            _command(page, "notebook:insert-cell-below", n_cells - 1)
-            page.evaluate(
-                """([cell, source]) => {
-              window.jupyterapp.shell.currentWidget.content.widgets[cell].model.sharedModel.setSource(source);
-            }""",
-                [n_cells, PROBE],
-            )
             after_run = walk.probe()
             assert after_run["epoch"] == 30 and after_run["strategy"] == "chunked", after_run
             page.locator(".umapviz-explorer").scroll_into_view_if_needed()
@@ -209,9 +220,7 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
 
             # The notebook left it zoomed on a hub and inspecting it. Back to the whole layout, under buffered
             # (which flings points), played to epoch 30 with the buttons.
-            _run_for_output(
-                page, walk.probe_cell, "cleared", "explorer.inspect(None)\nexplorer.reset_view()\nprint('cleared')"
-            )
+            assert walk.run("explorer.inspect(None)\nexplorer.reset_view()\nprint('cleared')") == "cleared\n"
             page.select_option(".umapviz-strategy select", "buffered")
             walk.settled("the buffered restart", lambda r: r["strategy"] == "buffered" and r["epoch"] == 0)
             page.click("button.umapviz-play")
