@@ -12,11 +12,16 @@ from ._backend import is_cupy, xp_of
 from ._host_data import row_blocks
 
 
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter of the wrong type: a ValueError by scikit-learn's convention for bad parameter values (its own
+    InvalidParameterError has the same two bases), and a TypeError as Python reports a wrong type."""
+
+
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     """``value`` as a Python int (>= ``minimum`` when given): 5.7, "5" or True is a mistake to report, not a count
     to round or convert."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
+        raise InvalidParameterError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name}={value} is out of range: it must be >= {minimum}.")
     return int(value)
@@ -25,7 +30,7 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
 def check_n_neighbors(n_neighbors: Any) -> int:
     """``n_neighbors`` as a Python int >= 2 (the count includes the point itself)."""
     if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, numbers.Integral):
-        raise TypeError(
+        raise InvalidParameterError(
             f"n_neighbors must be an integer, got {n_neighbors!r} ({type(n_neighbors).__name__}). "
             "Pass a whole number such as n_neighbors=15."
         )
@@ -43,7 +48,9 @@ def check_n_epochs(n_epochs: Any) -> int | None:
     if n_epochs is None:
         return None
     if isinstance(n_epochs, bool) or not isinstance(n_epochs, numbers.Integral):
-        raise TypeError(f"n_epochs must be a positive integer or None, got {n_epochs!r} ({type(n_epochs).__name__}).")
+        raise InvalidParameterError(
+            f"n_epochs must be a positive integer or None, got {n_epochs!r} ({type(n_epochs).__name__})."
+        )
     if n_epochs < 1:
         raise ValueError(
             f"n_epochs={int(n_epochs)} is not allowed: it must be a positive integer. "
@@ -57,7 +64,9 @@ def check_positive_float(name: str, value: Any, usual: str = "", allow_zero: boo
     rather than converted, as for the integer parameters: ``"1"`` or ``True`` is a mistake, not a number."""
     hint = f" ({usual})" if usual else ""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}). Pass a finite number{hint}.")
+        raise InvalidParameterError(
+            f"{name} must be a number, got {value!r} ({type(value).__name__}). Pass a finite number{hint}."
+        )
     v = float(value)
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
@@ -86,7 +95,7 @@ def check_random_state(random_state: Any) -> int | None:
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, SEED_LIMIT, dtype=np.uint32))
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
-        raise TypeError(
+        raise InvalidParameterError(
             f"random_state must be an int, None, or a numpy.random.Generator / RandomState, got {random_state!r} "
             f"({type(random_state).__name__}). Pass an integer such as random_state=0 for a reproducible run."
         )
