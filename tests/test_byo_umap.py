@@ -11,6 +11,8 @@ from scipy.spatial.distance import cdist
 import umapviz
 from umapviz.graph import FuzzyGraph, build_graph
 from umapviz.graph.fuzzy.supervised import check_target
+from umapviz.widgets.explorer.setup_jobs import data_name
+from umapviz.widgets.session import GRAPH_SOURCE, load_source
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +160,15 @@ def test_y_of_the_wrong_length_is_refused(blobs):
     X, y = blobs
     with pytest.raises(ValueError, match="one target per row"):
         umapviz.UMAP().fit(X, y[:-1])
+
+
+def test_explorer_and_compare_sources_take_a_model_or_a_membership_matrix(blobs, umap_learn):
+    X, labels = blobs
+    theirs = _fit_umap_learn(umap_learn, X)
+    ours = umapviz.UMAP(n_neighbors=10, n_epochs=20, random_state=0, device="cpu").fit(X)
+    for data in (theirs, ours, theirs.graph_):
+        source = load_source(data, labels=labels)
+        assert source.name == GRAPH_SOURCE == data_name(data)
+        assert source.graph.n_vertices == len(X) and np.array_equal(source.labels, labels)
+    assert load_source(ours).graph is ours.graph_
+    _same_graph(load_source(theirs).graph, FuzzyGraph.from_umap(theirs))
