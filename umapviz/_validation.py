@@ -143,10 +143,7 @@ def check_data(
         # reported as NaN rows, as pandas' NA is.
         X = X.astype(np.float64).filled(np.nan)
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):
-        raise TypeError(
-            f"{name} is a sparse matrix ({type(X).__name__}); umapviz needs a dense array. "
-            f"Convert it with {name}.toarray() (or reduce its dimension first, e.g. with TruncatedSVD)."
-        )
+        X = dense_from_sparse(X, name)
     if is_cupy(X):
         X = X.get()
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a pandas DataFrame
@@ -250,6 +247,33 @@ def check_data(
 
 FLOAT32_LOSS_SHARE = 1e-3  # warn when the float32 cast moves values by more than this share of a column's range
 _FLOAT32_LOSS_ROWS = 20_000  # rows the check looks at (the first ones): enough to see an offset, cheap at any n
+
+
+# A sparse matrix is searched as the dense array it stands for up to this many float32 bytes: the searches then give
+# the dense array's graph, bit for bit.
+SPARSE_DENSE_MAX_BYTES = 2**30
+
+
+def dense_from_sparse(X: Any, name: str = "X") -> np.ndarray:
+    """A scipy.sparse matrix (CSR, CSC, COO, ...) as the dense array it stands for, when that takes at most
+    SPARSE_DENSE_MAX_BYTES as float32; a ValueError naming the fix beyond.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array
+        The sparse data.
+    name : str
+        Its name in messages.
+    """
+    n, d = X.shape
+    if 4 * n * d > SPARSE_DENSE_MAX_BYTES:
+        raise ValueError(
+            f"{name} is a sparse {n:,} x {d:,} matrix, {4 * n * d / 2**30:.1f} GiB as dense float32: more than the "
+            f"{SPARSE_DENSE_MAX_BYTES / 2**30:.0f} GiB the kit searches densely. Reduce its dimension first (e.g. "
+            "sklearn.decomposition.TruncatedSVD(100).fit_transform(X)), or compute the kNN yourself (pynndescent "
+            "takes sparse input) and pass precomputed_knn."
+        )
+    return np.asarray(X.toarray())
 
 
 def warn_float32_loss(arr: np.ndarray, out: np.ndarray, name: str = "X", reference: np.ndarray | None = None) -> None:

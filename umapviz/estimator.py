@@ -11,10 +11,10 @@ import warnings
 import numpy as np
 
 from ._umap_learn_params import check_curve, check_n_components, check_n_jobs, check_not_implemented, unique_rows
-from ._validation import RandomStateLike, check_data, check_n_epochs, check_random_state
+from ._validation import RandomStateLike, check_data, check_n_epochs, check_n_neighbors, check_random_state
 from .graph import build_graph
 from .graph.fuzzy.fuzzy_cpu import new_point_memberships
-from .graph.fuzzy.supervised import check_target
+from .graph.fuzzy.supervised import check_target, check_target_n_neighbors
 from .graph.knn import GEMM_METRICS, check_metric, check_metric_kwds, metric_cpu
 from .graph.knn.knn_cpu import query_knn, reference_index
 from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
@@ -196,6 +196,7 @@ class UMAP:
         threads = check_n_jobs(self.n_jobs)
         metric = check_metric(self.metric)
         check_metric_kwds(metric, self.metric_kwds)
+        check_target_n_neighbors(self.target_n_neighbors)
         seed = check_random_state(self.random_state)  # one draw from a RandomState / Generator, for both stages
         data = check_data(X)  # kept (not copied when already float32 and C-contiguous) for transform
         target = (
@@ -214,10 +215,18 @@ class UMAP:
             data = np.ascontiguousarray(data[index])
             if target is not None:
                 target = dataclasses.replace(target, y=target.y[index])
+        n_neighbors = check_n_neighbors(self.n_neighbors)
+        if n_neighbors > len(data) and len(data) >= 3:  # umap-learn's rule: fewer neighbours, said so
+            warnings.warn(
+                f"n_neighbors={n_neighbors} is larger than the data's {len(data)} rows; using {len(data) - 1}.",
+                UserWarning,
+                stacklevel=2,
+            )
+            n_neighbors = len(data) - 1
         with _numba_threads(threads):
             graph = build_graph(
                 data,
-                n_neighbors=self.n_neighbors,
+                n_neighbors=n_neighbors,
                 metric=metric,
                 min_dist=self.min_dist,
                 spread=self.spread,
@@ -255,6 +264,7 @@ class UMAP:
         feature_names = _feature_names(X)
         self._reference = None  # transform's prepared copy (GPU memory after a GPU fit): rebuilt when needed
         self.graph_ = graph
+        self._a, self._b = graph.a, graph.b  # umap-learn's names (umap.plot reads them)
         self.optimizer_ = optimizer
         self.embedding_ = optimizer.embedding if inverse is None else optimizer.embedding[inverse]
         self.n_features_in_ = int(data.shape[1])

@@ -185,6 +185,21 @@ def _sset_intersection(indptr1, indices1, data1, indptr2, indices2, data2, resul
                 result_val[idx] = pow(left_val, (1.0 - w) / w) * right_val
 
 
+def check_target_n_neighbors(n_neighbors) -> int:
+    """``target_n_neighbors`` checked: -1 (the data's n_neighbors) or an integer >= 2; ValueError otherwise.
+
+    Parameters
+    ----------
+    n_neighbors : int
+        umap-learn's ``target_n_neighbors``.
+    """
+    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)):
+        raise ValueError(f"target_n_neighbors={n_neighbors!r} must be an integer: -1 (the data's) or >= 2.")
+    if n_neighbors != -1 and n_neighbors < 2:
+        raise ValueError(f"target_n_neighbors={n_neighbors!r} must be -1 (the data's n_neighbors) or >= 2.")
+    return int(n_neighbors)
+
+
 def check_target(y, n_samples: int, metric: str, weight, n_neighbors) -> Target:
     """The target of ``fit(X, y)``, checked: ValueError for a ``y`` whose length is not X's, NaN/inf values, a
     ``target_weight`` outside [0, 1] or a bad ``target_n_neighbors``.
@@ -210,9 +225,8 @@ def check_target(y, n_samples: int, metric: str, weight, n_neighbors) -> Target:
         )
     if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) or not 0.0 <= weight <= 1.0:
         raise ValueError(f"target_weight={weight!r} must be a number in [0, 1] (0.5 is the usual value).")
-    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)):
-        raise ValueError(f"target_n_neighbors={n_neighbors!r} must be an integer: -1 (the data's) or >= 2.")
-    if n_neighbors != -1 and not 2 <= n_neighbors <= n_samples:
+    check_target_n_neighbors(n_neighbors)
+    if n_neighbors > n_samples:
         raise ValueError(f"target_n_neighbors={n_neighbors!r} must be -1 (the data's) or in [2, {n_samples}].")
     if metric != "categorical":
         from ..knn import METRICS, check_metric  # noqa: PLC0415 - the knn package imports this one's
