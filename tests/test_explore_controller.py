@@ -293,6 +293,7 @@ def test_zoom_redraws_the_range_and_reset_view_goes_back(controller):
     assert controller.view_range is None and np.array_equal(controller.frame(), whole)
     for x_bad, message in (
         ((1, 1), "x_range=.*low < high"),
+        ((1, 0), "x_range=.*low < high"),  # reversed: refused, as everywhere (_validation.check_range)
         ((0, np.inf), "x_range=.*finite"),
         ("wide", "x_range=.*pair"),
     ):

@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("holoviews")
 pytest.importorskip("panel")
 
-from umapviz import compare  # noqa: E402
-from umapviz.render.marks import SELECTION_COLOR  # noqa: E402
-from umapviz.render.shade import hex_to_rgb  # noqa: E402
-from umapviz.widgets.explorer.panel import Explorer  # noqa: E402
+from umapviz import compare
+from umapviz.render.marks import SELECTION_COLOR
+from umapviz.render.shade import hex_to_rgb
+from umapviz.widgets.explorer.panel import Explorer
 
 
 def _yellow(frame: np.ndarray) -> int:

@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("holoviews")
 pytest.importorskip("panel")
 
-from umapviz.render import render  # noqa: E402
-from umapviz.render.live.linked import LinkedViews  # noqa: E402
-from umapviz.render.live.view import LiveView  # noqa: E402
-from umapviz.render.marks import SELECTION_COLOR  # noqa: E402
-from umapviz.render.shade import hex_to_rgb  # noqa: E402
+from umapviz.render import render
+from umapviz.render.live.linked import LinkedViews
+from umapviz.render.live.view import LiveView
+from umapviz.render.marks import SELECTION_COLOR
+from umapviz.render.shade import hex_to_rgb
 
 LEFT, RIGHT = 3000, 3000  # points in the two clusters; one lone point at the origin follows them
 

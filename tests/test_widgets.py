@@ -10,13 +10,13 @@ import pytest
 pytest.importorskip("ipywidgets")
 pytest.importorskip("datashader")
 
-from umapviz import _backend, datasets  # noqa: E402
-from umapviz.graph.start import spectral_init  # noqa: E402
-from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES  # noqa: E402
-from umapviz.render import Recording  # noqa: E402
-from umapviz.widgets import Explorer, ExplorerError, compare, session  # noqa: E402
-from umapviz.widgets.compare.grid import TABLE_COLUMNS, configurations  # noqa: E402
-from umapviz.widgets.explorer import play_jobs  # noqa: E402
+from umapviz import _backend, datasets
+from umapviz.graph.start import spectral_init
+from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES
+from umapviz.render import Recording
+from umapviz.widgets import Explorer, ExplorerError, compare, session
+from umapviz.widgets.compare.grid import TABLE_COLUMNS, configurations
+from umapviz.widgets.explorer import play_jobs
 
 SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 96}
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import numbers
 import os
 import time
 from collections import OrderedDict
@@ -28,7 +27,7 @@ import scipy.sparse
 from .. import datasets, metrics, render
 from .._backend import resolve_device, to_host
 from .._files import atomic_write
-from .._validation import check_data, check_random_state
+from .._validation import check_data, check_random_state, is_integer
 from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
 from ..graph.start import random_init, spectral_init
@@ -57,7 +56,7 @@ def check_count(name: str, value: Any, none_means: str | None = None) -> int | N
     ``none_means`` says what it means."""
     if value is None and none_means is not None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:  # NumPy ints count too
+    if not is_integer(value) or value < 1:  # NumPy ints count too
         alternative = f" or None ({none_means})" if none_means is not None else ""
         raise ValueError(f"{name}={value!r} must be a positive integer{alternative}.")
     return int(value)

@@ -1,6 +1,6 @@
 """Hover, click and box/lasso selection for LiveView: from a pointer position to point indices.
 
-The look-ups are ``umapviz.inspect``'s (one pass over the points on the host, or on the GPU for CuPy), run
+The look-ups are ``umapviz.probe``'s (one pass over the points on the host, or on the GPU for CuPy), run
 when the plot's ``PointerXY``, ``Tap``, ``BoundsXY`` and ``Lasso`` streams fire.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import holoviews as hv
 import numpy as np
 
-from umapviz.inspect import nearest_point, points_in_box, points_in_polygon
+from umapviz.probe import nearest_point, points_in_box, points_in_polygon
 
 HOVER_RADIUS_PX = 24  # hover and click name the nearest point only within this many pixels of the pointer
 

@@ -5,7 +5,7 @@ and ``PlotReset`` streams. Each event re-renders through ``umapviz.render.render
 the CUDA kernel for CuPy), so a zoomed-in region is aggregated afresh at full resolution, outliers stay
 ringed discs at any zoom, and a CuPy embedding never leaves the GPU. ``PointerXY``, ``Tap``, ``BoundsXY``
 and ``Lasso`` streams on the same plot answer hover, click and box/lasso selection through the point
-look-ups of ``umapviz.inspect``; marks (a selection, an inspected point and its neighbours, a trail) are
+look-ups of ``umapviz.probe``; marks (a selection, an inspected point and its neighbours, a trail) are
 drawn into the frame (see ``render/marks.py``), so ``frame()`` returns what the user sees. The range shown
 (:mod:`.view_range`), the marks (:mod:`.marks`) and the frame drawn (:mod:`.frames`) are kept by the objects of
 those modules; ``LiveView`` wires them to the plot's streams.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401 - registers the bokeh options used below
+import holoviews.plotting.bokeh  # registers the bokeh options used below
 import numpy as np
 from holoviews.streams import BoundsXY, Lasso, Pipe, PlotReset, PlotSize, PointerXY, RangeXY, Tap
 

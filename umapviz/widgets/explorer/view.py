@@ -153,7 +153,7 @@ class LookingCloser:
         self.controller.reset_view()
 
     def inspect(self, index: int):
-        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.inspect.PointInfo`` and shows
+        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.probe.PointInfo`` and shows
         it in the inspector, the point and its graph neighbours highlighted. The point stays inspected across a
         change of strategy or n_chunks, its information recomputed.
 
