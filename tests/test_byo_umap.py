@@ -172,3 +172,15 @@ def test_explorer_and_compare_sources_take_a_model_or_a_membership_matrix(blobs,
         assert source.graph.n_vertices == len(X) and np.array_equal(source.labels, labels)
     assert load_source(ours).graph is ours.graph_
     _same_graph(load_source(theirs).graph, FuzzyGraph.from_umap(theirs))
+
+
+def test_what_umapviz_does_not_offer_says_what_to_use(blobs):
+    X, _ = blobs
+    est = umapviz.UMAP(n_neighbors=10, n_epochs=5, device="cpu", init="random", random_state=0)
+    with pytest.warns(UserWarning, match="larger than the data"):
+        est.set_params(n_neighbors=500).fit(X[:50])
+    assert est._n_neighbors == 49 and est.graph_.knn_indices.shape[1] == 49
+    with pytest.raises(NotImplementedError, match="umap-learn"):
+        est.inverse_transform(est.embedding_[:2])
+    with pytest.raises(NotImplementedError, match="refit"):
+        est.update(X[:5])

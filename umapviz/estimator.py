@@ -265,6 +265,7 @@ class UMAP:
         self._reference = None  # transform's prepared copy (GPU memory after a GPU fit): rebuilt when needed
         self.graph_ = graph
         self._a, self._b = graph.a, graph.b  # umap-learn's names (umap.plot reads them)
+        self._n_neighbors = n_neighbors  # after umap-learn's lowering to the rows there are
         self.optimizer_ = optimizer
         self.embedding_ = optimizer.embedding if inverse is None else optimizer.embedding[inverse]
         self.n_features_in_ = int(data.shape[1])
@@ -275,6 +276,31 @@ class UMAP:
         elif hasattr(self, "feature_names_in_"):  # names from an earlier fit no longer describe the data
             del self.feature_names_in_
         return self
+
+    def inverse_transform(self, X):
+        """Not offered: the kit explains layouts and does not map embedded points back to data space.
+
+        Parameters
+        ----------
+        X : array-like
+            Points of the embedding.
+        """
+        raise NotImplementedError(
+            "umapviz.UMAP has no inverse_transform; use umap-learn's UMAP(...).fit(X).inverse_transform(points)."
+        )
+
+    def update(self, X):
+        """Not offered: refit on all the data (``fit(np.vstack([X_old, X_new]))``), or use umap-learn's update.
+
+        Parameters
+        ----------
+        X : array-like
+            New rows.
+        """
+        raise NotImplementedError(
+            "umapviz.UMAP has no update; refit on all the data, e.g. fit(np.vstack([X_old, X_new])), or use "
+            "umap-learn's UMAP.update."
+        )
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """The embedding's column names, ``umap0`` .. ``umap{n_components - 1}`` (umap-learn's), whatever
