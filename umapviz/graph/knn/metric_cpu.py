@@ -21,6 +21,9 @@ from . import stop_if_cancelled
 
 # Memory for one block of the (rows, n) float64 distance matrix.
 _BLOCK_BYTES = 128 * 2**20
+# Memory for one block of re-scored candidates, (rows, m, d) float64: small enough to stay in cache-sized pieces
+# (each temporary of the paired formulas is this big).
+_PAIRED_BYTES = 16 * 2**20
 # SciPy's names where they differ from umap-learn's.
 _SCIPY_NAMES = {"manhattan": "cityblock"}
 
@@ -204,7 +207,7 @@ def approx_metric_knn(
     cand[~has_self, -1] = rows[~has_self]
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k), dtype=np.float64)
-    step = max(1, _BLOCK_BYTES // (8 * cand.shape[1] * X.shape[1]))
+    step = max(1, _PAIRED_BYTES // (8 * cand.shape[1] * X.shape[1]))
     for start in range(0, n, step):
         block = rows[start : start + step]
         D = paired_distances(X, block, cand[block], metric, metric_kwds)
