@@ -37,7 +37,7 @@ from .generators import (
     mnist_path,
     names,
 )
-from .readers import FILE_SUFFIXES, LABEL_COLUMNS, NPZ_LABEL_KEYS, read_file
+from .readers import FILE_SUFFIXES, LABEL_COLUMNS, NPZ_LABEL_KEYS, check_file, read_file
 
 __all__ = [
     "DEFAULT",
@@ -48,6 +48,7 @@ __all__ = [
     "NPZ_LABEL_KEYS",
     "DatasetInfo",
     "gaussian_clusters",
+    "check_name_or_path",
     "load",
     "mnist_path",
     "names",
@@ -88,11 +89,7 @@ def load(
     n_samples = _check_n_samples(n_samples)
     random_state = check_random_state(random_state)
     _check_label_column_type(label_column)
-    if not isinstance(name_or_path, str | os.PathLike):
-        raise TypeError(
-            f"name_or_path must be a dataset name or a file path (str or Path), got {name_or_path!r} "
-            f"({type(name_or_path).__name__}). Use e.g. load({DEFAULT!r}) or load('data/mine.csv')."
-        )
+    check_name_or_path(name_or_path)
     rng = np.random.default_rng(random_state)
     if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
         if label_column is not None:
@@ -111,11 +108,32 @@ def load(
         return _finish(X, labels, source=f"dataset {name_or_path!r}")
 
     path = Path(os.fspath(name_or_path)).expanduser()
+    X, labels = read_file(path, label_column=label_column)
+    X, labels = _subsample(X, labels, n_samples, rng, f"file {path}")
+    return _finish(X, labels, source=f"file {path}")
+
+
+def check_name_or_path(name_or_path: str | os.PathLike) -> None:
+    """Refuse what ``load`` cannot load before it starts: not a str or path (TypeError), neither a built-in name
+    nor a path with a supported suffix (ValueError), a file that does not exist (FileNotFoundError). The messages
+    are the ones the command line prints.
+
+    Parameters
+    ----------
+    name_or_path : str or os.PathLike
+        A built-in dataset's name or a data file's path.
+    """
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise TypeError(
+            f"name_or_path must be a dataset name or a file path (str or Path), got {name_or_path!r} "
+            f"({type(name_or_path).__name__}). Use e.g. load({DEFAULT!r}) or load('data/mine.csv')."
+        )
+    if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
+        return
+    path = Path(os.fspath(name_or_path)).expanduser()
     if path.suffix.lower() not in FILE_SUFFIXES:
         raise ValueError(
             f"{str(name_or_path)!r} is neither a built-in dataset nor a supported file. "
             f"Built-in datasets: {', '.join(_BUILTINS)}. Files: a path ending in {', '.join(FILE_SUFFIXES)}."
         )
-    X, labels = read_file(path, label_column=label_column)
-    X, labels = _subsample(X, labels, n_samples, rng, f"file {path}")
-    return _finish(X, labels, source=f"file {path}")
+    check_file(path)

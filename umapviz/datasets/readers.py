@@ -21,6 +21,19 @@ LABEL_COLUMNS = ("label", "labels", "target", "class")
 NPZ_LABEL_KEYS = ("labels", "label", "target", "y")
 
 
+def check_file(path: Path) -> None:
+    """FileNotFoundError, in the command line's words, unless ``path`` is a file.
+
+    Parameters
+    ----------
+    path : Path
+        The data file's path.
+    """
+    if not path.is_file():
+        what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        raise FileNotFoundError(f"Data file {path} {what}. Check the path (relative paths start at {Path.cwd()}).")
+
+
 def read_file(path: str | os.PathLike, label_column: str | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Read a user's data file (by suffix) into (X float32 (n, d), labels int64 (n,) or None).
 
@@ -32,9 +45,7 @@ def read_file(path: str | os.PathLike, label_column: str | None = None) -> tuple
     """
     _check_label_column_type(label_column)
     path = Path(path).expanduser()
-    if not path.is_file():
-        what = "is a directory, not a file" if path.is_dir() else "does not exist"
-        raise FileNotFoundError(f"Data file {path} {what}. Check the path (relative paths start at {Path.cwd()}).")
+    check_file(path)
     suffix = path.suffix.lower()
     readers = {".npy": _read_npy, ".npz": _read_npz, ".csv": _read_csv, ".parquet": _read_parquet}
     if suffix not in readers:

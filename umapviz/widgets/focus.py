@@ -89,11 +89,11 @@ class Focus(HasTraits):
         return check_indices(proposal["value"], self.focus_points(), name="selection")
 
     def select(self, indices: Any) -> np.ndarray:
-        """Select the points ``indices`` (in every view of this panel); an empty list clears the selection.
+        """Select the points ``indices`` (in every view of this panel); None or an empty list clears the selection.
 
         Parameters
         ----------
-        indices : sequence of int
+        indices : sequence of int or None
             Point indices, 0 to n_points - 1 (a boolean mask: pass ``np.flatnonzero(mask)``).
 
         Returns
@@ -101,8 +101,17 @@ class Focus(HasTraits):
         numpy.ndarray
             The selection now: int64, ascending, unique.
         """
-        self.selection = check_indices(indices, self.focus_points())  # None named here: the trait refuses it unnamed
+        self.selection = EMPTY if indices is None else check_indices(indices, self.focus_points())
         return self.selection
+
+    def clear_selection(self) -> None:
+        """Select nothing (as ``select(None)``; the view's Clear button and a click on empty space do it too)."""
+        self.selection = EMPTY
+
+    def clear(self) -> None:
+        """Clear what the user picked: the selection (and, in the Explorer, the inspected point); the view range
+        and the layout stay. A click on empty plot space and the view's Clear button call it."""
+        self.clear_selection()
 
     def layout_of(self, cell: int = 0) -> Any:
         """The embedding of cell ``cell`` (NumPy or CuPy) to pick points in; a controller provides it."""
@@ -186,21 +195,25 @@ class Inspection(Focus):
         """Points of the graph in use (0 before one)."""
         return 0 if self.graph is None else int(self.graph.n_vertices)
 
-    def inspect(self, index: int) -> inspect_core.PointInfo:
-        """Inspect point ``index``: why it sits where it does (see ``umapviz.probe.PointInfo``).
+    def inspect(self, index: int | None) -> inspect_core.PointInfo | None:
+        """Inspect point ``index``: why it sits where it does (see ``umapviz.probe.PointInfo``); None clears it.
 
-        The point stays inspected (``inspected``, its info in ``point``) until another is, or new data comes: a
-        restart with another strategy or n_chunks recomputes its info, so ``max_edges_in_one_chunk`` follows.
+        The point stays inspected (``inspected``, its info in ``point``) until another is, ``inspect(None)`` or
+        ``clear()``, or new data comes: a restart with another strategy or n_chunks recomputes its info, so
+        ``max_edges_in_one_chunk`` follows.
 
         Parameters
         ----------
-        index : int
-            The point's row in the layout (negative counts from the end).
+        index : int or None
+            The point's row in the layout (negative counts from the end); None: inspect nothing.
 
         Returns
         -------
-        umapviz.probe.PointInfo
+        umapviz.probe.PointInfo or None
         """
+        if index is None:
+            self.inspected = None
+            return None
         index = check_index(index, self.focus_points())
         self._need_layout("inspect")
 
@@ -210,6 +223,13 @@ class Inspection(Focus):
             return info
 
         return self._on_worker(job)
+
+    def clear(self) -> None:
+        """Clear the inspected point and the selection (the plot is no longer dimmed); the view range and the
+        layout stay. A click on empty plot space and the view's Clear button call it."""
+        with self.hold_trait_notifications():
+            self.inspected = None
+            self.clear_selection()
 
     def flung(self) -> np.ndarray:
         """The points the outlier measure flags now, busiest (highest degree) first, as int64 indices."""

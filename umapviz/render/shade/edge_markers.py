@@ -66,7 +66,9 @@ def summary_position(width: int, height: int, total: int) -> tuple[float, float]
 
 def shows_off_view_summary(width: int, height: int, total: int, style: Style = DEFAULT_STYLE) -> bool:
     """Whether ``shade`` writes the off-view total (``total`` > 0 points) on a ``width`` x ``height`` image."""
-    return bool(style.edge_markers and total > 0 and summary_position(width, height, total) is not None)
+    return bool(
+        style.edge_markers and style.edge_text and total > 0 and summary_position(width, height, total) is not None
+    )
 
 
 def edge_marker_positions(width: int, height: int, n_bins: int = N_EDGE_BINS) -> np.ndarray:
@@ -141,7 +143,7 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
     h, w = rgba.shape[:2]
     s = marker_size(w, h)
     font = pil_font(marker_font_size(w, h))
-    write = text_fits(w, h)
+    write = style.edge_text and text_fits(w, h)
     if write:
         edge_counts = label_bins(edge_counts, w, h)
     pil = Image.fromarray(rgba)
@@ -168,7 +170,7 @@ def draw_edge_markers(rgba: np.ndarray, edge_counts: np.ndarray, style: Style = 
         for xy, text, anchor in labels:
             draw.text(xy, text, fill=text_color, font=font, anchor=anchor)
     total = int(edge_counts.sum())
-    at = summary_position(w, h, total)
+    at = summary_position(w, h, total) if style.edge_text else None
     if at is not None:
         draw.text(at, off_view_summary(total), fill=text_color, font=font, anchor="lb")
     rgba[...] = np.asarray(pil)

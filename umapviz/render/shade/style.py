@@ -59,6 +59,9 @@ class Style:
     how: str = "eq_hist"  # datashader's colour normalisation: "eq_hist", "log", "cbrt" or "linear"
     min_alpha: int = 120  # alpha of the least dense non-empty pixel: one ordinary point stays visible
     edge_markers: bool = True
+    # Write the off-view counts beside the border triangles and their total in a corner. False: the triangles
+    # alone, for a view that lays the counts out beside the image, where no point can cover them.
+    edge_text: bool = True
     # Sparse images (few thousand points) grow each lit pixel into its empty neighbours, like datashader's
     # dynspread: done when fewer than this fraction of lit pixels touch another lit pixel. 0 turns it off.
     spread_threshold: float = 0.5
