@@ -10,7 +10,7 @@ from .._backend import cupy, gpu_memory
 from ._types import FuzzyGraph
 from .edges import graph_from_fuzzy_arrays, refuse_overflowed_distances
 from .fuzzy.fuzzy_gpu import fuzzy_simplicial_set_gpu
-from .knn import check_metric, stop_if_cancelled
+from .knn import GEMM_METRICS, check_metric, stop_if_cancelled
 from .knn.knn_gpu import exact_knn_gpu, knn_bytes_needed
 from .knn.partitioned import DEFAULT_OVERLAP, ROWS_PER_PARTITION, partitioned_bytes_needed, partitioned_knn
 from .params import GraphParams
@@ -129,7 +129,7 @@ def build_graph_gpu(
     params = GraphParams.for_data(
         X.shape[0],
         n_neighbors=n_neighbors,
-        metric=check_metric(metric),
+        metric=check_metric(metric, GEMM_METRICS, "the GPU search"),
         knn="exact-gpu",
         min_dist=min_dist,
         spread=spread,

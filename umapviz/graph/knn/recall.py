@@ -8,7 +8,7 @@ import numpy as np
 
 from ..._backend import to_host, xp_of
 from ..._validation import check_int
-from . import check_metric
+from . import GEMM_METRICS, check_metric
 from .knn_cpu import query_knn
 from .knn_gpu import query_knn_gpu
 
@@ -64,7 +64,7 @@ def sampled_truth(
     sample, seed, metric, device
         As :func:`recall_at_k` takes them.
     """
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the GEMM search")
     sample = check_int("sample", sample, 1)
     n = int(X.shape[0])
     rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))

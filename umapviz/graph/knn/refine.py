@@ -23,7 +23,7 @@ import numpy as np
 from ..._backend import cupy, gpu_memory, is_cupy
 from ..._host_data import to_device
 from ..._validation import check_int
-from . import check_metric
+from . import GEMM_METRICS, check_metric
 from .knn_cpu import refine_candidates
 from .knn_gpu import REFINE_MAX_CANDIDATES, refine_candidates_gpu
 
@@ -54,7 +54,7 @@ def refine_knn(
     timings : dict, optional
         Receives the seconds of each round as ``refine_rounds`` (a list; the GPU is synchronised per round).
     """
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the partitioned search")
     rounds = check_int("knn_refine", rounds, 0)
     xp = cupy() if device == "gpu" else np
     if device == "gpu":
