@@ -27,10 +27,18 @@ def _cupy_or_reason() -> tuple[Any, str]:
 
 
 def gpu_memory() -> tuple[int, int]:
-    """(free, total) bytes of the current GPU; free counts what CuPy's pool holds unused (it is handed out first)."""
+    """(free, total) bytes of the current GPU as CuPy's default pool can hand them out: the device's free memory
+    plus what the pool holds unused (it is handed out first), and under a pool limit (``CUPY_GPU_MEMORY_LIMIT`` or
+    ``cupy.get_default_memory_pool().set_limit``) at most the limit less what the pool has handed out, with the
+    limit as the total: a 24 GB limit on an 80 GB card plans for 24 GB."""
     cp = cupy()
+    pool = cp.get_default_memory_pool()
     free, total = cp.cuda.runtime.memGetInfo()
-    return free + cp.get_default_memory_pool().free_bytes(), total
+    free += pool.free_bytes()
+    limit = pool.get_limit()
+    if limit:  # 0: no limit
+        return max(0, min(free, limit - pool.used_bytes())), min(total, limit)
+    return free, total
 
 
 def gpu_available() -> bool:

@@ -11,6 +11,7 @@ import numpy as np
 from ._validation import RandomStateLike, check_data, check_n_epochs, check_random_state
 from .graph import build_graph
 from .graph.fuzzy.fuzzy_cpu import new_point_memberships
+from .graph.knn.auto_gpu import DEFAULT_TARGET
 from .graph.knn.knn_cpu import query_knn, reference_index
 from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
 from .optimize import LayoutOptimizer
@@ -32,9 +33,10 @@ class UMAP:
 
     Parameters
     ----------
-    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine
-        The graph's, as :func:`umapviz.build_graph` takes them (the last three tune the partitioned kNN, which
-        ``knn="auto"`` picks on the GPU for large data).
+    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine, knn_target_recall
+        The graph's, as :func:`umapviz.build_graph` takes them (the last four tune the partitioned kNN, which
+        ``knn="auto"`` picks on the GPU for large data and escalates until its measured recall reaches
+        ``knn_target_recall``).
     n_components : int
         Dimensions of the embedding.
     n_epochs : int, optional
@@ -73,6 +75,7 @@ class UMAP:
         cache: bool | str = False,
         verbose: bool = False,
         knn_refine: int | str = DEFAULT_REFINE,
+        knn_target_recall: float = DEFAULT_TARGET,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -94,6 +97,7 @@ class UMAP:
         self.cache = cache
         self.verbose = verbose
         self.knn_refine = knn_refine
+        self.knn_target_recall = knn_target_recall
 
     def get_params(self, deep: bool = True) -> dict:
         """Constructor parameters, as scikit-learn expects."""
@@ -140,6 +144,7 @@ class UMAP:
             knn_partitions=self.knn_partitions,
             knn_overlap=self.knn_overlap,
             knn_refine=self.knn_refine,
+            knn_target_recall=self.knn_target_recall,
             random_state=seed,
             cache=self.cache,
             progress=self.verbose,
