@@ -18,7 +18,7 @@ from umapviz.graph.knn import (
     check_auto_recall,
     resolve_knn_method,
 )
-from umapviz.graph.knn.auto_gpu import BUDGET_UNITS, exact_units, step_units
+from umapviz.graph.knn.auto_search import BUDGET_UNITS, auto_knn, exact_units, step_units
 from umapviz.graph.knn.knn_cpu import exact_knn
 from umapviz.graph.knn.partitioned import partitioned_knn, resolve_partitioning
 from umapviz.graph.knn.partitions import plan_partitions
@@ -293,3 +293,46 @@ def test_gpu_recall_truth_streamed_in_blocks_is_the_whole_search(metric):
     for block in (7_001, 20_000 - 3):  # the last block smaller than k is merged as candidates
         again, blocked = sampled_truth(X, 15, 300, seed=2, metric=metric, device="gpu", block_rows=block)
         assert np.array_equal(rows, again) and whole.tobytes() == blocked.tobytes()
+
+
+def test_auto_search_that_meets_its_target_is_the_search_and_its_round(text_like):
+    # Structured data: the first search and its default round reach the target, so nothing more runs and the graph
+    # is the plain partitioned search's with one round.
+    idx, dist, record = auto_knn(text_like, 15, "euclidean", 8, 2, random_state=0, rounds=1, device="cpu")
+    plain = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, refine=1)
+    assert idx.tobytes() == plain[0].tobytes() and dist.tobytes() == plain[1].tobytes()
+    assert record["knn_steps"] == [["partitioned", 8, 1, record["knn_recall"]]] and record["knn_recall"] >= 0.95
+    assert record["knn"] == "partitioned" and record["knn_refine"] == 1 and record["knn_work"] == 1.3
+
+
+def test_auto_search_escalates_on_data_without_clusters_and_repeats_its_bytes():
+    # 32-d Gaussian noise cut into 40 partitions of 500 rows: the first search misses many neighbours; rounds,
+    # then larger partitions united with the last graph, then (cheaper than 4x partitions) the exact search.
+    X = np.random.default_rng(3).normal(size=(20_000, 32)).astype(np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idx, dist, record = auto_knn(X, 15, "euclidean", 40, 2, random_state=0, rounds=1, device="cpu")
+    short = [w for w in caught if "below its target" in str(w.message)]
+    assert (record["knn_recall"] >= 0.95) == (not short)
+    steps = record["knn_steps"]
+    assert steps[0][:2] == ["partitioned", 40] and steps[0][3] < 0.95 and len(steps) >= 2
+    recalls = [s[3] for s in steps]
+    assert recalls == sorted(recalls) and record["knn_recall"] == recalls[-1]  # a step never loses a neighbour
+    assert record["knn_recall"] == round(recall_at_k(X, idx, sample=1000, seed=0), 4)
+    assert record["knn_work"] <= BUDGET_UNITS and record["knn_refine"] == sum(s[2] for s in steps)
+    if steps[-1][0] == "exact":
+        assert record["knn"] == "exact" and idx.tobytes() == exact_knn(X, 15, progress=False)[0].tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = auto_knn(X, 15, "euclidean", 40, 2, random_state=0, rounds=1, device="cpu")
+    assert idx.tobytes() == again[0].tobytes() and dist.tobytes() == again[1].tobytes() and record == again[2]
+
+
+def test_auto_search_short_of_its_target_warns_with_the_recall_and_the_exact_estimate():
+    # 200 partitions of 100 rows: the exact search costs more than the budget, and the larger partitions it affords
+    # do not reach 0.999 on 64-d noise.
+    X = np.random.default_rng(3).normal(size=(20_000, 64)).astype(np.float32)
+    with pytest.warns(UserWarning, match=r"reached recall@k 0\.\d+ on .* below its target 0\.999 .*knn='exact'"):
+        _, _, record = auto_knn(X, 15, "euclidean", 200, 2, random_state=0, rounds=1, target=0.999, device="cpu")
+    assert record["knn_recall"] < 0.999 and record["knn_steps"][-1][0] == "partitioned"
+    assert record["knn_work"] <= BUDGET_UNITS

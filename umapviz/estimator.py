@@ -11,7 +11,7 @@ import numpy as np
 from ._validation import RandomStateLike, check_data, check_n_epochs, check_random_state
 from .graph import build_graph
 from .graph.fuzzy.fuzzy_cpu import new_point_memberships
-from .graph.knn.auto_gpu import DEFAULT_TARGET
+from .graph.knn.auto_search import DEFAULT_TARGET
 from .graph.knn.knn_cpu import query_knn, reference_index
 from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
 from .optimize import LayoutOptimizer

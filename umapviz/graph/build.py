@@ -33,7 +33,7 @@ from .knn import (
     resolve_knn_method,
     stop_if_cancelled,
 )
-from .knn.auto_gpu import DEFAULT_TARGET, auto_knn_gpu
+from .knn.auto_search import DEFAULT_TARGET, auto_knn
 from .knn.knn_cpu import nearest_neighbors
 from .knn.partitioned import (
     DEFAULT_OVERLAP,
@@ -87,7 +87,7 @@ def build_graph(
         NN-descent (pynndescent) and "auto" is exact while ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about
         half a minute on two cores), else approx. On the GPU "approx" is the partitioned search and "auto" is exact
         up to 500,000 rows, else the partitioned search escalated until its recall@k, measured on 1,000 sampled
-        rows, reaches ``knn_target_recall`` (:mod:`umapviz.graph.knn.auto_gpu`: more refinement rounds, larger
+        rows, reaches ``knn_target_recall`` (:mod:`umapviz.graph.knn.auto_search`: more refinement rounds, larger
         partitions, the exact search where that is cheaper, within a work budget); ``graph.params`` records the
         steps (``knn_steps``), the recall (``knn_recall``) and ``knn`` ("partitioned-gpu" or "exact-gpu"), and a
         warning gives the recall reached and the exact graph's estimated time where the target is not. "partitioned"
@@ -201,7 +201,7 @@ def build_graph(
         if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
             X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, rounds=knn_refine)
         if escalating and client is None:
-            knn_indices, knn_dists, record = auto_knn_gpu(
+            knn_indices, knn_dists, record = auto_knn(
                 X,
                 n_neighbors,
                 metric,

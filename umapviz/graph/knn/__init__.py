@@ -37,7 +37,7 @@ def check_metric(metric: str) -> str:
 # minutes from a few million), the partitioned search's with its refinement round as n, and on data with structure
 # it finds nearly every neighbour (bench/PARTITIONED_KNN.md). On data without it (round high-dimensional Gaussian
 # clusters) it misses many, so "auto" measures recall on AUTO_RECALL_SAMPLE sampled rows and escalates until a target
-# recall (:mod:`.auto_gpu`), the exact search among its steps up to AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows; where it
+# recall (:mod:`.auto_search`), the exact search among its steps up to AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows; where it
 # stops short it warns, naming the fix: a default never hands over a poorer graph unsaid.
 AUTO_GPU_EXACT_MAX_ROWS = 500_000
 AUTO_GPU_EXACT_FALLBACK_MAX_ROWS = 2_000_000
@@ -88,7 +88,7 @@ def resolve_knn_method(
     On the CPU: "exact", "approx" (pynndescent) or "partitioned"; "auto" is exact up to AUTO_EXACT_MAX_WORK of
     ``n_samples**2 * (n_features + 150)``, else approx. On the GPU: "exact-gpu" or "partitioned-gpu" ("approx"
     is the partitioned search there); "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows, else partitioned (which
-    ``build_graph`` escalates until a measured recall: :mod:`.auto_gpu`). With
+    ``build_graph`` escalates until a measured recall: :mod:`.auto_search`). With
     ``distributed`` (a Dask client) only the partitioned search runs: "auto" picks it, and "exact" or "approx" is
     refused.
     """

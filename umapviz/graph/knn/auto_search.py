@@ -1,4 +1,5 @@
-"""``knn="auto"`` on the GPU above the exact bound: the partitioned search, then more work until a measured recall.
+"""``knn="auto"`` on the GPU above the exact bound: the partitioned search, then more work until a measured recall
+(:func:`auto_knn`; it runs on the CPU too, for tests and studies).
 
 The search aims at a recall@k (``target``, 0.95 by default) measured on AUTO_RECALL_SAMPLE sampled rows against the
 exact search (:func:`umapviz.graph.knn.recall.sampled_truth`, float64 re-scoring: the same figure on every run).
@@ -29,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ..._backend import cupy, gpu_memory, is_cupy
+from ..._backend import cupy, gpu_memory, is_cupy, to_host
 from ..._host_data import to_device
 from . import AUTO_GPU_EXACT_FALLBACK_MAX_ROWS, AUTO_RECALL_SAMPLE, stop_if_cancelled
+from .knn_cpu import exact_knn
 from .knn_gpu import exact_knn_gpu, knn_bytes_needed
 from .partitioned import partitioned_bytes_needed, partitioned_knn
 from .recall import recall_from_truth, sampled_truth
@@ -86,7 +88,7 @@ def exact_seconds(n: int, d: int) -> float:
     return EXACT_SECONDS_PER_PAIR_FEATURE * float(n) ** 2 * d
 
 
-def auto_knn_gpu(
+def auto_knn(
     X: Any,
     n_neighbors: int,
     metric: str,
@@ -97,10 +99,12 @@ def auto_knn_gpu(
     target: float = DEFAULT_TARGET,
     cancel: Callable[[], bool] | None = None,
     progress: bool = False,
+    device: str = "gpu",
 ) -> tuple[Any, Any, dict]:
     """The partitioned search escalated until its measured recall reaches ``target`` (see the module docstring):
-    ``(indices int32 (n, k), distances float32 (n, k), record)`` with CuPy arrays; ``record`` holds what
-    ``graph.params`` keeps: ``knn`` ("partitioned-gpu" or "exact-gpu"), ``knn_recall`` (the final recall),
+    ``(indices int32 (n, k), distances float32 (n, k), record)`` on the device; ``record`` holds what
+    ``graph.params`` keeps: ``knn`` ("partitioned-gpu" or "exact-gpu", on the CPU without "-gpu"), ``knn_recall``
+    (the final recall),
     ``knn_partitions`` (the last search's), ``knn_refine`` (the rounds run in all), ``knn_steps`` (each step as
     ``[what, partitions, rounds, recall]``) and ``knn_work`` (the estimated work in default searches).
 
@@ -124,17 +128,21 @@ def auto_knn_gpu(
         Asked between the steps (and inside the searches).
     progress : bool
         Print a line per step: what ran, the recall reached, seconds.
+    device : str
+        ``"gpu"`` (CuPy arrays out; a step that does not fit in GPU memory ends the escalation) or ``"cpu"`` (the
+        same steps with the CPU's searches).
     """
     n, d = (int(s) for s in X.shape)
     k = int(n_neighbors)
-    rows, truth = sampled_truth(X, k, AUTO_RECALL_SAMPLE, seed=0, metric=metric, device="gpu")
+    gpu = device == "gpu"
+    rows, truth = sampled_truth(X, k, AUTO_RECALL_SAMPLE, seed=0, metric=metric, device=device)
     began = time.perf_counter()
     steps: list = []
     may_refine = rounds > 0
-    state: dict = {"device_x": X if is_cupy(X) else None}
+    state: dict = {"device_x": X if is_cupy(X) or not gpu else None}
 
     def measure(idx: Any) -> float:  # the sampled rows' neighbours only travel to the host
-        found = idx[cupy().asarray(rows)].get()
+        found = to_host(idx[cupy().asarray(rows)] if gpu else idx[rows])
         return round(float(recall_from_truth(found, np.arange(rows.size), truth)), 4)
 
     def say(what: str, recall: float) -> None:
@@ -142,14 +150,14 @@ def auto_knn_gpu(
             print(f"knn auto: {what}: recall@{k} {recall:.4f} ({time.perf_counter() - began:.1f} s)", flush=True)
 
     def search(parts: int) -> tuple[Any, Any]:
-        data = _search_data(X, state, n, d, k, parts, overlap)
+        data = _search_data(X, state, n, d, k, parts, overlap) if gpu else X
         return partitioned_knn(
-            data, k, metric, parts, overlap, random_state=random_state, device="gpu", return_device=True,
+            data, k, metric, parts, overlap, random_state=random_state, device=device, return_device=True,
             refine=0, cancel=cancel,
         )  # fmt: skip
 
     def refine_once(idx: Any) -> tuple[Any, Any]:
-        return refine_knn(_on_device(X, state), idx, 1, metric, "gpu")
+        return refine_knn(_on_device(X, state), idx, 1, metric, device)
 
     idx, dist = search(n_partitions)
     recall, work, parts = measure(idx), 1.0, n_partitions
@@ -175,15 +183,18 @@ def auto_knn_gpu(
         nxt = -(-parts // 2)
         search_cost = step_units(n, nxt, n_partitions, overlap) if nxt >= 2 else float("inf")
         exact_cost = exact_units(n, n_partitions, overlap) if n <= AUTO_GPU_EXACT_FALLBACK_MAX_ROWS else float("inf")
-        if exact_cost <= search_cost and work + exact_cost <= BUDGET_UNITS and _exact_fits(n, d, k, idx):
+        if exact_cost <= search_cost and work + exact_cost <= BUDGET_UNITS and (not gpu or _exact_fits(n, d, k)):
             idx = dist = None
-            idx, dist = exact_knn_gpu(state["device_x"] if state["device_x"] is not None else X, k, metric,
-                                      return_device=True, cancel=cancel)  # fmt: skip
+            if gpu:
+                data = state["device_x"] if state["device_x"] is not None else X
+                idx, dist = exact_knn_gpu(data, k, metric, return_device=True, cancel=cancel)
+            else:
+                idx, dist = exact_knn(X, k, metric, progress=False, cancel=cancel)
             recall, work = measure(idx), work + exact_cost
             steps.append(["exact", 1, 0, recall])
             say("exact search", recall)
             break
-        if work + search_cost > BUDGET_UNITS or not _search_fits(X, state, n, d, k, nxt, overlap):
+        if work + search_cost > BUDGET_UNITS or (gpu and not _search_fits(X, state, n, d, k, nxt, overlap)):
             break
         new_idx, _ = search(nxt)
         idx, dist = union_knn(_on_device(X, state), [idx, new_idx], metric)
@@ -194,7 +205,7 @@ def auto_knn_gpu(
         say(f"partitioned search, {parts} partitions, united with the last graph", recall)
         since_search, gain = 0, 1.0
     record = {
-        "knn": "exact-gpu" if steps[-1][0] == "exact" else "partitioned-gpu",
+        "knn": ("exact" if steps[-1][0] == "exact" else "partitioned") + ("-gpu" if gpu else ""),
         "knn_recall": recall,
         "knn_target_recall": target,
         "knn_partitions": parts,
@@ -243,7 +254,7 @@ def _search_fits(X: Any, state: dict, n: int, d: int, k: int, parts: int, overla
     return max(search, union) <= free
 
 
-def _exact_fits(n: int, d: int, k: int, idx: Any) -> bool:
+def _exact_fits(n: int, d: int, k: int) -> bool:
     """Whether the exact search fits with the current graph freed."""
     return knn_bytes_needed(n, d, k, min(n, 1024)) <= gpu_memory()[0] + _held(n, k)
 
@@ -258,7 +269,7 @@ def _warn_short(recall: float, target: float, n: int, d: int, steps: list, work:
         f"its target {target} (graph.params['knn_steps']: {searches} partitioned searches, the last with "
         f"{steps[-1][1]} partitions, {rounds} refinement rounds; about {work:.1f} times the first search's work, "
         f"the budget being {BUDGET_UNITS:g}). The exact graph (knn='exact') would take about "
-        f"{exact_seconds(n, d):,.0f} s on an H200. Or pass a lower knn_target_recall, fewer knn_partitions (larger "
+        f"{exact_seconds(n, d):,.1f} s on an H200. Or pass a lower knn_target_recall, fewer knn_partitions (larger "
         "partitions), or a larger knn_overlap.",
         UserWarning,
         stacklevel=4,
