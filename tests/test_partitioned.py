@@ -285,13 +285,12 @@ def test_gpu_auto_escalates_until_the_target_or_says_what_it_reached():
     assert graph.fingerprint == again.fingerprint and graph.params == again.params
 
 
-@pytest.mark.gpu
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-def test_gpu_recall_truth_streamed_in_blocks_is_the_whole_search(metric):
+def test_recall_truth_searched_in_blocks_is_the_whole_search(metric, device):
     X = datasets.load("text_like", n_samples=20_000, random_state=0)[0]
-    rows, whole = sampled_truth(X, 15, 300, seed=2, metric=metric, device="gpu")
+    rows, whole = sampled_truth(X, 15, 300, seed=2, metric=metric, device=device)
     for block in (7_001, 20_000 - 3):  # the last block smaller than k is merged as candidates
-        again, blocked = sampled_truth(X, 15, 300, seed=2, metric=metric, device="gpu", block_rows=block)
+        again, blocked = sampled_truth(X, 15, 300, seed=2, metric=metric, device=device, block_rows=block)
         assert np.array_equal(rows, again) and whole.tobytes() == blocked.tobytes()
 
 

@@ -10,7 +10,7 @@ from ..._backend import cupy, gpu_memory, to_host
 from ..._host_data import to_device
 from ..._validation import check_int
 from . import PREP_BLOCK_BYTES, check_metric
-from .knn_cpu import query_knn
+from .knn_cpu import query_knn, refine_candidates
 from .knn_gpu import query_knn_gpu, refine_candidates_gpu
 
 
@@ -63,8 +63,9 @@ def sampled_truth(
     measure several graphs of the same X against one exact search (:func:`recall_from_truth`).
 
     On the GPU the reference set is searched a block of rows at a time where its prepared copy does not fit
-    (:func:`truth_block_rows`), each block's k nearest merged with the best so far by the exact float64 re-scoring
-    (:func:`knn_gpu.refine_candidates_gpu`): the same neighbours, by (distance, index), as one search of all of X.
+    (:func:`truth_block_rows`; on either device where ``block_rows`` says so), each block's k nearest merged with
+    the best so far by the exact float64 re-scoring: the same neighbours, by (distance, index), as one search of
+    all of X.
 
     Parameters
     ----------
@@ -75,31 +76,38 @@ def sampled_truth(
     sample, seed, metric, device
         As :func:`recall_at_k` takes them.
     block_rows : int, optional
-        On the GPU, rows of X searched at a time; None: as many as half the free GPU memory holds.
+        Rows of X searched at a time; None: on the GPU as many as half the free GPU memory holds, on the CPU all.
     """
     metric = check_metric(metric)
     sample = check_int("sample", sample, 1)
     n = int(X.shape[0])
     rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
-    if device != "gpu":
-        truth, _ = query_knn(np.asarray(X), to_host(X[rows]), n_neighbors, metric)
-        return rows, to_host(truth)
     k = int(n_neighbors)
-    block = truth_block_rows(n, int(X.shape[1]), rows.size) if block_rows is None else int(block_rows)
+    gpu = device == "gpu"
+    if block_rows is not None:
+        block = check_int("block_rows", block_rows, 1)
+    else:
+        block = truth_block_rows(n, int(X.shape[1]), rows.size) if gpu else n
     block = max(block, k)
-    queries = to_device(X, rows)
+    queries = to_device(X, rows) if gpu else np.ascontiguousarray(to_host(X[rows]), dtype=np.float32)
+
+    def search(reference: Any) -> np.ndarray:
+        if gpu:
+            return query_knn_gpu(reference, queries, k, metric)[0]
+        return query_knn(np.asarray(reference, dtype=np.float32), queries, k, metric)[0]
+
     if block >= n:
-        truth, _ = query_knn_gpu(X, queries, k, metric)
-        return rows, to_host(truth)
+        return rows, to_host(search(X))
     best = None
     for start in range(0, n, block):
         stop = min(n, start + block)
         if stop - start < k:  # a last block too small to search: its rows join the previous block's candidates
             found = np.broadcast_to(np.arange(start, stop, dtype=np.int64), (rows.size, stop - start))
         else:
-            local, _ = query_knn_gpu(X[start:stop], queries, k, metric)
-            found = local.astype(np.int64) + start
-        best = found if best is None else _nearest_of(X, queries, np.concatenate([best, found], axis=1), k, metric)
+            found = to_host(search(X[start:stop])).astype(np.int64) + start
+        if best is not None:
+            found = _nearest_of(X, queries, np.concatenate([best, found], axis=1), k, metric, gpu)
+        best = found
     return rows, best.astype(np.int32)
 
 
@@ -136,18 +144,27 @@ def truth_block_rows(n: int, d: int, n_queries: int, free: int | None = None) ->
     return int(block)
 
 
-def _nearest_of(X: Any, queries: Any, cand: np.ndarray, k: int, metric: str) -> np.ndarray:
+def _nearest_of(X: Any, queries: Any, cand: np.ndarray, k: int, metric: str, gpu: bool) -> np.ndarray:
     """The k nearest of each query's candidate rows of X (int64, distinct within a row), by the exact searches'
-    float64 re-scoring on the GPU, ties by index: the candidates' rows are gathered in ascending order, so a
-    local index orders as its global one."""
-    cp = cupy()
+    float64 re-scoring (:func:`knn_gpu.refine_candidates_gpu` on the GPU, its twin
+    :func:`knn_cpu.refine_candidates` on the CPU), ties by index: the candidates' rows are gathered in ascending
+    order, so a local index orders as its global one."""
     uniq = np.unique(cand)
     local = np.searchsorted(uniq, cand).astype(np.int32)
+    cosine = metric == "cosine"
+    if not gpu:
+        Xc = np.ascontiguousarray(to_host(X[uniq]), dtype=np.float32)
+        out_idx = np.empty((cand.shape[0], k), dtype=np.int64)
+        out_dist = np.empty((cand.shape[0], k), dtype=np.float64)
+        row_ids = np.arange(cand.shape[0], dtype=np.int64)
+        refine_candidates(Xc, queries, row_ids, local.astype(np.int64), k, cosine, False, out_idx, out_dist)
+        return uniq[out_idx]
+    cp = cupy()
     Xc = to_device(X, uniq)
     out_idx = cp.empty((cand.shape[0], k), dtype=cp.int32)
     out_dist = cp.empty((cand.shape[0], k), dtype=cp.float32)
     row_ids = cp.arange(cand.shape[0], dtype=cp.int64)
-    refine_candidates_gpu(Xc, queries, row_ids, cp.asarray(local), k, metric == "cosine", False, out_idx, out_dist)
+    refine_candidates_gpu(Xc, queries, row_ids, cp.asarray(local), k, cosine, False, out_idx, out_dist)
     return uniq[out_idx.get()]
 
 
