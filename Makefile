@@ -1,12 +1,13 @@
 # Two commands do all the set-up on a fresh machine with Python >= 3.10:
 #   make lab    -- JupyterLab on notebooks/ (creates .venv and installs everything on first use)
-#   make test   -- lint + the test suite (the notebooks too, headless with nbval); GPU tests skip without a GPU
+#   make test   -- lint, types, the docs site and the test suite (the notebooks too, headless with nbval);
+#                  GPU tests skip without a GPU
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: lab test install lint demo bench-cpu clean
+.PHONY: lab test install lint typecheck docs demo bench-cpu clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,10 +24,19 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab $(ROOT_FLAG) notebooks/
 
 lint: $(STAMP)
-	$(BIN)/ruff check umapviz tests bench
-	$(BIN)/ruff format --check umapviz tests bench
+	$(BIN)/ruff check umapviz tests bench docs/conf.py
+	$(BIN)/ruff format --check umapviz tests bench docs/conf.py
 
-test: $(STAMP) lint
+# The core packages' types (config: [tool.mypy] in pyproject.toml).
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+# The docs site from the docstrings, docs/*.md and the stored notebooks (not executed), warnings as errors:
+# docs/_build/html/index.html.
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
+test: $(STAMP) lint typecheck docs
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval-lax --nbval-sanitize-with notebooks/sanitize.cfg
 
 demo: $(STAMP)
@@ -36,4 +46,4 @@ bench-cpu: $(STAMP)
 	$(BIN)/python bench/cpu_layout.py
 
 clean:
-	rm -rf $(VENV) data/cache .pytest_cache
+	rm -rf $(VENV) data/cache .pytest_cache docs/_build .mypy_cache

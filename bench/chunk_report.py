@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chunk_study import read_results  # noqa: E402 - a sibling script, not a package
+from chunk_study import read_results
 
-from umapviz.optimize.chunks import chunks_for  # noqa: E402
+from umapviz.optimize.chunks import chunks_for
 
 RULES = ("shipped", "degree", "auto")
 # On one H200 a chunked epoch costs the buffered one plus ~7 us per chunk, at 1M and at 5M points alike

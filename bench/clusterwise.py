@@ -2,7 +2,7 @@
 
 When the groups (clusters) of a data set lie far apart, every point's nearest neighbours lie in its own group,
 so exact kNN per group equals exact kNN of all points at a fraction of the cost: the sum of the squared group
-sizes instead of n^2 (a tenth of it for 30 Zipf-sized clusters). That is how the GPU benches build graphs of
+sizes instead of n^2 (the more clusters, the smaller the share). That is how the GPU benches build graphs of
 millions of points (bench/gpu_bench.py, bench/chunk_study.py). Whether the premise holds is checked, not
 assumed: :func:`knn_agreement` compares sampled rows with brute force over all points.
 
@@ -67,7 +67,7 @@ def knn_within_groups(X: Any, groups: Any, n_neighbors: int, metric: str = "eucl
 def _knn_function(X: Any):
     """exact_knn for NumPy input, exact_knn_gpu (results kept on the device) for CuPy input."""
     if is_cupy(X):
-        from .knn_gpu import exact_knn_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
+        from umapviz.graph.knn.knn_gpu import exact_knn_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
         return lambda sub, k, metric: exact_knn_gpu(sub, k, metric, return_device=True)
     return lambda sub, k, metric: exact_knn(sub, k, metric, progress=False)
@@ -120,7 +120,7 @@ def graph_from_knn(
         n, n_neighbors=k, metric=metric, knn=knn, min_dist=min_dist, spread=spread, n_epochs=n_epochs
     )
     if is_cupy(knn_indices):
-        from .build_gpu import fuzzy_graph_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
+        from umapviz.graph.build_gpu import fuzzy_graph_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
         return fuzzy_graph_gpu(knn_indices, knn_dists, params)
     fuzzy = fuzzy_simplicial_set(np.asarray(knn_indices), np.asarray(knn_dists))

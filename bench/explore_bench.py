@@ -13,9 +13,9 @@ What is timed (median over --repeats calls after one warm-up call, plus the best
     "aggregate" is the rest of ``render``. The zoomed view is a quarter of the layout's width and height around a
     dense cluster; the whole view is shown for comparison. Targets: <= 100 ms at 1M points on the CPU, <= 30 ms at
     10M on the GPU (re-render with the JPEG encode).
-(b) hover: ``umapviz.inspect.nearest_point`` at random cursor positions in the zoomed view. Target: <= 20 ms at
+(b) hover: ``umapviz.probe.nearest_point`` at random cursor positions in the zoomed view. Target: <= 20 ms at
     1M points on the CPU.
-(c) ``umapviz.inspect.point_info`` of the busiest flung point, under buffered and chunked("auto"), on a kNN-like
+(c) ``umapviz.probe.point_info`` of the busiest flung point, under buffered and chunked("auto"), on a kNN-like
     graph of --info-points points (each point tied to its 10 successors in an order that walks each cluster in
     strips, plus hubs of 3,000 down to 300 edges): the first call (it draws the seed's edge order), the
     following calls, and calls given the typical neighbour distance; and ``flung``.
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from umapviz import inspect
+from umapviz import probe
 from umapviz._backend import cupy, resolve_device
 from umapviz.graph import FuzzyGraph
 from umapviz.render import View, encode_png, render, shade
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         queries = zip(
             rng.uniform(*view.x_range, args.repeats + 1), rng.uniform(*view.y_range, args.repeats + 1), strict=True
         )
-        first, hover_times = timed(lambda: inspect.nearest_point(emb, *next(queries)), args.repeats, sync)
+        first, hover_times = timed(lambda: probe.nearest_point(emb, *next(queries)), args.repeats, sync)
         rows.append(("(b) hover: nearest_point", f"{n:,}", f"{1e3 * first:.0f}", stats_ms(hover_times)))
         bar.update()
 
@@ -239,15 +239,15 @@ def main(argv: list[str] | None = None) -> None:
             graph = knn_like_graph(emb_info, labels_info)
             flagged_info[np.argmax(graph.degree)] = True  # the busiest vertex flung too, as a hub is
             emb_device = xp.asarray(emb_info)
-            first, flung_times = timed(lambda: inspect.flung(flagged_info, graph), args.repeats, sync)
+            first, flung_times = timed(lambda: probe.flung(flagged_info, graph), args.repeats, sync)
             rows.append(("(c) flung", f"{n_info:,}", f"{1e3 * first:.0f}", stats_ms(flung_times)))
-            busiest = int(inspect.flung(flagged_info, graph)[0])
-            typical = inspect.typical_neighbor_distance(graph, emb_device)
+            busiest = int(probe.flung(flagged_info, graph)[0])
+            typical = probe.typical_neighbor_distance(graph, emb_device)
             for strategy, n_chunks in (("buffered", 1), ("chunked", "auto")):
                 info = {}
 
                 def call(strategy=strategy, n_chunks=n_chunks, info=info, **kw):
-                    info["info"] = inspect.point_info(
+                    info["info"] = probe.point_info(
                         graph,
                         emb_device,
                         busiest,

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from umapviz.datasets import _zipf_sizes
+from umapviz.datasets.generators import _zipf_sizes
 
 
 def mixture_gpu(n: int, d: int = 384, n_clusters: int = 30, seed: int = 0, xp: Any = None) -> tuple[Any, Any]:
@@ -35,8 +35,9 @@ def mixture_gpu(n: int, d: int = 384, n_clusters: int = 30, seed: int = 0, xp: A
 
 
 def text_like_gpu(n: int, seed: int = 0, dim: int = 384):
-    """(n, dim) float32 CuPy unit rows: the kit's text_like recipe (umapviz.datasets._text_like: Zipf-sized topics,
-    each a direction plus a decaying rank-8 spread plus small noise) drawn with CuPy, so other random numbers."""
+    """(n, dim) float32 CuPy unit rows: the kit's text_like recipe (umapviz.datasets.generators._text_like:
+    Zipf-sized topics, each a direction plus a decaying rank-8 spread plus small noise) drawn with CuPy, so other
+    random numbers."""
     import cupy as cp  # noqa: PLC0415 - GPU runs only
 
     rng = cp.random.default_rng(seed)

@@ -17,7 +17,7 @@ from clusterwise import graph_from_knn, knn_agreement, knn_within_groups
 from gpu_mixture import mixture_gpu
 
 from umapviz._backend import to_host
-from umapviz.datasets import _zipf_sizes
+from umapviz.datasets.generators import _zipf_sizes
 
 
 @dataclass

@@ -36,7 +36,7 @@ from umapviz.graph.fuzzy import fuzzy_cpu, fuzzy_gpu
 from umapviz.graph.knn.knn_cpu import exact_knn, exact_rows, reference_index
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from cuda_host import FUZZY_KERNEL_SHIMS, build_host_library, compiler, marked_section  # noqa: E402
+from cuda_host import FUZZY_KERNEL_SHIMS, build_host_library, compiler, marked_section
 
 K = 15
 

@@ -11,7 +11,7 @@ Python. What is timed (median, best and 95th percentile over --repeats events af
     the new image is in the bokeh document and serialized: aggregate, shade, marks, HoloViews update, send.
     Target: <= 100 ms at 1M points on the CPU, <= 30 ms at 10M on the GPU.
 (b) hover: a ``PointerXY`` event until the text naming the nearest point is in the document (the look-up is
-    ``umapviz.inspect.nearest_point``). Target: <= 20 ms at 1M points on the CPU.
+    ``umapviz.probe.nearest_point``). Target: <= 20 ms at 1M points on the CPU.
 (c) push: a new frame pushed while zoomed (the same path as (a), started by the optimizer's thread).
 
 The points: 10 labelled Gaussian clusters made in the run, 0.01% flagged as outliers; a selection of 1,000

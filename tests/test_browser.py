@@ -167,7 +167,7 @@ def _write_notebook(path: Path, cells: tuple[str, ...]) -> None:
 
 
 def _get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - localhost only
+    with urllib.request.urlopen(url, timeout=5) as response:  # localhost only
         return response.read()
 
 

@@ -12,7 +12,7 @@ import umapviz
 import umapviz._backend as backend
 import umapviz.cli as cli
 from umapviz import datasets, metrics
-from umapviz.cli import compare_summary, format_table, main, run_bench, run_compare, run_demo
+from umapviz.cli import compare_summary, format_table, main, run_bench, run_compare, run_demo, steps
 from umapviz.graph import build_graph
 from umapviz.render import side_by_side
 
@@ -404,7 +404,7 @@ def test_demo_prints_the_fingerprints_of_its_graph_and_start(capsys):
     line = capsys.readouterr().out.splitlines()[4]
     X, _ = datasets.load("moons", n_samples=200, random_state=0)
     graph = build_graph(X, n_neighbors=15, n_epochs=10, random_state=0, progress=False)
-    start = cli._start_layout(graph, "spectral", 0, "cpu")
+    start = steps._start_layout(graph, "spectral", 0, "cpu")
     assert line.startswith(f"bytes   graph {graph.fingerprint}, start {metrics.fingerprint(start)}: ")
     assert main(["demo", *SMALL, "--init", "random", "--n-chunks", "4"]) == 0
     assert ", start random, from the seed: " in capsys.readouterr().out
@@ -519,7 +519,7 @@ def test_demo_reports_the_most_outliers_after_any_epoch_and_when():
         random_state=0,
         progress=False,
     )
-    start = cli._start_layout(graph, "spectral", 0, "cpu")
+    start = steps._start_layout(graph, "spectral", 0, "cpu")
     assert rows[1]["strategy"] == "buffered" and rows[1]["peak_neighbors"] != "0"  # its hubs fly early
     for row in rows:
         opt = umapviz.LayoutOptimizer(

@@ -35,7 +35,7 @@ SCRIPT = textwrap.dedent(
     sys.meta_path.insert(0, Refuse())
     import numpy as np
     import umapviz
-    from umapviz import inspect, metrics
+    from umapviz import metrics, probe
 
     X = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)
     graph = umapviz.build_graph(X, n_neighbors=10, cache=False)
@@ -44,8 +44,8 @@ SCRIPT = textwrap.dedent(
     est = umapviz.UMAP(n_neighbors=10, n_epochs=20, random_state=0)
     emb = est.fit_transform(X)
     assert est.transform(X[:20]).shape == (20, 2)
-    info = inspect.point_info(graph, opt.embedding, 0, strategy="chunked", n_chunks=3, random_state=0)
-    assert info.edges_per_chunk.sum() == info.degree and inspect.nearest_point(opt.embedding, 0.0, 0.0) >= 0
+    info = probe.point_info(graph, opt.embedding, 0, strategy="chunked", n_chunks=3, random_state=0)
+    assert info.edges_per_chunk.sum() == info.degree and probe.nearest_point(opt.embedding, 0.0, 0.0) >= 0
     print(metrics.fingerprint(opt.embedding), metrics.trustworthiness(X, emb, n_neighbors=5))
     """
 )

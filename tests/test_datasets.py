@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from umapviz import datasets
+from umapviz.datasets import checks, generators
 
 SYNTHETIC = ["clusters", "gaussian", "gaussian1024", "mixture", "text_like", "blobs", "moons", "circles"]
 DIMS = {
@@ -132,7 +133,7 @@ def test_mixture_cluster_sizes_follow_zipf():
 
 def test_zipf_sizes_sum_exactly_even_when_rounding_bites():
     for n, k in [(7, 5), (100, 30), (12_345, 30)]:
-        sizes = datasets._zipf_sizes(n, k)
+        sizes = generators._zipf_sizes(n, k)
         assert sizes.sum() == n and (sizes >= 1).all() and len(sizes) == k
 
 
@@ -413,7 +414,7 @@ def test_parquet_pandas_index_is_not_a_feature(tmp_path):
 
 def test_synthetic_data_too_large_for_memory_is_refused_before_generating(monkeypatch):
     """n_samples=10**9 failed deep in NumPy ('Unable to allocate 954. GiB')."""
-    monkeypatch.setattr(datasets, "_available_bytes", lambda: 2**30)
+    monkeypatch.setattr(checks, "_available_bytes", lambda: 2**30)
     with pytest.raises(ValueError, match=r"n_samples=1,000,000 needs about 1\.9 GiB \(256 features a point\)"):
         datasets.load("gaussian", n_samples=1_000_000)
     assert datasets.load("gaussian", n_samples=300)[0].shape == (300, 256)  # small sizes still load

@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("holoviews")
 pytest.importorskip("panel")
 
-from umapviz import compare  # noqa: E402
-from umapviz.render.marks import SELECTION_COLOR  # noqa: E402
-from umapviz.render.shade import hex_to_rgb  # noqa: E402
-from umapviz.widgets.explorer.panel import Explorer  # noqa: E402
+from umapviz import compare
+from umapviz.render.marks import SELECTION_COLOR
+from umapviz.render.shade import hex_to_rgb
+from umapviz.widgets.explorer.panel import Explorer
 
 
 def _yellow(frame: np.ndarray) -> int:
@@ -102,6 +102,58 @@ def test_explorer_select_draws_the_points_and_box_selection_selects(explorer):
         explorer.select([10**6])
 
 
+def test_every_state_has_a_way_out_in_the_api_and_in_the_view(explorer):
+    """Notebook 01 left a hub inspected (the plot dimmed) for good, a box selection stayed drawn with no count,
+    and Reset went back to epoch 0 but kept the zoom: a nearly empty plot."""
+    explorer.clear()  # what the tests before left inspected
+    explorer.wait()
+    plain = explorer.frame()
+    assert explorer.widgets["clear"].disabled and "click a point" in explorer.widgets["focus"].value
+    explorer.inspect(5)
+    explorer.select(np.arange(412))
+    focus = explorer.widgets["focus"].value
+    assert "inspecting <b>#5</b>" in focus and "<b>412</b> selected" in focus and "click empty space" in focus
+    assert not explorer.widgets["clear"].disabled
+    assert explorer.inspect(None) is None and explorer.controller.point is None
+    explorer.select(None)
+    explorer.wait()
+    assert explorer.selection.size == 0 and np.array_equal(explorer.frame(), plain)
+    explorer.select([1, 2])
+    explorer.clear_selection()
+    assert explorer.selection.size == 0
+    # In the view: a click on empty space, then the Clear button, each clear both.
+    for clear in ("empty space", "button"):
+        explorer.inspect(7)
+        explorer.select(np.arange(30))
+        if clear == "button":
+            explorer.widgets["clear"].click()
+        else:
+            (x0, x1), (y0, y1) = explorer.view_range
+            layout = np.asarray(explorer.controller.layout_of())
+            far = (x1 + 10 * (x1 - x0), y1 + 10 * (y1 - y0))  # beyond every point (the plot reports any place)
+            assert np.hypot(*(layout - far).T).min() > x1 - x0
+            explorer.plot.tap_stream.event(x=far[0], y=far[1])
+        explorer.wait()
+        assert explorer.controller.inspected is None and explorer.selection.size == 0, clear
+        assert np.array_equal(explorer.frame(), plain), clear
+    # Reset: epoch 0 and the whole layout in view together.
+    (x0, x1), (y0, y1) = explorer.view_range
+    explorer.zoom((x0, (x0 + x1) / 2), (y0, (y0 + y1) / 2))
+    state = explorer.reset()
+    assert state.epoch == 0 and explorer.controller.view_range is None
+    explorer.reset_view()  # nothing to reset: no error
+    explorer.play(20)
+    # The trail: on and off.
+    explorer.inspect(5)
+    explorer.trail = True
+    trailed = explorer.frame()
+    explorer.trail = False
+    assert explorer.widgets["trail"].value is False and not np.array_equal(explorer.frame(), trailed)
+    with pytest.raises(ValueError, match="trail='yes' must be True or False"):
+        explorer.trail = "yes"
+    explorer.clear()
+
+
 def test_the_grid_links_zoom_and_selection_across_panels(blobs_small):
     X, y = blobs_small
     grid = compare(
@@ -128,12 +180,25 @@ def test_the_grid_links_zoom_and_selection_across_panels(blobs_small):
         inside = np.flatnonzero(((buffered >= -4.0) & (buffered <= 0.0)).all(axis=1))
         assert np.array_equal(selected, inside) and inside.size > 0
         assert all(np.array_equal(p.selection, inside) for p in grid.plots)  # highlighted in both panels
+        assert f"<b>{inside.size:,}</b> selected in every panel" in grid.widgets["selected"].value
+        assert not grid.widgets["clear"].disabled
         grid.reset_view()  # the whole layouts: the selected points are drawn wherever they sit in each
         grid.controller.worker.wait_idle()
         assert grid.controller.view_range is None
         assert all(_yellow(frame) > 0 for frame in grid.marked_frames())
         grid.select([])
         assert all(_yellow(frame) == 0 for frame in grid.marked_frames())
+        assert "selected" not in grid.widgets["selected"].value and grid.widgets["clear"].disabled
+        for clear in ("empty space", "button"):  # each clears the selection in every panel
+            grid.select(inside)
+            if clear == "button":
+                grid.widgets["clear"].click()
+            else:
+                grid.plots[1].tap_stream.event(x=1e6, y=1e6)
+            grid.controller.worker.wait_idle()
+            assert grid.selection.size == 0 and all(_yellow(frame) == 0 for frame in grid.marked_frames()), clear
+        grid.select(None)
+        grid.clear_selection()
     finally:
         grid.close()
 

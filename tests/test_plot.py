@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("holoviews")
 pytest.importorskip("panel")
 
-from umapviz.render import render  # noqa: E402
-from umapviz.render.live.linked import LinkedViews  # noqa: E402
-from umapviz.render.live.view import LiveView  # noqa: E402
-from umapviz.render.marks import SELECTION_COLOR  # noqa: E402
-from umapviz.render.shade import hex_to_rgb  # noqa: E402
+from umapviz.render import render
+from umapviz.render.live.linked import LinkedViews
+from umapviz.render.live.view import LiveView
+from umapviz.render.marks import SELECTION_COLOR
+from umapviz.render.shade import hex_to_rgb
 
 LEFT, RIGHT = 3000, 3000  # points in the two clusters; one lone point at the origin follows them
 
@@ -102,7 +102,24 @@ def test_a_click_reports_the_nearest_point_and_ignores_empty_space(clusters):
     live.tap_stream.event(x=0.1, y=-0.1)  # 0.14 from the lone point: well within the hover radius
     live.tap_stream.event(x=float(embedding[17, 0]), y=float(embedding[17, 1]))
     live.tap_stream.event(x=15.0, y=-15.0)  # nothing within 24 pixels (9.6 data units) of it
-    assert taps == [LEFT + RIGHT, 17]
+    assert taps == [LEFT + RIGHT, 17, None]  # None: a click on empty space, which clears
+
+
+def test_a_click_on_empty_space_clears_the_selection_drawn(clusters):
+    """A box selection stayed drawn in yellow with no way to clear it from the plot."""
+    embedding, labels = clusters
+    live = LiveView(100, 100, view=(-20.0, 20.0, -20.0, 20.0))
+    live.push(embedding, labels=labels)
+    _shown(live)
+    live.box_stream.event(bounds=(-20.0, -20.0, 0.5, 0.5))
+    selected = live.frame()
+    assert live.selection.size == LEFT + 1
+    live.tap_stream.event(x=float(embedding[17, 0]), y=float(embedding[17, 1]))  # on a point: kept
+    assert live.selection.size == LEFT + 1
+    live.tap_stream.event(x=15.0, y=-15.0)
+    assert live.selection.size == 0
+    assert not np.array_equal(live.frame(), selected)
+    assert np.array_equal(live.frame(), render(embedding, labels, None, 100, 100, (-20.0, 20.0, -20.0, 20.0))[0])
 
 
 def test_hover_names_the_nearest_point_and_its_label(clusters):
@@ -118,6 +135,47 @@ def test_hover_names_the_nearest_point_and_its_label(clusters):
     live.pointer_stream.event(x=15.0, y=-15.0)
     live.dmap[()]
     assert live.hovered is None and hovered[-1] is None
+
+
+def test_escape_over_the_plot_clears_as_a_click_on_empty_space_does(clusters):
+    """The page marks the figure's tags on Escape (a change BokehJS sends back); the view clears on it."""
+    import holoviews as hv  # noqa: PLC0415
+
+    embedding, labels = clusters
+    taps = []
+    live = LiveView(100, 100, view=(-20.0, 20.0, -20.0, 20.0), on_tap=taps.append)
+    live.push(embedding, labels=labels)
+    figure = hv.renderer("bokeh").get_plot(live.dmap).state
+    assert {"mousemove", "mouseleave"} <= set(figure.js_event_callbacks)
+    assert {"mousemove", "mouseleave"} <= set(figure.subscribed_events)  # else BokehJS never runs the JS
+    assert "Escape" in figure.js_event_callbacks["mousemove"][0].code
+    live.box_stream.event(bounds=(-20.0, -20.0, 0.5, 0.5))
+    assert live.selection.size == LEFT + 1
+    figure.tags = ["something else"]  # another change of the tags: nothing cleared
+    assert live.selection.size == LEFT + 1 and taps == []
+    figure.tags = ["umapviz-escape", 1]
+    assert live.selection.size == 0 and taps == [None]
+
+
+def test_the_hover_label_goes_when_the_pointer_leaves_and_stays_inside_the_plot(clusters):
+    """The label stayed after the mouse left the plot, and "#6,169" was cut at the plot's right edge."""
+    embedding, labels = clusters
+    hovered = []
+    live = LiveView(100, 100, view=(-20.0, 20.0, -20.0, 20.0), on_hover=hovered.append)
+    live.push(embedding, labels=labels)
+    _shown(live)
+    left, right = int(np.argmin(embedding[:, 0])), int(np.argmax(embedding[:, 0]))
+    sides = {}
+    for index in (left, right):
+        live.pointer_stream.event(x=float(embedding[index, 0]), y=float(embedding[index, 1]))
+        text = live.dmap[()].get(1)
+        assert live.hovered[0] == index and f"#{index:,}" in text.text
+        assert f"({embedding[index, 0]:.3g}, {embedding[index, 1]:.3g})" in text.text  # the point's coordinates
+        sides[index] = (text.halign, text.valign)
+    assert sides[left][0] == "left" and sides[right][0] == "right"  # the right edge's label reads leftwards
+    live._pointer_left()  # bokeh's MouseLeave
+    text = live.dmap[()].get(1)
+    assert live.hovered is None and hovered[-1] is None and text.text == ""
 
 
 def test_box_and_lasso_select_the_points_inside_and_draw_them(clusters):

@@ -45,17 +45,10 @@ from umapviz.render import (
     side_by_side,
 )
 from umapviz.render.aggregate import N_EDGE_BINS, Aggregate
-from umapviz.render.shade import (
-    class_colors,
-    composite,
-    edge_labels,
-    edge_marker_positions,
-    hex_to_rgb,
-    marker_size,
-    pil_font,
-    shade,
-    shade_points,
-)
+from umapviz.render.shade import shade, shade_points
+from umapviz.render.shade.edge_markers import edge_labels, edge_marker_positions, marker_size, pil_font
+from umapviz.render.shade.pixels import composite
+from umapviz.render.shade.style import class_colors, hex_to_rgb
 from umapviz.render.view import data_bounds, resolve_view
 
 OUTLIER_RGB = hex_to_rgb(DEFAULT_STYLE.outlier_color)
@@ -715,8 +708,8 @@ def test_gpu_classes_beyond_the_palette_share_colours_as_on_the_host(cp, referen
     15), into the host's grids and image."""
     emb = tricky_points(50_000, seed=6)
     labels = np.random.default_rng(7).integers(0, 40, len(emb))
-    host = aggregate(emb, VIEW, WIDTH, HEIGHT, labels=labels, n_colours=15)
-    device = aggregate(cp.asarray(emb), VIEW, WIDTH, HEIGHT, labels=cp.asarray(labels), n_colours=15)
+    host = aggregate(emb, VIEW, WIDTH, HEIGHT, labels=labels, n_colors=15)
+    device = aggregate(cp.asarray(emb), VIEW, WIDTH, HEIGHT, labels=cp.asarray(labels), n_colors=15)
     assert device.counts.shape == host.counts.shape == (HEIGHT, WIDTH, 15)
     np.testing.assert_array_equal(device.counts, host.counts)
     host_image = image(emb, labels=labels, width=160, height=120, view="robust")
@@ -802,6 +795,7 @@ def test_gpu_shading_equals_numpy_shading_bit_for_bit(cp, kind, k):
 def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, reference, monkeypatch):
     colormap = importlib.import_module("umapviz.render._colormap")
     shade_module = importlib.import_module("umapviz.render.shade")  # the module, not the function of that name
+    discs = importlib.import_module("umapviz.render.shade.outlier_discs")
 
     emb = tricky_points(1_000_000, seed=6)
     labels = np.arange(len(emb)) % 5
@@ -813,7 +807,7 @@ def test_gpu_frame_shades_on_the_device_and_brings_back_only_the_image(cp, refer
         copied.append(int(x.nbytes))
         return to_host(x)
 
-    for module in (colormap, shade_module):
+    for module in (colormap, shade_module, discs):
         monkeypatch.setattr(module, "to_host", recording_to_host)
     for kwargs in ({}, {"labels": labels}):
         copied.clear()

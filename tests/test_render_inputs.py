@@ -32,7 +32,9 @@ from umapviz.render import (
     save_png,
     side_by_side,
 )
-from umapviz.render.shade import dilate, hex_to_rgb, shade
+from umapviz.render.shade import shade
+from umapviz.render.shade.outlier_discs import dilate
+from umapviz.render.shade.style import hex_to_rgb
 
 OUTLIER_RGB = np.array(hex_to_rgb(DEFAULT_STYLE.outlier_color), dtype=np.uint8)
 
@@ -437,3 +439,18 @@ def test_outlier_chart_refuses_epochs_that_are_not_finite():
     for bad in (np.nan, np.inf):
         with pytest.raises(ValueError, match=r"series 'a': epochs must be finite numbers"):
             outlier_chart({"a": ([0, bad], [1, 2])})
+
+
+def test_n_colours_is_the_deprecated_name_of_n_colors():
+    """``aggregate(n_colours=...)`` still works for one release, with a DeprecationWarning, and counts as
+    ``n_colors`` does; both at once is a TypeError."""
+    emb = np.random.default_rng(0).normal(size=(500, 2)).astype(np.float32)
+    labels = np.arange(500) % 20
+    view = (-4.0, 4.0, -4.0, 4.0)
+    new = aggregate(emb, view, 40, 30, labels=labels, n_colors=15)
+    assert new.counts.shape == (30, 40, 15)
+    with pytest.warns(DeprecationWarning, match="n_colours= is deprecated.*use n_colors="):
+        old = aggregate(emb, view, 40, 30, labels=labels, n_colours=15)
+    np.testing.assert_array_equal(old.counts, new.counts)
+    with pytest.raises(TypeError, match="pass n_colors= only"):
+        aggregate(emb, view, 40, 30, labels=labels, n_colors=15, n_colours=15)

@@ -8,12 +8,9 @@ from PIL import Image, ImageDraw
 
 from umapviz.render import add_title_and_caption, render, side_by_side
 from umapviz.render.aggregate import N_EDGE_BINS
-from umapviz.render.shade import (
-    DEFAULT_STYLE,
-    Style,
+from umapviz.render.shade.edge_markers import (
     edge_labels,
     edge_marker_positions,
-    hex_to_rgb,
     label_bins,
     marker_font_size,
     marker_size,
@@ -22,6 +19,7 @@ from umapviz.render.shade import (
     shows_off_view_summary,
     text_fits,
 )
+from umapviz.render.shade.style import DEFAULT_STYLE, Style, hex_to_rgb
 
 VIEW = (0.0, 1.0, 0.0, 1.0)
 

@@ -21,7 +21,7 @@ from cuda_host import build_host_library
 
 from umapviz.graph import FuzzyGraph, build_graph, random_init, spectral_init
 from umapviz.graph import start as init_mod
-from umapviz.graph.start import spectral, spectral_cpu, spectral_gpu
+from umapviz.graph.start import lanczos, spectral, spectral_cpu, spectral_gpu
 from umapviz.graph.start.components import connected_components
 from umapviz.optimize import LayoutOptimizer
 
@@ -190,14 +190,14 @@ def _lanczos_state(ops, bounds, first):
 
 @pytest.mark.parametrize("first", [0, spectral.KEEP])
 def test_cpu_fused_lanczos_steps_give_the_primitives_bytes(first):
-    """HostOps.extend_basis (one Numba call) against spectral.extend_basis on the same primitives (the GPU's
+    """HostOps.extend_basis (one Numba call) against lanczos.extend_basis on the same primitives (the GPU's
     path): bitwise equal, from the start and after a restart, with a component whose Krylov space runs out."""
     adj, bounds = _stack(LANCZOS_GRAPH)
     ops = spectral_cpu.HostOps(adj, bounds)
     V, H, arrow = _lanczos_state(ops, bounds, first)
     V_ref, H_ref = V.copy(), H.copy()
-    spectral.extend_basis(ops, V_ref, H_ref, arrow, first)
-    ops.extend_basis(V, H, arrow, first, spectral._BREAKDOWN)
+    lanczos.extend_basis(ops, V_ref, H_ref, arrow, first)
+    ops.extend_basis(V, H, arrow, first, lanczos.BREAKDOWN)
     assert V.tobytes() == V_ref.tobytes() and H.tobytes() == H_ref.tobytes()
     assert not V[-1, bounds[1] : bounds[2]].any()  # twelve vertices: the basis ran out, the rest is zeros
 
@@ -431,8 +431,8 @@ def test_gpu_lanczos_steps_give_the_cpu_fused_twins_bytes(first):
     host, gpu = spectral_cpu.HostOps(adj, bounds), spectral_gpu.DeviceOps(adj, bounds)
     V, H, arrow = _lanczos_state(host, bounds, first)
     V_gpu, H_gpu = cp.asarray(V), cp.asarray(H)
-    host.extend_basis(V, H, arrow, first, spectral._BREAKDOWN)
-    gpu.extend_basis(V_gpu, H_gpu, arrow, first, spectral._BREAKDOWN)
+    host.extend_basis(V, H, arrow, first, lanczos.BREAKDOWN)
+    gpu.extend_basis(V_gpu, H_gpu, arrow, first, lanczos.BREAKDOWN)
     assert V_gpu.get().tobytes() == V.tobytes() and H_gpu.get().tobytes() == H.tobytes()
 
 

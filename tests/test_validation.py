@@ -12,9 +12,14 @@ from umapviz import datasets, metrics
 from umapviz._validation import (
     SEED_LIMIT,
     check_data,
+    check_finite,
+    check_index,
     check_n_epochs,
     check_n_neighbors,
     check_random_state,
+    check_range,
+    is_integer,
+    is_real,
     non_finite_rows,
 )
 
@@ -303,3 +308,52 @@ def test_int_seeds_keep_their_pinned_bytes(kwargs, expected):
     X = _blobs(500, 8, seed=1)
     emb = umapviz.UMAP(n_neighbors=10, n_epochs=50, random_state=0, device="cpu", **kwargs).fit_transform(X)
     assert metrics.fingerprint(emb) == expected
+
+
+def test_integers_and_reals_are_python_or_numpy_numbers_but_never_bools():
+    assert all(is_integer(v) for v in (0, -3, np.int64(5), np.uint8(2)))
+    assert not any(is_integer(v) for v in (True, np.bool_(True), 1.0, "1", None, np.float32(2)))
+    assert all(is_real(v) for v in (0, 2.5, np.float32(1.5), np.int16(3)))
+    assert not any(is_real(v) for v in (False, "2.5", None, 1j))
+
+
+def test_check_index_counts_from_the_end_and_refuses_the_rest():
+    assert [check_index(i, 5) for i in (0, 4, -1, -5, np.int64(2))] == [0, 4, 4, 0, 2]
+    for bad in (5, -6):
+        with pytest.raises(IndexError, match=rf"index={bad} is out of range: the layout has 5 points \(0 to 4\)"):
+            check_index(bad, 5)
+    for bad in (True, 1.0, "1", None):
+        with pytest.raises(TypeError, match="must be an integer"):
+            check_index(bad, 5)
+    with pytest.raises(IndexError, match="point=0 is out of range"):
+        check_index(0, 0, name="point")
+
+
+def test_check_range_takes_an_ordered_pair_and_refuses_a_reversed_one():
+    """One rule for every (low, high) of the package: a pair given high first is refused (not swapped)."""
+    assert check_range("x_range", (-1, 2.5)) == (-1.0, 2.5)
+    assert check_range("x_range", np.array([0.0, 1.0])) == (0.0, 1.0)
+    assert check_range("x_range", (1, 1), allow_empty=True) == (1.0, 1.0)
+    for bad, words in (
+        ((2, 1), "x_range=.*low < high"),
+        ((1, 1), "x_range=.*low < high"),
+        ((0, np.inf), "x_range=.*finite"),
+        ((np.nan, 1), "x_range=.*finite"),
+        ((-1e308, 1e308), "x_range=.*finite interval"),  # its width overflows
+        ((0, True), "x_range=.*pair"),
+        (("0", "1"), "x_range=.*pair"),
+        ((0,), "x_range=.*pair"),
+        ("wide", "x_range=.*pair"),
+        (None, "x_range=.*pair"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            check_range("x_range", bad)
+    with pytest.raises(ValueError, match=r"y_range=\(2, 1\).*low <= high"):
+        check_range("y_range", (2, 1), allow_empty=True)
+
+
+def test_check_finite():
+    assert check_finite("x", np.float32(0.5)) == 0.5
+    for bad in (np.nan, np.inf, True, "1", None):
+        with pytest.raises(ValueError, match="x must be a finite number"):
+            check_finite("x", bad)

@@ -10,13 +10,16 @@ import pytest
 pytest.importorskip("ipywidgets")
 pytest.importorskip("datashader")
 
-from umapviz import _backend, datasets  # noqa: E402
-from umapviz.graph.start import spectral_init  # noqa: E402
-from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES  # noqa: E402
-from umapviz.render import Recording  # noqa: E402
-from umapviz.widgets import Explorer, ExplorerError, compare, session  # noqa: E402
-from umapviz.widgets.compare.grid import TABLE_COLUMNS, configurations  # noqa: E402
-from umapviz.widgets.explorer import play_jobs  # noqa: E402
+from umapviz import _backend, datasets
+from umapviz.graph.start import spectral_init
+from umapviz.optimize import chunks
+from umapviz.optimize.optimizer import SEQUENTIAL_GPU_EDGES
+from umapviz.render import Recording
+from umapviz.widgets import Explorer, ExplorerError, compare, session
+from umapviz.widgets.compare.grid import TABLE_COLUMNS, configurations
+from umapviz.widgets.explorer import panel, play_jobs
+from umapviz.widgets.explorer.params import ExplorerParams
+from umapviz.widgets.status import ParameterError
 
 SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 96}
 
@@ -187,13 +190,11 @@ def test_bad_data_shows_an_error_and_the_panel_recovers(blobs_small):
 
 
 def test_bad_parameters_show_an_error_instead_of_raising(blobs_small):
+    """What only the graph can judge (too many chunks for it) is shown in the panel, not raised."""
     X, _ = blobs_small
-    ex = Explorer(X, strategy="fastest", size=64, n_neighbors=10, n_epochs=20)
+    ex = Explorer(X, strategy="buffered", size=64, n_neighbors=10, n_epochs=20)
     try:
         ex.wait()
-        assert "fastest" in ex.state.error
-        ex.set(strategy="buffered")
-        assert ex.state.error == "" and ex.state.strategy == "buffered"
         ex.set(block=False, n_chunks=10**9, strategy="chunked")
         ex.wait()
         assert "n_chunks" in ex.state.error  # too many chunks for this graph: shown, not raised
@@ -202,6 +203,42 @@ def test_bad_parameters_show_an_error_instead_of_raising(blobs_small):
         ex.close()
     with pytest.raises(TypeError, match="n_chunk"):
         Explorer(X, n_chunk=4)  # a misspelt keyword is a programming error, raised at once
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"strategy": "fastest"}, "strategy='fastest' must be one of 'sequential', 'hogwild', 'buffered'"),
+        ({"n_chunks": 0}, "n_chunks=0 must be an int >= 1 or one of 'auto', 'shipped', 'degree'"),
+        ({"n_chunks": "automatic"}, "n_chunks='automatic' must be an int >= 1 or one of 'auto'"),
+        ({"n_epochs": 0}, r"n_epochs=0 must be a positive integer \(1 or more\) or None"),
+        ({"outlier_method": "radious"}, "outlier_method='radious' must be one of 'neighbors', 'radius'"),
+        ({"device": "tpu"}, "device='tpu' must be one of 'auto', 'cpu', 'gpu' or None"),
+        ({"lock_view": "yes"}, "lock_view='yes' must be True or False"),
+    ],
+)
+def test_a_value_the_trait_can_judge_is_refused_at_once_naming_what_it_takes(blobs_small, params, message):
+    """strategy was free text and most traits Any: a misspelt strategy or n_chunks=0 reached the optimizer and
+    came back as a status line; now the trait refuses it (ParameterError, a ValueError), changing nothing."""
+    X, _ = blobs_small
+    with pytest.raises(ParameterError, match=message):
+        Explorer(X, **{"size": 64, "n_neighbors": 10, "n_epochs": 20, **params})
+    model = ExplorerParams(strategy="buffered")
+    with pytest.raises(ValueError, match=message):
+        with model.hold_trait_notifications():
+            model.strategy = "vertex"  # set first, rolled back with the refused one
+            for name, value in params.items():
+                setattr(model, name, value)
+    assert model.strategy == "buffered"
+
+
+def test_the_traits_take_numpy_integers_as_ints_and_derive_the_rules_from_the_optimizer():
+    model = ExplorerParams(n_chunks=np.int64(16), n_epochs=np.int32(30), size=np.uint16(64))
+    assert (model.n_chunks, model.n_epochs, model.size) == (16, 30, 64)
+    assert all(type(v) is int for v in (model.n_chunks, model.n_epochs, model.size))
+    assert panel.N_CHUNKS_MODES[:-1] == tuple((panel.RULE_LABELS[r], r) for r in chunks.RULES)
+    for rule in chunks.RULES:
+        model.n_chunks = rule  # every rule the optimizer knows is a value the trait takes
 
 
 def test_missing_gpu_is_reported_in_the_panel(blobs_small, monkeypatch):
@@ -378,7 +415,7 @@ def test_a_passing_error_is_shown_once_and_does_not_make_later_calls_raise(explo
 
 def test_a_failed_change_raises_once_and_the_last_good_layout_stays_usable(explorer):
     with pytest.raises(ExplorerError, match="n_chunks"):
-        explorer.set(n_chunks=0)
+        explorer.set(n_chunks=10**9)  # more chunks than this graph has edges: only the optimizer can tell
     state = explorer.step(2)  # works on the layout still on screen, without raising the old error
     assert state.epoch == 2 and "n_chunks" in state.error  # the bad setting is still shown until mended
     assert explorer.set(n_chunks=4).error == ""
@@ -403,8 +440,12 @@ def test_the_dataset_menu_gives_a_built_in_set_its_own_labels_and_the_array_its_
 
 
 def test_data_that_fails_to_load_is_not_adopted(explorer, tmp_path):
-    with pytest.raises(ExplorerError, match="does not exist"):
-        explorer.set(data=str(tmp_path / "nope.npy"))
+    with pytest.raises(ParameterError, match="does not exist"):
+        explorer.set(data=str(tmp_path / "nope.npy"))  # refused at once: nothing changed
+    assert explorer.widgets["dataset"].value == session.ARRAY_SOURCE
+    (tmp_path / "broken.npy").write_bytes(b"not an array")
+    with pytest.raises(ExplorerError, match="broken.npy"):
+        explorer.set(data=str(tmp_path / "broken.npy"))  # fails only when read, on the worker
     assert explorer.widgets["dataset"].value == session.ARRAY_SOURCE  # the menu shows what is on screen
     assert explorer.set(n_neighbors=8).error == ""  # a rebuild reloads the array, not the bad path
     assert explorer.state.n_points == 600
@@ -508,20 +549,6 @@ def test_an_export_click_after_a_failed_one_clears_its_error_and_a_failed_one_it
     explorer.wait()
     assert (tmp_path / "second.npz").is_file() and "second.npz" in explorer.widgets["note"].value
     assert explorer.state.error == "" and explorer.widgets["error"].layout.display == "none"
-
-
-def test_an_unknown_outlier_method_stays_shown_instead_of_being_replaced(blobs_small):
-    """outlier_method="radious" flashed its error, then the first frame cleared it and the panel ran "neighbors"."""
-    X, y = blobs_small
-    ex = Explorer(X, labels=y, outlier_method="radious", **SMALL)
-    try:
-        ex.wait()
-        assert "radious" in ex.state.error
-        with pytest.raises(ExplorerError, match="radious"):
-            ex.play(epochs=1)
-        assert ex.set(outlier_method="radius").error == "" and ex.controller.run.outlier_method == "radius"
-    finally:
-        ex.close()
 
 
 def test_the_panels_own_sizes_and_counts_are_checked_when_made(blobs_small):

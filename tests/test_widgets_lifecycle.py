@@ -23,14 +23,14 @@ import pytest
 pytest.importorskip("ipywidgets")
 pytest.importorskip("datashader")
 
-from ipywidgets.widgets import widget as ipywidget  # noqa: E402
+from ipywidgets.widgets import widget as ipywidget
 
-from umapviz.graph.knn import knn_cpu as knn_mod  # noqa: E402
+from umapviz.graph.knn import knn_cpu as knn_mod
 from umapviz.widgets import (
     Explorer,
-    compare,  # noqa: E402
+    compare,
 )
-from umapviz.widgets.worker import Worker  # noqa: E402
+from umapviz.widgets.worker import Worker
 
 SMALL = {"n_neighbors": 10, "n_epochs": 40, "size": 64}
 LONG = {"n_neighbors": 10, "n_epochs": 100_000, "size": 64}

@@ -12,10 +12,99 @@ from ._backend import is_cupy, xp_of
 from ._host_data import row_blocks
 
 
+def is_integer(value: Any) -> bool:
+    """Whether ``value`` is an integer (Python's or NumPy's) and not a bool: ``True`` is a mistake, not a count."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value: Any) -> bool:
+    """Whether ``value`` is a real number (int or float, Python's or NumPy's) and not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_finite(name: str, value: Any) -> float:
+    """``value`` as a finite Python float; a bool, a string, NaN or an infinity is refused (ValueError)."""
+    if not is_real(value) or not np.isfinite(float(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
+    return float(value)
+
+
+def check_index(value: Any, n: int, name: str = "index") -> int:
+    """``value`` as a row of ``n`` points, in ``[0, n)`` (a negative index counts from the end, as in Python).
+
+    Parameters
+    ----------
+    value : int
+        The index; a bool, a float or a string is refused (TypeError), one outside ``[-n, n)`` too (IndexError).
+    n : int
+        Points there are.
+    name : str
+        The argument's name, for the messages.
+    """
+    if not is_integer(value):
+        raise TypeError(f"{name}={value!r} must be an integer, a point's row ({type(value).__name__} given).")
+    if not -n <= value < n:
+        raise IndexError(f"{name}={int(value)} is out of range: the layout has {n:,} points (0 to {n - 1:,}).")
+    return int(value) % n
+
+
+def check_range(name: str, value: Any, allow_empty: bool = False) -> tuple[float, float]:
+    """``value`` as a ``(low, high)`` pair of finite floats with ``low < high`` (``low <= high`` with
+    ``allow_empty``: a box of no width may select the points on its line). One rule everywhere: a pair given
+    high first is refused, not swapped, since it is more often a mistake than a wish.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the messages.
+    value : pair of float
+        The interval.
+    allow_empty : bool
+        Accept ``low == high``.
+    """
+    try:
+        low, high = value
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} must be a pair (low, high) of finite numbers.") from None
+    if not (is_real(low) and is_real(high)) or not all(np.isfinite([float(low), float(high)])):
+        raise ValueError(f"{name}={value!r} must be a pair (low, high) of finite numbers.")
+    low, high = float(low), float(high)
+    if low > high or (low == high and not allow_empty) or not np.isfinite(high - low):
+        order = "low <= high" if allow_empty else "low < high"
+        raise ValueError(f"{name}={value!r} must be a finite interval with {order} (give the low end first).")
+    return low, high
+
+
+def renamed(old: str, new: str, old_value: Any, new_value: Any, unset: Any = None) -> Any:
+    """The value of a keyword argument renamed from ``old`` to ``new``: ``new_value``, or ``old_value`` with a
+    DeprecationWarning where only the old name was given (``unset``: what an argument left out holds). Both given
+    is a TypeError. Old names stay for one release (CHANGELOG.md lists them).
+
+    Parameters
+    ----------
+    old, new : str
+        The old and the new name.
+    old_value, new_value : object
+        What the caller passed under each.
+    unset : object
+        The default both take when left out.
+    """
+    if old_value is unset:
+        return new_value
+    if new_value is not unset:
+        raise TypeError(f"{old}= and {new}= name one argument; pass {new}= only ({old}= is its deprecated name).")
+    warnings.warn(
+        f"{old}= is deprecated and will be removed in the next release; use {new}= instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return old_value
+
+
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     """``value`` as a Python int (>= ``minimum`` when given): 5.7, "5" or True is a mistake to report, not a count
     to round or convert."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name}={value} is out of range: it must be >= {minimum}.")
@@ -24,7 +113,7 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
 
 def check_n_neighbors(n_neighbors: Any) -> int:
     """``n_neighbors`` as a Python int >= 2 (the count includes the point itself)."""
-    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, numbers.Integral):
+    if not is_integer(n_neighbors):
         raise TypeError(
             f"n_neighbors must be an integer, got {n_neighbors!r} ({type(n_neighbors).__name__}). "
             "Pass a whole number such as n_neighbors=15."
@@ -42,7 +131,7 @@ def check_n_epochs(n_epochs: Any) -> int | None:
     """``n_epochs`` as a positive int, or None (meaning: choose by data size)."""
     if n_epochs is None:
         return None
-    if isinstance(n_epochs, bool) or not isinstance(n_epochs, numbers.Integral):
+    if not is_integer(n_epochs):
         raise TypeError(f"n_epochs must be a positive integer or None, got {n_epochs!r} ({type(n_epochs).__name__}).")
     if n_epochs < 1:
         raise ValueError(
@@ -56,7 +145,7 @@ def check_positive_float(name: str, value: Any, usual: str = "", allow_zero: boo
     """``value`` as a finite Python float > 0 (>= 0 with ``allow_zero``). Strings, bools and None are refused
     rather than converted, as for the integer parameters: ``"1"`` or ``True`` is a mistake, not a number."""
     hint = f" ({usual})" if usual else ""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}). Pass a finite number{hint}.")
     v = float(value)
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
@@ -85,7 +174,7 @@ def check_random_state(random_state: Any) -> int | None:
         return int(random_state.integers(0, SEED_LIMIT, dtype=np.uint32))
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, SEED_LIMIT, dtype=np.uint32))
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+    if not is_integer(random_state):
         raise TypeError(
             f"random_state must be an int, None, or a numpy.random.Generator / RandomState, got {random_state!r} "
             f"({type(random_state).__name__}). Pass an integer such as random_state=0 for a reproducible run."

@@ -292,7 +292,7 @@ def _not_fitted_error(method: str) -> Exception:
     try:
         from sklearn.exceptions import NotFittedError  # noqa: PLC0415 - sklearn is optional
     except ImportError:
-        NotFittedError = _NotFittedError  # noqa: N806
+        NotFittedError = _NotFittedError
     return NotFittedError(f"This UMAP instance is not fitted yet: call fit(X) before {method}(X).")
 
 

@@ -28,28 +28,28 @@ from .graph.knn.knn_gpu import query_knn_gpu
 METHODS = ("neighbors", "bounds", "radius")
 
 # "neighbors": a point is an outlier when the distance to its nearest graph neighbour exceeds
-# NEIGHBOR_FACTOR x the median of that distance over all points. Measured on sequential layouts
-# (bench/OUTLIER_DATASETS.md): the largest ratio in clean layouts of digits, moons, circles, blobs,
-# MNIST and text_like was 9-15 (99th percentile about 5), while points flung by stale buffered updates
-# sit at ratios in the hundreds or thousands. 20 leaves clean layouts at zero. 1-D manifolds (moons,
-# circles) are where it is least safe: points strung along a curve have a tiny median gap and a curve
-# that the layout tears leaves large gaps, so read this measure beside "bounds" or "radius" there.
+# NEIGHBOR_FACTOR x the median of that distance over all points. The rule: above the largest ratio of any clean
+# sequential layout of the built-in sets, far below the ratios of points flung by stale buffered updates
+# (bench/OUTLIER_DATASETS.md, "Outlier thresholds", has both). 1-D manifolds (moons, circles) are where it is
+# least safe: points strung along a curve have a tiny median gap and a curve that the layout tears leaves large
+# gaps, so read this measure beside "bounds" or "radius" there.
 NEIGHBOR_FACTOR = 20.0
 # "bounds": outside the reference's per-axis [min - N_STD std, max + N_STD std] (the GPU implementation's
 # own test, with 2).
 BOUNDS_N_STD = 2.0
 # "radius": farther from the coordinate-wise median than median + RADIUS_N_MAD x MAD of that distance (MAD
-# scaled by 1.4826 to estimate a standard deviation). Needs no reference and no graph. In the same clean
-# layouts the farthest point lay within 2.2 such units; 6 leaves room for layouts whose clusters spread
-# unevenly, and flung points lie at tens to hundreds.
+# scaled by 1.4826 to estimate a standard deviation). Needs no reference and no graph. The rule: a margin above
+# the farthest point of the same clean layouts, for layouts whose clusters spread unevenly, far below where flung
+# points lie (bench/OUTLIER_DATASETS.md, "Outlier thresholds").
 RADIUS_N_MAD = 6.0
 _MAD_TO_STD = 1.4826
 
 # Trustworthiness looks at this many query points at most unless told otherwise (see trustworthiness).
 TRUST_AUTO_SAMPLE = 2000
 
-# Elements of one block of trustworthiness's query-by-point distances: they bound its temporary memory (about
-# 64-128 MB a block on the CPU, 2 GB on the GPU, where each block is one GEMM over all of X, so fewer is faster).
+# Elements of one block of trustworthiness's query-by-point distances: they bound its temporary memory (a few
+# float32/float64 copies of a block); the GPU's blocks are larger since each is one GEMM over all of X, so fewer
+# blocks are faster.
 _ELEMENTS_PER_BLOCK = 1 << 24
 _GPU_ELEMENTS_PER_BLOCK = 1 << 29
 

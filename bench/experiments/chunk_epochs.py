@@ -32,9 +32,9 @@ import numpy as np
 from umapviz import datasets, metrics
 from umapviz.graph import build_graph
 from umapviz.graph.start import spectral_init
-from umapviz.inspect import update_steps
 from umapviz.optimize import LayoutOptimizer
 from umapviz.optimize.chunks import resolve_n_chunks
+from umapviz.probe import update_steps
 
 OUT = Path(__file__).resolve().parents[1] / "chunk_study" / "epochs.jsonl"
 GRAPHS = {

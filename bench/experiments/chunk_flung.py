@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
-from chunk_study import initial_layout, load_array, run_key  # noqa: E402 - a script of bench/
+from chunk_study import initial_layout, load_array, run_key
 
-from umapviz import datasets, metrics  # noqa: E402
-from umapviz.graph import build_graph  # noqa: E402
-from umapviz.optimize import LayoutOptimizer  # noqa: E402
+from umapviz import datasets, metrics
+from umapviz.graph import build_graph
+from umapviz.optimize import LayoutOptimizer
 
 
 def flung(case: str, refs: Path, init: str, collateral: int | None = None) -> str:

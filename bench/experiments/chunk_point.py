@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
-from chunk_study import cache_edge_order, initial_layout, layout, load_graph, parse_cell  # noqa: E402
+from chunk_study import cache_edge_order, initial_layout, layout, load_graph, parse_cell
 
-from umapviz import metrics  # noqa: E402
-from umapviz._backend import to_host  # noqa: E402
+from umapviz import metrics
+from umapviz._backend import to_host
 
 
 def gap_ratio(Y: np.ndarray, graph) -> np.ndarray:

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
-from chunk_study import initial_layout, load_graph  # noqa: E402 - a script of bench/
+from chunk_study import initial_layout, load_graph
 
-from umapviz.optimize import LayoutOptimizer  # noqa: E402
+from umapviz.optimize import LayoutOptimizer
 
 
 def main() -> None:

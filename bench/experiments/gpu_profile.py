@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the benchmarks shared here
 
-from gpu_bench import graph_from_knn, knn_within_groups, mixture_gpu, time_layout  # noqa: E402
+from gpu_bench import graph_from_knn, knn_within_groups, mixture_gpu, time_layout
 
 
 def main() -> None:

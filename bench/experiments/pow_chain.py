@@ -32,18 +32,18 @@ from pathlib import Path
 import cupy as cp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: gpu_bench and gpu_mixture
-import gpu_bench  # noqa: E402 - after bench/ is on the path
-from clusterwise import graph_from_knn  # noqa: E402 - idem
-from gpu_mixture import mixture_gpu  # noqa: E402 - idem
+import gpu_bench
+from clusterwise import graph_from_knn
+from gpu_mixture import mixture_gpu
 
-from umapviz.graph.knn.knn_gpu import exact_knn_gpu  # noqa: E402 - idem
-from umapviz.graph.start import random_init  # noqa: E402 - idem
-from umapviz.metrics import fingerprint  # noqa: E402 - idem
-from umapviz.optimize import engine_gpu  # noqa: E402 - idem
-from umapviz.optimize.chunks import resolve_n_chunks  # noqa: E402 - idem
-from umapviz.optimize.optimizer import learning_rate_at  # noqa: E402 - idem
-from umapviz.optimize.params import EngineParams  # noqa: E402 - idem
-from umapviz.optimize.rng import edge_order  # noqa: E402 - idem
+from umapviz.graph.knn.knn_gpu import exact_knn_gpu
+from umapviz.graph.start import random_init
+from umapviz.metrics import fingerprint
+from umapviz.optimize import engine_gpu
+from umapviz.optimize.chunks import resolve_n_chunks
+from umapviz.optimize.optimizer import learning_rate_at
+from umapviz.optimize.params import EngineParams
+from umapviz.optimize.rng import edge_order
 
 LIBRARY_POW = ("-DUMV_LIBRARY_POW=1",)  # engine_gpu.cu's benchmark-only switch: CUDA's powf
 # An engine source from before load_pow_tables reads its tables from global memory: nothing to fill.

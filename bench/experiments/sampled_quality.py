@@ -21,14 +21,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: spectral_cost's graph
 
-from spectral_cost import clusters_graph  # noqa: E402
+from spectral_cost import clusters_graph
 
-from umapviz import datasets  # noqa: E402
+from umapviz import datasets
 from umapviz.graph import spectral_init
-from umapviz.graph import start as init_mod  # noqa: E402
-from umapviz.graph.start import spectral_sampled  # noqa: E402
-from umapviz.metrics import outlier_summary, trustworthiness  # noqa: E402
-from umapviz.optimize import LayoutOptimizer  # noqa: E402
+from umapviz.graph import start as init_mod
+from umapviz.graph.start import spectral_sampled
+from umapviz.metrics import outlier_summary, trustworthiness
+from umapviz.optimize import LayoutOptimizer
 
 VARIANTS = [
     ("full", None, None),

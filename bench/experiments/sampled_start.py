@@ -28,15 +28,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the mixture helpers
 
-from gpu_mixture import mixture_gpu  # noqa: E402
-from gpu_mixture_graph import clusters_that_fit, free_gpu_memory, mixture_graph  # noqa: E402
+from gpu_mixture import mixture_gpu
+from gpu_mixture_graph import clusters_that_fit, free_gpu_memory, mixture_graph
 
-from umapviz import LayoutOptimizer, datasets  # noqa: E402
-from umapviz.graph import build_graph  # noqa: E402
-from umapviz.graph import start as init_mod  # noqa: E402
-from umapviz.graph.start import spectral_init  # noqa: E402
-from umapviz.metrics import fingerprint, trustworthiness  # noqa: E402
-from umapviz.optimize.rng import edge_order  # noqa: E402
+from umapviz import LayoutOptimizer, datasets
+from umapviz.graph import build_graph
+from umapviz.graph import start as init_mod
+from umapviz.graph.start import spectral_init
+from umapviz.metrics import fingerprint, trustworthiness
+from umapviz.optimize.rng import edge_order
 
 
 def emit(out: Path | None, record: dict) -> None:

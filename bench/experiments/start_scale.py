@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.csgraph
 
-from umapviz.datasets import _zipf_sizes
+from umapviz.datasets.generators import _zipf_sizes
 from umapviz.graph import start as init_mod
 from umapviz.graph.edges import graph_from_fuzzy_set
 from umapviz.graph.fuzzy.fuzzy_cpu import fuzzy_simplicial_set

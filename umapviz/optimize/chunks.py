@@ -6,20 +6,17 @@ import math
 
 import numpy as np
 
+from .._validation import is_integer
 from ..graph._types import FuzzyGraph
 
 RULES = ("auto", "shipped", "degree")
 EDGES_PER_CHUNK_SHIPPED = 100_000
 DEGREE_PER_CHUNK = 32
-# "auto" (bench/CHUNK_STUDY.md): the points that stale chunked updates fling are hubs, and how many of a hub's
-# edges share one chunk decides it. Counted after every epoch, not only the last (a point flung early is on screen
-# while the layout plays, though the final layout is clean), on 20k-point graphs with hubs: with 22 or more of the
-# busiest vertex's edges per chunk, hubs stray from their neighbours above the sequential layout's own count, or
-# leave the box of the sequential layout of the same epoch, for up to tens of epochs; from 15 down, one or two
-# points at a time are flagged in a few single epochs, as the sequential layout flags points of its own (at 8, in
-# 1-2 epochs of 200 on the default dataset). 8 keeps a margin of 2.7x below 22, whatever the graph's edge count: an
-# edge-count cap (ceil(nnz / 1e5)) gave 5 chunks on the default dataset, 143 edges per chunk. With 1 chunk
-# (buffered) hubs fling worst, so auto never picks 1.
+# "auto": the points that stale chunked updates fling are hubs, and how many of a hub's edges share one chunk
+# decides it, not the graph's edge count. The rule: at most AUTO_DEGREE_PER_CHUNK of the busiest vertex's edges
+# per chunk, with a margin below the share at which hubs stray from their neighbours in any epoch (not only the
+# last: a point flung early is on screen while the layout plays); never 1 chunk (buffered), where hubs fling
+# worst. bench/CHUNK_STUDY.md has the study the margin comes from.
 AUTO_DEGREE_PER_CHUNK = 8
 AUTO_MIN_CHUNKS = 2
 
@@ -70,7 +67,7 @@ def check_n_chunks(n_chunks: int | str) -> int | str:
         if n_chunks not in RULES:
             raise ValueError(f"n_chunks={n_chunks!r} is not a known rule; use an int >= 1 or one of {RULES}.")
         return n_chunks
-    if isinstance(n_chunks, bool) or not isinstance(n_chunks, (int, np.integer)):
+    if not is_integer(n_chunks):
         raise TypeError(f"n_chunks must be an int or one of {RULES}, got {type(n_chunks).__name__}.")
     if n_chunks < 1:
         raise ValueError(f"n_chunks={n_chunks} is out of range: it must be at least 1 (1 means 'buffered').")

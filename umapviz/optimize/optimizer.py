@@ -25,6 +25,9 @@ from .rng import edge_order, resolve_seed
 
 STRATEGIES = ("sequential", "hogwild", "buffered", "chunked", "vertex")
 REPRODUCIBLE = frozenset({"sequential", "buffered", "chunked", "vertex"})
+# Strategies whose edges read the live embedding: no sum of moves shares a stale row by construction, so they are
+# the references other strategies' layouts are compared with.
+LIVE_STRATEGIES = ("sequential", "hogwild")
 # The spectral inits by name and the method of graph.init.spectral_init each asks for: "spectral" solves on the
 # whole graph up to init.SAMPLED_ABOVE vertices and on the landmarks' coarse graph above.
 SPECTRAL_INITS = {"spectral": "auto", "spectral_full": "full", "spectral_sampled": "sampled"}

@@ -13,7 +13,8 @@ from umapviz.render.export import encode_png, recording_frames, save_gif, save_h
 from umapviz.render.figures import add_title_and_caption, outlier_chart, side_by_side
 from umapviz.render.frame import image, render, warm_up
 from umapviz.render.record import Recording, RecordingError
-from umapviz.render.shade import CLASS_PALETTE, COUNT_CMAP, DEFAULT_STYLE, Style, class_colors, shade
+from umapviz.render.shade import shade
+from umapviz.render.shade.style import CLASS_PALETTE, COUNT_CMAP, DEFAULT_STYLE, Style, class_colors
 from umapviz.render.view import View, resolve_view
 
 

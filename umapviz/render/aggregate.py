@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import is_cupy, to_host, xp_of
+from umapviz._validation import renamed
 from umapviz.render.aggregate_cpu import N_EDGE_BINS, count_grids, edge_bins
 from umapviz.render.view import View, as_view, check_pixels
 
@@ -32,12 +33,21 @@ MAX_GRID_BYTES = 2 * 2**30
 class Aggregate:
     """Pixel grids of one embedding over one view.
 
-    counts: (H, W) uint32 points per pixel, or (H, W, K) per label when labels were given; NumPy, or CuPy
-        when ``aggregate(..., keep_on_device=True)`` counted a CuPy embedding (outlier_counts likewise).
-    outlier_counts: (H, W) uint32 outlier points per pixel, or None without an outlier mask.
-    edge_counts: (4, N_EDGE_BINS) uint32 finite points outside the view, by the side (SIDES order) and the
-        position along it where the ray from the view's centre towards the point leaves the view
-        (left to right on bottom/top, bottom to top on left/right).
+    Attributes
+    ----------
+    counts : numpy.ndarray or cupy.ndarray
+        (H, W) uint32 points per pixel, or (H, W, K) per label when labels were given; NumPy, or CuPy when
+        ``aggregate(..., keep_on_device=True)`` counted a CuPy embedding (``outlier_counts`` likewise).
+    outlier_counts : numpy.ndarray, cupy.ndarray or None
+        (H, W) uint32 outlier points per pixel, or None without an outlier mask.
+    edge_counts : numpy.ndarray
+        (4, N_EDGE_BINS) uint32 finite points outside the view, by the side (SIDES order) and the position along
+        it where the ray from the view's centre towards the point leaves the view (left to right on bottom/top,
+        bottom to top on left/right).
+    view : View
+        The view counted over.
+    n_labels : int or None
+        K, the label layers of ``counts``; None without labels.
     """
 
     counts: np.ndarray
@@ -61,8 +71,8 @@ class Aggregate:
             return self.counts
         if is_cupy(self.counts):
             return self.counts.sum(axis=2, dtype=np.uint32)
-        # uint32 like the counts; NumPy's einsum sums a short last axis ~5x faster than .sum (2.4 vs 12.6 ms
-        # for 800 x 800 x 10)
+        # uint32 like the counts; NumPy's einsum sums a short last axis in one pass, where .sum reduces it
+        # pixel by pixel (several times slower)
         return np.einsum("ijk->ij", self.counts)
 
     @property
@@ -179,27 +189,49 @@ def aggregate(
     outliers: Any = None,
     *,
     keep_on_device: bool = False,
+    n_colors: int | None = None,
     n_colours: int | None = None,
 ) -> Aggregate:
     """Count an (N, 2) NumPy or CuPy embedding into pixel grids over ``view``.
 
-    labels: optional integer codes in [0, K): per-label counts (H, W, K) instead of (H, W).
-    outliers: optional boolean mask (or indices): a separate grid of the outlier points.
-    keep_on_device: for a CuPy embedding, leave the grids on the GPU as CuPy arrays (``shade`` shades them
-        there); by default they come back to the host.
-    n_colours: the palette's size, where K exceeds it: classes share its colours (class ``k`` takes colour
-        ``k mod n_colours``, see shade.class_colors), so those of one colour are counted together, as code
-        ``k mod n_colours``: the same image, from at most ``n_colours`` layers of counts instead of one per
-        class (1,500 classes at 480 x 480 pixels took 1.4 GiB).
+    Parameters
+    ----------
+    embedding : array, shape (N, 2)
+        The layout, NumPy or CuPy.
+    view : View or (xmin, xmax, ymin, ymax)
+        The data range the grids cover.
+    width, height : int
+        The grids' size in pixels.
+    labels : array of int, optional
+        Codes in [0, K): per-label counts (H, W, K) instead of (H, W).
+    n_labels : int, optional
+        K (default: the largest code + 1).
+    outliers : array of bool or int, optional
+        A mask (or indices) of the outlier points: a separate grid of them.
+    keep_on_device : bool
+        For a CuPy embedding, leave the grids on the GPU as CuPy arrays (``shade`` shades them there); by
+        default they come back to the host.
+    n_colors : int, optional
+        The palette's size, where K exceeds it: classes share its colours (class ``k`` takes colour
+        ``k mod n_colors``, see ``style.class_colors``), so those of one colour are counted together, as code
+        ``k mod n_colors``: the same image, from at most ``n_colors`` layers of counts instead of one per class
+        (a layer per class costs width x height x 4 bytes: gigabytes for thousands of classes).
+    n_colours : int, optional
+        The deprecated name of ``n_colors`` (DeprecationWarning; removed in the next release).
+
+    Returns
+    -------
+    Aggregate
     """
+    n_colors = renamed("n_colours", "n_colors", n_colours, n_colors)
     width, height = check_pixels(width, "width"), check_pixels(height, "height")
     view = as_view(view)  # a fixed view given as numbers, as render() takes it
     embedding = check_embedding(embedding)
     n = int(embedding.shape[0])
     if labels is not None:
         labels, n_labels = check_labels(labels, n, n_labels)
-        if n_colours is not None and n_labels > n_colours:
-            labels, n_labels = labels % n_colours, n_colours
+        if n_colors is not None and n_labels > n_colors:
+            labels, n_labels = labels % n_colors, n_colors
     check_grid_size(width, height, n_labels if labels is not None else 1, labels)
     if outliers is not None:
         outliers = check_outliers(outliers, n)

@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from umapviz._files import atomic_write
+from umapviz._validation import is_real
 from umapviz.render._png import zlib_stream
 from umapviz.render.figures import draw_caption
 from umapviz.render.frame import image
 from umapviz.render.record import Recording
-from umapviz.render.shade import DEFAULT_STYLE, Style
+from umapviz.render.shade.style import DEFAULT_STYLE, Style
 from umapviz.render.view import View, ViewSpec, check_pixels, resolve_view, square_pixels, union
 
 Frames = Recording | Sequence[np.ndarray]
@@ -99,9 +100,19 @@ def recording_frames(
 ) -> list[np.ndarray]:
     """One RGBA image per recorded epoch.
 
-    view: "shared" (default: one view over every frame's robust range, so frames compare and the growth
-        of the layout shows), "auto" or "robust" (each frame its own), or fixed (xmin, xmax, ymin, ymax).
-    captions: write "epoch E · K outliers" in the top-left corner.
+    Parameters
+    ----------
+    recording : Recording
+        The recorded epochs.
+    width, height : int
+        Each image's size in pixels.
+    view : str or (xmin, xmax, ymin, ymax)
+        "shared" (one view over every frame's robust range, so frames compare and the growth of the layout
+        shows), "auto" or "robust" (each frame its own), or fixed.
+    style : Style
+        Colours and marks.
+    captions : bool
+        Write "epoch E · K outliers" in the top-left corner.
     """
     width, height = check_pixels(width, "width"), check_pixels(height, "height")
     if len(recording) == 0:
@@ -152,7 +163,7 @@ def _images(frames: Frames, frame_options: dict[str, Any]) -> list[np.ndarray]:
 # -- animations -----------------------------------------------------------------------------------------
 def _check_fps(fps: Any) -> float:
     """Frames per second of an animation: a positive, finite number."""
-    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)) or not 0 < fps < math.inf:
+    if not is_real(fps) or not 0 < fps < math.inf:
         raise ValueError(f"fps={fps!r} must be a positive number of frames per second (5 is the default).")
     return float(fps)
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from umapviz.render.aggregate import check_embedding, check_outliers
 from umapviz.render.frame import render
-from umapviz.render.shade import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb, pil_font, shows_off_view_summary
+from umapviz.render.shade.edge_markers import pil_font, shows_off_view_summary
+from umapviz.render.shade.style import CLASS_PALETTE, DEFAULT_STYLE, Style, hex_to_rgb
 from umapviz.render.view import ViewSpec, check_pixels, resolve_view, square_pixels, union
 
 INK = (230, 230, 230)  # text and axes on the dark figure background
@@ -54,14 +55,34 @@ def side_by_side(
     A panel too small to write its off-view count on the image (below about 176 pixels; see shade.TEXT_SHARE)
     gets it underneath instead, on a line of its own.
 
-    embeddings: (N, 2) arrays (NumPy or CuPy), e.g. sequential / buffered / chunked results.
-    titles: one per panel. counts: outlier count per panel (None: taken from ``outliers`` if given).
-    labels: integer codes shared by all panels. outliers: one boolean mask (or None) per panel.
-    view: "robust" (each panel its own; far points become border markers), "auto", "shared" (one view
-        over all panels' robust ranges, so sizes compare), or fixed (xmin, xmax, ymin, ymax).
-    title: the figure's overall title, above the panels (see :func:`add_title_and_caption`).
-    caption: lines under the panels, e.g. what the counts under them mean.
-    Returns an (H, W, 4) uint8 image.
+    Parameters
+    ----------
+    embeddings : sequence of array, shape (N, 2)
+        NumPy or CuPy, e.g. sequential / buffered / chunked results.
+    titles : sequence of str, optional
+        One per panel.
+    counts : sequence of int or None, optional
+        Outlier count per panel (None: taken from ``outliers`` if given).
+    labels : array of int, optional
+        Integer codes shared by all panels.
+    outliers : sequence of array of bool or None, optional
+        One mask (or None) per panel.
+    panel_size : int
+        Each panel's side, in pixels.
+    view : str or (xmin, xmax, ymin, ymax)
+        "robust" (each panel its own; far points become border markers), "auto", "shared" (one view over all
+        panels' robust ranges, so sizes compare), or fixed.
+    style : Style
+        Colours and marks.
+    title : str, optional
+        The figure's overall title, above the panels (see :func:`add_title_and_caption`).
+    caption : sequence of str
+        Lines under the panels, e.g. what the counts under them mean.
+
+    Returns
+    -------
+    numpy.ndarray
+        An (H, W, 4) uint8 image.
     """
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
@@ -201,10 +222,24 @@ def outlier_chart(
 ) -> np.ndarray:
     """A line chart of outlier counts against epoch, one line per named run.
 
-    series: {name: (epochs, counts)}, e.g. {"buffered": (rec.epochs, rec.outlier_counts())}. Negative counts
-        (Recording's -1: a frame without an outlier mask), NaN and inf are gaps in the line.
-    log: a log10(1 + count) axis, for runs whose counts differ by orders of magnitude.
-    Returns an (H, W, 4) uint8 image.
+    Parameters
+    ----------
+    series : mapping of str to (epochs, counts)
+        E.g. ``{"buffered": (rec.epochs, rec.outlier_counts())}``. Negative counts (Recording's -1: a frame
+        without an outlier mask), NaN and inf are gaps in the line.
+    width, height : int
+        The image's size in pixels.
+    title : str
+        Above the chart.
+    log : bool
+        A log10(1 + count) axis, for runs whose counts differ by orders of magnitude.
+    colors : sequence of str
+        One colour per line, in turn.
+
+    Returns
+    -------
+    numpy.ndarray
+        An (H, W, 4) uint8 image.
     """
     from PIL import Image, ImageDraw  # noqa: PLC0415
 

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from umapviz.render.aggregate import Aggregate, aggregate, check_embedding
-from umapviz.render.shade import DEFAULT_STYLE, Style, shade
+from umapviz.render.shade import shade
+from umapviz.render.shade.style import DEFAULT_STYLE, Style
 from umapviz.render.view import ViewSpec, check_pixels, resolve_view
 
 
@@ -46,7 +47,7 @@ def render(
         n_labels=n_labels,
         outliers=outliers,
         keep_on_device=True,
-        n_colours=len(style.palette),
+        n_colors=len(style.palette),
     )
     return shade(agg, style), agg
 

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from umapviz._backend import is_cupy, to_host
-from umapviz.render.shade import dilate, hex_to_rgb
+from umapviz.render.shade.outlier_discs import dilate
+from umapviz.render.shade.style import hex_to_rgb
 from umapviz.render.view import View
 
 # The points outside a selection fade this far towards the background, so the selected ones stand out

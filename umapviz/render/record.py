@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import numbers
 import os
 import zipfile
 import zlib
@@ -23,6 +22,7 @@ import numpy as np
 
 from umapviz._backend import to_host
 from umapviz._files import NPZ_MAGIC, atomic_write, check_magic, load_npz
+from umapviz._validation import is_integer
 from umapviz.render.aggregate import check_labels, check_outliers
 
 FORMAT = "umapviz-recording"
@@ -79,7 +79,7 @@ class Recording:
             )
         if self.labels is not None and self.labels.shape != (emb.shape[0],):
             raise ValueError(f"labels have shape {self.labels.shape}, but the embedding has {emb.shape[0]} rows.")
-        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral):
+        if not is_integer(epoch):
             raise TypeError(f"epoch must be a whole number, got {epoch!r}.")  # 1.7 was silently recorded as 1
         if self._epochs and int(epoch) <= self._epochs[-1]:
             raise ValueError(f"epochs must increase; got {epoch} after {self._epochs[-1]}.")

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any, Union
 
 import numpy as np
 
 from umapviz._backend import is_cupy
+from umapviz._validation import is_integer
 
 # Robust view: the [q, 1 - q] quantile box of each axis, widened by ROBUST_WIDEN times its width on each
 # side; the view fits the points inside that box. A Gaussian cloud keeps all its points (the box reaches
@@ -36,7 +36,7 @@ ViewSpec = Union[str, "View", tuple]
 
 def check_pixels(value: Any, name: str) -> int:
     """``value`` as a Python int >= 1: one side of an image, in pixels (``name`` is its argument's name)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise TypeError(f"{name}={value!r} must be a whole number of pixels, at least 1 (e.g. {name}=800).")
     if value < 1:
         raise ValueError(f"{name}={value!r} must be a whole number of pixels, at least 1 (e.g. {name}=800).")
@@ -165,7 +165,7 @@ def _host_bounds_kernel():
 
 def _host_bounds(emb: np.ndarray, xlo: float, xhi: float, ylo: float, yhi: float) -> tuple[float, ...]:
     """(xmin, xmax, ymin, ymax) of the finite rows inside the box; xmin > xmax when there are none."""
-    # A single pass: NumPy would need a strided pass per column and a mask (~10x slower at 10M points).
+    # A single pass: NumPy would need a strided pass per column and a mask, several times slower on millions.
     return tuple(float(v) for v in _host_bounds_kernel()(emb, xlo, xhi, ylo, yhi))
 
 

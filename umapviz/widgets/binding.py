@@ -13,11 +13,12 @@ clamps silently and would show a value that is not the one in use).
 from __future__ import annotations
 
 import contextlib
-import numbers
 import types
 import weakref
 from collections.abc import Callable
 from typing import Any
+
+from .._validation import is_real
 
 KEEP = object()  # a transform's answer: leave the other end unchanged
 
@@ -141,7 +142,7 @@ def widen(control: Any, name: str, value: Any) -> None:
         The value about to be shown.
     """
     linear = name == "value" and hasattr(control, "max") and not hasattr(control, "base")
-    if linear and isinstance(value, numbers.Real) and not isinstance(value, bool) and value > control.max:
+    if linear and is_real(value) and value > control.max:
         control.max = value
 
 

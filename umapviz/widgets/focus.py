@@ -1,7 +1,7 @@
 """What a panel's user looks at and picks: the view range, a selection of points, an inspected point.
 
 ``Focus`` is shared by both controllers (the grid shows one view range and one selection in all its cells, all
-of one graph); ``Inspection`` adds what the Explorer answers about one point (``umapviz.inspect``). Every
+of one graph); ``Inspection`` adds what the Explorer answers about one point (``umapviz.probe``). Every
 value is an observable, validated trait: a view follows it, and a bad value is refused at once with a
 ParameterError (a ValueError) naming it and the fix, the trait keeping its value.
 
@@ -11,16 +11,16 @@ and calls ``_refocus(rebuilt)`` on the worker once it adopts a new layout.
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any
 
 import numpy as np
 from traitlets import Any as AnyTrait
 from traitlets import HasTraits, default, observe, validate
 
-from .. import inspect as inspect_core
+from .. import _validation
+from .. import probe as inspect_core
 from .._backend import to_host
+from .._validation import is_integer
 from .status import ExplorerError, ParameterError
 
 EMPTY = np.empty(0, dtype=np.int64)
@@ -89,11 +89,11 @@ class Focus(HasTraits):
         return check_indices(proposal["value"], self.focus_points(), name="selection")
 
     def select(self, indices: Any) -> np.ndarray:
-        """Select the points ``indices`` (in every view of this panel); an empty list clears the selection.
+        """Select the points ``indices`` (in every view of this panel); None or an empty list clears the selection.
 
         Parameters
         ----------
-        indices : sequence of int
+        indices : sequence of int or None
             Point indices, 0 to n_points - 1 (a boolean mask: pass ``np.flatnonzero(mask)``).
 
         Returns
@@ -101,8 +101,17 @@ class Focus(HasTraits):
         numpy.ndarray
             The selection now: int64, ascending, unique.
         """
-        self.selection = check_indices(indices, self.focus_points())  # None named here: the trait refuses it unnamed
+        self.selection = EMPTY if indices is None else check_indices(indices, self.focus_points())
         return self.selection
+
+    def clear_selection(self) -> None:
+        """Select nothing (as ``select(None)``; the view's Clear button and a click on empty space do it too)."""
+        self.selection = EMPTY
+
+    def clear(self) -> None:
+        """Clear what the user picked: the selection (and, in the Explorer, the inspected point); the view range
+        and the layout stay. A click on empty plot space and the view's Clear button call it."""
+        self.clear_selection()
 
     def layout_of(self, cell: int = 0) -> Any:
         """The embedding of cell ``cell`` (NumPy or CuPy) to pick points in; a controller provides it."""
@@ -175,7 +184,7 @@ class Inspection(Focus):
     """
 
     inspected = AnyTrait(None, allow_none=True, help="the inspected point's index, None when none")
-    point = AnyTrait(None, allow_none=True, help="umapviz.inspect.PointInfo of the inspected point, None when none")
+    point = AnyTrait(None, allow_none=True, help="umapviz.probe.PointInfo of the inspected point, None when none")
 
     @validate("inspected")
     def _check_inspected(self, proposal: Any) -> int | None:
@@ -186,21 +195,25 @@ class Inspection(Focus):
         """Points of the graph in use (0 before one)."""
         return 0 if self.graph is None else int(self.graph.n_vertices)
 
-    def inspect(self, index: int) -> inspect_core.PointInfo:
-        """Inspect point ``index``: why it sits where it does (see ``umapviz.inspect.PointInfo``).
+    def inspect(self, index: int | None) -> inspect_core.PointInfo | None:
+        """Inspect point ``index``: why it sits where it does (see ``umapviz.probe.PointInfo``); None clears it.
 
-        The point stays inspected (``inspected``, its info in ``point``) until another is, or new data comes: a
-        restart with another strategy or n_chunks recomputes its info, so ``max_edges_in_one_chunk`` follows.
+        The point stays inspected (``inspected``, its info in ``point``) until another is, ``inspect(None)`` or
+        ``clear()``, or new data comes: a restart with another strategy or n_chunks recomputes its info, so
+        ``max_edges_in_one_chunk`` follows.
 
         Parameters
         ----------
-        index : int
-            The point's row in the layout (negative counts from the end).
+        index : int or None
+            The point's row in the layout (negative counts from the end); None: inspect nothing.
 
         Returns
         -------
-        umapviz.inspect.PointInfo
+        umapviz.probe.PointInfo or None
         """
+        if index is None:
+            self.inspected = None
+            return None
         index = check_index(index, self.focus_points())
         self._need_layout("inspect")
 
@@ -210,6 +223,13 @@ class Inspection(Focus):
             return info
 
         return self._on_worker(job)
+
+    def clear(self) -> None:
+        """Clear the inspected point and the selection (the plot is no longer dimmed); the view range and the
+        layout stay. A click on empty plot space and the view's Clear button call it."""
+        with self.hold_trait_notifications():
+            self.inspected = None
+            self.clear_selection()
 
     def flung(self) -> np.ndarray:
         """The points the outlier measure flags now, busiest (highest degree) first, as int64 indices."""
@@ -331,7 +351,7 @@ class CellsFocus(Focus):
 
     def _run_of(self, cell: int) -> Any:
         runs = self.runs
-        if isinstance(cell, bool) or not isinstance(cell, numbers.Integral) or not 0 <= cell < len(runs):
+        if not is_integer(cell) or not 0 <= cell < len(runs):
             raise ValueError(
                 f"cell={cell!r} must be an int from 0 to {len(runs) - 1} (one per configuration)"
                 if runs
@@ -346,7 +366,8 @@ class CellsFocus(Focus):
 
 
 def check_range(name: str, value: Any) -> tuple[float, float]:
-    """``value`` as a (low, high) pair of finite floats with low < high, or a ParameterError naming ``name``.
+    """``value`` as a (low, high) pair of finite floats with low < high (``_validation.check_range``), or a
+    ParameterError naming ``name``.
 
     Parameters
     ----------
@@ -356,16 +377,14 @@ def check_range(name: str, value: Any) -> tuple[float, float]:
         The pair to check.
     """
     try:
-        low, high = (float(v) for v in value if not isinstance(v, bool))
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name}={value!r} must be a pair (low, high) of numbers.") from None
-    if not (math.isfinite(low) and math.isfinite(high) and low < high and math.isfinite(high - low)):
-        raise ParameterError(f"{name}={value!r} must be a finite interval with low < high.")
-    return low, high
+        return _validation.check_range(name, value)
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None
 
 
 def check_index(value: Any, n: int) -> int:
-    """``value`` as a point index of a layout of ``n`` points (negative counts from the end).
+    """``value`` as a point index of a layout of ``n`` points (negative counts from the end;
+    ``_validation.check_index``), or a ParameterError.
 
     Parameters
     ----------
@@ -374,13 +393,12 @@ def check_index(value: Any, n: int) -> int:
     n : int
         Points of the layout (0: there is none yet).
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(f"index={value!r} must be an integer, a point's row in the layout.")
-    if n == 0:
+    if n == 0 and is_integer(value):
         raise ParameterError("there is no layout yet: wait for the panel to build one (wait()).")
-    if not -n <= value < n:
-        raise ParameterError(f"index={int(value)} is out of range: the layout has {n:,} points (0 to {n - 1:,}).")
-    return int(value) % n
+    try:
+        return _validation.check_index(value, n)
+    except (TypeError, IndexError) as exc:
+        raise ParameterError(str(exc)) from None
 
 
 def check_indices(value: Any, n: int, name: str = "indices") -> np.ndarray:

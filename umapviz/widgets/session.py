@@ -13,12 +13,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import numbers
 import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,14 @@ import numpy as np
 from .. import datasets, metrics, render
 from .._backend import resolve_device, to_host
 from .._files import atomic_write
-from .._validation import check_data, check_random_state
+from .._validation import check_data, check_random_state, is_integer
 from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
 from ..graph.start import random_init, spectral_init
 from ..optimize import LayoutOptimizer
 from ..optimize.optimizer import INITS, SPECTRAL_INITS
 from ..optimize.rng import resolve_seed
+from ..render.shade import DEFAULT_STYLE
 
 GRAPH_PARAMS = ("n_neighbors", "metric", "min_dist", "spread", "knn")
 OPTIMIZER_PARAMS = tuple(p for p in inspect.signature(LayoutOptimizer).parameters if p != "graph")
@@ -44,6 +44,7 @@ GRAPH_SOURCE = "(your graph)"
 # Recorded frames are kept on the host up to this many bytes; past it every other frame is dropped (the
 # last is always kept), so a long run of millions of points thins its history instead of filling memory.
 RECORD_BUDGET_BYTES = 512 * 2**20
+PANEL_STYLE = replace(DEFAULT_STYLE, edge_text=False)  # panels write the off-view counts beside the image
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -56,7 +57,7 @@ def check_count(name: str, value: Any, none_means: str | None = None) -> int | N
     ``none_means`` says what it means."""
     if value is None and none_means is not None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:  # NumPy ints count too
+    if not is_integer(value) or value < 1:  # NumPy ints count too
         alternative = f" or None ({none_means})" if none_means is not None else ""
         raise ValueError(f"{name}={value!r} must be a positive integer{alternative}.")
     return int(value)
@@ -334,9 +335,10 @@ class LayoutRun:
         self.colour_by_class = True
         self.outlier_method = outlier_method
         self.log = FrameLog() if record else None
-        self.history_epochs: list[int] = []  # every measured epoch (never thinned: two ints each)
+        self.history_epochs: list[int] = []  # every epoch run (never thinned: two ints each)
         self.history_counts: list[int] = []
         self.ms_per_epoch = float("nan")
+        self.off_view: tuple[int, ...] = (0, 0, 0, 0)  # points outside the last image's view: left, right, bottom, top
         self.mask: Any = None
         self._fingerprint: tuple[int, str] | None = None  # (epoch, fingerprint) of the last measured state
         self._neighbors: Any = graph
@@ -358,16 +360,33 @@ class LayoutRun:
     def n_outliers(self) -> int:
         return self.history_counts[-1]
 
-    def advance(self, n: int) -> int:
-        """Run up to ``n`` epochs and measure the result; returns how many ran."""
+    def advance(self, n: int, count_each_epoch: bool = True) -> int:
+        """Run up to ``n`` epochs and measure the result; returns how many ran.
+
+        With ``count_each_epoch`` every epoch's outliers are counted into the history (the Explorer's chart
+        then has one sample per epoch, so a peak between two frames stays on it); the last epoch's mask is kept
+        and recorded with its embedding either way. ``ms_per_epoch`` is the layout's time alone."""
         before = self.optimizer.epoch
-        start = time.perf_counter()
-        self.optimizer.step(n)
+        layout_s = 0.0
+        steps = [1] * n if count_each_epoch else [n]
+        for i, epochs in enumerate(steps):
+            start = time.perf_counter()
+            self.optimizer.step(epochs)
+            layout_s += time.perf_counter() - start
+            if self.optimizer.done or i == len(steps) - 1:
+                break
+            self._count_outliers()
         ran = self.optimizer.epoch - before
         if ran:
-            self.ms_per_epoch = (time.perf_counter() - start) * 1000.0 / ran
+            self.ms_per_epoch = layout_s * 1000.0 / ran
             self.measure()
         return ran
+
+    def _count_outliers(self) -> None:
+        """Count the current embedding's outliers into the history (no mask kept, nothing recorded)."""
+        mask = metrics.outliers(self.optimizer.device_embedding, self._neighbors, method=self.outlier_method)
+        self.history_epochs.append(int(self.optimizer.epoch))
+        self.history_counts.append(int(mask.sum()))
 
     def measure(self) -> None:
         """Outliers of the current embedding; appended to the history and the recording."""
@@ -410,16 +429,21 @@ class LayoutRun:
         return self._fingerprint[1]
 
     def image(self, width: int, height: int, view: Any = "robust") -> np.ndarray:
-        """The current embedding as an (height, width, 4) RGBA image, outliers ringed."""
-        labels, n_labels = self._colours()
-        return render.image(self.optimizer.device_embedding, labels, self.mask, width, height, view, n_labels=n_labels)
+        """The current embedding as an (height, width, 4) RGBA image, outliers ringed (see ``_draw``)."""
+        return self._draw(self.optimizer.device_embedding, self.mask, width, height, view)
 
     def recorded_image(self, index: int, width: int, height: int, view: Any = "robust") -> tuple[int, np.ndarray]:
         """(epoch, image) of the ``index``-th recorded frame."""
         log = self.log
-        embedding, mask = log.embeddings[index], log.outliers[index]
+        return log.epochs[index], self._draw(log.embeddings[index], log.outliers[index], width, height, view)
+
+    def _draw(self, embedding: Any, mask: Any, width: int, height: int, view: Any) -> np.ndarray:
+        """Render with the border triangles but no text on the image: a panel lays the counts out beside it
+        (``off_view``: the points outside the view per side, left, right, bottom, top, of the last image)."""
         labels, n_labels = self._colours()
-        return log.epochs[index], render.image(embedding, labels, mask, width, height, view, n_labels=n_labels)
+        rgba, agg = render.render(embedding, labels, mask, width, height, view, n_labels=n_labels, style=PANEL_STYLE)
+        self.off_view = tuple(int(v) for v in to_host(agg.edge_counts).sum(axis=1))
+        return rgba
 
     def _colours(self) -> tuple[np.ndarray | None, int | None]:
         return (self.labels, self.n_labels) if self.colour_by_class else (None, None)

@@ -44,6 +44,13 @@ def from_bisection_units(sigma, rho, scale):
     return (sigma * scale).astype(sigma.dtype), (rho * scale).astype(rho.dtype)
 
 
+AB_SIGNIFICANT_DIGITS = 8
+
+
+def _rounded(value: float) -> float:
+    return float(f"{value:.{AB_SIGNIFICANT_DIGITS}g}")
+
+
 def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, float]:
     """Fit ``1 / (1 + a x^(2b))`` to UMAP's target curve: 1 up to ``min_dist``, then
     ``exp(-(x - min_dist) / spread)``, sampled on [0, 3 spread]. Gives a ~ 1.577, b ~ 0.895 for (1.0, 0.1).
@@ -61,12 +68,15 @@ def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, f
     # The target curve at spread s is the spread-1 curve of x / s (with min_dist / s), so fit at spread 1,
     # where the default start (a, b) = (1, 1) converges; at small spread (<= ~0.2) a direct fit diverged to
     # negative a, b. Rescaling back is exact: 1 / (1 + a1 (x / s)^(2 b1)) = 1 / (1 + a1 s^(-2 b1) x^(2 b1)).
-    # At spread 1.0 the arithmetic is the same as a direct fit, so default a, b (and graph fingerprints) are unchanged.
     relative_min_dist = min_dist / spread
     x = np.linspace(0, 3.0, 300)
     y = np.where(x < relative_min_dist, 1.0, np.exp(-(x - relative_min_dist)))
     (a1, b1), _ = curve_fit(curve, x, y)
-    a, b = float(a1 * spread ** (-2 * b1)), float(b1)
+    # curve_fit stops at its tolerance (~1.5e-8 relative), and where it stops moves by ~1e-10 with the CPU's
+    # vector kernels for x ** (2 b) and the SciPy version: a and b, and with them every layout's bytes, would
+    # differ from machine to machine. Rounded to AB_SIGNIFICANT_DIGITS they are the same everywhere (the same
+    # curve as umap-learn's fit to within its own tolerance).
+    a, b = _rounded(float(a1 * spread ** (-2 * b1))), _rounded(float(b1))
     if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
         raise ValueError(
             f"Fitting the curve for spread={spread!r}, min_dist={min_dist!r} gave a={a!r}, b={b!r}, but both must be "

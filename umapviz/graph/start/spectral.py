@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse
 
 from ..._backend import gpu_memory, to_host
+from .lanczos import BREAKDOWN
 from .spectral_cpu import HostOps
 from .spectral_gpu import DeviceOps
 
@@ -27,7 +28,6 @@ BASIS = 24  # Lanczos vectors per component between restarts
 KEEP = 8  # Ritz vectors a restart keeps (at least the eigenpairs asked for)
 MAX_PRODUCTS = 10_000  # sparse products before the components still open count as not converged
 CPU_GROUP_ROWS = 2048  # the CPU solves consecutive components together until they hold this many rows
-_BREAKDOWN = 1e-10  # a Lanczos vector shorter than this: the component's Krylov space is exhausted (exact)
 
 
 def start_vector(bounds: np.ndarray) -> np.ndarray:
@@ -122,56 +122,6 @@ def _projected_ritz(H: np.ndarray, size: int, n_keep: int) -> tuple[np.ndarray, 
     return theta[top], Z[:, top], beta
 
 
-def extend_basis(ops, V, H, arrow: np.ndarray, first: int, breakdown: float = _BREAKDOWN) -> None:
-    """Lanczos steps ``first .. BASIS - 1``: each writes the next basis vector ``V[j + 1]`` and column ``j`` of every
-    component's projected matrix ``H`` (with row ``j + 1``'s subdiagonal), in place.
-
-    Step ``j`` multiplies ``V[j]`` by the operator, removes the recurrence's known terms (``alpha v_j + beta
-    v_j-1``, or after a restart ``alpha v_j`` plus the kept Ritz vectors' couplings ``arrow``), then projects out
-    every earlier vector once more (one classical Gram-Schmidt pass) and normalises per component; a component
-    whose new vector is shorter than ``breakdown`` gets zeros (its Krylov space is exhausted). The device-neutral
-    definition, on ``ops``'s primitives: ``spectral_gpu.DeviceOps.extend_basis`` runs it as it stands, and
-    ``spectral_cpu.HostOps.extend_basis`` is its fused CPU twin (the same operations in the same order: change both
-    together).
-
-    Parameters
-    ----------
-    ops : HostOps or DeviceOps
-        The primitives.
-    V : ndarray
-        ``(BASIS + 1, n)`` basis on ``ops.xp``; rows up to ``first`` are set.
-    H : ndarray
-        ``(n_comp, BASIS + 1, BASIS)`` projected matrices on ``ops.xp`` (upper triangle and subdiagonal).
-    arrow : ndarray
-        ``(n_comp, KEEP)`` host couplings of the kept Ritz vectors to ``V[first]`` (used where ``first > 0``).
-    first : int
-        The first step: 0 at the start, ``KEEP`` after a restart.
-    breakdown : float
-        The length under which a new vector counts as zero.
-    """
-    xp, m = ops.xp, V.shape[0] - 1
-    for j in range(first, m):
-        w = ops.matvec(V[j])
-        alpha = ops.seg_dots(V[j : j + 1], 1, w)
-        if j == 0:  # the recurrence's known terms: w -= alpha v_j + beta v_j-1 (+ the arrow after a restart)
-            w = ops.combine(V[:1], 1, alpha, w, -1.0)
-        elif j == first:
-            w = ops.combine(V, j + 1, xp.concatenate([xp.asarray(arrow), alpha], axis=1), w, -1.0)
-        else:
-            w = ops.combine(V[j - 1 : j + 1], 2, xp.concatenate([H[:, j, j - 1 : j], alpha], axis=1), w, -1.0)
-        again = ops.seg_dots(V, j + 1, w)  # then one classical Gram-Schmidt pass against every earlier vector
-        w = ops.combine(V, j + 1, again, w, -1.0)
-        b = xp.sqrt(ops.seg_dots(w[None], 1, w)[:, 0])
-        V[j + 1] = w * xp.where(b > breakdown, 1.0 / xp.maximum(b, breakdown), 0.0)[ops.comp_of]
-        H[:, j, j] = alpha[:, 0]
-        if j == first and j > 0:
-            H[:, :j, j] = xp.asarray(arrow)
-        elif j > 0:
-            H[:, j - 1, j] = H[:, j, j - 1]
-        H[:, : j + 1, j] = H[:, : j + 1, j] + again
-        H[:, j + 1, j] = b
-
-
 def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats: dict | None = None) -> list:
     """Per component, the ``n_vec`` largest eigenpairs of a block-diagonal symmetric operator.
 
@@ -179,8 +129,8 @@ def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats:
     ``ops.xp``: ``matvec(x)``; ``seg_dots(V, k, x)``, the ``(n_comp, k)`` per-component dot products of the
     first ``k`` rows of ``V`` with ``x``; ``combine(V, k, coef, add, sign)``, each row ``r`` of component ``c``
     as ``add[r] + sign * sum_j V[j, r] coef[c, j]``; ``comp_of``, each row's component; and
-    ``extend_basis(V, H, arrow, first, breakdown)``, the Lanczos steps of a cycle (:func:`extend_basis` on those
-    primitives, or a fused twin of it).
+    ``extend_basis(V, H, arrow, first, breakdown)``, the Lanczos steps of a cycle
+    (:func:`.lanczos.extend_basis` on those primitives, or a fused twin of it).
 
     Thick-restart Lanczos: each component builds its own Krylov basis of ``BASIS`` vectors, each new vector
     orthogonalised by the recurrence's known terms and then once more against all the earlier ones (one
@@ -224,7 +174,7 @@ def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats:
     arrow = np.zeros((n_comp, keep))  # after a restart: the kept Ritz vectors' couplings to the next vector
     first, products = 0, 0
     while True:
-        ops.extend_basis(V, H, arrow, first, _BREAKDOWN)
+        ops.extend_basis(V, H, arrow, first, BREAKDOWN)
         products += m - first
         last = products >= max_products
         host_H = to_host(H)
@@ -232,7 +182,7 @@ def thick_restart_lanczos(ops, n_vec: int, tol: float, max_products: int, stats:
         restart = np.zeros((keep, n_comp, m))
         kept_H = np.zeros((n_comp, m + 1, m))
         for c in np.flatnonzero(done_at == 0):
-            short = np.flatnonzero(host_H[c, np.arange(first + 1, m + 1), np.arange(first, m)] <= _BREAKDOWN)
+            short = np.flatnonzero(host_H[c, np.arange(first + 1, m + 1), np.arange(first, m)] <= BREAKDOWN)
             size = first + int(short[0]) + 1 if short.size else m
             theta, S, beta = _projected_ritz(host_H[c], size, max(keep, n_vec))
             if size < n_vec:

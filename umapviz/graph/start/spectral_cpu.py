@@ -183,7 +183,7 @@ def _seg_dots(V, k, x, tile_lo, comp_tiles, n_comp):
 
 @numba.njit(cache=True)
 def lanczos_steps(indptr, indices, weight, inv_sqrt, tile_lo, comp_tiles, comp_of, V, H, arrow, first, breakdown):
-    """``spectral.extend_basis`` fused: the same primitives, in the same order, on the same numbers, with no
+    """``lanczos.extend_basis`` fused: the same primitives, in the same order, on the same numbers, with no
     Python between them (its twin: change both together). Writes ``V[first + 1 :]`` and ``H``'s columns ``first``
     on, in place.
 
@@ -196,9 +196,9 @@ def lanczos_steps(indptr, indices, weight, inv_sqrt, tile_lo, comp_tiles, comp_o
     tile_lo, comp_tiles, comp_of : ndarray
         The per-component sums' tiles (:func:`tiles`) and each row's component.
     V, H, arrow, first :
-        As ``spectral.extend_basis``.
+        As ``lanczos.extend_basis``.
     breakdown : float
-        A new vector shorter than this is a zero vector (``spectral._BREAKDOWN``).
+        A new vector shorter than this is a zero vector (``lanczos.BREAKDOWN``).
     """
     n_comp, m = H.shape[0], V.shape[0] - 1
     n = V.shape[1]
@@ -306,7 +306,7 @@ class HostOps:
         return out
 
     def extend_basis(self, V: np.ndarray, H: np.ndarray, arrow: np.ndarray, first: int, breakdown: float) -> None:
-        """``spectral.extend_basis`` in one Numba call (:func:`lanczos_steps`): the same bytes, without the
+        """``lanczos.extend_basis`` in one Numba call (:func:`lanczos_steps`): the same bytes, without the
         Python between the primitives (most of the solve's time on components of a few thousand rows)."""
         lanczos_steps(
             self.indptr,

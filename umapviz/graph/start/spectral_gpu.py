@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse
 
 from ..._backend import cupy
+from .lanczos import extend_basis
 from .spectral_cpu import SEG_THREADS, tiles
 
 KERNELS = Path(__file__).with_name("spectral_gpu.cu")
@@ -113,7 +114,7 @@ class DeviceOps:
         return out
 
     def extend_basis(self, V, H, arrow: np.ndarray, first: int, breakdown: float) -> None:
-        """The Lanczos steps ``first .. BASIS - 1`` in place: :func:`umapviz.graph.start.spectral.extend_basis` on these
+        """The Lanczos steps ``first .. BASIS - 1`` in place: :func:`umapviz.graph.start.lanczos.extend_basis` on these
         primitives (the definition ``spectral_cpu.HostOps.extend_basis`` fuses on the CPU).
 
         Parameters
@@ -127,6 +128,4 @@ class DeviceOps:
         breakdown : float
             The length under which a new vector counts as zero.
         """
-        from .spectral import extend_basis  # noqa: PLC0415 - import cycle: spectral imports this module
-
         extend_basis(self, V, H, arrow, first, breakdown)

@@ -1,6 +1,6 @@
 """Hover, click and box/lasso selection for LiveView: from a pointer position to point indices.
 
-The look-ups are ``umapviz.inspect``'s (one pass over the points on the host, or on the GPU for CuPy), run
+The look-ups are ``umapviz.probe``'s (one pass over the points on the host, or on the GPU for CuPy), run
 when the plot's ``PointerXY``, ``Tap``, ``BoundsXY`` and ``Lasso`` streams fire.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import holoviews as hv
 import numpy as np
 
-from umapviz.inspect import nearest_point, points_in_box, points_in_polygon
+from umapviz.probe import nearest_point, points_in_box, points_in_polygon
 
 HOVER_RADIUS_PX = 24  # hover and click name the nearest point only within this many pixels of the pointer
 
@@ -57,13 +57,37 @@ class PointPicking:
             return hv.Text(0.0, 0.0, "")
         px, py = (float(v) for v in self._data.embedding[index])
         label = self.hovered[1]
-        text = f" #{index:,}" + ("" if label is None else f"  label {label}")
-        return hv.Text(px, py, text)
+        text = f" #{index:,}" + ("" if label is None else f"  label {label}") + f"  ({px:.3g}, {py:.3g}) "
+        halign, valign = self._label_side(px, py)
+        return hv.Text(px, py, text, halign=halign, valign=valign)
+
+    def _label_side(self, x: float, y: float) -> tuple[str, str]:
+        """(halign, valign) that keep a hover label inside the plot: to the left of a point in the right third
+        of the view, below one in the top third (beside and above it elsewhere)."""
+        shown = self._frames.shown
+        if shown is None:
+            return "left", "bottom"
+        (x0, x1), (y0, y1) = shown[2].x_range, shown[2].y_range
+        halign = "right" if x > x0 + (x1 - x0) * 2 / 3 else "left"
+        valign = "top" if y > y0 + (y1 - y0) * 2 / 3 else "bottom"
+        return halign, valign
 
     def _on_tap(self, x=None, y=None) -> None:
+        """A click: on a point, ``on_tap(index)``; on empty space, the selection drawn here is cleared and
+        ``on_tap(None)`` lets the owner clear what it shows (the way out of an inspection or a selection)."""
         index = self.point_at(x, y)
-        if index is not None and self.on_tap is not None:
+        if index is None:
+            if x is not None:
+                self._on_tap_empty()
+        elif self.on_tap is not None:
             self.on_tap(index)
+
+    def _on_tap_empty(self) -> None:
+        """A click on empty space (or Escape): clear the selection drawn, and tell the owner (``on_tap(None)``)."""
+        if self._data is not None:
+            self.select(None)
+        if self.on_tap is not None:
+            self.on_tap(None)
 
     def _on_box(self, bounds=None) -> None:
         if bounds is None or self._data is None:

@@ -5,7 +5,7 @@ and ``PlotReset`` streams. Each event re-renders through ``umapviz.render.render
 the CUDA kernel for CuPy), so a zoomed-in region is aggregated afresh at full resolution, outliers stay
 ringed discs at any zoom, and a CuPy embedding never leaves the GPU. ``PointerXY``, ``Tap``, ``BoundsXY``
 and ``Lasso`` streams on the same plot answer hover, click and box/lasso selection through the point
-look-ups of ``umapviz.inspect``; marks (a selection, an inspected point and its neighbours, a trail) are
+look-ups of ``umapviz.probe``; marks (a selection, an inspected point and its neighbours, a trail) are
 drawn into the frame (see ``render/marks.py``), so ``frame()`` returns what the user sees. The range shown
 (:mod:`.view_range`), the marks (:mod:`.marks`) and the frame drawn (:mod:`.frames`) are kept by the objects of
 those modules; ``LiveView`` wires them to the plot's streams.
@@ -18,8 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401 - registers the bokeh options used below
+import holoviews.plotting.bokeh  # registers the bokeh options used below
 import numpy as np
+from bokeh.events import MouseLeave
+from bokeh.models import CustomJS
 from holoviews.streams import BoundsXY, Lasso, Pipe, PlotReset, PlotSize, PointerXY, RangeXY, Tap
 
 from umapviz.render.aggregate import check_embedding, check_labels, check_outliers
@@ -32,6 +34,19 @@ from umapviz.render.view import View, ViewSpec, as_view, check_pixels
 
 __all__ = ["ECHO_MEMORY", "ECHO_TOLERANCE", "TOOLS", "LiveView", "bokeh_options"]
 
+ESCAPE_TAG = "umapviz-escape"
+# Runs in the page when the pointer moves over the plot: from then on, Escape while the pointer is over it sets the
+# figure's tags to [ESCAPE_TAG, a fresh number] (a change BokehJS sends back to the kernel). Capture phase: the
+# notebook's own Escape handling must not swallow it first.
+ESCAPE_JS = f"""
+fig.__umapviz_over = true;
+if (!fig.__umapviz_escape) {{
+  fig.__umapviz_escape = true;
+  document.addEventListener("keydown", (event) => {{
+    if (event.key === "Escape" && fig.__umapviz_over) {{ fig.tags = ["{ESCAPE_TAG}", Date.now()]; }}
+  }}, true);
+}}
+"""
 TOOLS = ["tap", "box_select", "lasso_select"]  # besides HoloViews' pan, wheel zoom, box zoom, save, reset
 # The frame is a NumPy array: naming its one interface spares HoloViews trying the others, whose type checks
 # import pandas (a quarter of a second of a panel's start) for a frame that is never a DataFrame.
@@ -59,8 +74,9 @@ class LiveView(PointPicking):
     title : str
         The plot's title, before each frame's caption.
     on_tap, on_select, on_hover : callable, optional
-        Called with the clicked point's index, the indices selected by a box or lasso, and the hovered
-        ``(index, label)`` (or None away from any point).
+        Called with the clicked point's index (None for a click on empty space, which also clears the
+        selection drawn), the indices selected by a box or lasso, and the hovered ``(index, label)`` (or None
+        away from any point, and once the pointer leaves the plot).
     on_range : callable, optional
         For frames drawn elsewhere (``push_frame``): called with the View the user zoomed or panned to, or None
         for a reset; the owner draws the range asked for and pushes it.
@@ -326,7 +342,30 @@ class LiveView(PointPicking):
         return "  ".join(p for p in parts if p)
 
     def _show_caption(self, plot, element) -> None:
-        plot.handles["plot"].title.text = self.caption
+        figure = plot.handles["plot"]
+        figure.title.text = self.caption
+        if not getattr(figure, "_umapviz_hooked", False):  # once per figure
+            figure._umapviz_hooked = True
+            figure.on_event(MouseLeave, self._pointer_left)  # the hover label goes with the pointer
+            # Escape over the plot: the page's key press marks the figure's tags, which come back to Python.
+            # On mousemove, which the hover stream subscribes to (BokehJS runs a JS callback only for an event
+            # the figure subscribes to: one on "mouseenter" never ran).
+            figure.js_on_event("mousemove", CustomJS(args={"fig": figure}, code=ESCAPE_JS))
+            figure.js_on_event("mouseleave", CustomJS(args={"fig": figure}, code="fig.__umapviz_over = false;"))
+            figure.on_change("tags", self._tags_changed)
+
+    def _pointer_left(self, _event: Any = None) -> None:
+        """The pointer left the plot: no point is hovered any more (PointerXY sends nothing on leaving)."""
+        self.pointer_stream.event(x=None, y=None)
+
+    def _tags_changed(self, _attr: str, _old: Any, new: Any) -> None:
+        if new and new[0] == ESCAPE_TAG:
+            self.escape()
+
+    def escape(self) -> None:
+        """What Escape over the plot does, as a click on empty space: the selection drawn is cleared and
+        ``on_tap(None)`` lets the owner clear what it shows."""
+        self._on_tap_empty()
 
     def _redraw(self) -> None:
         """Have the plot draw the current state (its streams call ``_element``)."""
@@ -362,5 +401,6 @@ def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
             # default) costs a GPU read-back per frame, or a software GL pass without a GPU.
             backend_opts={"plot.output_backend": "canvas"},
         ),
-        "Text": dict(text_color="white", text_font_size="11pt", text_align="left", text_baseline="bottom"),
+        # Where the label sits against its point is the element's (halign, valign): it flips to stay inside.
+        "Text": dict(text_color="white", text_font_size="11pt"),
     }

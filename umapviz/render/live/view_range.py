@@ -12,7 +12,10 @@ from typing import Any
 
 from umapviz.render.view import View, ViewSpec, as_view, resolve_view
 
-ECHO_MEMORY = 8  # views drawn that a reported range is compared with
+# Views drawn that a reported range is compared with. A busy kernel pushes frames faster than the browser
+# reports their ranges back, so an echo may arrive dozens of frames late; one taken for a zoom would freeze the
+# view at an old frame's range. A user's zoom practically never equals a drawn view to ECHO_TOLERANCE.
+ECHO_MEMORY = 256
 ECHO_TOLERANCE = 1e-6  # relative to the view's span
 
 

@@ -318,7 +318,7 @@ class GridController(CellsFocus):
         for run in self.runs:
             n = min(self.settings["epochs_per_frame"], self._goal(run, target) - run.epoch)
             if n > 0:
-                run.advance(n)
+                run.advance(n, count_each_epoch=False)  # one count per frame per cell: a grid has many
                 moved = True
         if moved:
             self._show_all()

@@ -24,8 +24,8 @@ from .grid import TABLE_COLUMNS, Config, GridController, configurations
 GRID_LEGEND = (
     "Every panel lays out <b>one graph</b> ({points:,} points, {edges:,} edges) from the same initial layout; "
     "they differ only in the strategy, n_chunks and random_state in their titles. <b>Red rings</b>: that "
-    "panel's outliers, the points the <i>{method}</i> measure flags now (the count under it). <b>Edge arrows "
-    "and their numbers</b>: that panel's points outside the shared view, flagged or not; zooming changes them, "
+    "panel's outliers, the points the <i>{method}</i> measure flags now (the count under it). <b>Edge arrows</b>: "
+    "that panel's points outside the shared view, flagged or not (counted under it); zooming changes them, "
     "not the outlier count. Zoom, pan or select in one panel: all follow; selected points are drawn in yellow "
     "in every panel."
 )
@@ -154,14 +154,19 @@ class Comparison(Panel):
         return self.controller.view_range or (self.plots[0].view_range if self.plots else None)
 
     def select(self, indices: Any) -> np.ndarray:
-        """Select the points ``indices`` in every panel (drawn in yellow over dimmed layouts); empty clears it.
+        """Select the points ``indices`` in every panel (drawn in yellow over dimmed layouts); None or empty
+        clears it (as the Clear button and a click on empty space in any panel do).
 
         Parameters
         ----------
-        indices : sequence of int
+        indices : sequence of int or None
             Point indices, the same points in every panel.
         """
         return self.controller.select(indices)
+
+    def clear_selection(self) -> None:
+        """Select nothing (as ``select(None)``)."""
+        self.controller.clear_selection()
 
     @property
     def selection(self) -> np.ndarray:
@@ -205,10 +210,17 @@ class Comparison(Panel):
         ws["table"] = w.HTML("")
         ws["legend"] = w.HTML("", layout=w.Layout(max_width="1000px"))
         ws["legend"].add_class("umapviz-grid-legend")
+        ws["selected"] = w.HTML(selection_html(0))
+        ws["clear"] = w.Button(
+            description="Clear", icon="times", tooltip="clear the selection", layout=w.Layout(width="80px")
+        )
+        ws["selected"].add_class("umapviz-grid-selected")
+        ws["clear"].add_class("umapviz-clear")
         # Callbacks and links hold the grid and its controller weakly (see lifetime.py): a dropped grid is collected.
         ws["run"].on_click(weak_callback(self._run_clicked))
         ws["pause"].on_click(weak_callback(self._pause_clicked))
         ws["reset"].on_click(weak_callback(self._reset_clicked))
+        ws["clear"].on_click(weak_callback(self._clear_clicked))
         dlink(c, "caption", ws["status"], to_control=html.escape)
         dlink(c.status, "error", ws["error"], to_control=_error_html)
         dlink(c.status, "error", ws["error"].layout, "display", to_control=lambda e: "block" if e else "none")
@@ -217,7 +229,8 @@ class Comparison(Panel):
         c.observe(weak_callback(self._show_table), names="table_id")
         c.observe(weak_callback(self._show_selection), names="selection")
         controls = w.HBox([ws["run"], ws["pause"], ws["reset"], ws["status"]])
-        self.panel = w.VBox([ws["error"], controls, ws["grid"], ws["legend"], ws["table"]])
+        selected = w.HBox([ws["selected"], ws["clear"]], layout=w.Layout(align_items="center"))
+        self.panel = w.VBox([ws["error"], controls, ws["grid"], selected, ws["legend"], ws["table"]])
         self.panel.add_class("umapviz-compare")
 
     def _make_cells(self) -> list:
@@ -273,13 +286,19 @@ class Comparison(Panel):
                 labels = run.labels if run.colour_by_class else None
                 plot.push_frame(rgba, view, run.optimizer.device_embedding, labels, selection=c.selection)
             plural = "" if run.n_outliers == 1 else "s"
-            count.value = f"epoch {run.epoch} · <b>{run.n_outliers:,}</b> outlier{plural} ({run.outlier_method})"
+            outside = sum(run.off_view)
+            count.value = f"epoch {run.epoch} · <b>{run.n_outliers:,}</b> outlier{plural} ({run.outlier_method})" + (
+                f" · {outside:,} outside the view" if outside else ""
+            )
         run = c.runs[0]
         self.widgets["legend"].value = GRID_LEGEND.format(
             points=c.graph.n_vertices, edges=c.graph.nnz, method=html.escape(run.outlier_method)
         )
 
     def _show_selection(self, _change=None) -> None:
+        n = len(self.controller.selection)
+        self.widgets["selected"].value = selection_html(n)
+        self.widgets["clear"].disabled = n == 0
         for plot in self.plots:
             if plot.view_range is not None:
                 plot.select(self.controller.selection)
@@ -292,8 +311,11 @@ class Comparison(Panel):
     def _selected(self, indices: np.ndarray) -> None:
         self._guarded(lambda: self.controller.select(indices))
 
-    def _tapped(self, index: int) -> None:
-        self._guarded(lambda: self.controller.select([index]))
+    def _tapped(self, index: int | None) -> None:
+        self._guarded(lambda: self.controller.select(None if index is None else [index]))
+
+    def _clear_clicked(self, _button=None) -> None:
+        self._guarded(self.controller.clear_selection)
 
     def _guarded(self, action: Any) -> None:
         after_event(action, self.controller.status.show_error)
@@ -312,6 +334,22 @@ class Comparison(Panel):
 
     def _reset_clicked(self, _button=None) -> None:
         self.controller.reset(block=False)
+
+
+def selection_html(n_selected: int) -> str:
+    """The grid's selection line: how many points are selected in every panel, and how to clear them.
+
+    Parameters
+    ----------
+    n_selected : int
+        Points selected.
+    """
+    if not n_selected:
+        return "<span style='color:#888'>box or lasso in any panel selects the same points in all</span>"
+    return (
+        f"<b>{n_selected:,}</b> selected in every panel "
+        "<span style='color:#888'>— click empty space, press Esc over a panel, or Clear</span>"
+    )
 
 
 def compare(

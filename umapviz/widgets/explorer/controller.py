@@ -41,7 +41,7 @@ from ..session import (
 )
 from ..status import ExplorerError, Status
 from ..worker import Worker
-from .frames import Frames, export
+from .frames import Frames, export, export_path
 from .params import ExplorerParams
 from .play_jobs import PlayJobs
 from .setup_jobs import REBUILD, SetupJobs
@@ -97,7 +97,8 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         ExplorerParams traits (epochs_per_frame, size, outlier_method, colour_by_class, lock_view), graph
         parameters (n_neighbors, metric, min_dist, spread, knn) and LayoutOptimizer parameters (strategy,
         n_chunks, random_state, init, n_epochs, device, learning_rate, ...). A misspelt name is a TypeError and a
-        bad panel setting a ValueError, at once; a bad layout or graph parameter is shown in ``status.error``.
+        value its trait refuses (a misspelt strategy, n_chunks=0) a ParameterError (a ValueError), at once; what
+        only the graph can judge (n_chunks beyond its edges, ...) is shown in ``status.error``.
     """
 
     epoch = Int(0, help="the layout's epoch")
@@ -216,9 +217,11 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         return self.finish(block, since)
 
     def reset(self, block: bool = True) -> ExplorerState:
-        """Pause and go back to epoch 0 (same graph, same parameters, same initial layout)."""
+        """Pause and go back to epoch 0 (same graph, same parameters, same initial layout) and to the whole
+        layout in view (``reset_view()``); the inspected point and the selection stay (``clear()`` clears them)."""
         since = self.status.begin()
         self.cancel_play()
+        self.view_range = None
         self.worker.submit(self._reset_run)
         return self.finish(block, since)
 
@@ -330,14 +333,16 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         with self._lock:
             return run.recording(self._metadata(run))
 
-    def export(self, path: Any, fps: float = 5):
-        """Save by suffix: .png, .gif, .html, .mp4, .npz (see ``frames.export``)."""
+    def export(self, path: Any = None, fps: float = 5):
+        """Save by suffix: .png, .gif, .html, .mp4, .npz, to a file, a folder or the current directory; returns
+        the absolute path written (see ``frames.export``)."""
         return export(path, self.frame, self.recording, self.params.size, fps=fps)
 
-    def export_in_background(self, path: str) -> None:
-        """Export on the worker, saying so in ``status.note``; an error is shown like any other."""
+    def export_in_background(self, path: str | None = None) -> None:
+        """Export on the worker, saying so (with the full path) in ``status.note``; an error is shown like any
+        other."""
         self.status.begin()  # a new try: the last failed export's message goes
-        self.worker.submit(lambda: self._export_job(path.strip() or "umapviz-run.gif"))
+        self.worker.submit(lambda: self._export_job(export_path(path)))
 
     def fps(self) -> float:
         with self._lock:

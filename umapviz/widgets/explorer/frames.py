@@ -20,6 +20,7 @@ from ... import render
 from ..session import LayoutRun
 
 EXPORT_SUFFIXES = (".png", ".gif", ".html", ".mp4", ".npz")
+DEFAULT_EXPORT_NAME = "umapviz-run.gif"  # in the folder asked for, or the current directory
 EXTRAS_INTERVAL_S = 0.5  # while playing, the chart and the scrubber update at most this often
 
 
@@ -96,15 +97,32 @@ class Frames(HasTraits):
         self.history_id += 1
 
 
-def export(path: str | Path, frame: Any, recording: Any, size: int, fps: float = 5) -> Path:
-    """Save by suffix: .png (``frame()``, the image shown), .gif / .html / .mp4 (``recording()``, one view over
-    all frames), .npz (the recording itself, for ``Recording.load``). ``frame`` and ``recording`` are called
-    only for the suffix that needs them.
+def export_path(path: str | Path | None = None) -> Path:
+    """The absolute file an export writes: ``path`` as given (relative to the current directory), a folder's
+    ``DEFAULT_EXPORT_NAME``, or that name in the current directory when ``path`` is None or empty.
 
     Parameters
     ----------
-    path : str or Path
-        Where to save; its suffix picks the format.
+    path : str, Path or None
+        A file name or path (its suffix picks the format), or an existing folder.
+    """
+    path = Path(str(path).strip() or ".") if path is not None else Path(".")
+    path = path.expanduser()
+    if path.is_dir():
+        path = path / DEFAULT_EXPORT_NAME
+    return path.absolute()
+
+
+def export(path: str | Path | None, frame: Any, recording: Any, size: int, fps: float = 5) -> Path:
+    """Save by suffix: .png (``frame()``, the image shown), .gif / .html / .mp4 (``recording()``, one view over
+    all frames), .npz (the recording itself, for ``Recording.load``). ``frame`` and ``recording`` are called
+    only for the suffix that needs them. Returns the absolute path written.
+
+    Parameters
+    ----------
+    path : str, Path or None
+        Where to save (see ``export_path``: a file, a folder, or None for the current directory); a file's
+        suffix picks the format. Missing folders are made.
     frame, recording : callable
         Return the image shown and the recording.
     size : int
@@ -112,14 +130,14 @@ def export(path: str | Path, frame: Any, recording: Any, size: int, fps: float =
     fps : float
         Frames per second of an animation.
     """
-    path = Path(path)
+    path = export_path(path)
     suffix = path.suffix.lower()
     if suffix not in EXPORT_SUFFIXES:
         raise ValueError(f"cannot export to {path.name!r}: use a name ending in {', '.join(EXPORT_SUFFIXES)}.")
     if suffix == ".png":
-        return render.save_png(frame(), path)
+        return Path(render.save_png(frame(), path)).absolute()
     rec = recording()
     if suffix == ".npz":
-        return rec.save(path)
+        return Path(rec.save(path)).absolute()
     save = {".gif": render.save_gif, ".html": render.save_html, ".mp4": render.save_mp4}[suffix]
-    return save(rec, path, fps=fps, width=size, height=size)
+    return Path(save(rec, path, fps=fps, width=size, height=size)).absolute()

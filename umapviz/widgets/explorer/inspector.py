@@ -1,4 +1,4 @@
-"""The inspector: one point's ``umapviz.inspect.PointInfo`` as a small HTML table with a bar histogram of how
+"""The inspector: one point's ``umapviz.probe.PointInfo`` as a small HTML table with a bar histogram of how
 many of its edges fall in each chunk (the tallest bar is ``max_edges_in_one_chunk``: the attractions it receives
 summed from one stale position)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 
-from ...inspect import PointInfo
+from ...probe import PointInfo
 
 HISTOGRAM_WIDTH_PX = 220
 HISTOGRAM_HEIGHT_PX = 40

@@ -19,6 +19,7 @@ import numpy as np
 from ... import datasets
 from ..._backend import gpu_available
 from ...optimize import STRATEGIES
+from ...optimize.chunks import RULES
 from ..binding import KEEP, dlink, link
 from ..lifetime import Panel, panel_widgets, weak_callback
 from ..session import OUTLIER_METHODS
@@ -28,12 +29,9 @@ from .view import ExplorerView, LookingCloser
 
 __all__ = ["Explorer", "ExplorerError", "ExplorerState", "encode_frame"]
 
-N_CHUNKS_MODES = (
-    ("auto (hub-aware rule)", "auto"),
-    ("shipped GPU rule", "shipped"),
-    ("degree rule", "degree"),
-    ("fixed", "fixed"),
-)
+RULE_LABELS = {"auto": "auto (hub-aware rule)", "shipped": "shipped GPU rule", "degree": "degree rule"}
+# The n_chunks menu: every rule the optimizer knows, then "fixed" (an int, set by the slider or the box).
+N_CHUNKS_MODES = (*((RULE_LABELS.get(rule, f"{rule} rule"), rule) for rule in RULES), ("fixed", "fixed"))
 FRAME_FORMAT = "jpeg"  # live frames; see encode_frame
 ERROR_STYLE = "background:#fdecea;color:#611a15;border-left:4px solid #d32f2f;padding:6px 10px"
 
@@ -66,7 +64,9 @@ class Explorer(Panel, LookingCloser):
     Notes
     -----
     Programmatic use (scripts, tests, nbval): ``play(epochs, block=True)``, ``pause()``, ``step(n)``,
-    ``reset()``, ``set(**params)``, ``state``, ``frame()``, ``export(path)``; ``controller`` is the
+    ``reset()`` (epoch 0 and the whole layout in view), ``set(**params)``, ``state``, ``frame()``,
+    ``export(path)``; every state has a way out: ``inspect(None)``, ``select(None)`` or ``clear_selection()``,
+    ``clear()`` (both), ``reset_view()``, ``trail = False``; ``controller`` is the
     widget-free ExplorerController behind the panel, ``widgets`` its controls and outputs by name. The panel
     never raises for bad data or parameters: it shows the message and stays usable on the last good layout
     (data that fails to load is not adopted). A blocking call raises ExplorerError for an error it caused, or
@@ -138,7 +138,9 @@ class Explorer(Panel, LookingCloser):
         return self.controller.step(n, block)
 
     def reset(self, block: bool = True) -> ExplorerState:
-        """Pause and go back to epoch 0 (same graph, same parameters, same initial layout)."""
+        """Pause and go back to epoch 0 (same graph, same parameters, same initial layout) with the whole layout
+        in view: the Reset button does the same. ``reset_view()`` resets the view only; ``clear()`` the
+        inspected point and the selection."""
         return self.controller.reset(block)
 
     def set(self, block: bool = True, **params: Any) -> ExplorerState:
@@ -184,9 +186,18 @@ class Explorer(Panel, LookingCloser):
         """The frames recorded so far as a ``umapviz.render.Recording``."""
         return self.controller.recording()
 
-    def export(self, path: str | Path, fps: float = 5) -> Path:
+    def export(self, path: str | Path | None = None, fps: float = 5) -> Path:
         """Save by suffix: .png (the current frame), .gif / .html / .mp4 (the recorded run, one view over all
-        frames), .npz (the recording itself, for ``Recording.load``)."""
+        frames), .npz (the recording itself, for ``Recording.load``). Returns the absolute path written.
+
+        Parameters
+        ----------
+        path : str, Path or None
+            A file (relative paths start at the current directory), or a folder to write ``umapviz-run.gif``
+            into; None: ``umapviz-run.gif`` in the current directory. Missing folders are made.
+        fps : float
+            Frames per second of an animation.
+        """
         return self.controller.export(path, fps)
 
     def __repr__(self) -> str:
@@ -203,56 +214,62 @@ class Explorer(Panel, LookingCloser):
         would keep it (its thread, optimizer and frames) alive after the user dropped it."""
         c, ws = self.controller, self.widgets
         p, report = c.params, c.status.show_error
+        refused = weak_callback(self._input_refused)  # said next to the inputs, the value in use kept
         dlink(p, "dataset_options", ws["dataset"], "options")  # before the value: the entry must be there
-        for name in ("dataset", "epochs_per_frame", "lock_view", "colour_by_class"):
-            link(p, name, ws[name], on_error=report)
+        link(p, "dataset", ws["dataset"], on_error=report)
+        for name in ("epochs_per_frame", "lock_view", "colour_by_class"):
+            link(p, name, ws[name], on_error=refused)
         link(p, "strategy", ws["strategy"], to_control=_one_of(STRATEGIES), on_error=report)
         link(p, "device", ws["device"], to_control=_one_of(("cpu", "gpu")), on_error=report)
         link(p, "init", ws["init"], to_control=_one_of(("spectral", "random")), on_error=report)
         link(p, "outlier_method", ws["outlier_method"], to_control=_one_of(OUTLIER_METHODS), on_error=report)
-        link(p, "n_neighbors", ws["n_neighbors"], to_control=_int_or_keep, on_error=report)
+        link(p, "n_neighbors", ws["n_neighbors"], to_control=_int_or_keep, on_error=refused)
         link(
             p,
             "random_state",
             ws["random_state"],
             to_control=lambda v: -1 if v is None else _int_or_keep(v),
             to_model=lambda v: None if v < 0 else v,
-            on_error=report,
+            on_error=refused,
         )
         link(
             p,
             "n_epochs",
             ws["n_epochs"],
             to_control=_int_or_keep,
-            on_error=report,
+            on_error=refused,
             to_model=weak_callback(self._n_epochs_asked),
         )
         link(
             p,
             "n_chunks",
             ws["n_chunks_mode"],
-            on_error=report,
+            on_error=refused,
             to_control=lambda v: v if isinstance(v, str) and v in dict(N_CHUNKS_MODES).values() else "fixed",
-            to_model=lambda mode: int(round(ws["n_chunks"].value)) if mode == "fixed" else mode,
+            to_model=lambda mode: ws["n_chunks_exact"].value if mode == "fixed" else mode,
         )
+        fixed = lambda v: v if ws["n_chunks_mode"].value == "fixed" else KEEP  # noqa: E731 - a rule keeps them
         link(
             p,
             "n_chunks",
             ws["n_chunks"],
             to_control=weak_callback(self._fixed_chunks_shown),
-            on_error=report,
-            to_model=lambda v: int(round(v)) if ws["n_chunks_mode"].value == "fixed" else KEEP,
+            on_error=refused,
+            to_model=lambda v: fixed(int(round(v))),
         )
+        link(p, "n_chunks", ws["n_chunks_exact"], to_control=_int_or_keep, on_error=refused, to_model=fixed)
+        p.observe(weak_callback(self._input_taken))
         link(c.frames, "recorded_index", ws["scrub"], on_error=report)
         dlink(c, "running", ws["play"], "disabled")
         dlink(c, "running", ws["pause"], "disabled", to_control=lambda running: not running)
         dlink(c, "has_labels", ws["colour_by_class"], "disabled", to_control=lambda has: not has)
         dlink(c, "graph_given", ws["n_neighbors"], "disabled")
-        dlink(c.status, "note", ws["note"], to_control=html.escape)
+        dlink(c.status, "note", ws["note"], to_control=_wrapping)
         dlink(c.status, "busy", ws["busy"], to_control=html.escape)
         dlink(c.status, "progress", ws["progress"], to_control=lambda stage: max(stage, 0))
         dlink(c.status, "progress", ws["busy_box"].layout, "display", to_control=lambda s: "none" if s < 0 else "flex")
         dlink(c.status, "error", ws["error"], to_control=_error_html)
+        c.status.observe(weak_callback(self._error_changed), names="error")
         dlink(c.status, "error", ws["error"].layout, "display", to_control=lambda e: "block" if e else "none")
         for name in ("strategy", "n_chunks"):
             p.observe(weak_callback(self._enable_chunk_controls), names=name)
@@ -285,7 +302,23 @@ class Explorer(Panel, LookingCloser):
     def _enable_chunk_controls(self, _change=None) -> None:
         chunked = self.controller.params.strategy == "chunked"
         self.widgets["n_chunks_mode"].disabled = not chunked
-        self.widgets["n_chunks"].disabled = not (chunked and self.widgets["n_chunks_mode"].value == "fixed")
+        fixed = chunked and self.widgets["n_chunks_mode"].value == "fixed"
+        self.widgets["n_chunks"].disabled = self.widgets["n_chunks_exact"].disabled = not fixed
+
+    def _input_refused(self, exc: BaseException) -> None:
+        """A value typed or picked that its trait refused: said under the inputs; the control shows the value in
+        use again (an input never changes silently)."""
+        self.widgets["input_note"].value = f"<span style='color:#b00020'>{html.escape(str(exc))} Kept as it was.</span>"
+
+    def _input_taken(self, _change=None) -> None:
+        self.widgets["input_note"].value = ""
+
+    def _error_changed(self, change) -> None:
+        """Before any layout the status says what failed, not "starting..." (the message is in the banner)."""
+        if self.controller.run is None:
+            self.widgets["status"].value = (
+                "<span style='color:#b00020'>not started: see the message above</span>" if change["new"] else ""
+            )
 
     def _graph_changed(self, change) -> None:
         """Fit the n_chunks slider to the graph (without clamping the value in use)."""
@@ -351,15 +384,19 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     stages : int
         Steps of the progress bar.
     view : dict
-        The view's widgets (ExplorerView.widgets): "view", "trail", "legend", "inspector".
+        The view's widgets (ExplorerView.widgets): "view", "caption", "trail", "legend", "inspector", "focus",
+        "clear".
     """
     import ipywidgets as w  # noqa: PLC0415
 
     label_width = {"description_width": "100px"}
     row = w.Layout(width="300px")
 
-    def menu(options, description):
-        return w.Dropdown(options=options, description=description, style=label_width, layout=row)
+    # Inside the "advanced" accordion (its padding takes room) every control fits its width: no sideways scroll.
+    inner = w.Layout(width="100%", max_width="300px")
+
+    def menu(options, description, layout=row, style=label_width):
+        return w.Dropdown(options=options, description=description, style=style, layout=layout)
 
     button = w.Layout(width="76px", padding="0px 4px")
     ws: dict[str, Any] = {}
@@ -373,11 +410,13 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
         max=16,
         step=1,
         description="fixed n_chunks",
-        readout_format=".0f",
+        readout=False,  # the box beside it shows the value, and takes any exact one
         continuous_update=False,
         style=label_width,
-        layout=row,
+        layout=w.Layout(flex="1 1 auto", min_width="0px"),
     )
+    ws["n_chunks_exact"] = w.IntText(value=4, layout=w.Layout(width="72px", flex="0 0 auto"))
+    ws["n_chunks_exact"].add_class("umapviz-n-chunks-exact")
     ws["random_state"] = w.IntText(
         value=0,
         description="random_state",
@@ -385,21 +424,23 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
         layout=row,
         tooltip="a negative value draws a fresh seed on each restart",
     )
-    ws["n_epochs"] = w.BoundedIntText(
-        value=200, min=1, max=1_000_000, description="n_epochs", style=label_width, layout=row
-    )
+    # Plain boxes, not bounded ones: a bound clamps 0 to 1 without a word; the trait refuses it with a message.
+    ws["n_epochs"] = w.IntText(value=200, description="n_epochs", style=label_width, layout=row)
+    ws["input_note"] = w.HTML(value="", layout=w.Layout(width="300px"))
+    ws["input_note"].add_class("umapviz-input-note")
     ws["epochs_per_frame"] = w.IntSlider(
         value=1, min=1, max=50, description="epochs/frame", style=label_width, layout=row
     )
     ws["device"] = menu(["cpu", "gpu"], "device")
-    ws["init"] = menu(["spectral", "random"], "init")
+    ws["init"] = menu(["spectral", "random"], "init", layout=inner)
     ws["n_neighbors"] = w.IntSlider(
-        value=15, min=2, max=100, description="n_neighbors", style=label_width, continuous_update=False, layout=row
+        value=15, min=2, max=100, description="n_neighbors", style=label_width, continuous_update=False, layout=inner
     )
-    ws["outlier_method"] = menu(list(OUTLIER_METHODS), "outlier measure")
-    ws["lock_view"] = w.Checkbox(value=False, description="lock the view range", indent=False)
+    # "outlier measure" whole, not "outlier meas..."
+    ws["outlier_method"] = menu(list(OUTLIER_METHODS), "outlier measure", inner, {"description_width": "110px"})
+    ws["lock_view"] = w.Checkbox(value=False, description="lock the view range", indent=False, layout=inner)
     ws["colour_by_class"] = w.Checkbox(
-        value=True, description="colour by class (off: density only, faster)", indent=False
+        value=True, description="colour by class", tooltip="off: density only, faster", indent=False, layout=inner
     )
     ws["play"] = w.Button(description="Play", icon="play", layout=button, button_style="success")
     ws["pause"] = w.Button(description="Pause", icon="pause", layout=button, disabled=True)
@@ -407,27 +448,40 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     ws["reset"] = w.Button(description="Reset", icon="undo", layout=button)
     ws.update(view)
     ws["scrub"] = w.IntSlider(
-        value=0, min=0, max=0, description="recorded", continuous_update=True, layout=w.Layout(width=f"{size}px")
+        value=0,
+        min=0,
+        max=0,
+        description="recorded",
+        continuous_update=True,
+        layout=w.Layout(width=f"{size}px", max_width="100%"),
     )
     ws["export_path"] = w.Text(
         value="umapviz-run.gif",
         layout=w.Layout(width="220px"),
-        tooltip="name ending in .png, .gif, .html, .mp4 or .npz",
+        tooltip="a file ending in .png, .gif, .html, .mp4 or .npz, or a folder; relative to the kernel's directory",
     )
     ws["export"] = w.Button(description="Export", icon="download", layout=w.Layout(width="90px"))
     ws["chart"] = w.Image(format="png", width=360, height=220)
     ws["status"] = w.HTML(value="starting...", layout=w.Layout(width="360px", overflow="hidden"))
-    ws["note"] = w.HTML(value="", layout=w.Layout(width=f"{size}px"))
+    ws["note"] = w.HTML(value="", layout=w.Layout(width=f"{size}px", max_width="100%"))
     ws["error"] = w.HTML(value="", layout=w.Layout(display="none", width="100%"))
     ws["busy"] = w.HTML(value="")
     ws["progress"] = w.IntProgress(value=0, min=0, max=stages, bar_style="info", layout=w.Layout(width="200px"))
     ws["busy_box"] = w.HBox([ws["progress"], ws["busy"]], layout=w.Layout(display="none"))
 
-    advanced = w.VBox([ws[n] for n in ("init", "n_neighbors", "outlier_method", "lock_view", "colour_by_class")])
+    advanced = w.VBox(
+        [ws[n] for n in ("init", "n_neighbors", "outlier_method", "lock_view", "colour_by_class")],
+        layout=w.Layout(width="100%", overflow="hidden"),
+    )
     ws["advanced"] = w.Accordion(children=[advanced], titles=("advanced",), layout=w.Layout(width="310px"))
+    chunks_row = w.HBox([ws["n_chunks"], ws["n_chunks_exact"]], layout=w.Layout(width="300px"))
     controls = [
-        ws[n]
-        for n in ("dataset", "strategy", "n_chunks_mode", "n_chunks", "random_state", "n_epochs", "epochs_per_frame")
+        ws["dataset"],
+        ws["strategy"],
+        ws["n_chunks_mode"],
+        chunks_row,
+        *(ws[n] for n in ("random_state", "n_epochs", "epochs_per_frame")),
+        ws["input_note"],
     ]
     if gpu_available():
         controls.append(ws["device"])
@@ -435,7 +489,18 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     column = {"flex": "0 0 auto", "margin": "0px 8px 8px 0px"}  # columns keep their size and wrap instead
     left = w.VBox(controls, layout=w.Layout(width="330px", **column))
     centre = w.VBox(
-        [ws["view"], ws["legend"], ws["scrub"], ws["trail"], w.HBox([ws["export_path"], ws["export"]]), ws["note"]],
+        [
+            ws["view"],
+            ws["caption"],
+            w.HBox(
+                [ws["focus"], ws["clear"]], layout=w.Layout(align_items="center", width=f"{size}px", max_width="100%")
+            ),
+            ws["legend"],
+            ws["scrub"],
+            ws["trail"],
+            w.HBox([ws["export_path"], ws["export"]]),
+            ws["note"],
+        ],
         layout=w.Layout(**column),
     )
     right = w.VBox([ws["status"], ws["inspector"], ws["chart"]], layout=w.Layout(**column))
@@ -484,6 +549,11 @@ def encode_frame(rgba: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(buffer, format="JPEG", quality=92, subsampling=0)
     return buffer.getvalue()
+
+
+def _wrapping(text: str) -> str:
+    """Text that wraps anywhere (a long export path) instead of running past its box."""
+    return f"<span style='overflow-wrap:anywhere'>{html.escape(text)}</span>" if text else ""
 
 
 def _error_html(message: str) -> str:

@@ -1,12 +1,12 @@
 """The Explorer's parameters as typed, observable traits: what its controls show and its controller runs.
 
 Two kinds of check, by who can make them:
-- the panel's own settings (epochs_per_frame, size, colour_by_class, lock_view) are checked here and a bad value
-  is refused at once (ParameterError, a ValueError): nothing else can say more about them;
-- layout and graph parameters (strategy, n_chunks, n_neighbors, ...) are checked by the optimizer and the graph
-  builder when the controller (re)starts, against the graph (n_chunks=10**9 is too many only for a given graph):
-  the trait holds what was asked for, and the panel shows their error until a change mends it. Here they are only
-  normalised (NumPy integers as ints, a RandomState drawn once into its seed).
+- what a value's type and range alone decide (a strategy's name, n_chunks >= 1 or a rule, a positive count, a
+  flag) is the trait's: a bad value is refused at once with a ParameterError (a ValueError) naming the trait and
+  what it takes, and the trait keeps its value. NumPy integers count as ints;
+- what only the data can decide (n_chunks=10**9 is too many for a given graph, n_neighbors against the number of
+  points, an init array's shape) is checked by the optimizer and the graph builder when the controller
+  (re)starts: the trait holds what was asked for, and the panel shows their error until a change mends it.
 
 Whether a change restarts the layout or rebuilds the graph is the controller's business: it observes these.
 """
@@ -14,13 +14,17 @@ Whether a change restarts the layout or rebuilds the graph is the controller's b
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Any
 
 from traitlets import Any as AnyTrait
-from traitlets import Dict, HasTraits, List, Unicode, validate
+from traitlets import Bool, Dict, Enum, HasTraits, Int, List, TraitError, Unicode, Union, validate
 
 from ... import datasets
-from ..session import check_count, draw_seed
+from ..._backend import DEVICES
+from ...optimize import STRATEGIES
+from ...optimize.chunks import RULES
+from ..session import OUTLIER_METHODS, draw_seed
 from ..status import ParameterError
 
 # Which traits redo what when they change.
@@ -36,7 +40,53 @@ RESTART_TRAITS = (
     "optimizer_options",
 )
 REDRAW_TRAITS = ("colour_by_class", "lock_view", "size")
-N_CHUNKS_MODES = ("auto", "shipped", "degree")  # the named rules; "fixed" in the menu means an int
+N_CHUNKS_MODES = RULES  # the named rules; "fixed" in the menu means an int
+
+
+class Refusing:
+    """A trait type that refuses a bad value with a ParameterError naming the trait and what it takes (a mixin
+    before a traitlets type). NumPy integers are taken as ints, as everywhere else in the kit."""
+
+    takes = "a valid value"
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            value = int(value)
+        try:
+            return super().validate(obj, value)
+        except TraitError:
+            raise ParameterError(f"{self.name}={value!r} must be {self.takes}.") from None
+
+
+class Count(Refusing, Int):
+    """A positive int (or None where ``allow_none``)."""
+
+    def __init__(self, default_value: Any = 1, **kwargs: Any) -> None:
+        super().__init__(default_value, min=1, **kwargs)
+        self.takes = "a positive integer (1 or more)" + (" or None" if self.allow_none else "")
+
+
+class Choice(Refusing, Enum):
+    """One of a fixed set of names (or None where ``allow_none``)."""
+
+    def __init__(self, values: Any, default_value: Any, **kwargs: Any) -> None:
+        super().__init__(values, default_value, **kwargs)
+        self.takes = "one of " + ", ".join(map(repr, values)) + (" or None" if self.allow_none else "")
+
+
+class Flag(Refusing, Bool):
+    """True or False (0 and 1 taken as such)."""
+
+    takes = "True or False"
+
+
+class NChunks(Refusing, Union):
+    """n_chunks: an int >= 1, or one of the rules of ``umapviz.optimize.chunks``."""
+
+    takes = "an int >= 1 or one of " + ", ".join(map(repr, RULES))
+
+    def __init__(self, default_value: Any = "auto", **kwargs: Any) -> None:
+        super().__init__([Int(min=1), Enum(RULES)], default_value=default_value, **kwargs)
 
 
 class ExplorerParams(HasTraits):
@@ -51,42 +101,38 @@ class ExplorerParams(HasTraits):
     # -- data and graph ---------------------------------------------------------------------------------
     data = AnyTrait(datasets.DEFAULT, help="a dataset name, a data file path, an (n, d) array or a FuzzyGraph")
     labels = AnyTrait(None, allow_none=True, help="class codes for an array (a dataset brings its own)")
-    n_samples = AnyTrait(None, allow_none=True, help="points of a dataset (None: its default)")
-    n_neighbors = AnyTrait(15, help="graph neighbours per point")
+    n_samples = Count(None, allow_none=True, help="points of a dataset (None: its default)")
+    n_neighbors = Count(15, help="graph neighbours per point (the builder checks it against the points)")
     graph_options = Dict(help="other build_graph parameters: metric, min_dist, spread, knn")
     # -- layout ----------------------------------------------------------------------------------------
-    strategy = Unicode("chunked", help="one of umapviz.optimize.STRATEGIES")
-    n_chunks = AnyTrait("auto", help="an int, or a rule: 'auto', 'shipped', 'degree'")
+    strategy = Choice(STRATEGIES, "chunked", help="one of umapviz.optimize.STRATEGIES")
+    n_chunks = NChunks("auto", help="an int >= 1, or a rule of umapviz.optimize.chunks.RULES")
     random_state = AnyTrait(0, allow_none=True, help="the seed (None: a fresh one at each restart)")
     init = AnyTrait("spectral", help="'spectral', 'random' or an (n, 2) array")
-    n_epochs = AnyTrait(None, allow_none=True, help="epochs of a run (None: the optimizer's default for the graph)")
-    device = AnyTrait(None, allow_none=True, help="'cpu', 'gpu' or None (the optimizer's default)")
+    n_epochs = Count(None, allow_none=True, help="epochs of a run (None: the optimizer's default for the graph)")
+    device = Choice(DEVICES, None, allow_none=True, help="'auto', 'cpu', 'gpu' or None (the optimizer's default)")
     optimizer_options = Dict(help="other LayoutOptimizer parameters: learning_rate, ...")
-    outlier_method = Unicode("neighbors", help="'neighbors' or 'radius' (see umapviz.metrics.outliers)")
+    outlier_method = Choice(OUTLIER_METHODS, "neighbors", help="see umapviz.metrics.outliers")
     # -- the panel's own settings ---------------------------------------------------------------------
-    epochs_per_frame = AnyTrait(1, help="epochs run between two frames, a positive int")
-    size = AnyTrait(480, help="the view's width and height in pixels, a positive int")
-    colour_by_class = AnyTrait(True, help="colour points by label (False: by density only, faster on a CPU)")
-    lock_view = AnyTrait(False, help="keep the view range of the frame shown when locked")
+    epochs_per_frame = Count(1, help="epochs run between two frames")
+    size = Count(480, help="the view's width and height in pixels")
+    colour_by_class = Flag(True, help="colour points by label (False: by density only, faster on a CPU)")
+    lock_view = Flag(False, help="keep the view range of the frame shown when locked")
     # -- the dataset menu ------------------------------------------------------------------------------
     dataset = Unicode(help="the dataset menu's entry for ``data``")
     dataset_options = List(Unicode(), help="the dataset menu's entries")
 
-    @validate("epochs_per_frame", "size")
-    def _positive_count(self, proposal: Any) -> int:
-        return _count(proposal["trait"].name, proposal["value"])
-
-    @validate("colour_by_class", "lock_view")
-    def _flag(self, proposal: Any) -> bool:
+    @validate("data")
+    def _data(self, proposal: Any) -> Any:
+        """A name or path is checked at once (a missing file fails here, with the command line's message);
+        an array or a graph when loaded, where its shape and values are judged."""
         value = proposal["value"]
-        if not isinstance(value, (bool, numbers.Integral)):
-            raise ParameterError(f"{proposal['trait'].name}={value!r} must be True or False.")
-        return bool(value)
-
-    @validate("n_chunks", "n_neighbors", "n_epochs", "n_samples")
-    def _plain_int(self, proposal: Any) -> Any:
-        value = proposal["value"]  # a NumPy integer as an int; anything else is the builder's to judge
-        return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else value
+        if isinstance(value, (str, os.PathLike)):
+            try:
+                datasets.check_name_or_path(value)
+            except (TypeError, ValueError, OSError) as exc:
+                raise ParameterError(str(exc)) from None
+        return value
 
     @validate("random_state")
     def _seed(self, proposal: Any) -> Any:
@@ -109,13 +155,6 @@ class ExplorerParams(HasTraits):
     def graph_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``build_graph`` other than the data and the pruning threshold."""
         return {"n_neighbors": self.n_neighbors, **self.graph_options}
-
-
-def _count(name: str, value: Any) -> int:
-    try:
-        return check_count(name, value)
-    except ValueError as exc:
-        raise ParameterError(str(exc)) from None
 
 
 def _plain(value: Any) -> Any:

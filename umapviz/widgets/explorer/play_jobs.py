@@ -6,6 +6,7 @@ ExplorerController (controller.py), kept apart for size: it runs on the worker t
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ...optimize.optimizer import sequential_gpu_advice
 from ..session import LayoutRun
@@ -107,7 +108,7 @@ class PlayJobs:
             with self.quietly():
                 self.frames.follow_history(self.run)
 
-    def _export_job(self, name: str) -> None:
+    def _export_job(self, name: Any) -> None:
         self.status.note = f"exporting {name}..."  # a long run's frames take a while to draw
         try:
             path = self.export(name)

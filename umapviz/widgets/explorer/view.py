@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ...render.shade import DEFAULT_STYLE, class_colors
 from ...render.view import as_view, resolve_view
 from ..events import after_event
 from ..lifetime import weak_callback
@@ -22,9 +23,81 @@ from .inspector import inspector_html
 # What the two counts on a frame mean, said under it so that they never look contradictory.
 COUNTS_LEGEND = (
     "<b>Red rings</b>: outliers, the points the <i>{method}</i> measure flags now ({outliers:,}); they keep "
-    "their class colour inside the ring. <b>Edge arrows and their numbers</b>: points outside the visible "
-    "range, flagged or not; zooming changes them, not the outlier count."
+    "their class colour inside the ring. <b>Edge arrows</b>: points outside the visible range, flagged or not, "
+    "counted per side in the caption under the plot; zooming changes them, not the outlier count."
 )
+
+
+MAX_LEGEND_CLASSES = 24  # more classes than this: the first ones named, and how many more (the palette repeats)
+
+
+def classes_html(n_labels: int, palette: tuple[str, ...] = DEFAULT_STYLE.palette) -> str:
+    """A legend of the class colours: one swatch and code per class, wrapping; "" without classes.
+
+    Parameters
+    ----------
+    n_labels : int
+        Classes of the data (codes 0..n_labels - 1); 0 when it has none or is drawn by density only.
+    palette : tuple of str
+        The colours the renderer gives the classes, in order.
+    """
+    if n_labels <= 0:
+        return ""
+    colours = class_colors(min(n_labels, MAX_LEGEND_CLASSES), palette)
+    items = "".join(
+        f"<span style='display:inline-block;margin-right:10px;white-space:nowrap'>"
+        f"<span style='display:inline-block;width:10px;height:10px;border-radius:50%;background:{colour};"
+        f"margin-right:4px;vertical-align:middle'></span>class {code}</span>"
+        for code, colour in enumerate(colours)
+    )
+    more = n_labels - len(colours)
+    extra = f"<span style='color:#888'>and {more:,} more (the colours repeat)</span>" if more > 0 else ""
+    return f"<div class='umapviz-classes' style='font-size:12px;line-height:1.6'>{items}{extra}</div>"
+
+
+def caption_html(epoch: int, recorded: bool, off_view: tuple[int, ...]) -> str:
+    """The caption row under the plot: the epoch shown and the points outside the view, per side (the image
+    has the border triangles only: text on it was covered by points and collided with itself when zoomed).
+
+    Parameters
+    ----------
+    epoch : int
+        The epoch on screen.
+    recorded : bool
+        Whether it is a recorded frame (scrubbed back), not the layout now.
+    off_view : tuple of int
+        Points outside the view on the left, right, bottom and top.
+    """
+    text = f"epoch <b>{epoch:,}</b>" + (" (recorded)" if recorded else "")
+    total = sum(off_view)
+    if total:
+        sides = " · ".join(
+            f"{name} {count:,}"
+            for name, count in zip(("left", "right", "below", "above"), off_view, strict=True)
+            if count
+        )
+        text += f" · <b>{total:,}</b> point{'s' if total != 1 else ''} outside the view ({sides})"
+    return f"<div style='font-size:13px'>{text}</div>"
+
+
+def focus_html(inspected: int | None, n_selected: int) -> str:
+    """The line under the plot: what is inspected and selected (why the plot is dimmed), and how to clear it.
+
+    Parameters
+    ----------
+    inspected : int or None
+        The inspected point's index.
+    n_selected : int
+        Points selected.
+    """
+    parts = []
+    if inspected is not None:
+        parts.append(f"inspecting <b>#{inspected:,}</b> (the rest dimmed)")
+    if n_selected:
+        parts.append(f"<b>{n_selected:,}</b> selected")
+    if not parts:
+        return "<span style='color:#888'>click a point to inspect it; box or lasso to select</span>"
+    return " · ".join(parts) + " <span style='color:#888'>— click empty space, press Esc over the plot, or Clear</span>"
 
 
 class ExplorerView:
@@ -52,7 +125,19 @@ class ExplorerView:
             on_select=weak_callback(self._selected),
         )
         self.trail = w.Checkbox(value=False, description="draw the inspected point's trail", indent=False)
-        self.legend = w.HTML(value="", layout=w.Layout(width=f"{size}px"))
+        self.focus = w.HTML(value="", layout=w.Layout(flex="1 1 auto"))
+        self.clear = w.Button(
+            description="Clear",
+            icon="times",
+            tooltip="clear the inspected point and the selection",
+            layout=w.Layout(width="80px", flex="0 0 auto"),
+        )
+        self.clear.on_click(weak_callback(self._clear_clicked))
+        self.focus.add_class("umapviz-focus")
+        self.clear.add_class("umapviz-clear")
+        self.legend = w.HTML(value="", layout=w.Layout(width=f"{size}px", max_width="100%"))
+        self.caption = w.HTML(value="", layout=w.Layout(width=f"{size}px", max_width="100%"))
+        self.caption.add_class("umapviz-caption")
         self.inspector = w.HTML(value=inspector_html(None), layout=w.Layout(width="360px"))
         self.trail.add_class("umapviz-trail")
         self.inspector.add_class("umapviz-inspector")
@@ -60,11 +145,23 @@ class ExplorerView:
         self.trail.observe(weak_callback(self._marks_changed), names="value")
         controller.frames.observe(weak_callback(self._frame_changed), names="frame_id")
         controller.observe(weak_callback(self._marks_changed), names=["selection", "point"])
+        controller.observe(weak_callback(self._focus_changed), names=["selection", "inspected"])
+        self._focus_changed()
 
     @property
     def widgets(self) -> dict[str, Any]:
-        """The view's widgets by name: "view" (the plot), "trail", "legend", "inspector"."""
-        return {"view": self.plot.widget, "trail": self.trail, "legend": self.legend, "inspector": self.inspector}
+        """The view's widgets by name: "view" (the plot), "caption" (the epoch and the points outside the view,
+        under the plot), "trail", "legend", "inspector", "focus" (what is inspected and selected, and how to
+        clear it) and "clear" (its button)."""
+        return {
+            "view": self.plot.widget,
+            "trail": self.trail,
+            "legend": self.legend,
+            "inspector": self.inspector,
+            "focus": self.focus,
+            "clear": self.clear,
+            "caption": self.caption,
+        }
 
     def frame(self) -> np.ndarray:
         """The image on screen: the controller's frame with the marks over it."""
@@ -89,14 +186,24 @@ class ExplorerView:
         view = resolve_view(embedding, spec, image.shape[1], image.shape[0]) if isinstance(spec, str) else spec
         labels = run.labels if c.params.colour_by_class else None
         epoch = c.epoch if recorded < 0 else int(run.log.epochs[recorded])
+        # Every count follows the epoch on screen: a recorded frame's own outliers while scrubbed.
+        outliers = run.n_outliers if recorded < 0 else int(run.log.outliers[recorded].sum())
         caption = f"epoch {epoch}" + (" (recorded)" if recorded >= 0 else "")
         self.plot.push_frame(image, as_view(view), embedding, labels, caption=caption, **self._marks())
-        self.legend.value = COUNTS_LEGEND.format(method=html.escape(run.outlier_method), outliers=run.n_outliers)
+        self.caption.value = caption_html(epoch, recorded >= 0, run.off_view)
+        n_classes = run.n_labels if labels is not None and run.n_labels else 0
+        self.legend.value = classes_html(n_classes) + COUNTS_LEGEND.format(
+            method=html.escape(run.outlier_method), outliers=outliers
+        )
 
     def _marks_changed(self, _change: Any = None) -> None:
         if self.controller.run is not None and self.plot.view_range is not None:
             self.plot.set_marks(**self._marks())
         self.inspector.value = inspector_html(self.controller.point)
+
+    def _focus_changed(self, _change: Any = None) -> None:
+        self.focus.value = focus_html(self.controller.inspected, len(self.controller.selection))
+        self.clear.disabled = self.controller.inspected is None and not len(self.controller.selection)
 
     def _marks(self) -> dict[str, Any]:
         c = self.controller
@@ -111,8 +218,11 @@ class ExplorerView:
     def _zoomed(self, view: Any) -> None:
         self._guarded(lambda: self.controller.reset_view() if view is None else self.controller.zoom(*_ranges(view)))
 
-    def _tapped(self, index: int) -> None:
-        self._guarded(lambda: self.controller.inspect(index))
+    def _tapped(self, index: int | None) -> None:
+        self._guarded(lambda: self.controller.clear() if index is None else self.controller.inspect(index))
+
+    def _clear_clicked(self, _button: Any = None) -> None:
+        self._guarded(self.controller.clear)
 
     def _selected(self, indices: np.ndarray) -> None:
         self._guarded(lambda: self.controller.select(indices))
@@ -152,31 +262,51 @@ class LookingCloser:
         """Back to the automatic range (the layout's robust range, or the locked one)."""
         self.controller.reset_view()
 
-    def inspect(self, index: int):
-        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.inspect.PointInfo`` and shows
-        it in the inspector, the point and its graph neighbours highlighted. The point stays inspected across a
-        change of strategy or n_chunks, its information recomputed.
+    def inspect(self, index: int | None):
+        """Inspect point ``index`` (as a click on it does): returns its ``umapviz.probe.PointInfo`` and shows
+        it in the inspector, the point and its graph neighbours highlighted, the rest dimmed. The point stays
+        inspected across a change of strategy or n_chunks, its information recomputed. ``inspect(None)`` clears
+        it (as a click on empty space, the Clear button or ``clear()`` do).
 
         Parameters
         ----------
-        index : int
-            The point's row in the layout.
+        index : int or None
+            The point's row in the layout; None: inspect nothing.
         """
         return self.controller.inspect(index)
+
+    def clear(self) -> None:
+        """Clear the inspected point and the selection (the view's Clear button, a click on empty plot space)."""
+        self.controller.clear()
+
+    @property
+    def trail(self) -> bool:
+        """Whether the inspected point's trail over the recorded epochs is drawn (the checkbox under the view)."""
+        return bool(self._view.trail.value)
+
+    @trail.setter
+    def trail(self, value: bool) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"trail={value!r} must be True or False.")
+        self._view.trail.value = bool(value)
 
     def flung(self) -> np.ndarray:
         """The points the outlier measure flags now, busiest (highest degree) first."""
         return self.controller.flung()
 
     def select(self, indices: Any) -> np.ndarray:
-        """Draw the points ``indices`` selected (as a box or lasso selection does); empty clears it.
+        """Draw the points ``indices`` selected (as a box or lasso selection does); None or empty clears it.
 
         Parameters
         ----------
-        indices : sequence of int
+        indices : sequence of int or None
             Point indices.
         """
         return self.controller.select(indices)
+
+    def clear_selection(self) -> None:
+        """Select nothing (as ``select(None)``)."""
+        self.controller.clear_selection()
 
     @property
     def selection(self) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""umapviz.inspect: point facts, the chunk mechanism, flung ordering, and picking points.
+"""umapviz.probe: point facts, the chunk mechanism, flung ordering, and picking points.
 
 The graphs here are written by hand, so degrees, ranks and chunk histograms are known by construction; the
 chunked histogram is recomputed from docs/optimizer.md's definition of the processing order
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from umapviz import inspect
+from umapviz import probe
 from umapviz.graph import FuzzyGraph
 
 
@@ -58,22 +58,22 @@ def contract_histogram(graph: FuzzyGraph, vertex: int, n_chunks: int, seed: int)
 def test_degree_and_rank(small):
     graph, Y = small
     for v in range(8):
-        info = inspect.point_info(graph, Y, v, strategy="buffered")
+        info = probe.point_info(graph, Y, v, strategy="buffered")
         assert (info.degree, info.degree_rank) == (SMALL_DEGREES[v], SMALL_RANKS[v])
         assert info.n_vertices == 8
-    assert inspect.point_info(graph, Y, 0, strategy="buffered").neighbors.tolist() == [1, 2, 3, 4, 5, 6]
-    assert inspect.point_info(graph, Y, 3, strategy="buffered").neighbors.tolist() == [0, 4]
+    assert probe.point_info(graph, Y, 0, strategy="buffered").neighbors.tolist() == [1, 2, 3, 4, 5, 6]
+    assert probe.point_info(graph, Y, 3, strategy="buffered").neighbors.tolist() == [0, 4]
 
 
 def test_rank_ties_go_by_index():
     degree = np.array([3, 5, 3, 5, 1])
-    assert [inspect.degree_rank(degree, v) for v in range(5)] == [3, 1, 4, 2, 5]
+    assert [probe.degree_rank(degree, v) for v in range(5)] == [3, 1, 4, 2, 5]
 
 
 def test_buffered_sums_every_edge_in_one_chunk(small):
     graph, Y = small
     for v in range(8):
-        info = inspect.point_info(graph, Y, v, strategy="buffered")
+        info = probe.point_info(graph, Y, v, strategy="buffered")
         assert info.n_chunks == 1
         assert info.edges_per_chunk.tolist() == [SMALL_DEGREES[v]]
         assert info.max_edges_in_one_chunk == SMALL_DEGREES[v]
@@ -82,7 +82,7 @@ def test_buffered_sums_every_edge_in_one_chunk(small):
 
 def test_chunked_one_chunk_is_buffered(small):
     graph, Y = small
-    info = inspect.point_info(graph, Y, 0, strategy="chunked", n_chunks=1)
+    info = probe.point_info(graph, Y, 0, strategy="chunked", n_chunks=1)
     assert info.edges_per_chunk.tolist() == [6] and info.max_edges_in_one_chunk == 6
 
 
@@ -91,7 +91,7 @@ def test_chunked_one_chunk_is_buffered(small):
 def test_chunked_histogram_follows_the_contract(small, n_chunks, seed):
     graph, Y = small
     for v in (0, 1, 5, 7):
-        info = inspect.point_info(graph, Y, v, strategy="chunked", n_chunks=n_chunks, random_state=seed)
+        info = probe.point_info(graph, Y, v, strategy="chunked", n_chunks=n_chunks, random_state=seed)
         expected = contract_histogram(graph, v, n_chunks, seed)
         assert info.n_chunks == n_chunks
         assert info.edges_per_chunk.tolist() == expected.tolist()
@@ -103,7 +103,7 @@ def test_max_falls_as_chunks_rise_on_a_hub():
     graph = star(300)  # 600 edges: each n_chunks below divides it, and each cut refines the one before
     Y = np.zeros((301, 2), np.float32)
     maxima = [
-        inspect.point_info(graph, Y, 0, strategy="chunked", n_chunks=k, random_state=3).max_edges_in_one_chunk
+        probe.point_info(graph, Y, 0, strategy="chunked", n_chunks=k, random_state=3).max_edges_in_one_chunk
         for k in (1, 2, 4, 8, 24, 120, 600)
     ]
     assert maxima[0] == 300 and maxima[-1] == 1
@@ -114,23 +114,23 @@ def test_max_falls_as_chunks_rise_on_a_hub():
 def test_chunk_rule_names_resolve_as_the_optimizer_does():
     graph = star(300)  # max degree 300, nnz 600: auto = max(2, ceil(300 / 8)) = 38
     Y = np.zeros((301, 2), np.float32)
-    assert inspect.point_info(graph, Y, 0, strategy="chunked", n_chunks="auto", random_state=1).n_chunks == 38
-    assert inspect.point_info(graph, Y, 0, strategy="chunked", n_chunks="degree", random_state=1).n_chunks == 10
+    assert probe.point_info(graph, Y, 0, strategy="chunked", n_chunks="auto", random_state=1).n_chunks == 38
+    assert probe.point_info(graph, Y, 0, strategy="chunked", n_chunks="degree", random_state=1).n_chunks == 10
 
 
 def test_vertex_groups_of_32_head_items_first():
     graph = star(300)  # the hub: 300 head items then 300 tail items, 32 at a time: 19 groups
-    info = inspect.point_info(graph, np.zeros((301, 2), np.float32), 0, strategy="vertex")
+    info = probe.point_info(graph, np.zeros((301, 2), np.float32), 0, strategy="vertex")
     assert info.n_chunks is None
     assert info.edges_per_chunk.tolist() == [32] * 9 + [12] + [0] * 9
     assert (info.max_edges_in_one_chunk, info.max_moves_in_one_chunk) == (32, 32)
-    leaf = inspect.point_info(graph, np.zeros((301, 2), np.float32), 5, strategy="vertex")
+    leaf = probe.point_info(graph, np.zeros((301, 2), np.float32), 5, strategy="vertex")
     assert leaf.edges_per_chunk.tolist() == [1] and leaf.max_moves_in_one_chunk == 2
 
 
 def test_vertex_wide_groups_above_4096_items():
     graph = star(2100)  # 4,200 items > 4,096: groups of 128
-    info = inspect.point_info(graph, np.zeros((2101, 2), np.float32), 0, strategy="vertex")
+    info = probe.point_info(graph, np.zeros((2101, 2), np.float32), 0, strategy="vertex")
     assert info.max_edges_in_one_chunk == 128
     assert len(info.edges_per_chunk) == 33 and info.edges_per_chunk.sum() == 2100  # ceil(4200 / 128)
 
@@ -138,10 +138,10 @@ def test_vertex_wide_groups_above_4096_items():
 @pytest.mark.parametrize("strategy", ["sequential", "hogwild"])
 def test_live_strategies_sum_one_at_a_time(small, strategy):
     graph, Y = small
-    info = inspect.point_info(graph, Y, 0, strategy=strategy)
+    info = probe.point_info(graph, Y, 0, strategy=strategy)
     assert info.n_chunks is None and info.max_edges_in_one_chunk == 1 and info.max_moves_in_one_chunk == 1
     assert info.edges_per_chunk.tolist() == [1] * 6
-    lonely = inspect.point_info(graph, Y, 7, strategy=strategy)
+    lonely = probe.point_info(graph, Y, 7, strategy=strategy)
     assert lonely.max_edges_in_one_chunk == 0 and lonely.edges_per_chunk.size == 0
 
 
@@ -150,18 +150,18 @@ def test_neighbor_distance_ratio_by_hand():
     # neighbours' median is (0.5, 0), 9.5 away from (10, 0).
     graph = make_graph([(0, 1), (0, 2), (1, 3), (2, 3), (4, 0), (4, 1)], 5)
     Y = np.array([[0, 0], [1, 0], [0, 1], [1, 1], [10, 0]], np.float32)
-    info = inspect.point_info(graph, Y, 4, strategy="buffered")
+    info = probe.point_info(graph, Y, 4, strategy="buffered")
     assert info.typical_distance == pytest.approx(1.0)
     assert info.neighbor_distance_ratio == pytest.approx(9.5)
     assert info.position == (10.0, 0.0)
     # Point 3: neighbours 1 (1, 0) and 2 (0, 1), median (0.5, 0.5), sqrt(0.5) from (1, 1).
-    assert inspect.point_info(graph, Y, 3, strategy="buffered").neighbor_distance_ratio == pytest.approx(0.5**0.5)
+    assert probe.point_info(graph, Y, 3, strategy="buffered").neighbor_distance_ratio == pytest.approx(0.5**0.5)
 
 
 def test_typical_distance_ignores_non_finite_edges():
     graph = make_graph([(0, 1), (1, 2), (2, 3)], 4)
     Y = np.array([[0, 0], [2, 0], [2, 3], [np.nan, 0]], np.float32)  # lengths 2, 3, (NaN)
-    assert inspect.typical_neighbor_distance(graph, Y) == pytest.approx(2.5)
+    assert probe.typical_neighbor_distance(graph, Y) == pytest.approx(2.5)
 
 
 def test_typical_distance_strides_through_the_edges():
@@ -169,16 +169,16 @@ def test_typical_distance_strides_through_the_edges():
     # (max_edges=3) gives 1, 2, 4; every 3rd (max_edges=2) 1, 2.
     graph = make_graph([(0, 1), (1, 2), (2, 3)], 4)
     Y = np.array([[0, 0], [1, 0], [1, 2], [5, 2]], np.float32)
-    assert inspect.typical_neighbor_distance(graph, Y) == pytest.approx(2.0)
-    assert inspect.typical_neighbor_distance(graph, Y, max_edges=3) == pytest.approx(2.0)
-    assert inspect.typical_neighbor_distance(graph, Y, max_edges=2) == pytest.approx(1.5)
+    assert probe.typical_neighbor_distance(graph, Y) == pytest.approx(2.0)
+    assert probe.typical_neighbor_distance(graph, Y, max_edges=3) == pytest.approx(2.0)
+    assert probe.typical_neighbor_distance(graph, Y, max_edges=2) == pytest.approx(1.5)
     with pytest.raises(ValueError, match="max_edges"):
-        inspect.typical_neighbor_distance(graph, Y, max_edges=0)
+        probe.typical_neighbor_distance(graph, Y, max_edges=0)
 
 
 def test_isolated_point_has_no_ratio(small):
     graph, Y = small
-    info = inspect.point_info(graph, Y, 7, strategy="buffered")
+    info = probe.point_info(graph, Y, 7, strategy="buffered")
     assert np.isnan(info.neighbor_distance_ratio) and info.neighbors.size == 0
     assert "no edges" in info.summary()
 
@@ -188,7 +188,7 @@ def test_labels_outliers_and_history(small):
     labels = np.array([3, 1, 1, 2, 2, 0, 0, 4])
     now = {"neighbors": np.arange(8) == 0, "radius": np.zeros(8, bool)}
     history = [np.zeros(8, bool), np.arange(8) == 0, np.ones(8, bool)]
-    info = inspect.point_info(
+    info = probe.point_info(
         graph,
         Y,
         0,
@@ -202,33 +202,33 @@ def test_labels_outliers_and_history(small):
     assert info.flagged == {"neighbors": True, "radius": False}
     assert info.first_flagged_epoch == 20
     assert (
-        inspect.point_info(
+        probe.point_info(
             graph, Y, 1, strategy="buffered", history_epochs=[10, 20, 30], history_masks=history
         ).first_flagged_epoch
         == 30
     )
     assert (
-        inspect.point_info(
+        probe.point_info(
             graph, Y, 1, strategy="buffered", history_epochs=[10, 20], history_masks=history[:2]
         ).first_flagged_epoch
         is None
     )
-    assert inspect.point_info(graph, Y, 1, strategy="buffered").label is None
+    assert probe.point_info(graph, Y, 1, strategy="buffered").label is None
 
 
 def test_summary_explains_the_mechanism(small):
     graph, Y = small
-    buffered = str(inspect.point_info(graph, Y, 0, strategy="buffered"))
+    buffered = str(probe.point_info(graph, Y, 0, strategy="buffered"))
     assert "degree 6 (rank 1 of 8)" in buffered
     assert "under buffered all 6 of its edges are summed from one stale position" in buffered
-    chunked = inspect.point_info(graph, Y, 0, strategy="chunked", n_chunks=4, random_state=0).summary()
+    chunked = probe.point_info(graph, Y, 0, strategy="chunked", n_chunks=4, random_state=0).summary()
     assert "with 4 chunks at most" in chunked
-    assert "1 at a time" in inspect.point_info(graph, Y, 0, strategy="sequential").summary()
+    assert "1 at a time" in probe.point_info(graph, Y, 0, strategy="sequential").summary()
 
 
 def test_negative_index_counts_from_the_end(small):
     graph, Y = small
-    assert inspect.point_info(graph, Y, -1, strategy="buffered").index == 7
+    assert probe.point_info(graph, Y, -1, strategy="buffered").index == 7
 
 
 @pytest.mark.parametrize(
@@ -256,22 +256,22 @@ def test_bad_input_is_refused_clearly(small, kwargs, error, words):
     args = {"graph": graph, "embedding": Y, "index": 0, "strategy": "buffered"} | kwargs
     graph, embedding, index = args.pop("graph"), args.pop("embedding"), args.pop("index")
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
-        inspect.point_info(graph, embedding, index, **args)
+        probe.point_info(graph, embedding, index, **args)
 
 
 def test_not_a_graph_is_refused():
     with pytest.raises(TypeError, match="FuzzyGraph"):
-        inspect.point_info(np.zeros((3, 3)), np.zeros((3, 2)), 0, strategy="buffered")
+        probe.point_info(np.zeros((3, 3)), np.zeros((3, 2)), 0, strategy="buffered")
 
 
 def test_flung_busiest_first_ties_by_index(small):
     graph, _ = small
     mask = np.zeros(8, bool)
     mask[[7, 5, 0, 2, 6, 4]] = True  # degrees 0, 1, 6, 2, 1, 2
-    assert inspect.flung(mask, graph).tolist() == [0, 2, 4, 5, 6, 7]
-    assert inspect.flung(np.zeros(8, bool), graph).tolist() == []
+    assert probe.flung(mask, graph).tolist() == [0, 2, 4, 5, 6, 7]
+    assert probe.flung(np.zeros(8, bool), graph).tolist() == []
     with pytest.raises(ValueError, match="one bool per point"):
-        inspect.flung(np.zeros(9, bool), graph)
+        probe.flung(np.zeros(9, bool), graph)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -321,28 +321,31 @@ def test_nearest_point_matches_brute_force():
     wide = np.zeros((len(Y), 3))
     wide[:, :2] = Y  # float64, a third column, and a strided view of the first two
     for x, y in [(0.0, 0.0), (1.3, -0.7), (-5.0, 9.0), (1e6, 0.0)]:
-        assert inspect.nearest_point(Y, x, y) == brute_nearest(Y, x, y)
-        assert inspect.nearest_point(wide, x, y) == brute_nearest(Y, x, y)
-        assert inspect.nearest_point(wide[:, :2], x, y) == brute_nearest(Y, x, y)
+        assert probe.nearest_point(Y, x, y) == brute_nearest(Y, x, y)
+        assert probe.nearest_point(wide, x, y) == brute_nearest(Y, x, y)
+        assert probe.nearest_point(wide[:, :2], x, y) == brute_nearest(Y, x, y)
 
 
 def test_nearest_point_ties_to_lowest_index_and_refuses_nothing_finite():
     Y = np.array([[1, 0], [-1, 0], [0, 1]], np.float32)
-    assert inspect.nearest_point(Y, 0.0, 0.0) == 0
+    assert probe.nearest_point(Y, 0.0, 0.0) == 0
     with pytest.raises(ValueError, match="no point with finite"):
-        inspect.nearest_point(np.full((3, 2), np.nan, np.float32), 0.0, 0.0)
+        probe.nearest_point(np.full((3, 2), np.nan, np.float32), 0.0, 0.0)
     with pytest.raises(ValueError, match="finite number"):
-        inspect.nearest_point(Y, float("nan"), 0.0)
+        probe.nearest_point(Y, float("nan"), 0.0)
 
 
 def test_points_in_box_matches_brute_force():
     Y = cloud()
-    for xr, yr in [((-0.5, 1.0), (-1.0, 0.3)), ((1.0, -0.5), (0.3, -1.0)), ((-9, 9), (-9, 9))]:
-        x0, x1, y0, y1 = min(xr), max(xr), min(yr), max(yr)
+    for xr, yr in [((-0.5, 1.0), (-1.0, 0.3)), ((-9, 9), (-9, 9)), ((Y[0, 0], Y[0, 0]), (-9, 9))]:
+        (x0, x1), (y0, y1) = xr, yr
         expected = [i for i, (px, py) in enumerate(Y) if x0 <= px <= x1 and y0 <= py <= y1]
-        assert inspect.points_in_box(Y, xr, yr).tolist() == expected
+        assert probe.points_in_box(Y, xr, yr).tolist() == expected
+    assert 0 in probe.points_in_box(Y, (Y[0, 0], Y[0, 0]), (-9, 9))  # a box of no width: the points on its line
     with pytest.raises(ValueError, match="pair"):
-        inspect.points_in_box(Y, (0.0,), (0.0, 1.0))
+        probe.points_in_box(Y, (0.0,), (0.0, 1.0))
+    with pytest.raises(ValueError, match=r"x_range=\(1.0, -0.5\) must be a finite interval with low <= high"):
+        probe.points_in_box(Y, (1.0, -0.5), (-1.0, 0.3))  # reversed: refused, as a view range is
 
 
 @pytest.mark.parametrize("name", list(POLYGONS))
@@ -350,7 +353,7 @@ def test_points_in_polygon_matches_brute_force(name):
     Y = cloud()
     xs, ys = POLYGONS[name]
     expected = [i for i, (px, py) in enumerate(Y.astype(np.float64)) if brute_in_polygon(px, py, xs, ys)]
-    got = inspect.points_in_polygon(Y, np.array(xs), tuple(ys))
+    got = probe.points_in_polygon(Y, np.array(xs), tuple(ys))
     assert got.dtype == np.int64 and got.tolist() == expected
     assert 0 < len(got) < len(Y) - 3
 
@@ -358,11 +361,11 @@ def test_points_in_polygon_matches_brute_force(name):
 def test_points_in_polygon_refuses_bad_polygons():
     Y = cloud(100)
     with pytest.raises(ValueError, match="at least 3"):
-        inspect.points_in_polygon(Y, [0, 1], [0, 1])
+        probe.points_in_polygon(Y, [0, 1], [0, 1])
     with pytest.raises(ValueError, match="same length"):
-        inspect.points_in_polygon(Y, [0, 1, 2], [0, 1])
+        probe.points_in_polygon(Y, [0, 1, 2], [0, 1])
     with pytest.raises(ValueError, match="finite"):
-        inspect.points_in_polygon(Y, [0, 1, np.nan], [0, 1, 2])
+        probe.points_in_polygon(Y, [0, 1, np.nan], [0, 1, 2])
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -377,14 +380,14 @@ def test_picking_on_cupy_matches_numpy():
     Y = cloud(20_000, seed=1)
     Yd = cp.asarray(Y)
     for x, y in [(0.0, 0.0), (1.3, -0.7)]:
-        assert inspect.nearest_point(Yd, x, y) == inspect.nearest_point(Y, x, y)
-    box = inspect.points_in_box(Yd, (-0.5, 1.0), (-1.0, 0.3))
+        assert probe.nearest_point(Yd, x, y) == probe.nearest_point(Y, x, y)
+    box = probe.points_in_box(Yd, (-0.5, 1.0), (-1.0, 0.3))
     assert isinstance(box, np.ndarray)
-    assert box.tolist() == inspect.points_in_box(Y, (-0.5, 1.0), (-1.0, 0.3)).tolist()
+    assert box.tolist() == probe.points_in_box(Y, (-0.5, 1.0), (-1.0, 0.3)).tolist()
     for xs, ys in POLYGONS.values():
-        lasso = inspect.points_in_polygon(Yd, cp.asarray(xs), cp.asarray(ys))
+        lasso = probe.points_in_polygon(Yd, cp.asarray(xs), cp.asarray(ys))
         assert isinstance(lasso, np.ndarray)
-        assert lasso.tolist() == inspect.points_in_polygon(Y, xs, ys).tolist()
+        assert lasso.tolist() == probe.points_in_polygon(Y, xs, ys).tolist()
 
 
 @pytest.mark.gpu
@@ -393,8 +396,8 @@ def test_point_info_on_cupy_matches_numpy(small):
 
     graph, Y = small
     masks = {"neighbors": np.arange(8) == 2}
-    host = inspect.point_info(graph, Y, 2, strategy="chunked", n_chunks=3, random_state=5, outlier_masks=masks)
-    device = inspect.point_info(
+    host = probe.point_info(graph, Y, 2, strategy="chunked", n_chunks=3, random_state=5, outlier_masks=masks)
+    device = probe.point_info(
         graph,
         cp.asarray(Y),
         2,
@@ -406,4 +409,4 @@ def test_point_info_on_cupy_matches_numpy(small):
     assert device.position == host.position and device.flagged == host.flagged
     assert device.neighbor_distance_ratio == pytest.approx(host.neighbor_distance_ratio)
     assert device.edges_per_chunk.tolist() == host.edges_per_chunk.tolist()
-    assert inspect.flung(cp.asarray(masks["neighbors"]), graph).tolist() == [2]
+    assert probe.flung(cp.asarray(masks["neighbors"]), graph).tolist() == [2]

@@ -1,48 +1,25 @@
-"""Inspect a point of a layout: which point is where, and why a point was flung.
-
-A point flies when many of its edges' moves are computed from one stale copy of its row and then added up: each
-move is sized for the row as it stood, so their sum overshoots. How many are summed at once is fixed by the graph
-(its degree), the strategy and ``n_chunks`` (docs/optimizer.md). ``point_info`` gathers that number beside the
-point's degree, its rank among the busiest vertices, the outlier measures and how far it sits from its graph
-neighbours; ``flung`` lists the flagged points busiest first; ``nearest_point``, ``points_in_box`` and
-``points_in_polygon`` find points under a cursor, a box or a lasso.
-
-Core module: NumPy and Numba (CuPy embeddings are handled through their own array module, imported lazily).
-"""
+"""Why a point was flung: its degree and rank, the outlier measures, its distance from its graph neighbours, and
+how many of its edges' moves one update step sums from a stale row under each strategy (``point_info``);
+``flung`` lists the flagged points busiest first."""
 
 from __future__ import annotations
 
 import functools
-import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
-from ._backend import to_host, xp_of
-from ._validation import check_int, check_random_state
-from .graph._types import FuzzyGraph
-from .optimize.chunks import chunk_bounds, resolve_n_chunks
-from .optimize.optimizer import STRATEGIES
-from .optimize.rng import edge_order
-from .optimize.vertex_index import VERTEX_GROUP, VERTEX_WIDE_GROUP, VERTEX_WIDE_ITEMS
+from .._backend import to_host, xp_of
+from .._validation import check_index, check_int, check_random_state
+from ..graph._types import FuzzyGraph
+from ..optimize.chunks import chunk_bounds, resolve_n_chunks
+from ..optimize.optimizer import LIVE_STRATEGIES, STRATEGIES
+from ..optimize.rng import edge_order
+from ..optimize.vertex_index import VERTEX_GROUP, VERTEX_WIDE_GROUP, VERTEX_WIDE_ITEMS
+from .checks import _check_graph, _check_mask, _check_points
 
-__all__ = [
-    "PointInfo",
-    "point_info",
-    "flung",
-    "typical_neighbor_distance",
-    "update_steps",
-    "degree_rank",
-    "nearest_point",
-    "points_in_box",
-    "points_in_polygon",
-]
-
-# Strategies whose edges read the live embedding: no sum of moves shares a stale row by construction.
-LIVE_STRATEGIES = ("sequential", "hogwild")
 # Edges measured for the typical neighbour distance (see typical_neighbor_distance).
 TYPICAL_DISTANCE_EDGES = 1 << 18
 
@@ -162,62 +139,6 @@ class PointInfo:
 
     def __str__(self) -> str:
         return self.summary()
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Checks.
-# ------------------------------------------------------------------------------------------------------------
-
-
-def _check_graph(graph: Any) -> FuzzyGraph:
-    if not isinstance(graph, FuzzyGraph):
-        raise TypeError(f"graph must be a FuzzyGraph (from umapviz.build_graph), got {type(graph).__name__}.")
-    return graph
-
-
-def _check_points(embedding: Any, name: str = "embedding") -> Any:
-    """An (n, >=2) float array, NumPy or CuPy, left on its device."""
-    xp = xp_of(embedding)
-    Y = embedding if xp is not np else np.asarray(embedding)
-    if Y.ndim != 2 or Y.shape[1] < 2:
-        raise ValueError(
-            f"{name} must have shape (n_points, 2) (or more columns; the first two are used), got {tuple(Y.shape)}."
-        )
-    if Y.dtype.kind not in "fiu":
-        raise TypeError(f"{name} must hold numbers, got dtype {Y.dtype}.")
-    return Y
-
-
-def _check_index(index: Any, n: int) -> int:
-    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
-        raise TypeError(f"index must be an integer (a point's row), got {index!r} ({type(index).__name__}).")
-    if not -n <= index < n:
-        raise IndexError(f"index={int(index)} is out of range: the layout has {n:,} points (0 to {n - 1:,}).")
-    return int(index) % n
-
-
-def _check_number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    return float(value)
-
-
-def _check_range(name: str, value: Any) -> tuple[float, float]:
-    try:
-        lo, hi = value
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a pair (low, high) of finite numbers, got {value!r}.") from None
-    lo, hi = _check_number(f"{name}[0]", lo), _check_number(f"{name}[1]", hi)
-    return (lo, hi) if lo <= hi else (hi, lo)
-
-
-def _check_mask(name: str, mask: Any, n: int) -> np.ndarray:
-    host = to_host(mask)
-    if host.dtype != np.bool_:
-        raise TypeError(f"{name} must be a boolean mask, got dtype {host.dtype}.")
-    if host.shape != (n,):
-        raise ValueError(f"{name} has shape {host.shape}, but the layout has {n:,} points: pass one bool per point.")
-    return host
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -341,7 +262,7 @@ def update_steps(
     graph = _check_graph(graph)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r} is not known; choose one of {STRATEGIES}.")
-    index = _check_index(index, graph.n_vertices)
+    index = check_index(index, graph.n_vertices)
     lo, hi = _head_range(graph, index)
     n_head = hi - lo
     if strategy in LIVE_STRATEGIES:  # each edge reads the row the previous one left
@@ -473,7 +394,7 @@ def point_info(
         raise ValueError(
             f"embedding has {Y.shape[0]:,} rows but the graph has {n:,} vertices: pass the layout made from this graph."
         )
-    index = _check_index(index, n)
+    index = check_index(index, n)
     label = None
     if labels is not None:
         host_labels = to_host(labels)
@@ -515,126 +436,3 @@ def point_info(
         neighbors=neighbors,
         position=(float(position[0]), float(position[1])),
     )
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Picking points: under the cursor, in a box, in a lasso. NumPy or CuPy, through the embedding's array module.
-# ------------------------------------------------------------------------------------------------------------
-
-
-def nearest_point(embedding: Any, x: float, y: float) -> int:
-    """The index of the point nearest to (x, y) (euclidean, first two columns; rows with NaN or inf ignored;
-    the lowest index among equally near points).
-
-    Parameters
-    ----------
-    embedding : array, shape (n, >= 2)
-        The layout, NumPy or CuPy (the search runs on its device).
-    x, y : float
-        The query position, in layout units.
-    """
-    Y = _check_points(embedding)
-    x, y = _check_number("x", x), _check_number("y", y)
-    xp = xp_of(Y)
-    if xp is np:  # one pass, no temporaries: a few ms at a million points, as a hover needs
-        best = _nearest_host(Y, x, y)
-    else:
-        dx = Y[:, 0].astype(xp.float64) - x
-        dy = Y[:, 1].astype(xp.float64) - y
-        d2 = dx * dx
-        d2 += dy * dy
-        d2[~xp.isfinite(d2)] = xp.inf  # NaN rows; inf rows are inf already
-        best = int(xp.argmin(d2)) if d2.size else -1
-        if best >= 0 and not np.isfinite(float(d2[best])):
-            best = -1
-    if best < 0:
-        raise ValueError("the embedding has no point with finite coordinates near enough to pick.")
-    return best
-
-
-@njit(cache=True, nogil=True)
-def _nearest_host(Y, x, y):
-    """nearest_point's loop on the host: the first row of least squared distance (float64); NaN and inf rows never
-    compare less than the best so far. -1 when no row is finite."""
-    best = -1
-    best_d = np.inf
-    for i in range(Y.shape[0]):
-        dx = np.float64(Y[i, 0]) - x
-        dy = np.float64(Y[i, 1]) - y
-        d = dx * dx + dy * dy
-        if d < best_d:
-            best = i
-            best_d = d
-    return best
-
-
-def points_in_box(embedding: Any, x_range: tuple[float, float], y_range: tuple[float, float]) -> Any:
-    """Indices of the points inside a box, edges included (rows with NaN or inf are never inside).
-
-    Parameters
-    ----------
-    embedding : array, shape (n, >= 2)
-        The layout, NumPy or CuPy (the test runs on its device).
-    x_range, y_range : pair of float
-        The box's (low, high) per axis, in layout units; a reversed pair means the same box.
-
-    Returns
-    -------
-    numpy.ndarray
-        int64 indices, ascending, on the host whatever the embedding's device (a selection goes to the views).
-    """
-    Y = _check_points(embedding)
-    (x0, x1), (y0, y1) = _check_range("x_range", x_range), _check_range("y_range", y_range)
-    xp = xp_of(Y)
-    px, py = Y[:, 0], Y[:, 1]
-    return to_host(xp.flatnonzero((px >= x0) & (px <= x1) & (py >= y0) & (py <= y1))).astype(np.int64)
-
-
-def points_in_polygon(embedding: Any, xs: Any, ys: Any) -> Any:
-    """Indices of the points inside a polygon (a lasso), by the even-odd rule, ascending.
-
-    A point is inside when a ray from it towards +x crosses the polygon's edges an odd number of times; an edge
-    from (x1, y1) to (x2, y2) is crossed when exactly one end lies above the point (``(y1 > py) != (y2 > py)``)
-    and the point lies left of the edge at its height. The polygon closes itself (last vertex to first).
-
-    Points are sorted by y once, so each edge tests only the points in its band of y: the work is about the
-    points times the edges crossing a horizontal line, not times all edges.
-
-    Parameters
-    ----------
-    embedding : array, shape (n, >= 2)
-        The layout, NumPy or CuPy (the work runs on its device).
-    xs, ys : sequence of float
-        The polygon's vertices (at least 3, finite), in layout units.
-
-    Returns
-    -------
-    numpy.ndarray
-        int64 indices, ascending, on the host whatever the embedding's device (a selection goes to the views).
-    """
-    Y = _check_points(embedding)
-    vx = np.asarray(to_host(xs), dtype=np.float64)  # a few hundred vertices: the loop below runs on the host
-    vy = np.asarray(to_host(ys), dtype=np.float64)
-    if vx.ndim != 1 or vy.ndim != 1 or vx.shape != vy.shape:
-        raise ValueError(f"xs and ys must be 1-D and of the same length, got shapes {vx.shape} and {vy.shape}.")
-    if vx.size < 3:
-        raise ValueError(f"a polygon needs at least 3 vertices, got {vx.size}.")
-    if not (np.isfinite(vx).all() and np.isfinite(vy).all()):
-        raise ValueError("the polygon's vertices must be finite numbers.")
-    xp = xp_of(Y)
-    px = Y[:, 0].astype(xp.float64)
-    py = Y[:, 1].astype(xp.float64)
-    candidates = xp.flatnonzero((px >= vx.min()) & (px <= vx.max()) & (py >= vy.min()) & (py <= vy.max()))
-    by_y = candidates[xp.argsort(py[candidates])]
-    cx, cy = px[by_y], py[by_y]
-    inside = xp.zeros(by_y.size, dtype=bool)
-    for x1, y1, x2, y2 in zip(vx, vy, np.roll(vx, -1), np.roll(vy, -1), strict=True):
-        if y1 == y2:  # a horizontal edge is never crossed
-            continue
-        start, stop = (int(s) for s in xp.searchsorted(cy, xp.asarray([min(y1, y2), max(y1, y2)]), side="left"))
-        if start == stop:
-            continue
-        band = slice(start, stop)  # the points with min(y1, y2) <= py < max(y1, y2): one end above, one not
-        x_at = x1 + (cy[band] - y1) * ((x2 - x1) / (y2 - y1))
-        inside[band] ^= cx[band] < x_at
-    return to_host(xp.sort(by_y[inside])).astype(np.int64)
