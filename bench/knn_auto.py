@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gpu_mixture import mixture_gpu, text_like_gpu  # noqa: E402 - a sibling script
+from gpu_mixture import mixture_gpu, text_like_gpu
 
-from umapviz.datasets import _zipf_sizes  # noqa: E402
+from umapviz.datasets import _zipf_sizes
 
 
 def iso_lowdim(n: int, d: int = 384, n_clusters: int = 40, seed: int = 0):
