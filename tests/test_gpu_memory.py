@@ -37,7 +37,7 @@ def test_gpu_memory_plans_within_the_pool_limit(pool_limit):
     held = cp.empty(2**28, dtype=cp.uint8)  # a quarter of the limit in use
     free, total = gpu_memory()
     assert total == cp.get_default_memory_pool().get_limit()
-    assert free == total - cp.get_default_memory_pool().used_bytes() <= 3 * 2**28
+    assert free == total - cp.get_default_memory_pool().total_bytes() <= 3 * 2**28
     del held
 
 
