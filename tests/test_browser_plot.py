@@ -213,7 +213,10 @@ def test_explorer_and_grid_zoom_inspect_and_select_in_jupyterlab(plot_lab):
             assert before["zoomed"] is None and before["error"] == ""
 
             # The wheel over the plot's centre: the controller's view range is set and the frame drawn at it.
+            # The plot is measured before each gesture: the panel grows as it fills (its caption, legend and
+            # inspector rows), and the notebook may scroll it.
             (x0, x1), (y0, y1) = before["range"]
+            frame = page.evaluate(FRAMES)[0]
             page.mouse.move(*_to_page(frame, before["range"], (x0 + x1) / 2, (y0 + y1) / 2))
             page.mouse.wheel(0, -200)
             zoomed = _wait_for(lambda: (r := _report(page, 1, "explorer:"))["zoomed"] and r, 30, "a zoom")
@@ -227,6 +230,7 @@ def test_explorer_and_grid_zoom_inspect_and_select_in_jupyterlab(plot_lab):
                 (layout[:, 0] > zx0) & (layout[:, 0] < zx1) & (layout[:, 1] > zy0) & (layout[:, 1] < zy1)
             )
             target = int(visible[0])
+            frame = page.evaluate(FRAMES)[0]
             page.mouse.click(*_to_page(frame, zoomed["zoomed"], *layout[target]))
             inspected = _wait_for(
                 lambda: (r := _report(page, 1, "explorer:"))["inspected"] is not None and r,

@@ -17,7 +17,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from ..graph.start import random_init, spectral_init
 from ..optimize import LayoutOptimizer
 from ..optimize.optimizer import INITS, SPECTRAL_INITS
 from ..optimize.rng import resolve_seed
-from ..render.shade import DEFAULT_STYLE
+from ..render.shade.style import PANEL_STYLE
 
 GRAPH_PARAMS = ("n_neighbors", "metric", "min_dist", "spread", "knn")
 OPTIMIZER_PARAMS = tuple(p for p in inspect.signature(LayoutOptimizer).parameters if p != "graph")
@@ -44,7 +44,6 @@ GRAPH_SOURCE = "(your graph)"
 # Recorded frames are kept on the host up to this many bytes; past it every other frame is dropped (the
 # last is always kept), so a long run of millions of points thins its history instead of filling memory.
 RECORD_BUDGET_BYTES = 512 * 2**20
-PANEL_STYLE = replace(DEFAULT_STYLE, edge_text=False)  # panels write the off-view counts beside the image
 
 
 # ---------------------------------------------------------------------------------------------------
