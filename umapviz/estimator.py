@@ -16,6 +16,7 @@ from .graph import build_graph
 from .graph.fuzzy.fuzzy_cpu import new_point_memberships
 from .graph.fuzzy.supervised import check_target, check_target_n_neighbors
 from .graph.knn import GEMM_METRICS, check_metric, check_metric_kwds, metric_cpu
+from .graph.knn.auto_search import DEFAULT_TARGET
 from .graph.knn.knn_cpu import query_knn, reference_index
 from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
 from .optimize import LayoutOptimizer
@@ -37,9 +38,10 @@ class UMAP:
 
     Parameters
     ----------
-    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine
-        The graph's, as :func:`umapviz.build_graph` takes them (the last three tune the partitioned kNN, which
-        ``knn="auto"`` picks on the GPU for large data).
+    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine, knn_target_recall
+        The graph's, as :func:`umapviz.build_graph` takes them (the last four tune the partitioned kNN, which
+        ``knn="auto"`` picks on the GPU for large data and escalates until its measured recall reaches
+        ``knn_target_recall``).
     n_components : int
         Dimensions of the embedding.
     n_epochs : int, optional
@@ -118,6 +120,7 @@ class UMAP:
         output_dens: bool = False,
         output_metric: str = "euclidean",
         transform_mode: str = "embedding",
+        knn_target_recall: float = DEFAULT_TARGET,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -156,6 +159,7 @@ class UMAP:
         self.output_dens = output_dens
         self.output_metric = output_metric
         self.transform_mode = transform_mode
+        self.knn_target_recall = knn_target_recall
 
     def get_params(self, deep: bool = True) -> dict:
         """Constructor parameters, as scikit-learn expects."""
@@ -235,6 +239,7 @@ class UMAP:
                 knn_partitions=self.knn_partitions,
                 knn_overlap=self.knn_overlap,
                 knn_refine=self.knn_refine,
+                knn_target_recall=self.knn_target_recall,
                 random_state=seed,
                 cache=self.cache,
                 progress=self.verbose,

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import gpu_memory, is_cupy, resolve_device
+from .._backend import is_cupy, resolve_device
 from .._validation import (
     RandomStateLike,
     check_data,
@@ -20,7 +20,7 @@ from .._validation import (
     check_random_state,
 )
 from ._types import FuzzyGraph
-from .build_gpu import check_graph_fits, graph_on_gpu
+from .build_gpu import check_graph_fits, graph_from_knn_gpu, graph_on_gpu
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy import find_ab_params
@@ -29,16 +29,16 @@ from .fuzzy.supervised import Target
 from .knn import (
     AUTO_RECALL_SAMPLE,
     GEMM_METRICS,
-    auto_wants_exact,
     check_auto_recall,
     check_metric,
     check_metric_kwds,
+    check_target_recall,
     metric_cpu,
     resolve_knn_method,
     stop_if_cancelled,
 )
+from .knn.auto_search import DEFAULT_TARGET, auto_knn
 from .knn.knn_cpu import nearest_neighbors
-from .knn.knn_gpu import reference_bytes
 from .knn.partitioned import (
     DEFAULT_OVERLAP,
     DEFAULT_REFINE,
@@ -48,7 +48,7 @@ from .knn.partitioned import (
     resolve_refine,
     work_data,
 )
-from .knn.recall import recall_at_k
+from .knn.recall import recall_at_k, truth_block_rows
 from .params import GraphParams
 
 
@@ -75,6 +75,7 @@ def build_graph(
     target: Target | None = None,
     precomputed_knn: tuple | None = None,
     disconnection_distance: float | None = None,
+    knn_target_recall: float = DEFAULT_TARGET,
 ) -> FuzzyGraph:
     """Build UMAP's fuzzy graph of ``X`` as a :class:`FuzzyGraph`.
 
@@ -99,10 +100,11 @@ def build_graph(
         ``"exact"`` (tiled brute force), ``"approx"``, ``"partitioned"`` or ``"auto"``. On the CPU "approx" is
         NN-descent (pynndescent) and "auto" is exact while ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about
         half a minute on two cores), else approx. On the GPU "approx" is the partitioned search and "auto" is exact
-        up to 500,000 rows, else partitioned; then the build measures the search's recall@k on 1,000 sampled rows
-        (``graph.params["knn_recall"]``). Below 0.95 it builds the exact graph instead up to 2,000,000 rows
-        (``params["knn"]`` says "exact-gpu", ``params["knn_partitioned_recall"]`` what the partitioned search
-        found), and above that warns below 0.9, naming the fix. "partitioned"
+        up to 500,000 rows, else the partitioned search escalated until its recall@k, measured on 1,000 sampled
+        rows, reaches ``knn_target_recall`` (:mod:`umapviz.graph.knn.auto_search`: more refinement rounds, larger
+        partitions, the exact search where that is cheaper, within a work budget); ``graph.params`` records the
+        steps (``knn_steps``), the recall (``knn_recall``) and ``knn`` ("partitioned-gpu" or "exact-gpu"), and a
+        warning gives the recall reached and the exact graph's estimated time where the target is not. "partitioned"
         (:mod:`umapviz.graph.knn.partitioned`: k-means partitions, each point in its ``knn_overlap`` nearest ones,
         exact search inside each, candidates merged) runs on either device; measure what it misses with
         :func:`umapviz.graph.knn.recall.recall_at_k`.
@@ -140,6 +142,8 @@ def build_graph(
         for it) and its buffers: where that does not fit, "auto" runs no round and warns, and a count raises a
         MemoryError before the build starts. ``graph.params["knn_refine"]`` records the rounds run (0 with one
         partition, which is the exact search), so the cache tells the graphs apart.
+    knn_target_recall : float
+        The recall@k that ``knn="auto"`` aims at on the GPU above 500,000 rows (see ``knn``), in (0, 1].
     metric_kwds : dict, optional
         ``{"p": p}`` for minkowski; no other metric takes any.
     local_connectivity : float
@@ -192,8 +196,13 @@ def build_graph(
     if partitioned:
         knn_partitions, knn_overlap = resolve_partitioning(X.shape[0], n_neighbors, knn_partitions, knn_overlap)
         knn_refine = resolve_refine(knn_refine)
+    escalating = partitioned and knn == "auto" and device == "gpu"  # aims at a recall (client: measures it only)
+    if knn == "auto":
+        knn_target_recall = check_target_recall(knn_target_recall)
     if device == "gpu":
         check_graph_fits(X.shape[0], X.shape[1], n_neighbors, method, knn_partitions, knn_overlap)
+        if escalating:  # the recall check streams X in blocks; not even one fitting is known before the search
+            truth_block_rows(X.shape[0], X.shape[1], AUTO_RECALL_SAMPLE)
     if partitioned:  # the rounds that will run, recorded (and keyed) as such: "auto" resolved here
         knn_refine = refine_rounds(knn_refine, *X.shape, n_neighbors, knn_partitions, device, is_cupy(X))
 
@@ -212,6 +221,8 @@ def build_graph(
     params.update(options)
     if partitioned:
         params.update(knn_partitions=knn_partitions, knn_overlap=knn_overlap, knn_refine=knn_refine)
+    if escalating:  # in the cache key: the steps, and so the graph, follow from the data, the seed and the target
+        params.update(knn_target_recall=knn_target_recall)
     seeded = method == "approx" or partitioned
     directory = resolve_cache_dir(cache) if precomputed_knn is None else None
     if seeded and random_state is None:
@@ -243,17 +254,28 @@ def build_graph(
         )
         if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
             X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, rounds=knn_refine)
-        graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
-        if partitioned and knn == "auto":
+        if escalating and client is None:
+            knn_indices, knn_dists, record = auto_knn(
+                X,
+                n_neighbors,
+                metric,
+                knn_partitions,
+                knn_overlap,
+                random_state,
+                knn_refine,
+                target=knn_target_recall,
+                cancel=cancel,
+                progress=progress,
+            )
+            build = dataclasses.replace(build, knn=record["knn"])
+            graph = graph_from_knn_gpu(knn_indices, knn_dists, build, cancel=cancel)
+            params = dict(build.record(), knn_overlap=knn_overlap, **record)
+        else:
+            graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
+        if escalating and client is not None:
             recall = auto_recall(X, graph.knn_indices, metric)
-            if auto_wants_exact(recall, X.shape[0]) and exact_fits(X.shape[0], X.shape[1], n_neighbors):
-                build = dataclasses.replace(build, knn="exact-gpu")
-                graph = graph_on_gpu(X, build, cancel=cancel)
-                params = dict(build.record(), knn_partitioned_recall=recall)
-            else:
-                if recall is not None:
-                    check_auto_recall(recall, int(X.shape[0]))
-                params["knn_recall"] = recall
+            check_auto_recall(recall, int(X.shape[0]), knn_target_recall)
+            params["knn_recall"] = recall
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(
@@ -405,19 +427,9 @@ def check_precomputed_knn(precomputed_knn, n_samples: int, n_neighbors: int) -> 
     return np.ascontiguousarray(indices[:, :n_neighbors], dtype=np.int32), np.ascontiguousarray(dists)
 
 
-def exact_fits(n: int, d: int, n_neighbors: int) -> bool:
-    """Whether the exact GPU search of n x d points fits in free GPU memory now."""
-    try:
-        check_graph_fits(n, d, n_neighbors, "exact-gpu", data_on_device=True)
-    except MemoryError:
-        return False
-    return True
-
-
-def auto_recall(X, knn_indices, metric: str) -> float | None:
-    """recall@k, rounded to 4 digits, of the partitioned GPU search that ``knn="auto"`` chose, on
-    AUTO_RECALL_SAMPLE sampled rows; None when the exact search of the sample, which needs X and its prepared rows
-    on the GPU (:func:`knn_gpu.reference_bytes`), does not fit in free GPU memory beside the graph.
+def auto_recall(X, knn_indices, metric: str) -> float:
+    """recall@k, rounded to 4 digits, of a partitioned GPU search on AUTO_RECALL_SAMPLE sampled rows (the reference
+    streamed in blocks where it does not fit: :func:`umapviz.graph.knn.recall.sampled_truth`).
 
     Parameters
     ----------
@@ -428,7 +440,5 @@ def auto_recall(X, knn_indices, metric: str) -> float | None:
     metric : str
         The graph's metric.
     """
-    if reference_bytes(*X.shape, data_on_device=is_cupy(X)) > gpu_memory()[0]:
-        return None
     recall = recall_at_k(X, knn_indices, sample=AUTO_RECALL_SAMPLE, seed=0, metric=metric, device="gpu")
     return round(float(recall), 4)

@@ -106,35 +106,28 @@ def check_metric_kwds(metric: str, metric_kwds: dict | None) -> dict:
 # search's work grows as n**2 (about as long as the partitioned search at half a million rows, seconds at a million,
 # minutes from a few million), the partitioned search's with its refinement round as n, and on data with structure
 # it finds nearly every neighbour (bench/PARTITIONED_KNN.md). On data without it (round high-dimensional Gaussian
-# clusters) it misses many, so a build that "auto" sends there measures recall on AUTO_RECALL_SAMPLE sampled rows
-# and records it. Below AUTO_RECALL_EXACT it builds the exact graph instead where that stays affordable (up to
-# AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows: the partitioned search then costs a fraction of the exact one on top);
-# above, it warns below AUTO_RECALL_WARN, naming the fix (check_auto_recall): a default never hands over a poorer
-# graph unsaid.
+# clusters) it misses many, so "auto" measures recall on AUTO_RECALL_SAMPLE sampled rows and escalates until a target
+# recall (:mod:`.auto_search`), the exact search among its steps up to AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows; where it
+# stops short it warns, naming the fix: a default never hands over a poorer graph unsaid.
 AUTO_GPU_EXACT_MAX_ROWS = 500_000
 AUTO_GPU_EXACT_FALLBACK_MAX_ROWS = 2_000_000
 AUTO_RECALL_SAMPLE = 1000
-AUTO_RECALL_EXACT = 0.95
-AUTO_RECALL_WARN = 0.9
 
 
-def auto_wants_exact(recall: float | None, n_samples: int) -> bool:
-    """Whether a GPU build that ``knn="auto"`` sent to the partitioned search should be rebuilt exactly: its
-    measured recall is below AUTO_RECALL_EXACT and the exact search is affordable (at most
-    AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows).
-
-    Parameters
-    ----------
-    recall : float or None
-        recall@k measured on sampled rows (None: not measured).
-    n_samples : int
-        Rows of the data.
-    """
-    return recall is not None and recall < AUTO_RECALL_EXACT and n_samples <= AUTO_GPU_EXACT_FALLBACK_MAX_ROWS
+def check_target_recall(target: float) -> float:
+    """``knn_target_recall`` checked: a number in (0, 1] (a ValueError names the fix)."""
+    try:
+        value = float(target)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 < value <= 1.0 or isinstance(target, bool):
+        raise ValueError(f"knn_target_recall={target!r} must be a number in (0, 1], such as 0.95.")
+    return value
 
 
-def check_auto_recall(recall: float, n_samples: int) -> None:
-    """Warn (UserWarning) when the partitioned search that ``knn="auto"`` chose found too few true neighbours.
+def check_auto_recall(recall: float, n_samples: int, target: float) -> None:
+    """Warn (UserWarning) when the partitioned search found fewer true neighbours than ``target`` (the Dask
+    path, which measures but does not escalate).
 
     Parameters
     ----------
@@ -142,13 +135,16 @@ def check_auto_recall(recall: float, n_samples: int) -> None:
         recall@k measured on sampled rows (:func:`umapviz.graph.knn.recall.recall_at_k`).
     n_samples : int
         Rows of the data, named in the warning.
+    target : float
+        The recall aimed at.
     """
-    if recall < AUTO_RECALL_WARN:
+    if recall < target:
         warnings.warn(
-            f"knn='auto' used the partitioned search for {n_samples:,} rows on the GPU, and it found only "
-            f"{recall:.2f} of the true neighbours on {AUTO_RECALL_SAMPLE} sampled rows (graph.params['knn_recall']): "
-            "these data have little cluster structure for partitions to follow. For the exact graph pass "
-            "knn='exact' (its time grows with the square of the rows), or raise knn_overlap / knn_refine.",
+            f"knn='auto' used the partitioned search for {n_samples:,} rows on a Dask client, and it found only "
+            f"{recall:.2f} of the true neighbours on {AUTO_RECALL_SAMPLE} sampled rows (graph.params['knn_recall']), "
+            f"below knn_target_recall={target}: these data have little cluster structure for partitions to follow. "
+            "Raise knn_overlap / knn_refine, pass fewer knn_partitions, or build without the client (which "
+            "escalates until the target).",
             UserWarning,
             stacklevel=3,
         )
@@ -167,7 +163,7 @@ def resolve_knn_method(
     On the CPU: "exact", "approx" (pynndescent) or "partitioned"; "auto" is exact up to AUTO_EXACT_MAX_WORK of
     ``n_samples**2 * (n_features + 150)``, else approx. On the GPU: "exact-gpu" or "partitioned-gpu" ("approx"
     is the partitioned search there); "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows, else partitioned (which
-    ``build_graph`` checks: :func:`auto_wants_exact`). With
+    ``build_graph`` escalates until a measured recall: :mod:`.auto_search`). With
     ``distributed`` (a Dask client) only the partitioned search runs: "auto" picks it, and "exact" or "approx" is
     refused. A metric outside GEMM_METRICS runs on the CPU's "exact" (SciPy's cdist; "auto" up to
     AUTO_EXACT_MAX_WORK_CDIST of ``n_samples**2 * n_features``) or "approx" search; "precomputed" reads the
