@@ -36,6 +36,9 @@
 #                round) of the partitioned kNN on RECALL_SETS (name:n[:rows[:overlaps[:rounds]]]; default
 #                mixture_gpu and text_like_gpu at 1M and 10M, 8192 and 16384 rows per partition, overlap 2, 2 rounds)
 #                -> $OUT/knn_recall.jsonl
+#   knn_auto     bench/knn_auto.py: knn="auto" on the GPU (its escalation's steps, recall@15, seconds) at SIZES for
+#                KINDS (default text_like,iso_lowdim,mixture,gaussian), the exact search beside it at EXACT_SIZES, the
+#                fit at FIT_SIZES, under POOL_LIMIT bytes of CuPy's pool -> $OUT/knn_auto.jsonl
 #   profile      bench/fit_profile.py: cProfile of that fit, stage by stage
 #   umap         bench/gpu_bench.py: umap-learn on 30,000 points beside the GPU pipeline on the same points
 #   render       bench/render_bench.py --device gpu: frame time at 1M, 10M and 30M points
@@ -189,6 +192,8 @@ for name in "${STEPS[@]}"; do
     knn_recall) step knn_recall 400 python3 bench/partitioned_recall.py --device gpu --sets ${RECALL_SETS:-mixture_gpu:1000000 \
       text_like_gpu:1000000 text_like_gpu:10000000 mixture_gpu:10000000} --rows 8192,16384 --overlaps 2 --refine 2 \
       --out "$OUT/knn_recall.jsonl" ;;
+    knn_auto) step knn_auto 540 python3 bench/knn_auto.py --sizes "$SIZES" --kinds "${KINDS:-text_like,iso_lowdim,mixture,gaussian}" \
+      --exact "${EXACT_SIZES:-}" --fit "${FIT_SIZES:-}" --pool-limit "${POOL_LIMIT:-0}" --out "$OUT/knn_auto.jsonl" ;;
     profile) step profile 200 python3 bench/fit_profile.py ;;
     umap) step umap 200 python3 bench/gpu_bench.py --sizes "" --skip-fit --umap-learn 30000 --out "$OUT/umap" ;;
     render) step render 120 python3 bench/render_bench.py --device gpu --repeats 5 ;;

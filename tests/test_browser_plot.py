@@ -226,7 +226,10 @@ def test_explorer_and_grid_zoom_inspect_and_select_in_jupyterlab(plot_lab):
             frame = _still_frames(page)[0]
 
             # The wheel over the plot's centre: the controller's view range is set and the frame drawn at it.
+            # The plot is measured before each gesture: the panel grows as it fills (its caption, legend and
+            # inspector rows), and the notebook may scroll it.
             (x0, x1), (y0, y1) = before["range"]
+            frame = page.evaluate(FRAMES)[0]
             page.mouse.move(*_to_page(frame, before["range"], (x0 + x1) / 2, (y0 + y1) / 2))
             page.mouse.wheel(0, -200)
             zoomed = _wait_for(lambda: (r := _report(page, 1, "explorer:"))["zoomed"] and r, 30, "a zoom")

@@ -19,6 +19,7 @@ from umapviz.graph.knn.refine import (
     candidate_width,
     check_refine_fits,
     refine_knn,
+    union_knn,
 )
 
 
@@ -31,6 +32,17 @@ def clusters():
 def coarse(clusters):
     """A partitioned graph with many small partitions, so that it misses neighbours."""
     return partitioned_knn(clusters, 15, n_partitions=24, random_state=0, refine=0)
+
+
+def test_union_keeps_the_best_of_both_graphs_in_any_order(clusters, coarse):
+    other = partitioned_knn(clusters, 15, n_partitions=12, random_state=1, refine=0)[0]
+    first, dist = union_knn(clusters, [coarse[0], other])
+    swapped = union_knn(clusters, [other, coarse[0]])
+    assert first.tobytes() == swapped[0].tobytes() and dist.tobytes() == swapped[1].tobytes()
+    truth = exact_knn(clusters, 15)[0]
+    hits = [np.mean([len(set(a) & set(t)) for a, t in zip(g, truth, strict=True)]) for g in (coarse[0], other, first)]
+    assert hits[2] >= max(hits[:2]) and hits[2] > min(hits[:2])
+    assert all(set(u) <= set(a) | set(b) for u, a, b in zip(first, coarse[0], other, strict=True))
 
 
 def test_refinement_is_deterministic(clusters, coarse):
@@ -212,6 +224,13 @@ def test_indices_of_another_data_set_are_refused(clusters, coarse):
 @pytest.mark.gpu
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_gpu_refinement_gives_the_cpu_bytes(clusters, coarse, metric):
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
+
+    other = partitioned_knn(clusters, 15, n_partitions=12, random_state=1, refine=0)[0]
+    cpu_union = union_knn(clusters, [coarse[0], other], metric)
+    gpu_union = union_knn(cp.asarray(clusters), [cp.asarray(coarse[0]), cp.asarray(other)], metric)
+    assert cpu_union[0].tobytes() == gpu_union[0].get().tobytes()
+    assert cpu_union[1].tobytes() == gpu_union[1].get().tobytes()
     cpu_idx, cpu_dist = refine_knn(clusters, coarse[0], 2, metric)
     gpu_idx, gpu_dist = refine_knn(clusters, coarse[0], 2, metric, device="gpu")
     assert cpu_idx.tobytes() == gpu_idx.get().tobytes() and cpu_dist.tobytes() == gpu_dist.get().tobytes()

@@ -13,17 +13,16 @@ from umapviz import UMAP, datasets
 from umapviz.graph import build_graph
 from umapviz.graph.build_gpu import check_graph_fits, graph_bytes_needed
 from umapviz.graph.knn import (
-    AUTO_GPU_EXACT_FALLBACK_MAX_ROWS,
     AUTO_GPU_EXACT_MAX_ROWS,
     BuildCancelled,
-    auto_wants_exact,
     check_auto_recall,
     resolve_knn_method,
 )
+from umapviz.graph.knn.auto_search import BUDGET_UNITS, auto_knn, exact_units, step_units
 from umapviz.graph.knn.knn_cpu import exact_knn
 from umapviz.graph.knn.partitioned import partitioned_knn, resolve_partitioning
 from umapviz.graph.knn.partitions import plan_partitions
-from umapviz.graph.knn.recall import recall_at_k
+from umapviz.graph.knn.recall import recall_at_k, sampled_truth
 
 GIB = 2**30
 
@@ -174,19 +173,26 @@ def test_cancel_stops_the_partitioned_search_after_the_partition_it_was_asked_at
 
 
 def test_low_recall_of_the_auto_choice_warns_with_the_fix():
-    with pytest.warns(UserWarning, match=r"found only 0\.62 of the true neighbours.*knn='exact'"):
-        check_auto_recall(0.62, 10_000_000)
+    with pytest.warns(UserWarning, match=r"found only 0\.62 of the true neighbours.*knn_target_recall=0\.95"):
+        check_auto_recall(0.62, 10_000_000, 0.95)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check_auto_recall(0.95, 10_000_000)  # enough: no warning
+        check_auto_recall(0.95, 10_000_000, 0.95)  # enough: no warning
 
 
-def test_auto_rebuilds_exactly_only_below_the_recall_bar_and_where_exact_is_affordable():
-    assert auto_wants_exact(0.9499, 1_000_000)
-    assert not auto_wants_exact(0.95, 1_000_000)
-    assert auto_wants_exact(0.5, AUTO_GPU_EXACT_FALLBACK_MAX_ROWS)
-    assert not auto_wants_exact(0.5, AUTO_GPU_EXACT_FALLBACK_MAX_ROWS + 1)  # too costly: warned about instead
-    assert not auto_wants_exact(None, 1_000_000)  # not measured (host data too large to check)
+@pytest.mark.parametrize("target", [0.0, 1.5, "high", True, float("nan")])
+def test_a_bad_target_recall_is_refused_with_the_fix(clusters, target):
+    with pytest.raises(ValueError, match=r"knn_target_recall=.* must be a number in \(0, 1\]"):
+        build_graph(clusters, knn_target_recall=target, cache=False)
+
+
+def test_the_escalation_costs_follow_the_sizes():
+    # Work in default searches: partitions twice as large cost twice the pairs; the exact search of 1M x 384 (62
+    # default partitions, overlap 2) costs about 4.5 of them, more than the 2x and 4x steps, and at 10M (611
+    # partitions) about 44, past the budget.
+    assert step_units(1_000_000, 31, 62, 2) == 2.0 and step_units(1_000_000, 16, 62, 2) == pytest.approx(3.875)
+    assert 2.0 < exact_units(1_000_000, 62, 2) < 16 / 3.5
+    assert exact_units(10_000_000, 611, 2) > BUDGET_UNITS
 
 
 def test_memory_check_names_need_free_and_fix():
@@ -257,13 +263,75 @@ def test_gpu_auto_above_the_exact_bound_is_partitioned_with_its_recall_measured(
 
 
 @pytest.mark.gpu
-def test_gpu_auto_builds_the_exact_graph_when_the_partitioned_search_misses_too_many():
-    # 32-d Gaussian noise has no clusters for partitions to follow: "auto" measures the partitioned search's poor
-    # recall, builds the exact graph instead and says so in the params.
+def test_gpu_auto_escalates_until_the_target_or_says_what_it_reached():
+    # 32-d Gaussian noise has no clusters for partitions to follow: the first search misses many neighbours, and
+    # "auto" escalates (rounds, larger partitions, or the exact search), records each step, and either reaches the
+    # target or warns with the recall reached; twice gives the same bytes (decisions from seeded recall only).
     n = AUTO_GPU_EXACT_MAX_ROWS + 1
     X = np.random.default_rng(1).normal(size=(n, 32)).astype(np.float32)
-    graph = build_graph(X, random_state=0, device="gpu", cache=False, progress=False)
-    assert graph.params["knn"] == "exact-gpu"
-    assert graph.params["knn_partitioned_recall"] < 0.95 and "knn_partitions" not in graph.params
-    exact = build_graph(X, knn="exact", device="gpu", cache=False, progress=False)
-    assert np.array_equal(graph.knn_indices, exact.knn_indices) and graph.fingerprint == exact.fingerprint
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = build_graph(X, random_state=0, device="gpu", cache=False, progress=False)
+    again = build_graph(X, random_state=0, device="gpu", cache=False, progress=False)
+    steps = graph.params["knn_steps"]
+    assert steps[0][0] == "partitioned" and steps[0][3] < 0.95 and len(steps) >= 2
+    assert graph.params["knn_recall"] == steps[-1][3] > steps[0][3]
+    assert graph.params["knn_recall"] == round(recall_at_k(X, graph.knn_indices, sample=1000, seed=0, device="gpu"), 4)
+    assert graph.params["knn"] == ("exact-gpu" if steps[-1][0] == "exact" else "partitioned-gpu")
+    short = [w for w in caught if "below its target" in str(w.message)]
+    assert (graph.params["knn_recall"] >= 0.95) == (not short)
+    if short:
+        assert "knn='exact'" in str(short[0].message) and "s on an H200" in str(short[0].message)
+    assert graph.fingerprint == again.fingerprint and graph.params == again.params
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_recall_truth_searched_in_blocks_is_the_whole_search(metric, device):
+    X = datasets.load("text_like", n_samples=20_000, random_state=0)[0]
+    rows, whole = sampled_truth(X, 15, 300, seed=2, metric=metric, device=device)
+    for block in (7_001, 20_000 - 3):  # the last block smaller than k is merged as candidates
+        again, blocked = sampled_truth(X, 15, 300, seed=2, metric=metric, device=device, block_rows=block)
+        assert np.array_equal(rows, again) and whole.tobytes() == blocked.tobytes()
+
+
+def test_auto_search_that_meets_its_target_is_the_search_and_its_round(text_like):
+    # Structured data: the first search and its default round reach the target, so nothing more runs and the graph
+    # is the plain partitioned search's with one round.
+    idx, dist, record = auto_knn(text_like, 15, "euclidean", 8, 2, random_state=0, rounds=1, device="cpu")
+    plain = partitioned_knn(text_like, 15, n_partitions=8, random_state=0, refine=1)
+    assert idx.tobytes() == plain[0].tobytes() and dist.tobytes() == plain[1].tobytes()
+    assert record["knn_steps"] == [["partitioned", 8, 1, record["knn_recall"]]] and record["knn_recall"] >= 0.95
+    assert record["knn"] == "partitioned" and record["knn_refine"] == 1 and record["knn_work"] == 1.3
+
+
+def test_auto_search_escalates_on_data_without_clusters_and_repeats_its_bytes():
+    # 32-d Gaussian noise cut into 40 partitions of 500 rows: the first search misses many neighbours; rounds,
+    # then larger partitions united with the last graph, then (cheaper than 4x partitions) the exact search.
+    X = np.random.default_rng(3).normal(size=(20_000, 32)).astype(np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idx, dist, record = auto_knn(X, 15, "euclidean", 40, 2, random_state=0, rounds=1, device="cpu")
+    short = [w for w in caught if "below its target" in str(w.message)]
+    assert (record["knn_recall"] >= 0.95) == (not short)
+    steps = record["knn_steps"]
+    assert steps[0][:2] == ["partitioned", 40] and steps[0][3] < 0.95 and len(steps) >= 2
+    recalls = [s[3] for s in steps]
+    assert recalls == sorted(recalls) and record["knn_recall"] == recalls[-1]  # a step never loses a neighbour
+    assert record["knn_recall"] == round(recall_at_k(X, idx, sample=1000, seed=0), 4)
+    assert record["knn_work"] <= BUDGET_UNITS and record["knn_refine"] == sum(s[2] for s in steps)
+    if steps[-1][0] == "exact":
+        assert record["knn"] == "exact" and idx.tobytes() == exact_knn(X, 15, progress=False)[0].tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = auto_knn(X, 15, "euclidean", 40, 2, random_state=0, rounds=1, device="cpu")
+    assert idx.tobytes() == again[0].tobytes() and dist.tobytes() == again[1].tobytes() and record == again[2]
+
+
+def test_auto_search_short_of_its_target_warns_with_the_recall_and_the_exact_estimate():
+    # 200 partitions of 100 rows: the exact search costs more than the budget, and the larger partitions it affords
+    # do not reach 0.999 on 64-d noise.
+    X = np.random.default_rng(3).normal(size=(20_000, 64)).astype(np.float32)
+    with pytest.warns(UserWarning, match=r"reached recall@k 0\.\d+ on .* below its target 0\.999 .*knn='exact'"):
+        _, _, record = auto_knn(X, 15, "euclidean", 200, 2, random_state=0, rounds=1, target=0.999, device="cpu")
+    assert record["knn_recall"] < 0.999 and record["knn_steps"][-1][0] == "partitioned"
+    assert record["knn_work"] <= BUDGET_UNITS

@@ -280,3 +280,23 @@ def test_a_frame_drawn_elsewhere_asks_its_owner_for_a_zoom_and_keeps_picking(clu
     assert (live.frame()[..., :3] == hex_to_rgb(SELECTION_COLOR)).all(axis=-1).sum() == 9  # one 3x3 disc
     with pytest.raises(ValueError, match=r"rgba must be an \(H, W, 4\) uint8 image"):
         live.push_frame(rgba[..., :3], agg.view, embedding)
+
+
+def test_the_off_view_counts_go_in_the_title_not_over_the_points(clusters):
+    """Notebook 05's title was cut at the right ("... (28,845 points outside the vie"), and the counts written on
+    the frame were covered by points and collided at a corner."""
+    from umapviz.render.shade.style import PANEL_STYLE  # noqa: PLC0415
+
+    embedding, labels = clusters
+    live = LiveView(400, 400, view=(-12.0, -8.0, -12.0, -8.0), title="6,001 points")
+    live.push(embedding, labels=labels, caption="buffered, epoch 30")
+    view = (-12.0, -8.0, -12.0, -8.0)
+    frame = live.frame()
+    plain, agg = render(embedding, labels, None, 400, 400, view, style=PANEL_STYLE)
+    assert np.array_equal(frame, plain)  # the border triangles alone
+    assert not np.array_equal(frame, render(embedding, labels, None, 400, 400, view)[0])  # the default writes text
+    first, second = live.caption.split("\n")
+    assert first == "6,001 points  buffered, epoch 30"
+    sides = agg.edge_counts.sum(axis=1)
+    assert second.startswith(f"{agg.n_out_of_view:,} points outside the view: left {int(sides[0]):,}")
+    assert f"right {int(sides[1]):,}" in second

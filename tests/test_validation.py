@@ -8,7 +8,7 @@ import scipy.sparse
 from sklearn.datasets import make_blobs
 
 import umapviz
-from umapviz import datasets, metrics
+from umapviz import _validation, datasets, metrics
 from umapviz._validation import (
     SEED_LIMIT,
     check_data,
@@ -165,9 +165,13 @@ def test_masked_entries_are_missing_values_and_none_is_named():
         check_data(None)
 
 
-def test_sparse_input_is_refused_with_toarray_hint():
-    with pytest.raises(TypeError, match=r"sparse.*toarray\(\)"):
-        check_data(scipy.sparse.eye(5, format="csr"))
+def test_sparse_input_is_its_dense_array_and_too_large_a_one_is_refused_with_the_fix(monkeypatch):
+    S = scipy.sparse.random(30, 8, density=0.3, format="csr", random_state=0)
+    assert np.array_equal(check_data(S), S.toarray().astype(np.float32))
+    assert np.array_equal(check_data(S.tocoo()), check_data(S.toarray()))
+    monkeypatch.setattr(_validation, "SPARSE_DENSE_MAX_BYTES", 100)
+    with pytest.raises(ValueError, match=r"sparse.*TruncatedSVD.*precomputed_knn"):
+        check_data(S)
 
 
 def test_ragged_lists_are_refused():

@@ -27,10 +27,20 @@ def _cupy_or_reason() -> tuple[Any, str]:
 
 
 def gpu_memory() -> tuple[int, int]:
-    """(free, total) bytes of the current GPU; free counts what CuPy's pool holds unused (it is handed out first)."""
+    """(free, total) bytes of the current GPU as CuPy's default pool can hand them out: the device's free memory
+    plus what the pool holds unused (it is handed out first). Under a pool limit (``CUPY_GPU_MEMORY_LIMIT`` or
+    ``cupy.get_default_memory_pool().set_limit``) the limit is the total, and free is at most the limit less what
+    the pool holds after releasing its unused blocks: the pool counts every byte it holds against the limit, and
+    unused pieces of a block partly in use cannot serve a large request, so a 24 GB limit plans 24 GB."""
     cp = cupy()
+    pool = cp.get_default_memory_pool()
+    limit = pool.get_limit()  # 0: no limit
+    if limit:
+        pool.free_all_blocks()
     free, total = cp.cuda.runtime.memGetInfo()
-    return free + cp.get_default_memory_pool().free_bytes(), total
+    if limit:
+        return max(0, min(free, limit - pool.total_bytes())), min(total, limit)
+    return free + pool.free_bytes(), total
 
 
 def gpu_available() -> bool:

@@ -12,6 +12,11 @@ from ._backend import is_cupy, xp_of
 from ._host_data import row_blocks
 
 
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter of the wrong type: a ValueError by scikit-learn's convention for bad parameter values (its own
+    InvalidParameterError has the same two bases), and a TypeError as Python reports a wrong type."""
+
+
 def is_integer(value: Any) -> bool:
     """Whether ``value`` is an integer (Python's or NumPy's) and not a bool: ``True`` is a mistake, not a count."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
@@ -105,7 +110,7 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     """``value`` as a Python int (>= ``minimum`` when given): 5.7, "5" or True is a mistake to report, not a count
     to round or convert."""
     if not is_integer(value):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
+        raise InvalidParameterError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name}={value} is out of range: it must be >= {minimum}.")
     return int(value)
@@ -114,7 +119,7 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
 def check_n_neighbors(n_neighbors: Any) -> int:
     """``n_neighbors`` as a Python int >= 2 (the count includes the point itself)."""
     if not is_integer(n_neighbors):
-        raise TypeError(
+        raise InvalidParameterError(
             f"n_neighbors must be an integer, got {n_neighbors!r} ({type(n_neighbors).__name__}). "
             "Pass a whole number such as n_neighbors=15."
         )
@@ -132,7 +137,9 @@ def check_n_epochs(n_epochs: Any) -> int | None:
     if n_epochs is None:
         return None
     if not is_integer(n_epochs):
-        raise TypeError(f"n_epochs must be a positive integer or None, got {n_epochs!r} ({type(n_epochs).__name__}).")
+        raise InvalidParameterError(
+            f"n_epochs must be a positive integer or None, got {n_epochs!r} ({type(n_epochs).__name__})."
+        )
     if n_epochs < 1:
         raise ValueError(
             f"n_epochs={int(n_epochs)} is not allowed: it must be a positive integer. "
@@ -146,7 +153,9 @@ def check_positive_float(name: str, value: Any, usual: str = "", allow_zero: boo
     rather than converted, as for the integer parameters: ``"1"`` or ``True`` is a mistake, not a number."""
     hint = f" ({usual})" if usual else ""
     if not is_real(value):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}). Pass a finite number{hint}.")
+        raise InvalidParameterError(
+            f"{name} must be a number, got {value!r} ({type(value).__name__}). Pass a finite number{hint}."
+        )
     v = float(value)
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
@@ -175,7 +184,7 @@ def check_random_state(random_state: Any) -> int | None:
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, SEED_LIMIT, dtype=np.uint32))
     if not is_integer(random_state):
-        raise TypeError(
+        raise InvalidParameterError(
             f"random_state must be an int, None, or a numpy.random.Generator / RandomState, got {random_state!r} "
             f"({type(random_state).__name__}). Pass an integer such as random_state=0 for a reproducible run."
         )
@@ -223,10 +232,7 @@ def check_data(
         # reported as NaN rows, as pandas' NA is.
         X = X.astype(np.float64).filled(np.nan)
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):
-        raise TypeError(
-            f"{name} is a sparse matrix ({type(X).__name__}); umapviz needs a dense array. "
-            f"Convert it with {name}.toarray() (or reduce its dimension first, e.g. with TruncatedSVD)."
-        )
+        X = dense_from_sparse(X, name)
     if is_cupy(X):
         X = X.get()
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a pandas DataFrame
@@ -330,6 +336,33 @@ def check_data(
 
 FLOAT32_LOSS_SHARE = 1e-3  # warn when the float32 cast moves values by more than this share of a column's range
 _FLOAT32_LOSS_ROWS = 20_000  # rows the check looks at (the first ones): enough to see an offset, cheap at any n
+
+
+# A sparse matrix is searched as the dense array it stands for up to this many float32 bytes: the searches then give
+# the dense array's graph, bit for bit.
+SPARSE_DENSE_MAX_BYTES = 2**30
+
+
+def dense_from_sparse(X: Any, name: str = "X") -> np.ndarray:
+    """A scipy.sparse matrix (CSR, CSC, COO, ...) as the dense array it stands for, when that takes at most
+    SPARSE_DENSE_MAX_BYTES as float32; a ValueError naming the fix beyond.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array
+        The sparse data.
+    name : str
+        Its name in messages.
+    """
+    n, d = X.shape
+    if 4 * n * d > SPARSE_DENSE_MAX_BYTES:
+        raise ValueError(
+            f"{name} is a sparse {n:,} x {d:,} matrix, {4 * n * d / 2**30:.1f} GiB as dense float32: more than the "
+            f"{SPARSE_DENSE_MAX_BYTES / 2**30:.0f} GiB the kit searches densely. Reduce its dimension first (e.g. "
+            "sklearn.decomposition.TruncatedSVD(100).fit_transform(X)), or compute the kNN yourself (pynndescent "
+            "takes sparse input) and pass precomputed_knn."
+        )
+    return np.asarray(X.toarray())
 
 
 def warn_float32_loss(arr: np.ndarray, out: np.ndarray, name: str = "X", reference: np.ndarray | None = None) -> None:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import numbers
 import warnings
 
 import numpy as np
 
-from ._validation import RandomStateLike, check_data, check_n_epochs, check_random_state
+from ._umap_learn_params import check_curve, check_n_components, check_n_jobs, check_not_implemented, unique_rows
+from ._validation import RandomStateLike, check_data, check_n_epochs, check_n_neighbors, check_random_state
 from .graph import build_graph
 from .graph.fuzzy.fuzzy_cpu import new_point_memberships
+from .graph.fuzzy.supervised import check_target, check_target_n_neighbors
+from .graph.knn import GEMM_METRICS, check_metric, check_metric_kwds, metric_cpu
+from .graph.knn.auto_search import DEFAULT_TARGET
 from .graph.knn.knn_cpu import query_knn, reference_index
 from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
 from .optimize import LayoutOptimizer
@@ -32,9 +38,10 @@ class UMAP:
 
     Parameters
     ----------
-    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine
-        The graph's, as :func:`umapviz.build_graph` takes them (the last three tune the partitioned kNN, which
-        ``knn="auto"`` picks on the GPU for large data).
+    n_neighbors, metric, min_dist, spread, knn, knn_partitions, knn_overlap, knn_refine, knn_target_recall
+        The graph's, as :func:`umapviz.build_graph` takes them (the last four tune the partitioned kNN, which
+        ``knn="auto"`` picks on the GPU for large data and escalates until its measured recall reaches
+        ``knn_target_recall``).
     n_components : int
         Dimensions of the embedding.
     n_epochs : int, optional
@@ -49,6 +56,29 @@ class UMAP:
         The graph cache: False (default), True (the default directory) or a directory.
     verbose : bool
         Progress bars for the long stages.
+
+    umap-learn's parameters, with its names and meanings (docs/umap_learn.md lists them all):
+
+    metric_kwds, local_connectivity, set_op_mix_ratio, disconnection_distance
+        The graph's, as :func:`umapviz.build_graph` takes them (a metric other than euclidean or cosine, or one of
+        these not at its default, builds the graph on the CPU).
+    a, b : float, optional
+        The curve ``1 / (1 + a d^(2b))``, both or neither; None: fitted to ``min_dist`` and ``spread``.
+    n_jobs : int
+        Numba threads of the fit and transform (-1: all); NN-descent runs on one thread when seeded.
+    unique : bool
+        Fit the distinct rows of X only; duplicates get their row's position (``embedding_`` has X's rows,
+        ``graph_`` the distinct ones).
+    target_metric, target_weight, target_n_neighbors
+        How ``fit(X, y)`` uses y: ``"categorical"`` labels (-1 unlabelled) or a metric on y's values; 0 the data
+        alone, 1 the target alone; the target graph's neighbours (-1: ``n_neighbors``).
+    precomputed_knn : tuple
+        ``(knn_indices, knn_dists)`` (umap-learn's third element, its search index, is not used): the graph's kNN,
+        so no search runs on X. ``transform`` still searches X exactly.
+    force_approximation_algorithm : bool
+        True: ``knn="approx"`` (NN-descent) whatever the data size.
+    densmap, output_dens, output_metric, transform_mode
+        Only their defaults: the rest is refused, naming what to use instead.
     """
 
     def __init__(
@@ -73,6 +103,24 @@ class UMAP:
         cache: bool | str = False,
         verbose: bool = False,
         knn_refine: int | str = DEFAULT_REFINE,
+        metric_kwds: dict | None = None,
+        local_connectivity: float = 1.0,
+        set_op_mix_ratio: float = 1.0,
+        a: float | None = None,
+        b: float | None = None,
+        n_jobs: int | None = -1,
+        unique: bool = False,
+        disconnection_distance: float | None = None,
+        target_n_neighbors: int = -1,
+        target_metric: str = "categorical",
+        target_weight: float = 0.5,
+        precomputed_knn: tuple = (None, None, None),
+        force_approximation_algorithm: bool = False,
+        densmap: bool = False,
+        output_dens: bool = False,
+        output_metric: str = "euclidean",
+        transform_mode: str = "embedding",
+        knn_target_recall: float = DEFAULT_TARGET,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -94,6 +142,24 @@ class UMAP:
         self.cache = cache
         self.verbose = verbose
         self.knn_refine = knn_refine
+        self.metric_kwds = metric_kwds
+        self.local_connectivity = local_connectivity
+        self.set_op_mix_ratio = set_op_mix_ratio
+        self.a = a
+        self.b = b
+        self.n_jobs = n_jobs
+        self.unique = unique
+        self.disconnection_distance = disconnection_distance
+        self.target_n_neighbors = target_n_neighbors
+        self.target_metric = target_metric
+        self.target_weight = target_weight
+        self.precomputed_knn = precomputed_knn
+        self.force_approximation_algorithm = force_approximation_algorithm
+        self.densmap = densmap
+        self.output_dens = output_dens
+        self.output_metric = output_metric
+        self.transform_mode = transform_mode
+        self.knn_target_recall = knn_target_recall
 
     def get_params(self, deep: bool = True) -> dict:
         """Constructor parameters, as scikit-learn expects."""
@@ -110,13 +176,17 @@ class UMAP:
     def fit(self, X, y=None) -> UMAP:
         """Build the graph of X and run the layout optimizer to the end.
 
+        With ``y`` (one target per row of X, -1 for an unlabelled row under ``target_metric="categorical"``) the
+        graph is intersected with the target's, as umap-learn's supervised and semi-supervised fits do.
+
         Sets ``graph_``, ``optimizer_``, ``embedding_``, ``n_features_in_`` and, for a DataFrame whose column
         names are all strings, ``feature_names_in_``. They are assigned only once everything succeeded, so a
         failed refit leaves the previous fit intact. The data is kept for ``transform``'s neighbour search (as a
         float32 copy, or X itself when it already is a C-contiguous float32 NumPy array: don't modify it then).
         """
-        # The optimizer's parameters are checked first: a typo should not wait for (or write to the cache) a kNN
-        # graph that can take minutes to build.
+        # The parameters are checked first: a typo should not wait for (or write to the cache) a kNN graph that can
+        # take minutes to build.
+        check_not_implemented(self.get_params())
         check_layout_params(
             strategy=self.strategy,
             n_chunks=self.n_chunks,
@@ -124,44 +194,85 @@ class UMAP:
             learning_rate=self.learning_rate,
             negative_sample_rate=self.negative_sample_rate,
             repulsion_strength=self.repulsion_strength,
-            n_components=self.n_components,
+            n_components=check_n_components(self.n_components),
         )
+        curve = check_curve(self.a, self.b)
+        threads = check_n_jobs(self.n_jobs)
+        metric = check_metric(self.metric)
+        check_metric_kwds(metric, self.metric_kwds)
+        check_target_n_neighbors(self.target_n_neighbors)
         seed = check_random_state(self.random_state)  # one draw from a RandomState / Generator, for both stages
-        self._reference = None  # transform's prepared copy (GPU memory after a GPU fit): rebuilt when needed
         data = check_data(X)  # kept (not copied when already float32 and C-contiguous) for transform
-        graph = build_graph(
-            data,
-            n_neighbors=self.n_neighbors,
-            metric=self.metric,
-            min_dist=self.min_dist,
-            spread=self.spread,
-            n_epochs=self.n_epochs,
-            knn=self.knn,
-            knn_partitions=self.knn_partitions,
-            knn_overlap=self.knn_overlap,
-            knn_refine=self.knn_refine,
-            random_state=seed,
-            cache=self.cache,
-            progress=self.verbose,
-            device=self.device,
+        target = (
+            None
+            if y is None
+            else check_target(y, len(data), self.target_metric, self.target_weight, self.target_n_neighbors)
         )
-        optimizer = LayoutOptimizer(
-            graph,
-            strategy=self.strategy,
-            n_chunks=self.n_chunks,
-            random_state=seed,
-            init=self.init,
-            n_epochs=self.n_epochs,
-            learning_rate=self.learning_rate,
-            negative_sample_rate=self.negative_sample_rate,
-            repulsion_strength=self.repulsion_strength,
-            device=self.device,
-            n_components=self.n_components,
-        ).run(progress=self.verbose)
+        precomputed = _precomputed_knn(self.precomputed_knn)
+        if not isinstance(self.unique, (bool, np.bool_)):
+            raise ValueError(f"unique={self.unique!r} must be True or False.")
+        inverse = None
+        if self.unique:
+            if precomputed is not None or metric == "precomputed":
+                raise ValueError("unique=True needs the data's rows: pass unique=False with precomputed kNN/metric.")
+            index, inverse = unique_rows(data)
+            data = np.ascontiguousarray(data[index])
+            if target is not None:
+                target = dataclasses.replace(target, y=target.y[index])
+        n_neighbors = check_n_neighbors(self.n_neighbors)
+        if n_neighbors > len(data) and len(data) >= 3:  # umap-learn's rule: fewer neighbours, said so
+            warnings.warn(
+                f"n_neighbors={n_neighbors} is larger than the data's {len(data)} rows; using {len(data) - 1}.",
+                UserWarning,
+                stacklevel=2,
+            )
+            n_neighbors = len(data) - 1
+        with _numba_threads(threads):
+            graph = build_graph(
+                data,
+                n_neighbors=n_neighbors,
+                metric=metric,
+                min_dist=self.min_dist,
+                spread=self.spread,
+                n_epochs=self.n_epochs,
+                knn="approx" if self.force_approximation_algorithm and metric != "precomputed" else self.knn,
+                knn_partitions=self.knn_partitions,
+                knn_overlap=self.knn_overlap,
+                knn_refine=self.knn_refine,
+                knn_target_recall=self.knn_target_recall,
+                random_state=seed,
+                cache=self.cache,
+                progress=self.verbose,
+                device=self.device,
+                metric_kwds=self.metric_kwds,
+                local_connectivity=self.local_connectivity,
+                set_op_mix_ratio=self.set_op_mix_ratio,
+                target=target,
+                precomputed_knn=precomputed,
+                disconnection_distance=self.disconnection_distance,
+            )
+            if curve is not None:
+                graph = dataclasses.replace(graph, a=curve[0], b=curve[1])
+            optimizer = LayoutOptimizer(
+                graph,
+                strategy=self.strategy,
+                n_chunks=self.n_chunks,
+                random_state=seed,
+                init=self.init,
+                n_epochs=self.n_epochs,
+                learning_rate=self.learning_rate,
+                negative_sample_rate=self.negative_sample_rate,
+                repulsion_strength=self.repulsion_strength,
+                device=self.device if graph.params.get("metric") in GEMM_METRICS else "cpu",
+                n_components=self.n_components,
+            ).run(progress=self.verbose)
         feature_names = _feature_names(X)
+        self._reference = None  # transform's prepared copy (GPU memory after a GPU fit): rebuilt when needed
         self.graph_ = graph
+        self._a, self._b = graph.a, graph.b  # umap-learn's names (umap.plot reads them)
+        self._n_neighbors = n_neighbors  # after umap-learn's lowering to the rows there are
         self.optimizer_ = optimizer
-        self.embedding_ = optimizer.embedding
+        self.embedding_ = optimizer.embedding if inverse is None else optimizer.embedding[inverse]
         self.n_features_in_ = int(data.shape[1])
         self._fit_data = data
         self._fit_n_epochs = check_n_epochs(self.n_epochs)
@@ -170,6 +281,42 @@ class UMAP:
         elif hasattr(self, "feature_names_in_"):  # names from an earlier fit no longer describe the data
             del self.feature_names_in_
         return self
+
+    def inverse_transform(self, X):
+        """Not offered: the kit explains layouts and does not map embedded points back to data space.
+
+        Parameters
+        ----------
+        X : array-like
+            Points of the embedding.
+        """
+        raise NotImplementedError(
+            "umapviz.UMAP has no inverse_transform; use umap-learn's UMAP(...).fit(X).inverse_transform(points)."
+        )
+
+    def update(self, X):
+        """Not offered: refit on all the data (``fit(np.vstack([X_old, X_new]))``), or use umap-learn's update.
+
+        Parameters
+        ----------
+        X : array-like
+            New rows.
+        """
+        raise NotImplementedError(
+            "umapviz.UMAP has no update; refit on all the data, e.g. fit(np.vstack([X_old, X_new])), or use "
+            "umap-learn's UMAP.update."
+        )
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """The embedding's column names, ``umap0`` .. ``umap{n_components - 1}`` (umap-learn's), whatever
+        ``input_features`` says (scikit-learn's Pipeline and ColumnTransformer read them).
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            Ignored: the names do not depend on the input's.
+        """
+        return np.array([f"umap{i}" for i in range(check_n_components(self.n_components))], dtype=object)
 
     def fit_transform(self, X, y=None) -> np.ndarray:
         """Fit and return the embedding (n_samples, n_components)."""
@@ -202,6 +349,8 @@ class UMAP:
         data = self._check_new_data(X)
         graph, optimizer = self.graph_, self.optimizer_
         k, metric = graph.knn_indices.shape[1], graph.params["metric"]
+        if metric not in GEMM_METRICS:
+            return self._embed(*self._search_other_metric(data, k, metric), graph, optimizer, len(data))
         if optimizer.device == "gpu":  # n_new x n_train x d multiply-adds: minutes on the host at scale
             from .graph.knn import knn_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
@@ -211,13 +360,29 @@ class UMAP:
         if getattr(self, "_reference", None) is None:  # the training side of the search, once per fit
             self._reference = prepare(self._fit_data, metric)
         indices, dists = search(self._fit_data, data, k, metric, reference=self._reference)
+        return self._embed(indices, dists, graph, optimizer, len(data))
+
+    def _search_other_metric(self, data: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """transform's neighbours under a metric without a GEMM search: SciPy's distances to the training rows, or
+        read from the checked X's rows of distances to them (metric="precomputed": X's columns are the training
+        points, as fit's were)."""
+        if metric == "precomputed":
+            if (data < 0).any():
+                raise ValueError("With metric='precomputed', transform takes non-negative distances.")
+            return metric_cpu.precomputed_knn(data, k, queries=True)
+        kwds = check_metric_kwds(metric, self.graph_.params.get("metric_kwds"))
+        return metric_cpu.exact_metric_knn(self._fit_data, k, metric, kwds, queries=data)
+
+    def _embed(self, indices, dists, graph, optimizer, n_new: int) -> np.ndarray:
+        """New points placed by transform's short SGD run against the fitted layout."""
+        fitted = optimizer.embedding  # the layout of the graph's vertices (the distinct rows with unique=True)
         return embed_new_points(
             indices,
             new_point_memberships(dists),
-            self.embedding_,
+            fitted,
             a=graph.a,
             b=graph.b,
-            n_epochs=transform_n_epochs(self._fit_n_epochs, len(data)),
+            n_epochs=transform_n_epochs(self._fit_n_epochs, n_new),
             learning_rate=optimizer.learning_rate,
             negative_sample_rate=optimizer.negative_sample_rate,
             repulsion_strength=optimizer.repulsion_strength,
@@ -275,6 +440,29 @@ class UMAP:
         defaults = UMAP().get_params()
         changed = {k: v for k, v in self.get_params().items() if not _same(v, defaults[k])}
         return "UMAP(" + ", ".join(f"{k}={_short_repr(v)}" for k, v in changed.items()) + ")"
+
+
+def _precomputed_knn(value) -> tuple | None:
+    """umap-learn's ``precomputed_knn``: None when unset (its default ``(None, None, None)``), else the tuple."""
+    if value is None or (isinstance(value, tuple) and all(v is None for v in value)):
+        return None
+    return value
+
+
+@contextlib.contextmanager
+def _numba_threads(threads: int | None):
+    """Numba's thread count set to ``threads`` (None: unchanged) for the block, restored after."""
+    if threads is None:
+        yield
+        return
+    import numba  # noqa: PLC0415 - only to set the thread count
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 class _NotFittedError(ValueError, AttributeError):

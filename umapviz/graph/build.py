@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import gpu_memory, is_cupy, resolve_device
+from .._backend import is_cupy, resolve_device
 from .._validation import (
     RandomStateLike,
     check_data,
@@ -20,21 +20,25 @@ from .._validation import (
     check_random_state,
 )
 from ._types import FuzzyGraph
-from .build_gpu import check_graph_fits, graph_on_gpu
+from .build_gpu import check_graph_fits, graph_from_knn_gpu, graph_on_gpu
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy import find_ab_params
-from .fuzzy.fuzzy_cpu import fuzzy_simplicial_set
+from .fuzzy.fuzzy_cpu import check_local_connectivity, check_set_op_mix_ratio, fuzzy_simplicial_set
+from .fuzzy.supervised import Target
 from .knn import (
     AUTO_RECALL_SAMPLE,
-    auto_wants_exact,
+    GEMM_METRICS,
     check_auto_recall,
     check_metric,
+    check_metric_kwds,
+    check_target_recall,
+    metric_cpu,
     resolve_knn_method,
     stop_if_cancelled,
 )
+from .knn.auto_search import DEFAULT_TARGET, auto_knn
 from .knn.knn_cpu import nearest_neighbors
-from .knn.knn_gpu import reference_bytes
 from .knn.partitioned import (
     DEFAULT_OVERLAP,
     DEFAULT_REFINE,
@@ -44,7 +48,7 @@ from .knn.partitioned import (
     resolve_refine,
     work_data,
 )
-from .knn.recall import recall_at_k
+from .knn.recall import recall_at_k, truth_block_rows
 from .params import GraphParams
 
 
@@ -65,6 +69,13 @@ def build_graph(
     knn_overlap: int = DEFAULT_OVERLAP,
     client: Any = None,
     knn_refine: int | str = DEFAULT_REFINE,
+    metric_kwds: dict | None = None,
+    local_connectivity: float = 1.0,
+    set_op_mix_ratio: float = 1.0,
+    target: Target | None = None,
+    precomputed_knn: tuple | None = None,
+    disconnection_distance: float | None = None,
+    knn_target_recall: float = DEFAULT_TARGET,
 ) -> FuzzyGraph:
     """Build UMAP's fuzzy graph of ``X`` as a :class:`FuzzyGraph`.
 
@@ -75,7 +86,11 @@ def build_graph(
     n_neighbors : int
         Neighbours per point, counting the point itself.
     metric : str
-        ``"euclidean"`` or ``"cosine"`` (1 - cosine similarity).
+        ``"euclidean"``, ``"cosine"`` (1 - cosine similarity; both devices), or on the CPU ``"manhattan"``,
+        ``"chebyshev"``, ``"minkowski"`` (``metric_kwds={"p": p}``), ``"correlation"``, ``"hamming"``,
+        ``"jaccard"`` (SciPy's definitions), or ``"precomputed"``: X is then a square matrix of distances.
+        umap-learn's aliases (``"l1"``, ``"l2"``, ``"cityblock"``, ...) are taken. A CPU-only metric with
+        ``device="auto"`` builds on the CPU; with ``device="gpu"`` it is refused.
     min_dist, spread : float
         Shape of the low-dimensional curve; they give ``a`` and ``b``.
     n_epochs : int, optional
@@ -85,10 +100,11 @@ def build_graph(
         ``"exact"`` (tiled brute force), ``"approx"``, ``"partitioned"`` or ``"auto"``. On the CPU "approx" is
         NN-descent (pynndescent) and "auto" is exact while ``n_samples**2 * (n_features + 150) <= 1.1e12`` (about
         half a minute on two cores), else approx. On the GPU "approx" is the partitioned search and "auto" is exact
-        up to 500,000 rows, else partitioned; then the build measures the search's recall@k on 1,000 sampled rows
-        (``graph.params["knn_recall"]``). Below 0.95 it builds the exact graph instead up to 2,000,000 rows
-        (``params["knn"]`` says "exact-gpu", ``params["knn_partitioned_recall"]`` what the partitioned search
-        found), and above that warns below 0.9, naming the fix. "partitioned"
+        up to 500,000 rows, else the partitioned search escalated until its recall@k, measured on 1,000 sampled
+        rows, reaches ``knn_target_recall`` (:mod:`umapviz.graph.knn.auto_search`: more refinement rounds, larger
+        partitions, the exact search where that is cheaper, within a work budget); ``graph.params`` records the
+        steps (``knn_steps``), the recall (``knn_recall``) and ``knn`` ("partitioned-gpu" or "exact-gpu"), and a
+        warning gives the recall reached and the exact graph's estimated time where the target is not. "partitioned"
         (:mod:`umapviz.graph.knn.partitioned`: k-means partitions, each point in its ``knn_overlap`` nearest ones,
         exact search inside each, candidates merged) runs on either device; measure what it misses with
         :func:`umapviz.graph.knn.recall.recall_at_k`.
@@ -126,21 +142,67 @@ def build_graph(
         for it) and its buffers: where that does not fit, "auto" runs no round and warns, and a count raises a
         MemoryError before the build starts. ``graph.params["knn_refine"]`` records the rounds run (0 with one
         partition, which is the exact search), so the cache tells the graphs apart.
+    knn_target_recall : float
+        The recall@k that ``knn="auto"`` aims at on the GPU above 500,000 rows (see ``knn``), in (0, 1].
+    metric_kwds : dict, optional
+        ``{"p": p}`` for minkowski; no other metric takes any.
+    local_connectivity : float
+        umap-learn's: the rank among each point's non-zero neighbour distances that sets its rho (1: the nearest).
+    set_op_mix_ratio : float
+        umap-learn's, in [0, 1]: 1 symmetrises by the fuzzy union, 0 by the intersection.
+    target : umapviz.graph.fuzzy.supervised.Target, optional
+        A supervised fit's target (:func:`~umapviz.graph.fuzzy.supervised.check_target`): the fuzzy set is
+        intersected with it before pruning, as umap-learn's ``fit(X, y)`` does.
+    precomputed_knn : tuple, optional
+        umap-learn's ``(knn_indices, knn_dists)`` (a third element, its search index, is not used): (n, >= k) arrays
+        of each point's neighbours, self first, sorted by distance. No search runs; the graph is not cached.
+    disconnection_distance : float, optional
+        kNN edges at this distance or beyond are cut (umap-learn's). None: umap-learn's default for the CPU-only
+        metrics (2 for correlation, 1 for jaccard), none for the others (umap-learn cuts cosine's at 2, the
+        antipodes; here both devices keep them, so that their graphs stay the same bytes). The cut edges leave the
+        fuzzy set; sigma and rho are computed with them.
+
+    The options a CPU-only metric, ``local_connectivity``, ``set_op_mix_ratio``, ``target``, ``precomputed_knn``
+    or ``disconnection_distance`` ask for run on the CPU (``device="auto"`` builds there; ``"gpu"`` is refused).
+    Those not at their defaults are recorded in ``graph.params`` and key the cache.
     """
     n_neighbors = check_n_neighbors(n_neighbors)
     metric = check_metric(metric)
+    options = graph_options(metric, metric_kwds, local_connectivity, set_op_mix_ratio, disconnection_distance)
     n_epochs = check_n_epochs(n_epochs)
     random_state = check_random_state(random_state)
     a, b = find_ab_params(spread, min_dist)  # also validates min_dist and spread
     X = check_data(X, n_neighbors=n_neighbors)
+    if metric == "precomputed":
+        check_distance_matrix(X)
+    if target is not None:
+        options["target"] = target.fingerprint()
+    if precomputed_knn is not None:
+        precomputed_knn = check_precomputed_knn(precomputed_knn, X.shape[0], n_neighbors)
+        options["precomputed_knn"] = True
+    cpu_only = metric not in GEMM_METRICS or bool(options)
+    if cpu_only and device == "auto":
+        device = "cpu"
+    if cpu_only and device == "gpu":
+        raise ValueError(
+            f"{', '.join(options) or f'metric={metric!r}'} runs on the CPU only (the GPU graph takes the defaults "
+            "with metric 'euclidean' or 'cosine'). Pass device='cpu' (or 'auto')."
+        )
     device = resolve_device(device)
-    method = resolve_knn_method(knn, *X.shape, device=device, distributed=client is not None)
+    method = resolve_knn_method(knn, *X.shape, device=device, distributed=client is not None, metric=metric)
+    if precomputed_knn is not None:
+        method = "precomputed_knn"
     partitioned = method.startswith("partitioned")
     if partitioned:
         knn_partitions, knn_overlap = resolve_partitioning(X.shape[0], n_neighbors, knn_partitions, knn_overlap)
         knn_refine = resolve_refine(knn_refine)
+    escalating = partitioned and knn == "auto" and device == "gpu"  # aims at a recall (client: measures it only)
+    if knn == "auto":
+        knn_target_recall = check_target_recall(knn_target_recall)
     if device == "gpu":
         check_graph_fits(X.shape[0], X.shape[1], n_neighbors, method, knn_partitions, knn_overlap)
+        if escalating:  # the recall check streams X in blocks; not even one fitting is known before the search
+            truth_block_rows(X.shape[0], X.shape[1], AUTO_RECALL_SAMPLE)
     if partitioned:  # the rounds that will run, recorded (and keyed) as such: "auto" resolved here
         knn_refine = refine_rounds(knn_refine, *X.shape, n_neighbors, knn_partitions, device, is_cupy(X))
 
@@ -156,10 +218,13 @@ def build_graph(
         curve=(a, b),
     )
     params = build.record()
+    params.update(options)
     if partitioned:
         params.update(knn_partitions=knn_partitions, knn_overlap=knn_overlap, knn_refine=knn_refine)
+    if escalating:  # in the cache key: the steps, and so the graph, follow from the data, the seed and the target
+        params.update(knn_target_recall=knn_target_recall)
     seeded = method == "approx" or partitioned
-    directory = resolve_cache_dir(cache)
+    directory = resolve_cache_dir(cache) if precomputed_knn is None else None
     if seeded and random_state is None:
         directory = None  # a fresh draw each call, as asked: a cached graph would repeat the first one
         if partitioned:  # its k-means takes a seed: draw one, as NN-descent does
@@ -189,17 +254,28 @@ def build_graph(
         )
         if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
             X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, rounds=knn_refine)
-        graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
-        if partitioned and knn == "auto":
+        if escalating and client is None:
+            knn_indices, knn_dists, record = auto_knn(
+                X,
+                n_neighbors,
+                metric,
+                knn_partitions,
+                knn_overlap,
+                random_state,
+                knn_refine,
+                target=knn_target_recall,
+                cancel=cancel,
+                progress=progress,
+            )
+            build = dataclasses.replace(build, knn=record["knn"])
+            graph = graph_from_knn_gpu(knn_indices, knn_dists, build, cancel=cancel)
+            params = dict(build.record(), knn_overlap=knn_overlap, **record)
+        else:
+            graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
+        if escalating and client is not None:
             recall = auto_recall(X, graph.knn_indices, metric)
-            if auto_wants_exact(recall, X.shape[0]) and exact_fits(X.shape[0], X.shape[1], n_neighbors):
-                build = dataclasses.replace(build, knn="exact-gpu")
-                graph = graph_on_gpu(X, build, cancel=cancel)
-                params = dict(build.record(), knn_partitioned_recall=recall)
-            else:
-                if recall is not None:
-                    check_auto_recall(recall, int(X.shape[0]))
-                params["knn_recall"] = recall
+            check_auto_recall(recall, int(X.shape[0]), knn_target_recall)
+            params["knn_recall"] = recall
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(
@@ -213,13 +289,29 @@ def build_graph(
                 refine=knn_refine,
                 cancel=cancel,
             )
+        elif precomputed_knn is not None:
+            knn_indices, knn_dists = precomputed_knn
+        elif metric == "precomputed":
+            knn_indices, knn_dists = metric_cpu.precomputed_knn(X, n_neighbors, cancel=cancel)
+        elif metric not in GEMM_METRICS:
+            kwds = options.get("metric_kwds", {})
+            if method == "exact":
+                knn_indices, knn_dists = metric_cpu.exact_metric_knn(X, n_neighbors, metric, kwds, cancel=cancel)
+            else:
+                knn_indices, knn_dists = metric_cpu.approx_metric_knn(X, n_neighbors, metric, kwds, random_state)
         else:
             knn_indices, knn_dists = nearest_neighbors(
                 X, n_neighbors, metric, method=method, random_state=random_state, progress=progress, cancel=cancel
             )
         stop_if_cancelled(cancel)  # after an approximate search, which cannot be asked on the way
         refuse_overflowed_distances(knn_dists)  # before the fuzzy set's arithmetic on inf
-        fuzzy = fuzzy_simplicial_set(knn_indices, knn_dists)
+        cut = options.get("disconnection_distance", DISCONNECTION_DISTANCES.get(metric))
+        search_indices = knn_indices
+        if cut is not None and (knn_dists >= cut).any():
+            search_indices = np.where(knn_dists >= cut, -1, knn_indices).astype(np.int32)
+        fuzzy = fuzzy_simplicial_set(search_indices, knn_dists, local_connectivity, set_op_mix_ratio)
+        if target is not None:
+            fuzzy = target.intersect(fuzzy, n_neighbors)
         graph = graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, build)
 
     graph.params.update(params)  # the partitioning, when there is one
@@ -236,19 +328,108 @@ def build_graph(
     return graph
 
 
-def exact_fits(n: int, d: int, n_neighbors: int) -> bool:
-    """Whether the exact GPU search of n x d points fits in free GPU memory now."""
-    try:
-        check_graph_fits(n, d, n_neighbors, "exact-gpu", data_on_device=True)
-    except MemoryError:
-        return False
-    return True
+# umap-learn's default disconnection distances: a kNN edge at a bounded metric's maximum joins unrelated points.
+DISCONNECTION_DISTANCES = {"correlation": 2.0, "jaccard": 1.0}
 
 
-def auto_recall(X, knn_indices, metric: str) -> float | None:
-    """recall@k, rounded to 4 digits, of the partitioned GPU search that ``knn="auto"`` chose, on
-    AUTO_RECALL_SAMPLE sampled rows; None when the exact search of the sample, which needs X and its prepared rows
-    on the GPU (:func:`knn_gpu.reference_bytes`), does not fit in free GPU memory beside the graph.
+def graph_options(metric, metric_kwds, local_connectivity, set_op_mix_ratio, disconnection_distance) -> dict:
+    """The umap-learn options of a build that are not at their defaults, checked (ValueError naming the fix).
+
+    Parameters
+    ----------
+    metric : str
+        The checked metric.
+    metric_kwds, local_connectivity, set_op_mix_ratio, disconnection_distance
+        As :func:`build_graph` takes them.
+    """
+    options: dict[str, Any] = {}
+    kwds = check_metric_kwds(metric, metric_kwds)
+    if kwds:
+        options["metric_kwds"] = kwds
+    if check_local_connectivity(local_connectivity) != 1.0:
+        options["local_connectivity"] = float(local_connectivity)
+    if check_set_op_mix_ratio(set_op_mix_ratio) != 1.0:
+        options["set_op_mix_ratio"] = float(set_op_mix_ratio)
+    if disconnection_distance is not None:
+        ok = isinstance(disconnection_distance, (int, float, np.number)) and not isinstance(
+            disconnection_distance, bool
+        )
+        if not ok or not disconnection_distance > 0:
+            raise ValueError(
+                f"disconnection_distance={disconnection_distance!r} must be a number > 0 (np.inf cuts nothing), or "
+                "None for umap-learn's default."
+            )
+        options["disconnection_distance"] = float(disconnection_distance)
+    return options
+
+
+def check_distance_matrix(D: np.ndarray) -> None:
+    """ValueError unless D (float32, finite: check_data's) is a square matrix of non-negative distances.
+
+    Parameters
+    ----------
+    D : numpy.ndarray
+        metric="precomputed"'s X.
+    """
+    if D.shape[0] != D.shape[1]:
+        raise ValueError(
+            f"metric='precomputed' needs a square (n, n) distance matrix, but X has shape {D.shape}. Pass the "
+            "distances between every pair of points (e.g. scipy.spatial.distance.squareform(pdist(X)))."
+        )
+    if (D < 0).any():
+        raise ValueError("metric='precomputed': the distance matrix has negative entries; distances are >= 0.")
+
+
+def check_precomputed_knn(precomputed_knn, n_samples: int, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
+    """umap-learn's ``precomputed_knn`` as (indices int32 (n, k), distances float32 (n, k)), its first
+    ``n_neighbors`` columns; ValueError naming the problem otherwise. A third element (umap-learn's search index)
+    is not used: a warning says so when it is not None.
+
+    Parameters
+    ----------
+    precomputed_knn : tuple
+        ``(knn_indices, knn_dists)`` or ``(knn_indices, knn_dists, knn_search_index)``.
+    n_samples : int
+        X's rows.
+    n_neighbors : int
+        k.
+    """
+    if not isinstance(precomputed_knn, (tuple, list)) or len(precomputed_knn) not in (2, 3):
+        raise ValueError(
+            "precomputed_knn must be a tuple (knn_indices, knn_dists) or umap-learn's (knn_indices, knn_dists, "
+            "knn_search_index), e.g. from umap.umap_.nearest_neighbors."
+        )
+    if len(precomputed_knn) == 3 and precomputed_knn[2] is not None:
+        warnings.warn(
+            "precomputed_knn's third element (umap-learn's search index) is not used: the graph needs only the "
+            "indices and distances, and transform searches the training data exactly.",
+            UserWarning,
+            stacklevel=3,
+        )
+    indices, dists = (np.asarray(a) for a in precomputed_knn[:2])
+    if indices.ndim != 2 or indices.shape != dists.shape or indices.shape[0] != n_samples:
+        raise ValueError(
+            f"precomputed_knn's indices {indices.shape} and distances {dists.shape} must both be (n_samples, k) "
+            f"with n_samples = X's {n_samples} rows."
+        )
+    if indices.shape[1] < n_neighbors:
+        raise ValueError(
+            f"precomputed_knn has {indices.shape[1]} neighbours per point but n_neighbors={n_neighbors}: pass "
+            f"n_neighbors <= {indices.shape[1]}, or compute more neighbours."
+        )
+    if indices.dtype.kind not in "iu" or (indices >= n_samples).any() or (indices < -1).any():
+        raise ValueError(f"precomputed_knn's indices must be integers in [0, {n_samples}) (-1 for none).")
+    dists = dists[:, :n_neighbors].astype(np.float32)
+    if not np.isfinite(dists).all() or (dists < 0).any():
+        raise ValueError("precomputed_knn's distances must be finite and >= 0.")
+    if (np.diff(dists, axis=1) < 0).any():
+        raise ValueError("precomputed_knn's distances must be sorted ascending in each row (self first).")
+    return np.ascontiguousarray(indices[:, :n_neighbors], dtype=np.int32), np.ascontiguousarray(dists)
+
+
+def auto_recall(X, knn_indices, metric: str) -> float:
+    """recall@k, rounded to 4 digits, of a partitioned GPU search on AUTO_RECALL_SAMPLE sampled rows (the reference
+    streamed in blocks where it does not fit: :func:`umapviz.graph.knn.recall.sampled_truth`).
 
     Parameters
     ----------
@@ -259,7 +440,5 @@ def auto_recall(X, knn_indices, metric: str) -> float | None:
     metric : str
         The graph's metric.
     """
-    if reference_bytes(*X.shape, data_on_device=is_cupy(X)) > gpu_memory()[0]:
-        return None
     recall = recall_at_k(X, knn_indices, sample=AUTO_RECALL_SAMPLE, seed=0, metric=metric, device="gpu")
     return round(float(recall), 4)

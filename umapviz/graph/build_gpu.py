@@ -10,7 +10,7 @@ from .._backend import cupy, gpu_memory
 from ._types import FuzzyGraph
 from .edges import graph_from_fuzzy_arrays, refuse_overflowed_distances
 from .fuzzy.fuzzy_gpu import fuzzy_simplicial_set_gpu
-from .knn import check_metric, stop_if_cancelled
+from .knn import GEMM_METRICS, check_metric, stop_if_cancelled
 from .knn.knn_gpu import exact_knn_gpu, knn_bytes_needed
 from .knn.partitioned import DEFAULT_OVERLAP, ROWS_PER_PARTITION, partitioned_bytes_needed, partitioned_knn
 from .params import GraphParams
@@ -65,16 +65,37 @@ def graph_on_gpu(
         idx, dist = exact_knn_gpu(
             X, params.n_neighbors, params.metric, precision=precision, return_device=True, cancel=cancel
         )
-    stop_if_cancelled(cancel)
-    if not bool(cp.isfinite(dist).all()):  # before the fuzzy set's arithmetic on inf; the rows are named on the host
-        refuse_overflowed_distances(dist.get())
     cp.cuda.Device().synchronize()
     t1 = time.perf_counter()
     fuzzy_stages: dict = {}
-    graph = fuzzy_graph_gpu(idx, dist, params, timings=fuzzy_stages)
+    graph = graph_from_knn_gpu(idx, dist, params, timings=fuzzy_stages, cancel=cancel)
     if timings is not None:
         timings.update(knn=t1 - t0, **fuzzy_stages)
     return graph
+
+
+def graph_from_knn_gpu(
+    knn_indices, knn_dists, params: GraphParams, timings: dict | None = None, cancel: Callable[[], bool] | None = None
+) -> FuzzyGraph:
+    """:func:`fuzzy_graph_gpu` of a finished GPU kNN, after the cancel check and the refusal of distances that
+    overflowed float32 (the rows are named on the host).
+
+    Parameters
+    ----------
+    knn_indices, knn_dists : cupy.ndarray
+        (n, k) int32 neighbours (self first) and float32 distances, rows sorted.
+    params : GraphParams
+        The build's parameters.
+    timings : dict, optional
+        As :func:`fuzzy_graph_gpu` fills it.
+    cancel : callable, optional
+        Asked first (BuildCancelled when it returns True).
+    """
+    cp = cupy()
+    stop_if_cancelled(cancel)
+    if not bool(cp.isfinite(knn_dists).all()):  # before the fuzzy set's arithmetic on inf
+        refuse_overflowed_distances(knn_dists.get())
+    return fuzzy_graph_gpu(knn_indices, knn_dists, params, timings=timings)
 
 
 def fuzzy_graph_gpu(knn_indices, knn_dists, params: GraphParams, timings: dict | None = None) -> FuzzyGraph:
@@ -129,7 +150,7 @@ def build_graph_gpu(
     params = GraphParams.for_data(
         X.shape[0],
         n_neighbors=n_neighbors,
-        metric=check_metric(metric),
+        metric=check_metric(metric, GEMM_METRICS, "the GPU search"),
         knn="exact-gpu",
         min_dist=min_dist,
         spread=spread,

@@ -17,11 +17,12 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from .. import datasets, metrics, render
 from .._backend import resolve_device, to_host
@@ -33,7 +34,7 @@ from ..graph.start import random_init, spectral_init
 from ..optimize import LayoutOptimizer
 from ..optimize.optimizer import INITS, SPECTRAL_INITS
 from ..optimize.rng import resolve_seed
-from ..render.shade import DEFAULT_STYLE
+from ..render.shade.style import PANEL_STYLE
 
 GRAPH_PARAMS = ("n_neighbors", "metric", "min_dist", "spread", "knn")
 OPTIMIZER_PARAMS = tuple(p for p in inspect.signature(LayoutOptimizer).parameters if p != "graph")
@@ -44,7 +45,6 @@ GRAPH_SOURCE = "(your graph)"
 # Recorded frames are kept on the host up to this many bytes; past it every other frame is dropped (the
 # last is always kept), so a long run of millions of points thins its history instead of filling memory.
 RECORD_BUDGET_BYTES = 512 * 2**20
-PANEL_STYLE = replace(DEFAULT_STYLE, edge_text=False)  # panels write the off-view counts beside the image
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -101,7 +101,10 @@ class Source:
 
 
 def load_source(data: Any, labels: Any = None, n_samples: int | None = None) -> Source:
-    """A Source from a dataset name, a data file path, an (n, d) array or a FuzzyGraph."""
+    """A Source from a dataset name, a data file path, an (n, d) array or a FuzzyGraph; a fitted model (umapviz's
+    or umap-learn's) or a scipy.sparse fuzzy membership matrix gives its graph (:meth:`FuzzyGraph.from_umap`,
+    :meth:`FuzzyGraph.from_sparse`) to replay."""
+    data = _graph_of(data)
     if isinstance(data, FuzzyGraph):
         return Source(GRAPH_SOURCE, None, _check_labels(labels, data.n_vertices), data)
     if isinstance(data, (str, os.PathLike)):
@@ -115,6 +118,23 @@ def load_source(data: Any, labels: Any = None, n_samples: int | None = None) -> 
         )
     X = check_data(data, name="data")  # the graph's own checks, so a DataFrame's text columns are named
     return Source(ARRAY_SOURCE, X, _check_labels(labels, X.shape[0]))
+
+
+def is_graph_source(data: Any) -> bool:
+    """Whether ``data`` is replayed as a graph: a FuzzyGraph, a fitted model or a sparse membership matrix."""
+    return isinstance(data, FuzzyGraph) or getattr(data, "graph_", None) is not None or scipy.sparse.issparse(data)
+
+
+def _graph_of(data: Any) -> Any:
+    """The FuzzyGraph a fitted model or a sparse membership matrix holds; anything else as it is."""
+    graph = getattr(data, "graph_", None)
+    if isinstance(graph, FuzzyGraph):  # a fitted umapviz.UMAP
+        return graph
+    if graph is not None and hasattr(data, "_a"):  # a fitted umap-learn model
+        return FuzzyGraph.from_umap(data)
+    if scipy.sparse.issparse(data):
+        return FuzzyGraph.from_sparse(data)
+    return data
 
 
 def _check_labels(labels: Any, n: int) -> np.ndarray | None:

@@ -28,17 +28,27 @@ _MIN_SIGMA_FRACTION = 1e-3  # sigma >= this times the mean neighbour distance
 
 
 @numba.njit(parallel=True, cache=True)
-def _smooth_knn_dist(dists, target, global_mean, use_rho):
-    """(sigma, rho) per row of float32 kNN distances (self in column 0); rho stays 0 unless ``use_rho``."""
+def _smooth_knn_dist(dists, target, global_mean, local_connectivity, new_points):
+    """(sigma, rho) per row of float32 kNN distances (self in column 0); rho as umap-learn interpolates it among
+    the row's non-zero distances at ``local_connectivity`` (0 for ``new_points``: rho = 0)."""
     n, k = dists.shape
     sigma = np.zeros(n, dtype=np.float32)
     rho = np.zeros(n, dtype=np.float32)
     for i in numba.prange(n):
-        # rho: first non-zero distance (rows are sorted, so the first one found is the smallest).
-        for j in range(k if use_rho else 0):
-            if dists[i, j] > 0.0:
-                rho[i] = dists[i, j]
-                break
+        non_zero = dists[i][dists[i] > 0.0]  # sorted rows: the first is the smallest
+        if new_points:
+            pass
+        elif non_zero.shape[0] >= local_connectivity:
+            index = int(np.floor(local_connectivity))
+            interpolation = local_connectivity - index
+            if index > 0:
+                rho[i] = non_zero[index - 1]
+                if interpolation > _BISECTION_TOLERANCE:
+                    rho[i] += interpolation * (non_zero[index] - non_zero[index - 1])
+            else:
+                rho[i] = interpolation * non_zero[0]
+        elif non_zero.shape[0] > 0:
+            rho[i] = np.max(non_zero)
         lo = 0.0
         hi = np.inf
         mid = 1.0
@@ -60,13 +70,16 @@ def _smooth_knn_dist(dists, target, global_mean, use_rho):
         # typical distance (its own row's, or all rows' when every neighbour is a duplicate). With rho = 0 (new
         # points) the row's own mean too whenever it has a non-zero distance: umap-learn's all-rows mean there
         # let one far point in a batch floor every other point's sigma (all their weights then near 1).
-        mean_row = 0.0
+        # The row's mean as umap-learn's np.mean computes it in Numba: a float32 sum, divided in float64, as float32.
+        sum_row = np.float32(0.0)
         for j in range(k):
-            mean_row += dists[i, j]
-        mean_row /= k
-        ref = mean_row if rho[i] > 0.0 or (not use_rho and mean_row > 0.0) else global_mean
-        if sigma[i] < _MIN_SIGMA_FRACTION * ref:
-            sigma[i] = _MIN_SIGMA_FRACTION * ref
+            sum_row += dists[i, j]
+        mean_row = np.float64(np.float32(sum_row / k))
+        ref = mean_row if rho[i] > 0.0 or (new_points and mean_row > 0.0) else global_mean
+        # A float32 product, as umap-learn's Numba code computes it (its operands are float32 there).
+        floor = np.float32(_MIN_SIGMA_FRACTION) * np.float32(ref)
+        if sigma[i] < floor:
+            sigma[i] = floor
     return sigma, rho
 
 
@@ -89,21 +102,39 @@ def _memberships(indices, dists, sigma, rho):
 
 
 def smooth_knn_dist(
-    knn_dists: np.ndarray, n_neighbors: int | None = None, local_connectivity: int = 1
+    knn_dists: np.ndarray, n_neighbors: int | None = None, local_connectivity: float = 1.0, new_points: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(sigma, rho)`` float32 per point from sorted kNN distances (self in column 0).
 
-    ``local_connectivity`` 1: rho is the first non-zero distance (the graph's rule); 0: rho = 0 (UMAP's rule for
-    new points in ``transform``, which uses local_connectivity - 1). The bisection sums over columns 1 .. k - 1.
+    ``local_connectivity`` (umap-learn's, >= 0): rho is the row's non-zero distance at that rank, interpolated
+    between ranks (1: the first non-zero distance, the default). ``new_points``: UMAP's rule for new points in
+    ``transform`` (rho = 0; ours: sigma's floor from the row's own mean). The bisection sums over columns
+    1 .. k - 1.
     """
-    if local_connectivity not in (0, 1):
-        raise ValueError(f"local_connectivity={local_connectivity!r}: only 0 and 1 are implemented.")
+    check_local_connectivity(local_connectivity)
     dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
     k = dists.shape[1] if n_neighbors is None else n_neighbors
     global_mean = float(np.mean(dists))
     scaled, scale = bisection_units(dists)
-    sigma, rho = _smooth_knn_dist(scaled, np.log2(k), global_mean, local_connectivity == 1)
+    sigma, rho = _smooth_knn_dist(scaled, np.log2(k), global_mean, float(local_connectivity), new_points)
     return from_bisection_units(sigma, rho, scale)
+
+
+def check_local_connectivity(local_connectivity) -> float:
+    """``local_connectivity`` as a float, or a ValueError: a finite number >= 0 (umap-learn's default 1).
+
+    Parameters
+    ----------
+    local_connectivity : float
+        umap-learn's ``local_connectivity``.
+    """
+    ok = isinstance(local_connectivity, (int, float, np.number)) and not isinstance(local_connectivity, bool)
+    if not ok or not (np.isfinite(local_connectivity) and local_connectivity >= 0):
+        raise ValueError(
+            f"local_connectivity={local_connectivity!r} must be a finite number >= 0 (1 is the usual value; more "
+            "than the data's local intrinsic dimension is rarely useful)."
+        )
+    return float(local_connectivity)
 
 
 def new_point_memberships(knn_dists: np.ndarray) -> np.ndarray:
@@ -115,7 +146,7 @@ def new_point_memberships(knn_dists: np.ndarray) -> np.ndarray:
     distance that overflowed float32 (inf, for values near float32's limit) weighs 0, never NaN.
     """
     dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
-    sigma, _ = smooth_knn_dist(dists, local_connectivity=0)
+    sigma, _ = smooth_knn_dist(dists, new_points=True)
     sigma = sigma[:, None]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         weights = np.exp(-(dists / sigma))
@@ -123,12 +154,24 @@ def new_point_memberships(knn_dists: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(weights), np.float32(0.0), weights).astype(np.float32)
 
 
-def fuzzy_simplicial_set(knn_indices: np.ndarray, knn_dists: np.ndarray) -> scipy.sparse.csr_matrix:
+def fuzzy_simplicial_set(
+    knn_indices: np.ndarray, knn_dists: np.ndarray, local_connectivity: float = 1.0, set_op_mix_ratio: float = 1.0
+) -> scipy.sparse.csr_matrix:
     """The symmetric fuzzy graph (n x n, float32 CSR, sorted indices, no explicit zeros) from kNN.
 
-    ``knn_indices`` (n, k) with self in column 0 (-1 marks a missing neighbour); ``knn_dists`` the matching
-    distances, each row sorted ascending.
+    Parameters
+    ----------
+    knn_indices : numpy.ndarray
+        (n, k) with self in column 0 (-1 marks a missing neighbour).
+    knn_dists : numpy.ndarray
+        The matching distances, each row sorted ascending.
+    local_connectivity : float
+        umap-learn's: the rank among each row's non-zero distances that sets rho (see :func:`smooth_knn_dist`).
+    set_op_mix_ratio : float
+        umap-learn's, in [0, 1]: 1 the fuzzy union ``A + A^T - A * A^T``, 0 the intersection ``A * A^T``,
+        between them ``r (A + A^T - A * A^T) + (1 - r) A * A^T`` (SciPy's arithmetic, as umap-learn's).
     """
+    check_set_op_mix_ratio(set_op_mix_ratio)
     indices = np.ascontiguousarray(knn_indices, dtype=np.int64)
     dists = np.ascontiguousarray(knn_dists, dtype=np.float32)
     if indices.shape != dists.shape or indices.ndim != 2:
@@ -136,8 +179,10 @@ def fuzzy_simplicial_set(knn_indices: np.ndarray, knn_dists: np.ndarray) -> scip
             f"knn_indices {indices.shape} and knn_dists {dists.shape} must be 2-D arrays of the same shape."
         )
     n, k = indices.shape
-    sigma, rho = smooth_knn_dist(dists)
+    sigma, rho = smooth_knn_dist(dists, local_connectivity=check_local_connectivity(local_connectivity))
     vals = _memberships(indices, dists, sigma, rho)
+    if set_op_mix_ratio != 1.0:
+        return _mixed_union(indices, vals, n, float(set_op_mix_ratio))
     d_ptr, d_cols, d_vals = _directed_rows(indices, vals)
     t_ptr, t_cols, t_vals = _transposed(d_ptr, d_cols, d_vals, n)
     ptr = np.zeros(n + 1, dtype=np.int64)
@@ -147,6 +192,37 @@ def fuzzy_simplicial_set(knn_indices: np.ndarray, knn_dists: np.ndarray) -> scip
     cols, weights = np.empty(int(ptr[-1]), dtype=np.int32), np.empty(int(ptr[-1]), dtype=np.float32)
     _union_rows(d_ptr, d_cols, d_vals, t_ptr, t_cols, t_vals, False, ptr, cols, weights)
     return scipy.sparse.csr_matrix((weights, cols, ptr), shape=(n, n))
+
+
+def _mixed_union(indices: np.ndarray, vals: np.ndarray, n: int, ratio: float) -> scipy.sparse.csr_matrix:
+    """umap-learn's mix of fuzzy union and intersection, by its SciPy operations (so the same bytes)."""
+    rows = np.repeat(np.arange(n, dtype=np.int64), indices.shape[1])
+    cols = np.where(indices.ravel() < 0, 0, indices.ravel())
+    result = scipy.sparse.coo_matrix((vals, (rows, cols)), shape=(n, n))
+    result.eliminate_zeros()
+    transpose = result.transpose()
+    product = result.multiply(transpose)
+    result = ratio * (result + transpose - product) + (1.0 - ratio) * product
+    result.eliminate_zeros()
+    result = result.tocsr().astype(np.float32)
+    result.sort_indices()
+    return result
+
+
+def check_set_op_mix_ratio(ratio) -> float:
+    """``set_op_mix_ratio`` as a float, or a ValueError: a number in [0, 1] (umap-learn's default 1).
+
+    Parameters
+    ----------
+    ratio : float
+        umap-learn's ``set_op_mix_ratio``.
+    """
+    ok = isinstance(ratio, (int, float, np.number)) and not isinstance(ratio, bool)
+    if not ok or not 0.0 <= ratio <= 1.0:
+        raise ValueError(
+            f"set_op_mix_ratio={ratio!r} must be a number in [0, 1]: 1 the fuzzy union (usual), 0 the intersection."
+        )
+    return float(ratio)
 
 
 # The fuzzy union A + A^T - A * A^T as SciPy's sparse arithmetic computes it (which umap-learn uses), in one pass per

@@ -218,11 +218,13 @@ extern "C" __global__ void smooth_knn_dist(const float* __restrict__ dists, int 
         }
     }
     float sigma = (float)mid;
-    double mean_row = 0.0;
-    for (int j = 0; j < k; ++j) mean_row = __dadd_rn(mean_row, (double)row[j]);
-    mean_row = __ddiv_rn(mean_row, (double)k);
-    double ref = rho > 0.0f ? mean_row : global_mean;
-    if ((double)sigma < __dmul_rn(1e-3, ref)) sigma = (float)__dmul_rn(1e-3, ref);
+    // The row's mean as umap-learn's Numba np.mean computes it: a float32 sum, divided in float64, kept as float32.
+    float sum_row = 0.0f;
+    for (int j = 0; j < k; ++j) sum_row = __fadd_rn(sum_row, row[j]);
+    float mean_row = (float)__ddiv_rn((double)sum_row, (double)k);
+    float ref = rho > 0.0f ? mean_row : (float)global_mean;  // global_mean: a float32 mean, held exactly
+    float floor_sigma = __fmul_rn(1e-3f, ref);  // a float32 product, as umap-learn's Numba code computes it
+    if (sigma < floor_sigma) sigma = floor_sigma;
     sigma_out[i] = sigma;
     rho_out[i] = rho;
 }

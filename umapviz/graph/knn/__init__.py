@@ -11,9 +11,25 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..._backend import xp_of
 
-METRICS = ("euclidean", "cosine")
+# Metrics both devices search with a float32 GEMM (tiled exact, partitioned, refined); the rest run on the CPU only,
+# exactly by SciPy's cdist a block of rows at a time or approximately by pynndescent (:mod:`.metric_cpu`).
+GEMM_METRICS = ("euclidean", "cosine")
+CPU_METRICS = ("manhattan", "chebyshev", "minkowski", "correlation", "hamming", "jaccard", "precomputed")
+METRICS = GEMM_METRICS + CPU_METRICS
+# umap-learn's other names for the same metrics.
+METRIC_ALIASES = {
+    "l2": "euclidean",
+    "l1": "manhattan",
+    "taxicab": "manhattan",
+    "cityblock": "manhattan",
+    "linf": "chebyshev",
+    "linfinity": "chebyshev",
+    "linfty": "chebyshev",
+}
 KNN_METHODS = ("auto", "exact", "approx", "partitioned")
 
 # knn="auto" uses exact kNN while its cost model n_samples**2 * (n_features + 150) stays at or below this bound,
@@ -23,48 +39,95 @@ KNN_METHODS = ("auto", "exact", "approx", "partitioned")
 # vertices are what the kit studies (approximate kNN would blur them).
 AUTO_EXACT_MAX_WORK = 1.1e12
 _AUTO_FEATURE_OFFSET = 150
+# The same bound for the metrics SciPy's cdist computes (no GEMM: every pair costs its features' worth of scalar
+# work), on ``n_samples**2 * n_features``: about ten seconds on two cores.
+AUTO_EXACT_MAX_WORK_CDIST = 2e10
 
 
-def check_metric(metric: str) -> str:
-    """The metric name, or a clear error listing the choices."""
-    if not isinstance(metric, str) or metric.lower() not in METRICS:
-        raise ValueError(f"metric={metric!r} is not supported; choose one of {', '.join(map(repr, METRICS))}.")
-    return metric.lower()
+def check_metric(metric: str, allowed: tuple[str, ...] = METRICS, where: str = "") -> str:
+    """The metric's name (umap-learn's aliases resolved), or a clear ValueError listing the choices.
+
+    Parameters
+    ----------
+    metric : str
+        A name from :data:`METRICS` or :data:`METRIC_ALIASES`.
+    allowed : tuple of str
+        The names this caller serves; a known metric outside them is refused naming ``where`` and the fix.
+    where : str
+        What refuses it (e.g. "the GPU search"), for the message.
+    """
+    name = metric.lower() if isinstance(metric, str) else metric
+    name = METRIC_ALIASES.get(name, name)
+    if name in METRICS and name not in allowed:
+        raise ValueError(
+            f"metric={metric!r} is not offered by {where or 'this search'}, which takes "
+            f"{', '.join(map(repr, allowed))}. Pass device='cpu' with knn='exact', 'approx' or 'auto': the CPU "
+            f"searches take every metric of {', '.join(map(repr, METRICS))}."
+        )
+    if name not in METRICS:
+        hint = " (umap-learn's Numba callables are not taken)" if callable(metric) else ""
+        raise ValueError(
+            f"metric={metric!r} is not supported{hint}; choose one of {', '.join(map(repr, METRICS))}, or compute "
+            "the distances yourself and pass metric='precomputed' with the square distance matrix."
+        )
+    return name
+
+
+def check_metric_kwds(metric: str, metric_kwds: dict | None) -> dict:
+    """The metric's keyword arguments, checked: ``{"p": p > 0}`` for minkowski (p 2 when not given, as in
+    pynndescent), nothing for the others; ValueError naming the fix otherwise.
+
+    Parameters
+    ----------
+    metric : str
+        A name :func:`check_metric` returned.
+    metric_kwds : dict or None
+        umap-learn's ``metric_kwds``.
+    """
+    kwds = dict(metric_kwds or {})
+    if metric == "minkowski":
+        unknown = sorted(set(kwds) - {"p"})
+        p = kwds.get("p", 2.0)
+        if unknown or isinstance(p, bool) or not isinstance(p, (int, float)) or not (np.isfinite(p) and p > 0):
+            raise ValueError(
+                f"metric_kwds={metric_kwds!r} for metric='minkowski' must be {{'p': p}} with a finite p > 0 "
+                "(1 is manhattan, 2 euclidean)."
+            )
+        return {"p": float(p)}
+    if kwds:
+        raise ValueError(
+            f"metric_kwds={metric_kwds!r}: metric={metric!r} takes no keyword arguments (only 'minkowski' takes "
+            "{'p': ...}); pass metric_kwds=None."
+        )
+    return {}
 
 
 # On the GPU "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows and the partitioned search above: the exact
 # search's work grows as n**2 (about as long as the partitioned search at half a million rows, seconds at a million,
 # minutes from a few million), the partitioned search's with its refinement round as n, and on data with structure
 # it finds nearly every neighbour (bench/PARTITIONED_KNN.md). On data without it (round high-dimensional Gaussian
-# clusters) it misses many, so a build that "auto" sends there measures recall on AUTO_RECALL_SAMPLE sampled rows
-# and records it. Below AUTO_RECALL_EXACT it builds the exact graph instead where that stays affordable (up to
-# AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows: the partitioned search then costs a fraction of the exact one on top);
-# above, it warns below AUTO_RECALL_WARN, naming the fix (check_auto_recall): a default never hands over a poorer
-# graph unsaid.
+# clusters) it misses many, so "auto" measures recall on AUTO_RECALL_SAMPLE sampled rows and escalates until a target
+# recall (:mod:`.auto_search`), the exact search among its steps up to AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows; where it
+# stops short it warns, naming the fix: a default never hands over a poorer graph unsaid.
 AUTO_GPU_EXACT_MAX_ROWS = 500_000
 AUTO_GPU_EXACT_FALLBACK_MAX_ROWS = 2_000_000
 AUTO_RECALL_SAMPLE = 1000
-AUTO_RECALL_EXACT = 0.95
-AUTO_RECALL_WARN = 0.9
 
 
-def auto_wants_exact(recall: float | None, n_samples: int) -> bool:
-    """Whether a GPU build that ``knn="auto"`` sent to the partitioned search should be rebuilt exactly: its
-    measured recall is below AUTO_RECALL_EXACT and the exact search is affordable (at most
-    AUTO_GPU_EXACT_FALLBACK_MAX_ROWS rows).
-
-    Parameters
-    ----------
-    recall : float or None
-        recall@k measured on sampled rows (None: not measured).
-    n_samples : int
-        Rows of the data.
-    """
-    return recall is not None and recall < AUTO_RECALL_EXACT and n_samples <= AUTO_GPU_EXACT_FALLBACK_MAX_ROWS
+def check_target_recall(target: float) -> float:
+    """``knn_target_recall`` checked: a number in (0, 1] (a ValueError names the fix)."""
+    try:
+        value = float(target)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 < value <= 1.0 or isinstance(target, bool):
+        raise ValueError(f"knn_target_recall={target!r} must be a number in (0, 1], such as 0.95.")
+    return value
 
 
-def check_auto_recall(recall: float, n_samples: int) -> None:
-    """Warn (UserWarning) when the partitioned search that ``knn="auto"`` chose found too few true neighbours.
+def check_auto_recall(recall: float, n_samples: int, target: float) -> None:
+    """Warn (UserWarning) when the partitioned search found fewer true neighbours than ``target`` (the Dask
+    path, which measures but does not escalate).
 
     Parameters
     ----------
@@ -72,32 +135,53 @@ def check_auto_recall(recall: float, n_samples: int) -> None:
         recall@k measured on sampled rows (:func:`umapviz.graph.knn.recall.recall_at_k`).
     n_samples : int
         Rows of the data, named in the warning.
+    target : float
+        The recall aimed at.
     """
-    if recall < AUTO_RECALL_WARN:
+    if recall < target:
         warnings.warn(
-            f"knn='auto' used the partitioned search for {n_samples:,} rows on the GPU, and it found only "
-            f"{recall:.2f} of the true neighbours on {AUTO_RECALL_SAMPLE} sampled rows (graph.params['knn_recall']): "
-            "these data have little cluster structure for partitions to follow. For the exact graph pass "
-            "knn='exact' (its time grows with the square of the rows), or raise knn_overlap / knn_refine.",
+            f"knn='auto' used the partitioned search for {n_samples:,} rows on a Dask client, and it found only "
+            f"{recall:.2f} of the true neighbours on {AUTO_RECALL_SAMPLE} sampled rows (graph.params['knn_recall']), "
+            f"below knn_target_recall={target}: these data have little cluster structure for partitions to follow. "
+            "Raise knn_overlap / knn_refine, pass fewer knn_partitions, or build without the client (which "
+            "escalates until the target).",
             UserWarning,
             stacklevel=3,
         )
 
 
 def resolve_knn_method(
-    knn: str, n_samples: int, n_features: int, device: str = "cpu", distributed: bool = False
+    knn: str,
+    n_samples: int,
+    n_features: int,
+    device: str = "cpu",
+    distributed: bool = False,
+    metric: str = "euclidean",
 ) -> str:
     """Map ``knn`` ("auto" | "exact" | "approx" | "partitioned") to the method actually used on ``device``.
 
     On the CPU: "exact", "approx" (pynndescent) or "partitioned"; "auto" is exact up to AUTO_EXACT_MAX_WORK of
     ``n_samples**2 * (n_features + 150)``, else approx. On the GPU: "exact-gpu" or "partitioned-gpu" ("approx"
     is the partitioned search there); "auto" is exact up to AUTO_GPU_EXACT_MAX_ROWS rows, else partitioned (which
-    ``build_graph`` checks: :func:`auto_wants_exact`). With
+    ``build_graph`` escalates until a measured recall: :mod:`.auto_search`). With
     ``distributed`` (a Dask client) only the partitioned search runs: "auto" picks it, and "exact" or "approx" is
-    refused.
+    refused. A metric outside GEMM_METRICS runs on the CPU's "exact" (SciPy's cdist; "auto" up to
+    AUTO_EXACT_MAX_WORK_CDIST of ``n_samples**2 * n_features``) or "approx" search; "precomputed" reads the
+    distance matrix ("precomputed").
     """
     if knn not in KNN_METHODS:
         raise ValueError(f"knn={knn!r} is not one of {', '.join(map(repr, KNN_METHODS))}.")
+    if metric == "precomputed":
+        return "precomputed"
+    if metric not in GEMM_METRICS:
+        if knn == "partitioned" or distributed:
+            raise ValueError(
+                f"metric={metric!r} has no partitioned search (its k-means partitions are Euclidean or cosine). "
+                "Pass knn='exact' or knn='approx' (NN-descent), and client=None."
+            )
+        if knn == "auto":
+            return "exact" if float(n_samples) ** 2 * n_features <= AUTO_EXACT_MAX_WORK_CDIST else "approx"
+        return knn
     work = float(n_samples) ** 2 * (n_features + _AUTO_FEATURE_OFFSET)
     if distributed:
         if knn not in ("auto", "partitioned") and not (device == "gpu" and knn == "approx"):

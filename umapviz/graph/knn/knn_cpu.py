@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from . import check_metric, float64_blocks, scaled_rows, stop_if_cancelled
+from . import GEMM_METRICS, check_metric, float64_blocks, scaled_rows, stop_if_cancelled
 
 # Memory for one tile of the (tile_rows, n) GEMM score matrix.
 _TILE_BYTES = 256 * 2**20
@@ -37,7 +37,7 @@ def nearest_neighbors(
     """kNN of validated float32 data by ``method`` "exact" or "approx" (see the module docstring). ``cancel`` is
     asked between the exact search's tiles (BuildCancelled when it returns True); the approximate search runs
     to its end."""
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the GEMM search")
     if method == "exact":
         return exact_knn(X, n_neighbors, metric, progress=progress, cancel=cancel)
     if method == "approx":
@@ -222,7 +222,9 @@ def _unit_rows(A: np.ndarray) -> np.ndarray:
 def reference_index(X: np.ndarray, metric: str = "euclidean") -> tuple:
     """What the exact search computes from the reference set X before any query (its rows centred and scaled,
     or normalised, in float32): pass it to :func:`query_knn` to skip that pass on repeated queries against X."""
-    return _selection_matrix(np.ascontiguousarray(X, dtype=np.float32), check_metric(metric))
+    return _selection_matrix(
+        np.ascontiguousarray(X, dtype=np.float32), check_metric(metric, GEMM_METRICS, "the GEMM search")
+    )
 
 
 def exact_rows(
@@ -307,7 +309,7 @@ def exact_knn(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN by tiled brute force: ``(indices int32 (n, k), distances float32 (n, k))``, self first.
     ``cancel``: asked before each tile; BuildCancelled when it returns True."""
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the GEMM search")
     X = np.ascontiguousarray(X, dtype=np.float32)
     rows = np.arange(X.shape[0], dtype=np.int64)
     idx, dist = exact_rows(X, rows, n_neighbors, metric, progress, cancel=cancel)
@@ -331,7 +333,7 @@ def query_knn(
     ``progress`` shows a bar for long runs; ``reference``: :func:`reference_index` of X and ``metric``, computed
     once for many calls (else each call computes it: a pass over X, most of the cost of a few queries).
     """
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the GEMM search")
     X = np.ascontiguousarray(X, dtype=np.float32)
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     n, k = X.shape[0], n_neighbors
@@ -365,7 +367,7 @@ def approx_knn(
             "(pip install pynndescent), or ask for exact neighbours: knn='exact', or device='gpu' where a GPU is."
         ) from exc
 
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the GEMM search")
     X = np.ascontiguousarray(X, dtype=np.float32)
     n = X.shape[0]
     k = n_neighbors

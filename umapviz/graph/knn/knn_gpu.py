@@ -22,7 +22,7 @@ import numpy as np
 
 from ..._backend import cupy, gpu_memory, is_cupy, to_host
 from ..._host_data import to_device
-from . import PREP_BLOCK_BYTES, check_metric, float64_blocks, scaled_rows, stop_if_cancelled
+from . import GEMM_METRICS, PREP_BLOCK_BYTES, check_metric, float64_blocks, scaled_rows, stop_if_cancelled
 from .knn_cpu import exact_rows
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
@@ -227,7 +227,7 @@ def reference_index_gpu(X, metric: str = "euclidean") -> tuple:
     """What :func:`query_knn_gpu` computes from the reference set X before any query, kept on the GPU: X itself
     (the exact re-scoring reads it) and its rows centred and scaled, or normalised, in float32 (2 x n x d float32
     of GPU memory). Pass it to query_knn_gpu to skip the upload and that pass on repeated queries against X."""
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the GPU search")
     n, d = X.shape
     _check_free(reference_bytes(n, d, is_cupy(X)), f"the reference set of {n:,} x {d} points")
     Xd = to_device(X)
@@ -269,7 +269,7 @@ def _knn_gpu(
 ):
     """Exact kNN of the rows of ``queries`` (None: of X itself, each point first) among the rows of X."""
     cp = cupy()
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the GPU search")
     n, d = X.shape
     gemm = resolve_precision(precision, d)
     n_q = n if queries is None else queries.shape[0]

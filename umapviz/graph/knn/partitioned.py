@@ -27,7 +27,7 @@ import numpy as np
 from ..._backend import cupy, gpu_memory, is_cupy, to_host
 from ..._host_data import to_device
 from ..._validation import check_int
-from . import check_metric, stop_if_cancelled
+from . import GEMM_METRICS, check_metric, stop_if_cancelled
 from .knn_cpu import exact_knn
 from .knn_gpu import exact_knn_gpu, fast_precision, knn_bytes_needed
 from .partitions import Partition, plan_partitions, take_rows
@@ -145,7 +145,7 @@ def partitioned_knn(
         A no-argument callable asked after each partition's search and before the refinement; when it returns
         True the search stops with :class:`umapviz.graph.knn.BuildCancelled`.
     """
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the partitioned search")
     n, d = (int(s) for s in X.shape)
     k = check_int("n_neighbors", n_neighbors, 1)
     n_partitions, overlap = resolve_partitioning(n, k, n_partitions, overlap)

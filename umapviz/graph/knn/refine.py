@@ -23,13 +23,17 @@ import numpy as np
 from ..._backend import cupy, gpu_memory, is_cupy
 from ..._host_data import to_device
 from ..._validation import check_int
-from . import check_metric
+from . import GEMM_METRICS, check_metric
 from .knn_cpu import refine_candidates
 from .knn_gpu import REFINE_MAX_CANDIDATES, refine_candidates_gpu
 
 # The GPU refine kernel takes one thread per candidate, in one block.
 MAX_CANDIDATES = REFINE_MAX_CANDIDATES
-_GPU_TILE_ELEMENTS = 2**26  # candidate-list elements per GPU tile of rows (512 MiB as int64)
+# Candidate-list elements per GPU tile of rows: at most 2**26 (512 MiB as int64), fewer where free memory is short
+# (each element takes about 32 bytes with the sort's copies), never fewer than 2**20. The tile changes the memory,
+# never the result (rows are independent).
+_GPU_TILE_ELEMENTS = 2**26
+_GPU_MIN_TILE_ELEMENTS = 2**20
 _CPU_TILE_ROWS = 4096
 
 
@@ -54,7 +58,7 @@ def refine_knn(
     timings : dict, optional
         Receives the seconds of each round as ``refine_rounds`` (a list; the GPU is synchronised per round).
     """
-    metric = check_metric(metric)
+    metric = check_metric(metric, GEMM_METRICS, "the partitioned search")
     rounds = check_int("knn_refine", rounds, 0)
     xp = cupy() if device == "gpu" else np
     if device == "gpu":
@@ -96,7 +100,8 @@ def candidate_width(n_neighbors: int) -> tuple[int, int]:
 
 def refine_bytes_needed(n: int, n_neighbors: int) -> int:
     """GPU bytes of a refinement round beside X: the graph before and after, the reverse lists and their sort,
-    and one tile of candidate lists with the sort's copies.
+    and the smallest tile of candidate lists with the sort's copies (a round takes larger tiles where memory is
+    free: :func:`_tile_rows`).
 
     Parameters
     ----------
@@ -108,7 +113,7 @@ def refine_bytes_needed(n: int, n_neighbors: int) -> int:
     k = int(n_neighbors)
     graphs = 2 * 8 * n * k
     reverse = 4 * n * (k - 1) + 5 * 8 * n * (k - 1)
-    tile = 4 * 8 * min(_GPU_TILE_ELEMENTS, n * candidate_width(k)[1])
+    tile = 4 * 8 * min(_GPU_MIN_TILE_ELEMENTS, n * candidate_width(k)[1])
     return graphs + reverse + tile
 
 
@@ -157,6 +162,13 @@ def check_refine_fits(
         )
 
 
+def _tile_rows(m: int) -> int:
+    """Rows per GPU tile of candidate lists m wide: as many as a quarter of the free memory holds at about 32 bytes
+    an element, within _GPU_MIN_TILE_ELEMENTS and _GPU_TILE_ELEMENTS."""
+    elements = min(_GPU_TILE_ELEMENTS, max(_GPU_MIN_TILE_ELEMENTS, gpu_memory()[0] // 128))
+    return max(1, elements // m)
+
+
 def _clock(xp: Any) -> float:
     """Seconds now, after the GPU's queued work (on the GPU)."""
     if xp is not np:
@@ -201,13 +213,39 @@ def _candidates(idx: Any, reverse: Any, start: int, stop: int, xp: Any) -> Any:
     return xp.where(cand == empty, -1, cand)
 
 
-def _round(X: Any, idx: Any, reverse: Any, metric: str, xp: Any) -> tuple[Any, Any]:
-    """One round: each point's k best candidates by exact distance (see the module docstring)."""
-    n, k = idx.shape
-    m = candidate_width(k)[1] if reverse is not None else k
+def union_knn(X: Any, graphs: list, metric: str = "euclidean") -> tuple[Any, Any]:
+    """The k best of the union of several kNN graphs of X, each point's neighbours in any of them re-scored exactly
+    (as a round does, without the neighbours' neighbours): ``(indices int32 (n, k), distances float32 (n, k))`` on
+    the device of the graphs (X on the GPU for CuPy graphs). A point keeps every neighbour that is among its k best
+    in any graph, so recall never falls below the best graph's; the result depends on the set of candidates only,
+    not on the order of ``graphs``.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or cupy.ndarray
+        (n, d) float32 data the graphs are of (a CuPy array with CuPy graphs).
+    graphs : list of arrays
+        (n, k) int neighbour indices, self first, all on one device.
+    metric : str
+        ``"euclidean"`` or ``"cosine"``.
+    """
+    metric = check_metric(metric)
+    xp = cupy() if is_cupy(graphs[0]) else np
+    joined = xp.concatenate([xp.asarray(g).astype(xp.int32) for g in graphs], axis=1)
+    if joined.shape[1] > MAX_CANDIDATES:
+        raise ValueError(f"the union of {len(graphs)} graphs has more than {MAX_CANDIDATES} candidates a row.")
+    return _round(X, joined, None, metric, xp, k=int(graphs[0].shape[1]))
+
+
+def _round(X: Any, idx: Any, reverse: Any, metric: str, xp: Any, k: int | None = None) -> tuple[Any, Any]:
+    """One round: each point's k best candidates by exact distance (see the module docstring). Without
+    ``reverse`` the candidates are idx's own columns (``k`` given: fewer kept than idx has columns)."""
+    n, width = idx.shape
+    k = width if k is None else k
+    m = candidate_width(k)[1] if reverse is not None else width
     out_idx = xp.empty((n, k), dtype=xp.int32)
     out_dist = xp.empty((n, k), dtype=xp.float32)
-    tile = max(1, _GPU_TILE_ELEMENTS // m) if xp is not np else _CPU_TILE_ROWS
+    tile = _tile_rows(m) if xp is not np else _CPU_TILE_ROWS
     for start in range(0, n, tile):
         stop = min(n, start + tile)
         cand = _candidates(idx, reverse, start, stop, xp)

@@ -25,12 +25,13 @@ from bokeh.events import MouseLeave
 from bokeh.models import CustomJS
 from holoviews.streams import BoundsXY, Lasso, Pipe, PlotReset, PlotSize, PointerXY, RangeXY, Tap
 
+from umapviz._backend import to_host
 from umapviz.render.aggregate import check_embedding, check_labels, check_outliers
 from umapviz.render.live.frames import FrameCache, GivenFrame, Pushed
 from umapviz.render.live.marks import LiveMarks
 from umapviz.render.live.picking import PointPicking
 from umapviz.render.live.view_range import ECHO_MEMORY, ECHO_TOLERANCE, ViewRange
-from umapviz.render.shade import DEFAULT_STYLE, Style
+from umapviz.render.shade.style import PANEL_STYLE, Style
 from umapviz.render.view import View, ViewSpec, as_view, check_pixels
 
 __all__ = ["ECHO_MEMORY", "ECHO_TOLERANCE", "TOOLS", "LiveView", "bokeh_options"]
@@ -89,7 +90,7 @@ class LiveView(PointPicking):
         height: int = 600,
         view: ViewSpec = "robust",
         *,
-        style: Style = DEFAULT_STYLE,
+        style: Style = PANEL_STYLE,
         follow: bool = True,
         title: str = "",
         on_tap: Callable[[int], Any] | None = None,
@@ -335,12 +336,16 @@ class LiveView(PointPicking):
 
     @property
     def caption(self) -> str:
-        """The title shown over the frame: the title, the push's caption, the points outside the view."""
+        """The title shown over the frame: the title and the push's caption, then on a line of its own the points
+        outside the view, per side (the frame has the border triangles only, no text the points could cover)."""
         agg = self.last_aggregate
         parts = [self.title, self._data.caption if self._data is not None else ""]
+        text = "  ".join(p for p in parts if p)
         if agg is not None and agg.n_out_of_view:
-            parts.append(f"({agg.n_out_of_view:,} points outside the view)")
-        return "  ".join(p for p in parts if p)
+            sides = zip(("left", "right", "below", "above"), to_host(agg.edge_counts).sum(axis=1), strict=True)
+            per_side = " · ".join(f"{name} {int(n):,}" for name, n in sides if n)
+            text += f"\n{agg.n_out_of_view:,} points outside the view: {per_side}"
+        return text
 
     def _show_caption(self, plot, element) -> None:
         figure = plot.handles["plot"]

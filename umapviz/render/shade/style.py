@@ -99,6 +99,9 @@ class Style:
 
 
 DEFAULT_STYLE = Style()
+# For views that write the off-view counts beside the image (a live view's title, a panel's caption row):
+# the border triangles alone, no text where points could cover it or a corner's two counts collide.
+PANEL_STYLE = Style(edge_text=False)
 
 
 def class_colors(n_labels: int, palette: tuple[str, ...] = CLASS_PALETTE) -> list[str]:

@@ -367,7 +367,7 @@ def compare(
 
     Parameters
     ----------
-    data : str, path, array or FuzzyGraph
+    data : str, path, array, FuzzyGraph, fitted UMAP (umapviz's or umap-learn's) or scipy.sparse matrix
         As for ``Explorer``.
     n_chunks, random_state, strategy
         A value or a list each; every combination is run (n_chunks only varies "chunked").

@@ -41,8 +41,10 @@ class Explorer(Panel, LookingCloser):
 
     Parameters
     ----------
-    data : str, path, array or FuzzyGraph
-        A dataset name (``umapviz.datasets.names()``), a data file path, an (n, d) array or a FuzzyGraph.
+    data : str, path, array, FuzzyGraph, fitted UMAP (umapviz's or umap-learn's) or scipy.sparse matrix
+        A dataset name (``umapviz.datasets.names()``), a data file path, an (n, d) array or a FuzzyGraph;
+        a fitted model or a symmetric fuzzy membership matrix replays its graph (``FuzzyGraph.from_umap``,
+        ``FuzzyGraph.from_sparse``).
     labels : array, optional
         Class codes for an array (datasets bring their own).
     n_samples : int, optional

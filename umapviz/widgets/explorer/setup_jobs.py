@@ -12,8 +12,7 @@ import time
 from typing import Any
 
 from ... import datasets
-from ...graph import FuzzyGraph
-from ..session import ARRAY_SOURCE, GRAPH_SOURCE, LayoutRun, build, load_source, make_optimizer
+from ..session import ARRAY_SOURCE, GRAPH_SOURCE, LayoutRun, build, is_graph_source, load_source, make_optimizer
 from .params import REBUILD_TRAITS, REDRAW_TRAITS, RESTART_TRAITS
 
 RESTART, REBUILD = 1, 2  # how much a parameter change redoes: the layout only, or the graph as well
@@ -157,12 +156,12 @@ def data_name(data: Any) -> str:
 
     Parameters
     ----------
-    data : str, path, array or FuzzyGraph
+    data : str, path, array, FuzzyGraph, fitted UMAP (umapviz's or umap-learn's) or scipy.sparse matrix
         As ``ExplorerParams.data``.
     """
     if isinstance(data, str):
         return data
-    if isinstance(data, FuzzyGraph):
+    if is_graph_source(data):
         return GRAPH_SOURCE
     return str(data) if hasattr(data, "__fspath__") else ARRAY_SOURCE
 

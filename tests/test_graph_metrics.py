@@ -1,0 +1,183 @@
+"""umap-learn's metrics and fuzzy-set options on the CPU: kNN distances against SciPy's, the fuzzy set against
+umap-learn's bit for bit on the same kNN, the cache key, and the refusals (GPU, partitioned, bad kwds)."""
+
+import numpy as np
+import pytest
+import scipy.sparse
+from scipy.spatial.distance import cdist
+
+from umapviz.graph import build_graph
+from umapviz.graph.fuzzy.fuzzy_cpu import fuzzy_simplicial_set, smooth_knn_dist
+from umapviz.graph.knn import check_metric, knn_cpu, metric_cpu, resolve_knn_method
+
+_SCIPY = {"manhattan": "cityblock"}
+_CASES = [
+    ("manhattan", {}),
+    ("chebyshev", {}),
+    ("minkowski", {"p": 3.0}),
+    ("correlation", {}),
+    ("hamming", {}),
+    ("jaccard", {}),
+]
+
+
+def _data(metric, n=400):
+    rng = np.random.default_rng(3)
+    if metric in ("hamming", "jaccard"):
+        X = (rng.random((n, 24)) < 0.3).astype(np.float32)
+    else:
+        X = rng.normal(size=(n, 7)).astype(np.float32)
+    X[10:14] = X[10]  # duplicates: rho from the first non-zero distance
+    return X
+
+
+def _scipy_distances(X, metric, kwds):
+    A = X.astype(np.float64)
+    if metric == "jaccard":
+        return cdist(A != 0, A != 0, "jaccard")
+    return cdist(A, A, _SCIPY.get(metric, metric), **kwds)
+
+
+def _assert_same_csr(ours, ref):
+    ref = ref.tocsr()
+    ref.sort_indices()
+    assert np.array_equal(ours.indptr, ref.indptr) and np.array_equal(ours.indices, ref.indices)
+    assert np.array_equal(ours.data.view(np.uint32), ref.data.astype(np.float32).view(np.uint32))
+
+
+@pytest.mark.parametrize(("metric", "kwds"), _CASES)
+def test_exact_knn_is_scipys_k_smallest_with_self_first_and_ties_by_index(metric, kwds):
+    X = _data(metric)
+    idx, dist = metric_cpu.exact_metric_knn(X, 12, metric, kwds)
+    D = _scipy_distances(X, metric, kwds)
+    assert idx.dtype == np.int32 and dist.dtype == np.float32
+    assert np.array_equal(idx[:, 0], np.arange(len(X))) and (dist[:, 0] == 0).all()
+    np.testing.assert_allclose(dist[:, 1:], np.take_along_axis(D, idx[:, 1:].astype(np.int64), 1), rtol=1e-5, atol=1e-7)
+    # The same set as a stable sort of SciPy's rows with self moved first (ties by index, correlation's 1e-16 of a
+    # duplicate aside: compared on float32 distances).
+    D32 = D.astype(np.float32)
+    D32[np.arange(len(X)), np.arange(len(X))] = -1
+    ref = np.argsort(D32, axis=1, kind="stable")[:, :12]
+    assert np.array_equal(idx, ref)
+
+
+@pytest.mark.parametrize(("metric", "kwds"), _CASES)
+def test_fuzzy_set_equals_umap_learns_on_the_same_knn_for_each_metric(metric, kwds):
+    umap_ = pytest.importorskip("umap.umap_")
+    X = _data(metric)
+    idx, dist = metric_cpu.exact_metric_knn(X, 15, metric, kwds)
+    ref, _, _ = umap_.fuzzy_simplicial_set(X, 15, np.random.RandomState(0), metric, knn_indices=idx, knn_dists=dist)
+    _assert_same_csr(fuzzy_simplicial_set(idx, dist), ref)
+
+
+@pytest.mark.parametrize(("local_connectivity", "set_op_mix_ratio"), [(2.5, 1.0), (0.5, 1.0), (1.0, 0.0), (3, 0.4)])
+def test_local_connectivity_and_set_op_mix_ratio_equal_umap_learns(local_connectivity, set_op_mix_ratio):
+    umap_ = pytest.importorskip("umap.umap_")
+    X = _data("hamming")  # many ties: sigma's floor from the row's mean is reached
+    idx, dist = metric_cpu.exact_metric_knn(X, 15, "hamming", {})
+    ours = fuzzy_simplicial_set(idx, dist, local_connectivity, set_op_mix_ratio)
+    ref, _, rho = umap_.fuzzy_simplicial_set(
+        X,
+        15,
+        np.random.RandomState(0),
+        "hamming",
+        knn_indices=idx,
+        knn_dists=dist,
+        local_connectivity=local_connectivity,
+        set_op_mix_ratio=set_op_mix_ratio,
+    )
+    _assert_same_csr(ours, ref)
+    # rho interpolated as umap-learn interpolates it (sigma: its bisection runs in float32, ours in float64; the
+    # memberships above agree regardless)
+    assert np.array_equal(smooth_knn_dist(dist, local_connectivity=local_connectivity)[1], rho)
+
+
+def test_approximate_search_rescores_pynndescents_candidates_with_scipys_distances():
+    X = _data("manhattan", n=600)
+    idx, dist = metric_cpu.approx_metric_knn(X, 10, "manhattan", {}, random_state=1)
+    exact_idx, _ = metric_cpu.exact_metric_knn(X, 10, "manhattan", {})
+    D = _scipy_distances(X, "manhattan", {})
+    assert np.array_equal(idx[:, 0], np.arange(len(X)))
+    np.testing.assert_allclose(dist, np.take_along_axis(D, idx.astype(np.int64), 1), rtol=1e-5, atol=1e-7)
+    assert (np.diff(dist, axis=1) >= 0).all()
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(idx, exact_idx, strict=True)])
+    assert recall > 0.95
+    again, _ = metric_cpu.approx_metric_knn(X, 10, "manhattan", {}, random_state=1)
+    assert np.array_equal(idx, again)
+
+
+def test_precomputed_distance_matrix_gives_the_graph_of_the_data_it_came_from():
+    X = _data("manhattan")
+    D = _scipy_distances(X, "manhattan", {}).astype(np.float32)
+    from_matrix = build_graph(D, n_neighbors=12, metric="precomputed", cache=False)
+    from_data = build_graph(X, n_neighbors=12, metric="manhattan", knn="exact", cache=False)
+    assert np.array_equal(from_matrix.knn_indices, from_data.knn_indices)
+    assert np.allclose(from_matrix.knn_dists, from_data.knn_dists, rtol=1e-6)
+    assert from_matrix.params["knn"] == "precomputed" and from_matrix.params["metric"] == "precomputed"
+    with pytest.raises(ValueError, match="square"):
+        build_graph(X, metric="precomputed", cache=False)
+    with pytest.raises(ValueError, match="negative"):
+        build_graph(-D - 1, metric="precomputed", cache=False)
+
+
+def test_build_graph_records_and_keys_the_metric_and_its_kwds(tmp_path):
+    X = _data("minkowski")
+    g3 = build_graph(X, metric="minkowski", metric_kwds={"p": 3}, cache=tmp_path)
+    g1 = build_graph(X, metric="minkowski", metric_kwds={"p": 1}, cache=tmp_path)
+    man = build_graph(X, metric="l1", cache=tmp_path)  # umap-learn's alias
+    assert g3.params["metric_kwds"] == {"p": 3.0} and g1.params["metric_kwds"] == {"p": 1.0}
+    assert g3.fingerprint != g1.fingerprint  # not served the p=3 graph from the cache
+    assert man.params["metric"] == "manhattan" and "metric_kwds" not in man.params
+    assert np.array_equal(man.knn_indices, g1.knn_indices)  # minkowski p=1 is manhattan
+    lc = build_graph(X, metric="l1", local_connectivity=2.0, cache=tmp_path)
+    assert lc.params["local_connectivity"] == 2.0 and lc.fingerprint != man.fingerprint
+    assert build_graph(X, metric="l1", cache=tmp_path).fingerprint == man.fingerprint
+
+
+def test_auto_picks_the_exact_search_for_small_data_and_nn_descent_for_large():
+    assert resolve_knn_method("auto", 1000, 50, metric="manhattan") == "exact"
+    assert resolve_knn_method("auto", 100_000, 100, metric="manhattan") == "approx"
+    assert resolve_knn_method("auto", 100_000, 100, metric="precomputed") == "precomputed"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(metric="hellinger"), "not supported"),
+        (dict(metric="manhattan", device="gpu"), "device='cpu'"),
+        (dict(metric="manhattan", knn="partitioned"), "no partitioned search"),
+        (dict(metric="minkowski", metric_kwds={"p": -1}), "finite p > 0"),
+        (dict(metric="minkowski", metric_kwds={"q": 2}), "finite p > 0"),
+        (dict(metric="manhattan", metric_kwds={"p": 2}), "takes no keyword"),
+        (dict(local_connectivity=-1), "local_connectivity"),
+        (dict(set_op_mix_ratio=1.5), "set_op_mix_ratio"),
+        (dict(local_connectivity=2.0, device="gpu"), "device='cpu'"),
+        (dict(disconnection_distance=0), "disconnection_distance"),
+    ],
+)
+def test_bad_metric_options_are_refused_with_the_fix(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        build_graph(_data("manhattan"), cache=False, **kwargs)
+
+
+def test_gemm_searches_refuse_a_metric_they_do_not_compute():
+    with pytest.raises(ValueError, match="device='cpu'"):
+        check_metric("manhattan", ("euclidean", "cosine"), "the GPU search")
+    with pytest.raises(ValueError, match="manhattan"):
+        knn_cpu.exact_knn(_data("manhattan"), 5, "manhattan")
+
+
+def test_disconnection_distance_cuts_knn_edges_at_or_beyond_it():
+    X = _data("manhattan")
+    full = build_graph(X, n_neighbors=10, metric="manhattan", cache=False)
+    cut_at = float(np.median(full.knn_dists[:, -1]))
+    cut = build_graph(X, n_neighbors=10, metric="manhattan", disconnection_distance=cut_at, cache=False)
+    W = scipy.sparse.coo_matrix((cut.weight, (cut.head, cut.tail)), shape=(len(X),) * 2).tocsr()
+    far = full.knn_dists >= cut_at
+    rows = np.repeat(np.arange(len(X)), 10)[far.ravel()]
+    cols = full.knn_indices.ravel()[far.ravel()]
+    assert far.any() and cut.nnz < full.nnz
+    for i, j in zip(rows, cols, strict=True):  # gone unless the other end reached it from nearer than the cut
+        j_row = full.knn_indices[j]
+        if not (j_row == i).any() or full.knn_dists[j][j_row == i][0] >= cut_at:
+            assert W[i, j] == 0

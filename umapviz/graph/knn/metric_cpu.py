@@ -1,0 +1,271 @@
+"""k-nearest neighbours on the CPU under the metrics that have no GEMM form (manhattan, chebyshev, minkowski,
+correlation, hamming, jaccard) and from a precomputed distance matrix.
+
+The same output contract as :mod:`umapviz.graph.knn.knn_cpu`: ``(indices int32 (n, k), distances float32 (n, k))``,
+the point itself at column 0, the rest sorted by distance, ties broken by index. Distances are SciPy's
+(``scipy.spatial.distance.cdist`` in float64): the exact search computes them a block of rows at a time; the
+approximate search takes pynndescent's candidates (which implements these metrics) and re-scores them with the same
+formulas. A distance SciPy leaves undefined follows pynndescent's rule: correlation between two constant rows is 0,
+between a constant row and another 1.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from . import stop_if_cancelled
+
+# Memory for one block of the (rows, n) float64 distance matrix.
+_BLOCK_BYTES = 128 * 2**20
+# Memory for one block of re-scored candidates, (rows, m, d) float64: small enough to stay in cache-sized pieces
+# (each temporary of the paired formulas is this big).
+_PAIRED_BYTES = 16 * 2**20
+# SciPy's names where they differ from umap-learn's.
+_SCIPY_NAMES = {"manhattan": "cityblock"}
+
+
+def cdist_block(A: np.ndarray, B: np.ndarray, metric: str, metric_kwds: dict) -> np.ndarray:
+    """float64 distances (len(A), len(B)) between the rows of A and B, as SciPy's cdist computes them, with
+    correlation's undefined pairs (constant rows) set as pynndescent sets them.
+
+    Parameters
+    ----------
+    A, B : numpy.ndarray
+        (m, d) and (n, d) rows.
+    metric : str
+        A metric of :data:`umapviz.graph.knn.CPU_METRICS` other than "precomputed".
+    metric_kwds : dict
+        ``{"p": p}`` for minkowski, else empty.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if metric in ("hamming", "jaccard"):  # SciPy reads them on booleans: non-zero is True
+        D = cdist(A != 0, B != 0, metric) if metric == "jaccard" else cdist(A, B, metric)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            D = cdist(A, B, _SCIPY_NAMES.get(metric, metric), **metric_kwds)
+    if metric == "correlation":
+        flat_a = np.ptp(A, axis=1) == 0
+        flat_b = np.ptp(B, axis=1) == 0
+        undefined = flat_a[:, None] | flat_b[None, :]
+        D[undefined] = np.where(flat_a[:, None] & flat_b[None, :], 0.0, 1.0)[undefined]
+    return D
+
+
+def select_rows(D: np.ndarray, k: int, self_cols: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The k smallest entries per row of D, sorted by (distance, column); with ``self_cols`` each row's own
+    column first at distance 0. Ties at the k-th place are broken by column too (the tied entries are all looked
+    at), so the result does not depend on the selection's order.
+
+    Parameters
+    ----------
+    D : numpy.ndarray
+        (m, n) float64 distances; modified in place where ``self_cols`` is given.
+    k : int
+        Entries kept per row.
+    self_cols : numpy.ndarray or None
+        (m,) each row's own column, or None when the rows are queries that are no column.
+    """
+    m = D.shape[0]
+    if self_cols is not None:
+        D[np.arange(m), self_cols] = -1.0  # below every distance: self first
+    part = np.argpartition(D, k - 1, axis=1)[:, :k]
+    kth = np.take_along_axis(D, part, axis=1).max(axis=1)
+    ties = np.count_nonzero(D <= kth[:, None], axis=1) > k
+    out_idx = np.empty((m, k), dtype=np.int64)
+    out_dist = np.empty((m, k), dtype=np.float64)
+    for r in range(m):
+        cols = np.flatnonzero(D[r] <= kth[r]) if ties[r] else part[r]
+        order = np.lexsort((cols, D[r, cols]))[:k]
+        out_idx[r] = cols[order]
+        out_dist[r] = D[r, cols[order]]
+    if self_cols is not None:
+        out_dist[:, 0] = 0.0
+    return out_idx, out_dist
+
+
+def _finish(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    with np.errstate(over="ignore"):  # a distance beyond float32 becomes inf, which build_graph refuses by name
+        return idx.astype(np.int32), dist.astype(np.float32)
+
+
+def exact_metric_knn(
+    X: np.ndarray,
+    n_neighbors: int,
+    metric: str,
+    metric_kwds: dict,
+    queries: np.ndarray | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact kNN in X under ``metric`` by SciPy's cdist, a block of rows at a time: of X's own rows (each finds
+    itself first) or, with ``queries``, of those rows (no column is "self"). ``cancel`` is asked before each block.
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) float32 reference rows.
+    n_neighbors : int
+        k.
+    metric : str
+        A metric of :data:`umapviz.graph.knn.CPU_METRICS` other than "precomputed".
+    metric_kwds : dict
+        ``{"p": p}`` for minkowski, else empty.
+    queries : numpy.ndarray, optional
+        (n_q, d) rows to find neighbours for instead of X's own.
+    cancel : callable, optional
+        Returns True to stop (BuildCancelled).
+    """
+    Q = X if queries is None else queries
+    n = X.shape[0]
+    step = max(1, _BLOCK_BYTES // (8 * n))
+    idx = np.empty((len(Q), n_neighbors), dtype=np.int64)
+    dist = np.empty((len(Q), n_neighbors), dtype=np.float64)
+    for start in range(0, len(Q), step):
+        stop_if_cancelled(cancel)
+        rows = np.arange(start, min(start + step, len(Q)))
+        D = cdist_block(Q[rows], X, metric, metric_kwds)
+        idx[rows], dist[rows] = select_rows(D, n_neighbors, rows if queries is None else None)
+    return _finish(idx, dist)
+
+
+def precomputed_knn(
+    D: np.ndarray, n_neighbors: int, queries: bool = False, cancel: Callable[[], bool] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """kNN read from a dense distance matrix: the rows of a square (n, n) ``D`` (each point first, at distance 0,
+    whatever the diagonal holds), or with ``queries`` the rows of an (n_q, n) matrix of distances from new points
+    to the n reference points.
+
+    Parameters
+    ----------
+    D : numpy.ndarray
+        Distances (float32), checked non-negative and finite by the caller.
+    n_neighbors : int
+        k.
+    queries : bool
+        D's rows are new points (no column is "self").
+    cancel : callable, optional
+        Returns True to stop (BuildCancelled).
+    """
+    step = max(1, _BLOCK_BYTES // (8 * D.shape[1]))
+    idx = np.empty((D.shape[0], n_neighbors), dtype=np.int64)
+    dist = np.empty((D.shape[0], n_neighbors), dtype=np.float64)
+    for start in range(0, D.shape[0], step):
+        stop_if_cancelled(cancel)
+        rows = np.arange(start, min(start + step, D.shape[0]))
+        block = D[rows].astype(np.float64)
+        idx[rows], dist[rows] = select_rows(block, n_neighbors, None if queries else rows)
+    return _finish(idx, dist)
+
+
+def approx_metric_knn(
+    X: np.ndarray, n_neighbors: int, metric: str, metric_kwds: dict, random_state: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Approximate kNN under ``metric`` by NN-descent (pynndescent), its candidates re-scored with SciPy's
+    formulas and re-sorted, self forced into column 0, as :func:`umapviz.graph.knn.knn_cpu.approx_knn` does for
+    the GEMM metrics (seeded: one thread, as its result otherwise depends on the thread count).
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) float32 rows.
+    n_neighbors : int
+        k.
+    metric : str
+        A metric of :data:`umapviz.graph.knn.CPU_METRICS` other than "precomputed".
+    metric_kwds : dict
+        ``{"p": p}`` for minkowski, else empty.
+    random_state : int, optional
+        NN-descent's seed.
+    """
+    from pynndescent import NNDescent  # noqa: PLC0415 - heavy import (and JIT), only when needed
+
+    n, k = X.shape[0], n_neighbors
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Failed to correctly find n_neighbors", category=UserWarning)
+        index = NNDescent(
+            X,
+            n_neighbors=k,
+            metric=metric,
+            metric_kwds=metric_kwds or None,
+            random_state=random_state,
+            n_trees=min(64, 5 + int(round(n**0.5 / 20.0))),
+            n_iters=max(5, int(round(np.log2(n)))),
+            max_candidates=60,
+            low_memory=True,
+            compressed=True,
+            n_jobs=1 if random_state is not None else None,
+            verbose=False,
+        )
+        found, _ = index.neighbor_graph
+    cand = np.asarray(found, dtype=np.int64)
+    rows = np.arange(n, dtype=np.int64)
+    has_self = (cand == rows[:, None]).any(axis=1)
+    cand[~has_self, -1] = rows[~has_self]
+    idx = np.empty((n, k), dtype=np.int64)
+    dist = np.empty((n, k), dtype=np.float64)
+    step = max(1, _PAIRED_BYTES // (8 * cand.shape[1] * X.shape[1]))
+    for start in range(0, n, step):
+        block = rows[start : start + step]
+        D = paired_distances(X, block, cand[block], metric, metric_kwds)
+        D[cand[block] < 0] = np.inf
+        D[cand[block] == block[:, None]] = -1.0  # self first
+        order = np.lexsort((cand[block], D), axis=1)[:, :k]
+        idx[block] = np.take_along_axis(cand[block], order, axis=1)
+        dist[block] = np.maximum(np.take_along_axis(D, order, axis=1), 0.0)
+    short = np.flatnonzero((idx < 0).any(axis=1) | ~np.isfinite(dist).all(axis=1))
+    if short.size:  # rows where NN-descent found fewer than k neighbours: exactly
+        D = cdist_block(X[short], X, metric, metric_kwds)
+        idx[short], dist[short] = select_rows(D, k, short)
+    return _finish(idx, dist)
+
+
+def paired_distances(X: np.ndarray, rows: np.ndarray, cand: np.ndarray, metric: str, metric_kwds: dict):
+    """float64 distances (len(rows), m) from X[rows] to their candidates X[cand] (-1: any row, ignored by the
+    caller), by SciPy's formulas (cdist's, pair by pair).
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) rows.
+    rows : numpy.ndarray
+        (r,) query rows of X.
+    cand : numpy.ndarray
+        (r, m) candidate rows of X per query.
+    metric : str
+        A metric of :data:`umapviz.graph.knn.CPU_METRICS` other than "precomputed".
+    metric_kwds : dict
+        ``{"p": p}`` for minkowski, else empty.
+    """
+    U = X[rows].astype(np.float64)[:, None, :]
+    V = X[np.where(cand < 0, 0, cand)].astype(np.float64)
+    if metric == "manhattan":
+        return np.abs(U - V).sum(axis=2)
+    if metric == "chebyshev":
+        return np.abs(U - V).max(axis=2)
+    if metric == "minkowski":
+        p = metric_kwds.get("p", 2.0)
+        return (np.abs(U - V) ** p).sum(axis=2) ** (1.0 / p)
+    if metric == "hamming":
+        return (U != V).mean(axis=2)
+    if metric == "jaccard":
+        either = (U != 0) | (V != 0)
+        differ = ((U != 0) != (V != 0)) & either
+        n_either = either.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n_either > 0, differ.sum(axis=2) / n_either, 0.0)
+    if metric == "correlation":
+        Uc = U - U.mean(axis=2, keepdims=True)
+        Vc = V - V.mean(axis=2, keepdims=True)
+        uv = (Uc * Vc).sum(axis=2)
+        uu = (Uc * Uc).sum(axis=2)
+        vv = (Vc * Vc).sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            D = np.clip(1.0 - uv / np.sqrt(uu * vv), 0.0, 2.0)
+        flat_u = np.ptp(U, axis=2) == 0
+        flat_v = np.ptp(V, axis=2) == 0
+        return np.where(flat_u | flat_v, np.where(flat_u & flat_v, 0.0, 1.0), D)
+    raise ValueError(f"metric={metric!r} has no paired form here.")
