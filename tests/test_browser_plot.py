@@ -187,8 +187,16 @@ def test_plot_zooms_clicks_and_selects_in_jupyterlab(plot_lab):
             left, right = _still_frames(page)[-2:]  # the last two (the notebook may not draw cells out of view)
             page.mouse.move(*_to_page(right, start[1], 10.0, 10.0))
             page.mouse.wheel(0, -200)
-            moved = _wait_for(lambda: (r := _report(page, 3, "linked:"))["ranges"][1] != start[1] and r, 30, "a zoom")
-            assert moved["ranges"][0] == moved["ranges"][1] != start[0]
+            # The zoom moves the right plot, and the link moves the left one: wait for both (under load the two
+            # arrive in reports a moment apart), then check that the left one follows the right one exactly.
+            moved = _wait_for(
+                lambda: (
+                    (r := _report(page, 3, "linked:"))["ranges"][1] != start[1] and r["ranges"][0] != start[0] and r
+                ),
+                60,
+                "a zoom of the right plot followed by the left one",
+            )
+            assert moved["ranges"][0] == moved["ranges"][1]
             page.locator(".bk-tool-icon-box-select").nth(1).click()
             (x0, x1), (y0, y1) = moved["ranges"][0]
             page.mouse.move(*_to_page(left, moved["ranges"][0], x0 + 0.1 * (x1 - x0), y1 - 0.1 * (y1 - y0)))
