@@ -350,14 +350,25 @@ def query_knn(
 # --------------------------------------------------------------------------------------------- approximate
 
 
-def approx_knn(
-    X: np.ndarray, n_neighbors: int, metric: str = "euclidean", random_state: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Approximate kNN by NN-descent (pynndescent), seeded; same output contract as :func:`exact_knn`.
+def nndescent_candidates(
+    X: np.ndarray, k: int, metric: str, metric_kwds: dict | None = None, random_state: int | None = None
+) -> np.ndarray:
+    """(n, k) int64 candidate neighbours of every row by NN-descent (pynndescent), self among each row's (in place
+    of the last where duplicates crowded it out); -1 where NN-descent found fewer than k. Forest and iteration
+    sizes as UMAP chooses them; with a ``random_state`` one thread, as the result otherwise depends on the count.
 
-    pynndescent's candidates are re-scored exactly and re-sorted; self is forced into column 0; the rare
-    row where NN-descent found fewer than k neighbours is redone exactly. With a ``random_state`` NN-descent
-    runs on one thread, as its result otherwise depends on the thread count; without one it uses them all.
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) float32 rows.
+    k : int
+        Candidates per row.
+    metric : str
+        A metric pynndescent knows by this name.
+    metric_kwds : dict, optional
+        Its parameters (``{"p": p}`` for minkowski).
+    random_state : int, optional
+        NN-descent's seed.
     """
     try:
         from pynndescent import NNDescent  # noqa: PLC0415 - heavy import (and JIT), only when needed
@@ -367,24 +378,19 @@ def approx_knn(
             "(pip install pynndescent), or ask for exact neighbours: knn='exact', or device='gpu' where a GPU is."
         ) from exc
 
-    metric = check_metric(metric, GEMM_METRICS, "the GEMM search")
-    X = np.ascontiguousarray(X, dtype=np.float32)
     n = X.shape[0]
-    k = n_neighbors
-    # Forest and iteration sizes as UMAP chooses them for NN-descent.
-    n_trees = min(64, 5 + int(round(n**0.5 / 20.0)))
-    n_iters = max(5, int(round(np.log2(n))))
     with warnings.catch_warnings():
-        # pynndescent warns when some rows lack neighbours (-1); below, such a row gets self in the gap or, if
-        # still short, is redone exactly, so every row ends with k neighbours and the warning would mislead.
+        # pynndescent warns when some rows lack neighbours (-1); the callers redo such rows exactly, so every row
+        # ends with k neighbours and the warning would mislead.
         warnings.filterwarnings("ignore", message="Failed to correctly find n_neighbors", category=UserWarning)
         index = NNDescent(
             X,
             n_neighbors=k,
             metric=metric,
+            metric_kwds=metric_kwds or None,
             random_state=random_state,
-            n_trees=n_trees,
-            n_iters=n_iters,
+            n_trees=min(64, 5 + int(round(n**0.5 / 20.0))),
+            n_iters=max(5, int(round(np.log2(n)))),
             max_candidates=60,
             low_memory=True,
             compressed=True,
@@ -394,9 +400,25 @@ def approx_knn(
         found, _ = index.neighbor_graph
     cand = np.asarray(found, dtype=np.int64)
     rows = np.arange(n, dtype=np.int64)
-    # Self must be a candidate (duplicates can crowd it out): put it in place of the last candidate.
     has_self = (cand == rows[:, None]).any(axis=1)
     cand[~has_self, -1] = rows[~has_self]
+    return cand
+
+
+def approx_knn(
+    X: np.ndarray, n_neighbors: int, metric: str = "euclidean", random_state: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Approximate kNN by NN-descent (pynndescent), seeded; same output contract as :func:`exact_knn`.
+
+    pynndescent's candidates (:func:`nndescent_candidates`) are re-scored exactly and re-sorted; self is forced
+    into column 0; the rare row where NN-descent found fewer than k neighbours is redone exactly.
+    """
+    metric = check_metric(metric, GEMM_METRICS, "the GEMM search")
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    n = X.shape[0]
+    k = n_neighbors
+    cand = nndescent_candidates(X, k, metric, random_state=random_state)
+    rows = np.arange(n, dtype=np.int64)
     out_idx = np.empty((n, k), dtype=np.int64)
     out_dist = np.empty((n, k), dtype=np.float64)
     refine_candidates(X, X, rows, cand, k, metric == "cosine", True, out_idx, out_dist)

@@ -11,13 +11,13 @@ between a constant row and another 1.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
 from . import stop_if_cancelled
+from .knn_cpu import nndescent_candidates
 
 # Memory for one block of the (rows, n) float64 distance matrix.
 _BLOCK_BYTES = 128 * 2**20
@@ -181,30 +181,9 @@ def approx_metric_knn(
     random_state : int, optional
         NN-descent's seed.
     """
-    from pynndescent import NNDescent  # noqa: PLC0415 - heavy import (and JIT), only when needed
-
     n, k = X.shape[0], n_neighbors
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Failed to correctly find n_neighbors", category=UserWarning)
-        index = NNDescent(
-            X,
-            n_neighbors=k,
-            metric=metric,
-            metric_kwds=metric_kwds or None,
-            random_state=random_state,
-            n_trees=min(64, 5 + int(round(n**0.5 / 20.0))),
-            n_iters=max(5, int(round(np.log2(n)))),
-            max_candidates=60,
-            low_memory=True,
-            compressed=True,
-            n_jobs=1 if random_state is not None else None,
-            verbose=False,
-        )
-        found, _ = index.neighbor_graph
-    cand = np.asarray(found, dtype=np.int64)
+    cand = nndescent_candidates(X, k, metric, metric_kwds, random_state)
     rows = np.arange(n, dtype=np.int64)
-    has_self = (cand == rows[:, None]).any(axis=1)
-    cand[~has_self, -1] = rows[~has_self]
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k), dtype=np.float64)
     step = max(1, _PAIRED_BYTES // (8 * cand.shape[1] * X.shape[1]))
