@@ -12,9 +12,14 @@ from .build import build_graph
 from .edges import graph_from_fuzzy_set
 from .fuzzy import find_ab_params
 from .fuzzy.fuzzy_cpu import fuzzy_simplicial_set
+from .imported import graph_from_sparse, graph_from_umap
 from .knn import BuildCancelled
 from .params import GraphParams, default_n_epochs
 from .start import random_init, spectral_init
+
+# FuzzyGraph's constructors from other tools' graphs, attached where both modules are loaded (_types.py says why).
+FuzzyGraph.from_sparse = staticmethod(graph_from_sparse)
+FuzzyGraph.from_umap = staticmethod(graph_from_umap)
 
 __all__ = [
     "BuildCancelled",

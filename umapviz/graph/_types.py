@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -59,38 +60,12 @@ class FuzzyGraph:
         h.update(np.array([self.a, self.b, self.n_epochs, self.n_vertices], dtype=np.float64).tobytes())
         return h.hexdigest()
 
-    @classmethod
-    def from_sparse(cls, P: Any, **kwargs: Any) -> FuzzyGraph:
-        """A graph of any symmetric fuzzy membership matrix (scanpy's ``adata.obsp["connectivities"]``, cuML's
-        graph), pruned for its epochs as umap-learn prunes: see :func:`umapviz.graph.imported.graph_from_sparse`
-        for the keywords (``n_epochs``, ``a`` and ``b`` or ``min_dist`` and ``spread``, ``knn``).
-
-        Parameters
-        ----------
-        P : scipy.sparse matrix
-            (n, n) symmetric memberships in [0, 1].
-        **kwargs
-            As :func:`~umapviz.graph.imported.graph_from_sparse` takes them.
-        """
-        from .imported import graph_from_sparse  # noqa: PLC0415 - it builds on this module
-
-        return graph_from_sparse(P, **kwargs)
-
-    @classmethod
-    def from_umap(cls, model: Any, n_epochs: int | None = None) -> FuzzyGraph:
-        """A fitted umap-learn model's graph: its ``graph_`` pruned for its epochs, its ``a``, ``b`` and kNN
-        (:func:`umapviz.graph.imported.graph_from_umap`).
-
-        Parameters
-        ----------
-        model : umap.UMAP
-            A fitted umap-learn estimator.
-        n_epochs : int, optional
-            The epochs to prune for (None: the model's).
-        """
-        from .imported import graph_from_umap  # noqa: PLC0415 - it builds on this module
-
-        return graph_from_umap(model, n_epochs=n_epochs)
+    # Constructors from other tools' graphs (scanpy's connectivities, cuML's graph, a fitted umap-learn model):
+    # graph/imported.py builds them on edges.py, which builds on this module, so umapviz.graph attaches them
+    # (this module stays a leaf: no import cycle). FuzzyGraph.from_sparse(P, n_epochs=..., a=..., b=...) is
+    # imported.graph_from_sparse, FuzzyGraph.from_umap(model) is imported.graph_from_umap.
+    from_sparse: ClassVar[Callable[..., FuzzyGraph]]
+    from_umap: ClassVar[Callable[..., FuzzyGraph]]
 
     def __repr__(self) -> str:
         return (
