@@ -17,24 +17,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from umapviz import LayoutOptimizer, datasets, metrics
+from umapviz.cli.steps import PeakOutliers
 from umapviz.graph import build_graph
 from umapviz.graph.start import spectral_init
 
 RUNS = (("sequential", 1), ("hogwild", 1), ("buffered", 1), ("chunked", "auto"), ("vertex", 1))
-
-
-class PeakNeighbors:
-    """Counts outliers by the neighbours measure after every epoch; keeps the most and the first epoch with it."""
-
-    def __init__(self, graph):
-        self.graph, self.count, self.epoch, self.seconds = graph, 0, 0, 0.0
-
-    def __call__(self, opt, record) -> None:
-        began = time.perf_counter()
-        count = int(metrics.outliers(opt.embedding, self.graph, method="neighbors").sum())
-        if count > self.count:
-            self.count, self.epoch = count, record.epoch
-        self.seconds += time.perf_counter() - began
 
 
 def table(name: str, n: int, n_epochs: int, seed: int) -> str:
@@ -46,7 +33,7 @@ def table(name: str, n: int, n_epochs: int, seed: int) -> str:
         opt = LayoutOptimizer(
             graph, strategy=strategy, n_chunks=n_chunks, init=start.copy(), random_state=seed, device="cpu"
         )
-        peak = PeakNeighbors(graph)
+        peak = PeakOutliers(graph)
         began = time.perf_counter()
         opt.run(peak)
         per_epoch = (time.perf_counter() - began - peak.seconds) / n_epochs

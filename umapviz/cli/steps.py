@@ -96,7 +96,7 @@ def _run_series(
         opt = LayoutOptimizer(
             graph, strategy=strategy, n_chunks=chunks, random_state=seed, init=start, n_epochs=n_epochs, device=device
         )
-        peak = _PeakOutliers(graph)
+        peak = PeakOutliers(graph)
         began = time.perf_counter()
         opt.run(peak)
         seconds = time.perf_counter() - began - peak.seconds
@@ -120,7 +120,7 @@ def _run_series(
     return rows, embeddings, masks
 
 
-class _PeakOutliers:
+class PeakOutliers:
     """A ``LayoutOptimizer.run`` callback: the most points the "neighbors" measure flags after any epoch, and the
     first epoch with that many. A point flung early is often pulled back before the last epoch, so the final count
     alone can hide what a strategy did; ``seconds`` is the time spent measuring, kept out of the layout's time."""
