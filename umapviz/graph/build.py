@@ -20,7 +20,7 @@ from .._validation import (
     check_random_state,
 )
 from ._types import FuzzyGraph
-from .build_gpu import check_graph_fits, graph_from_knn_gpu, graph_on_gpu
+from .build_gpu import graph_from_knn_gpu, graph_on_gpu
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy import find_ab_params
@@ -48,7 +48,8 @@ from .knn.partitioned import (
     resolve_refine,
     work_data,
 )
-from .knn.recall import recall_at_k, truth_block_rows
+from .knn.recall import recall_at_k
+from .memory_plan import fit_stage, plan_cpu, plan_gpu_graph
 from .params import GraphParams
 
 
@@ -199,12 +200,27 @@ def build_graph(
     escalating = partitioned and knn == "auto" and device == "gpu"  # aims at a recall (client: measures it only)
     if knn == "auto":
         knn_target_recall = check_target_recall(knn_target_recall)
-    if device == "gpu":
-        check_graph_fits(X.shape[0], X.shape[1], n_neighbors, method, knn_partitions, knn_overlap)
-        if escalating:  # the recall check streams X in blocks; not even one fitting is known before the search
-            truth_block_rows(X.shape[0], X.shape[1], AUTO_RECALL_SAMPLE)
-    if partitioned:  # the rounds that will run, recorded (and keyed) as such: "auto" resolved here
-        knn_refine = refine_rounds(knn_refine, *X.shape, n_neighbors, knn_partitions, device, is_cupy(X))
+    if device == "gpu":  # before any work: MemoryError naming the stage and the knob where nothing fits
+        plan = plan_gpu_graph(
+            X,
+            n_neighbors,
+            method,
+            knn_partitions if partitioned else 1,
+            knn_overlap if partitioned else 1,
+            knn_refine if partitioned else 0,
+            escalating=escalating,
+            distributed=client is not None,
+        )
+        if partitioned:  # the rounds that will run, recorded (and keyed) as such: "auto" resolved by the plan
+            knn_refine = plan.refine
+    else:
+        if partitioned:
+            knn_refine = refine_rounds(knn_refine, *X.shape, n_neighbors, knn_partitions, device, is_cupy(X))
+            plan = plan_cpu(X, method, knn_partitions, knn_overlap, knn_refine)
+        else:
+            plan = plan_cpu(X, method)
+    if progress:
+        print(plan.describe(), flush=True)
 
     build = GraphParams.for_data(
         X.shape[0],
@@ -238,44 +254,46 @@ def build_graph(
         graph = load_graph(path, key)
         if graph is not None:
             graph.params["random_state"] = params["random_state"]  # the seed asked for now (it did not change it)
+            graph.params["memory_plan"] = dict(plan.record(), graph="from the cache")
             return graph
 
     if device == "gpu":
-        partitioning = (
-            dict(
-                n_partitions=knn_partitions,
-                overlap=knn_overlap,
-                random_state=random_state,
-                client=client,
-                refine=knn_refine,
+        with fit_stage("graph", plan):  # CuPy running out inside: a MemoryError naming the stage and knob
+            partitioning = (
+                dict(
+                    n_partitions=knn_partitions,
+                    overlap=knn_overlap,
+                    random_state=random_state,
+                    client=client,
+                    refine=knn_refine,
+                )
+                if partitioned
+                else None
             )
-            if partitioned
-            else None
-        )
-        if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
-            X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, rounds=knn_refine)
-        if escalating and client is None:
-            knn_indices, knn_dists, record = auto_knn(
-                X,
-                n_neighbors,
-                metric,
-                knn_partitions,
-                knn_overlap,
-                random_state,
-                knn_refine,
-                target=knn_target_recall,
-                cancel=cancel,
-                progress=progress,
-            )
-            build = dataclasses.replace(build, knn=record["knn"])
-            graph = graph_from_knn_gpu(knn_indices, knn_dists, build, cancel=cancel)
-            params = dict(build.record(), knn_overlap=knn_overlap, **record)
-        else:
-            graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
-        if escalating and client is not None:
-            recall = auto_recall(X, graph.knn_indices, metric)
-            check_auto_recall(recall, int(X.shape[0]), knn_target_recall)
-            params["knn_recall"] = recall
+            if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
+                X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, plan.x == "resident", knn_refine)
+            if escalating and client is None:
+                knn_indices, knn_dists, record = auto_knn(
+                    X,
+                    n_neighbors,
+                    metric,
+                    knn_partitions,
+                    knn_overlap,
+                    random_state,
+                    knn_refine,
+                    target=knn_target_recall,
+                    cancel=cancel,
+                    progress=progress,
+                )
+                build = dataclasses.replace(build, knn=record["knn"])
+                graph = graph_from_knn_gpu(knn_indices, knn_dists, build, cancel=cancel)
+                params = dict(build.record(), knn_overlap=knn_overlap, **record)
+            else:
+                graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
+            if escalating and client is not None:
+                recall = auto_recall(X, graph.knn_indices, metric)
+                check_auto_recall(recall, int(X.shape[0]), knn_target_recall)
+                params["knn_recall"] = recall
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(
@@ -315,6 +333,7 @@ def build_graph(
         graph = graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, build)
 
     graph.params.update(params)  # the partitioning, when there is one
+    graph.params["memory_plan"] = plan.record()  # after the cache key: where data lived changes no byte
     if path is not None:
         try:
             save_graph(path, graph, key)
