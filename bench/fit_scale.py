@@ -475,7 +475,10 @@ def main() -> None:
     rows = []
     if args.warmup:
         t = time.perf_counter()
+        made = child(args, ["--one", str(args.warmup), "--make-file"]) if args.mmap else {}
         warm = child(args, ["--one", str(args.warmup), "--both-starts"])
+        if "file" in made:
+            os.remove(made["file"])
         print(
             f"[{time.strftime('%H:%M:%S')}] warm-up, n={args.warmup:,}: {json.dumps(warm)} "
             f"({time.perf_counter() - t:.0f} s)",
