@@ -83,7 +83,10 @@ def build_graph(
     Parameters
     ----------
     X : array-like
-        (n_samples, n_features); anything ``np.asarray`` takes, NaN/inf not allowed.
+        (n_samples, n_features); anything ``np.asarray`` takes, NaN/inf not allowed. A read-only memory-mapped
+        ``.npy`` (``np.load(path, mmap_mode="r")``) is read a block of rows at a time (checks, hash, the partitioned
+        search's partitions, the GPU's uploads), never loaded whole: data larger than the host's memory builds with
+        ``knn="partitioned"`` on the CPU, or on the GPU.
     n_neighbors : int
         Neighbours per point, counting the point itself.
     metric : str
@@ -119,8 +122,12 @@ def build_graph(
         Show a progress bar for long exact kNN runs.
     device : str
         ``"cpu"``, ``"gpu"`` or ``"auto"``. On the GPU the kNN (recorded as ``"exact-gpu"`` or
-        ``"partitioned-gpu"``) and the fuzzy set run on the device. Before a GPU build starts, a MemoryError says
-        how much GPU memory it needs and how much is free when it cannot fit, and what to change.
+        ``"partitioned-gpu"``) and the fuzzy set run on the device, within a memory plan made before the work
+        (:mod:`umapviz.graph.memory_plan`: the budget is the free GPU memory or CuPy's pool limit; X resident or
+        streamed from the host, the recall check's reference whole or in blocks, the layout's schedule window),
+        recorded in ``graph.params["memory_plan"]`` and printed with ``progress``. Where no plan fits, a MemoryError
+        says before the build starts how much GPU memory it needs, how much is free, and what to change; CuPy running
+        out inside the build comes out as a MemoryError naming the stage and the knob.
     cancel : callable, optional
         A no-argument callable (e.g. ``event.is_set`` of a ``threading.Event`` another thread sets), asked
         before each tile of the exact kNN (CPU or GPU), after each partition of the partitioned search and after
