@@ -9,7 +9,7 @@ import pytest
 from umapviz import UMAP
 from umapviz._backend import gpu_memory, is_cupy
 from umapviz.graph import build_graph
-from umapviz.graph.knn.partitioned import resolve_partitioning, work_data
+from umapviz.graph.knn.partitioned import partitioned_bytes_needed, resolve_partitioning, work_data
 from umapviz.graph.knn.recall import truth_block_rows
 from umapviz.graph.memory_plan import layout_device
 from umapviz.optimize import LayoutOptimizer
@@ -119,3 +119,22 @@ def test_gpu_layout_that_cannot_fit_goes_to_the_cpu_which_gives_the_same_bytes(p
         graph.params["memory_plan"]["layout"] == "cpu" and "runs on the CPU" in graph.params["memory_plan"]["why"][-1]
     )
     assert LayoutOptimizer(graph, device="cpu", **kw).run().embedding.tobytes() == on_gpu.tobytes()
+
+
+def test_gpu_build_whose_fuzzy_set_cannot_fit_makes_it_on_the_cpu_with_the_same_bytes(pool_limit):
+    # 2,000,000 x 32 points: the partitioned search's buffers are smaller than the fuzzy set's sparse matrices. Under a
+    # limit between the two the search runs on the GPU and the fuzzy set and the edge list on the CPU: the same bytes.
+    rng = np.random.default_rng(3)
+    n, d = 2_000_000, 32
+    centres = rng.normal(size=(4000, d)).astype(np.float32) * 20
+    X = centres[rng.integers(0, 4000, n)] + rng.normal(size=(n, d)).astype(np.float32)
+    kw = dict(knn="partitioned", knn_refine=0, random_state=0, device="gpu", cache=False, progress=False)
+    free = build_graph(X, **kw)
+    parts, overlap = resolve_partitioning(n, 15)
+    search, fuzzy = partitioned_bytes_needed(n, d, 15, parts, overlap, data_on_device=False), 80 * n * 15
+    assert search < fuzzy
+    pool_limit((search + fuzzy) // 2)
+    limited = build_graph(X, **kw)
+    assert [g.params["memory_plan"]["fuzzy"] for g in (free, limited)] == ["gpu", "cpu"]
+    assert limited.knn_indices.tobytes() == free.knn_indices.tobytes()
+    assert limited.fingerprint == free.fingerprint

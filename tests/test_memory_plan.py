@@ -48,6 +48,14 @@ def test_data_that_fits_the_card_only_streamed_is_planned_streamed():
     assert plan.x == "streamed" and plan.refine == 1 and plan.needs["graph"] < 78 * GIB
 
 
+def test_a_fuzzy_set_too_large_for_the_card_is_planned_on_the_cpu():
+    with pytest.warns(UserWarning, match="runs no refinement round"):
+        plan = _plan(100_000_000, 64, 78)  # the search fits (46 GiB); the fuzzy set's matrices (112 GiB) do not
+    assert plan.fuzzy == "cpu" and plan.x == "streamed" and plan.needs["graph"] < 78 * GIB
+    assert "fuzzy set on the CPU" in plan.describe() and plan.record()["fuzzy"] == "cpu"
+    assert _plan(10_000_000, 384, 78).fuzzy == "gpu"
+
+
 def test_no_plan_fits_says_so_before_the_work_naming_the_need_and_the_knob():
     with pytest.raises(MemoryError) as info:
         _plan(600_000, 64, 0.09)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import is_cupy, resolve_device
+from .._backend import is_cupy, resolve_device, to_host
 from .._validation import (
     RandomStateLike,
     check_data,
@@ -39,6 +39,7 @@ from .knn import (
 )
 from .knn.auto_search import DEFAULT_TARGET, auto_knn
 from .knn.knn_cpu import nearest_neighbors
+from .knn.knn_gpu import exact_knn_gpu
 from .knn.partitioned import (
     DEFAULT_OVERLAP,
     DEFAULT_REFINE,
@@ -293,10 +294,21 @@ def build_graph(
                     progress=progress,
                 )
                 build = dataclasses.replace(build, knn=record["knn"])
-                graph = graph_from_knn_gpu(knn_indices, knn_dists, build, cancel=cancel)
+                if plan.fuzzy == "gpu":
+                    graph = graph_from_knn_gpu(knn_indices, knn_dists, build, cancel=cancel)
+                else:
+                    graph = _graph_on_host(knn_indices, knn_dists, build, cancel)
                 params = dict(build.record(), knn_overlap=knn_overlap, **record)
-            else:
+            elif plan.fuzzy == "gpu":
                 graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
+            else:  # the kNN on the GPU, the fuzzy set and the edge list on the host: the same bytes
+                if partitioning is not None:
+                    knn_indices, knn_dists = partitioned_knn(
+                        X, n_neighbors, metric, device="gpu", cancel=cancel, **partitioning
+                    )
+                else:
+                    knn_indices, knn_dists = exact_knn_gpu(X, n_neighbors, metric, cancel=cancel)
+                graph = _graph_on_host(knn_indices, knn_dists, build, cancel)
             if escalating and client is not None:
                 recall = auto_recall(X, graph.knn_indices, metric)
                 check_auto_recall(recall, int(X.shape[0]), knn_target_recall)
@@ -352,6 +364,15 @@ def build_graph(
                 stacklevel=2,
             )
     return graph
+
+
+def _graph_on_host(knn_indices, knn_dists, build: GraphParams, cancel: Callable[[], bool] | None) -> FuzzyGraph:
+    """The fuzzy set, the pruning and the edge list of a GPU kNN on the CPU (the memory plan's choice where their
+    sparse matrices do not fit on the GPU): the bytes of the GPU's :func:`graph_from_knn_gpu`."""
+    knn_indices, knn_dists = to_host(knn_indices), to_host(knn_dists)
+    stop_if_cancelled(cancel)
+    refuse_overflowed_distances(knn_dists)  # before the fuzzy set's arithmetic on inf
+    return graph_from_fuzzy_set(fuzzy_simplicial_set(knn_indices, knn_dists), knn_indices, knn_dists, build)
 
 
 # umap-learn's default disconnection distances: a kNN edge at a bounded metric's maximum joins unrelated points.

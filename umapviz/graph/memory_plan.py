@@ -10,6 +10,8 @@ stage takes the fastest placement that fits:
   tile by tile; the partitions' size (``knn_partitions``) and the refinement rounds (``knn_refine="auto"`` runs
   none where a round does not fit, with a warning);
 - knn="auto"'s recall check: the reference searched whole, or a block of rows at a time;
+- the fuzzy set, its pruning and the edge list: on the GPU, or where their sparse matrices do not fit, on the CPU
+  from the kNN copied to the host (the two give the same bytes: bench/graph_parity.py);
 - the layout: the optimizer's edges and schedule on the GPU (the schedule window shrinks to what fits), or, where
   not even a one-epoch window fits, the layout on the CPU, which gives the same bytes
   (:func:`layout_device`, with a warning).
@@ -75,6 +77,9 @@ class MemoryPlan:
         The partitioned search's partitions, the cap on a partition's members, and the refinement rounds.
     recall_block_rows : int or None
         Rows of X the recall check of ``knn="auto"`` searches at a time (X's rows: all at once); None: no check.
+    fuzzy : str
+        Where the fuzzy set, the pruning and the edge list are computed: ``"gpu"``, or ``"cpu"`` (the kNN copied to
+        the host first; the same bytes) where their sparse matrices do not fit.
     layout, layout_window : str, int
         The layout's device and the schedule window planned ("" and 0 before the layout is planned).
     needs : dict
@@ -94,6 +99,7 @@ class MemoryPlan:
     partition_rows: int = 0
     refine: int = 0
     recall_block_rows: int | None = None
+    fuzzy: str = "gpu"
     layout: str = ""
     layout_window: int = 0
     needs: dict = dataclasses.field(default_factory=dict)
@@ -113,6 +119,8 @@ class MemoryPlan:
             out.update(partitions=self.partitions, partition_rows=self.partition_rows, refine=self.refine)
         if self.recall_block_rows is not None:
             out["recall_block_rows"] = self.recall_block_rows
+        if self.device == "gpu":
+            out["fuzzy"] = self.fuzzy
         if self.layout:
             out.update(layout=self.layout, layout_window=self.layout_window)
         out["why"] = list(self.why)
@@ -130,6 +138,7 @@ class MemoryPlan:
             )
         if self.recall_block_rows is not None:
             parts.append(f"recall check in blocks of {self.recall_block_rows:,} rows")
+        parts.append(f"fuzzy set on the {self.fuzzy.upper()}")
         if self.layout:
             parts.append(
                 f"layout on the {self.layout.upper()}" + (f" (window {self.layout_window})" * bool(self.layout_window))
@@ -211,9 +220,16 @@ def plan_gpu_graph(
     free_total : (int, int), optional
         (free, total) GPU bytes; None asks the GPU.
     """
-    from .build_gpu import check_graph_fits, graph_bytes_needed  # noqa: PLC0415 - build_gpu imports this module
+    from .build_gpu import memory_shortfall_message  # noqa: PLC0415 - build_gpu imports this module
     from .knn import AUTO_RECALL_SAMPLE  # noqa: PLC0415
-    from .knn.partitioned import _max_members, partitioned_bytes_needed, refine_rounds  # noqa: PLC0415
+    from .knn.knn_gpu import knn_bytes_needed  # noqa: PLC0415
+    from .knn.partitioned import (  # noqa: PLC0415
+        DEFAULT_OVERLAP,
+        ROWS_PER_PARTITION,
+        _max_members,
+        partitioned_bytes_needed,
+        refine_rounds,
+    )
     from .knn.recall import truth_block_rows  # noqa: PLC0415
     from .knn.refine import refine_bytes_needed  # noqa: PLC0415
 
@@ -230,12 +246,25 @@ def plan_gpu_graph(
     )
     partitioned = method == "partitioned-gpu"
     on_device = is_cupy(X)
-    check_graph_fits(n, d, k, method, n_partitions, overlap, free_total=(free, total))
+    x_bytes = 4 * n * d
+    # The search's own buffers must fit (X counted where it must be on the device: the exact search's reference).
+    if partitioned:
+        search = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False)
+    else:
+        search = knn_bytes_needed(n, d, k, min(n, 1024))
+    if search > free:
+        other = None
+        if not partitioned:
+            parts = max(1, -(-n // ROWS_PER_PARTITION))
+            other = partitioned_bytes_needed(n, d, k, parts, DEFAULT_OVERLAP, data_on_device=False)
+        raise MemoryError(memory_shortfall_message(n, d, k, method, search, free, total, other))
     if partitioned:
         plan.partitions, plan.partition_rows = int(n_partitions), min(n, _max_members(n, n_partitions, overlap))
         plan.refine = refine_rounds(refine, n, d, k, n_partitions, "gpu", on_device, (free, total))
         if refine == "auto" and plan.refine == 0 and n_partitions > 1:
             plan.why.append("no refinement round: a round does not fit")
+    # The fuzzy set's peak: the kNN, the memberships and the symmetric sum's three sparse matrices.
+    fuzzy = 8 * n * k + 3 * 12 * 2 * n * k
     if on_device:
         plan.x = "gpu"
     elif not partitioned:
@@ -243,18 +272,23 @@ def plan_gpu_graph(
     elif distributed:
         plan.x = "host"
         plan.why.append("the Dask workers take X's partitions from the host")
-    else:  # uploaded where X and the work fit in half the budget: the rest stays for the stages' own buffers
-        work = partitioned_bytes_needed(n, d, k, n_partitions, overlap, data_on_device=False)
-        resident = 4 * n * d + max(work, refine_bytes_needed(n, k) if plan.refine else 0)
-        plan.x = "resident" if resident <= 0.5 * free else "streamed"
+    else:  # uploaded where X and the work fit in half the budget, and X beside the fuzzy set
+        resident = x_bytes + max(search, refine_bytes_needed(n, k) if plan.refine else 0)
+        plan.x = "resident" if resident <= 0.5 * free and (x_bytes + fuzzy <= free or fuzzy > free) else "streamed"
         if plan.x == "streamed":
             plan.why.append(
-                f"X ({4 * n * d / GIB:.1f} GiB) and the search ({work / GIB:.1f} GiB) take more than half the "
-                "budget: X streams from the host"
+                f"X ({x_bytes / GIB:.1f} GiB) beside the search ({search / GIB:.1f} GiB) or the fuzzy set "
+                f"({fuzzy / GIB:.1f} GiB) does not fit: X streams from the host"
             )
-    plan.needs["graph"] = graph_bytes_needed(
-        n, d, k, method, int(n_partitions), overlap, data_on_device=plan.x in ("gpu", "resident")
-    )
+    held_x = x_bytes if plan.x in ("gpu", "resident") else 0
+    plan.fuzzy = "gpu" if fuzzy + held_x <= free else "cpu"
+    if plan.fuzzy == "cpu":
+        plan.why.append(
+            f"the fuzzy set's sparse matrices ({fuzzy / GIB:.1f} GiB) do not fit: it runs on the CPU from the kNN"
+        )
+    plan.needs["knn"] = int(search + (x_bytes if plan.x == "resident" and partitioned else 0))
+    plan.needs["fuzzy set"] = int(fuzzy + held_x) if plan.fuzzy == "gpu" else 0
+    plan.needs["graph"] = max(plan.needs["knn"], plan.needs["fuzzy set"])
     if escalating:
         # The check runs beside the graph (and a resident X): planned on what is left then; raised up front only
         # where not even a block fits in the whole budget.
