@@ -274,11 +274,13 @@ def build_graph(
                     random_state=random_state,
                     client=client,
                     refine=knn_refine,
+                    # where the plan put X (the Dask workers' partitions come from the host)
+                    data_on_device=plan.x in ("gpu", "resident"),
                 )
                 if partitioned
                 else None
             )
-            if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
+            if partitioned and client is None:  # uploaded once where the plan says: the recall check reads it too
                 X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, plan.x == "resident", knn_refine)
             if escalating and client is None:
                 knn_indices, knn_dists, record = auto_knn(
