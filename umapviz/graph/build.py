@@ -227,7 +227,7 @@ def build_graph(
             plan = plan_cpu(X, method, knn_partitions, knn_overlap, knn_refine)
         else:
             plan = plan_cpu(X, method)
-    if progress:
+    if progress and (device == "gpu" or plan.source != "memory"):  # a CPU build of data in memory has no choice
         print(plan.describe(), flush=True)
 
     build = GraphParams.for_data(

@@ -280,7 +280,9 @@ def plan_gpu_graph(
                 f"X ({x_bytes / GIB:.1f} GiB) beside the search ({search / GIB:.1f} GiB) or the fuzzy set "
                 f"({fuzzy / GIB:.1f} GiB) does not fit: X streams from the host"
             )
-    held_x = x_bytes if plan.x in ("gpu", "resident") else 0
+    # X held on the GPU while the fuzzy set is made: a CuPy X, or one uploaded for the partitioned search (the exact
+    # search's own copy is gone by then).
+    held_x = x_bytes if plan.x == "gpu" or (plan.x == "resident" and partitioned) else 0
     plan.fuzzy = "gpu" if fuzzy + held_x <= free else "cpu"
     if plan.fuzzy == "cpu":
         plan.why.append(
