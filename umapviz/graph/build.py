@@ -262,7 +262,8 @@ def build_graph(
         graph = load_graph(path, key)
         if graph is not None:
             graph.params["random_state"] = params["random_state"]  # the seed asked for now (it did not change it)
-            graph.params["memory_plan"] = dict(plan.record(), graph="from the cache")
+            if device == "gpu" or plan.source != "memory":  # a CPU build of data in memory has no choice
+                graph.params["memory_plan"] = dict(plan.record(), graph="from the cache")
             return graph
 
     if device == "gpu":
@@ -354,7 +355,8 @@ def build_graph(
         graph = graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, build)
 
     graph.params.update(params)  # the partitioning, when there is one
-    graph.params["memory_plan"] = plan.record()  # after the cache key: where data lived changes no byte
+    if device == "gpu" or plan.source != "memory":  # after the cache key: where data lived changes no byte
+        graph.params["memory_plan"] = plan.record()
     if path is not None:
         try:
             save_graph(path, graph, key)
