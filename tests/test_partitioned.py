@@ -282,6 +282,8 @@ def test_gpu_auto_escalates_until_the_target_or_says_what_it_reached():
     assert (graph.params["knn_recall"] >= 0.95) == (not short)
     if short:
         assert "knn='exact'" in str(short[0].message) and "s on an H200" in str(short[0].message)
+    plans = graph.params.pop("memory_plan"), again.params.pop("memory_plan")  # its budget is the free memory then
+    assert plans[0]["x"] == plans[1]["x"] and plans[0]["fuzzy"] == plans[1]["fuzzy"]
     assert graph.fingerprint == again.fingerprint and graph.params == again.params
 
 

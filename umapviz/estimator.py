@@ -19,6 +19,7 @@ from .graph.knn import GEMM_METRICS, check_metric, check_metric_kwds, metric_cpu
 from .graph.knn.auto_search import DEFAULT_TARGET
 from .graph.knn.knn_cpu import query_knn, reference_index
 from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
+from .graph.memory_plan import fit_stage, layout_device
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
 from .optimize.transform import embed_new_points, transform_n_epochs
@@ -253,19 +254,24 @@ class UMAP:
             )
             if curve is not None:
                 graph = dataclasses.replace(graph, a=curve[0], b=curve[1])
-            optimizer = LayoutOptimizer(
-                graph,
-                strategy=self.strategy,
-                n_chunks=self.n_chunks,
-                random_state=seed,
-                init=self.init,
-                n_epochs=self.n_epochs,
-                learning_rate=self.learning_rate,
-                negative_sample_rate=self.negative_sample_rate,
-                repulsion_strength=self.repulsion_strength,
-                device=self.device if graph.params.get("metric") in GEMM_METRICS else "cpu",
-                n_components=self.n_components,
-            ).run(progress=self.verbose)
+            device = self.device if graph.params.get("metric") in GEMM_METRICS else "cpu"
+            # On the GPU where its edges fit, else on the CPU (the same bytes), said so.
+            n_components = check_n_components(self.n_components)
+            device = layout_device(graph, n_components, self.strategy, device, progress=bool(self.verbose))
+            with fit_stage("layout"):  # CuPy running out: a MemoryError naming the stage and the knob
+                optimizer = LayoutOptimizer(
+                    graph,
+                    strategy=self.strategy,
+                    n_chunks=self.n_chunks,
+                    random_state=seed,
+                    init=self.init,
+                    n_epochs=self.n_epochs,
+                    learning_rate=self.learning_rate,
+                    negative_sample_rate=self.negative_sample_rate,
+                    repulsion_strength=self.repulsion_strength,
+                    device=device,
+                    n_components=self.n_components,
+                ).run(progress=self.verbose)
         feature_names = _feature_names(X)
         self._reference = None  # transform's prepared copy (GPU memory after a GPU fit): rebuilt when needed
         self.graph_ = graph
