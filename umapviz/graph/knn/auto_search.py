@@ -56,7 +56,8 @@ BUDGET_UNITS = 8.0
 # seconds; the exact search 5.6 s for 1e12 pairs against 1.26 s for the search's 6.6e10.
 ROUND_UNITS = 0.3
 EXACT_PAIR_COST = 0.29
-# The same for the exact search with the FP16 GEMM (its scores half the bytes, its GEMM about twice TF32's rate).
+# The same for the exact search with the FP16 GEMM: an estimate, half of EXACT_PAIR_COST (its scores are half the
+# bytes and its GEMM runs at about twice TF32's rate), until bench/knn_auto.py's exact_fp16 line measures it.
 EXACT_FP16_PAIR_COST = 0.15
 # The share of the missed neighbours that a search with partitions twice as large (united with the last graph) still
 # misses, until a step measures it: on round 384-d clusters at 1M, 8,192 -> 16,384 rows per partition took the miss
