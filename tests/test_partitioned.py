@@ -358,6 +358,17 @@ def test_auto_search_escalates_on_data_without_clusters_and_repeats_its_bytes():
     assert idx.tobytes() == again[0].tobytes() and dist.tobytes() == again[1].tobytes() and record == again[2]
 
 
+def test_auto_search_close_to_its_target_refines_before_the_exact_search(text_like):
+    # Structured data a hair short of target 1.0 (which only the exact search is sure to reach): a round may close a
+    # gap this narrow, so rounds run first, while they gain; then the exact search, not the larger partitions.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idx, _, record = auto_knn(text_like, 15, "euclidean", 8, 2, random_state=0, rounds=1, target=1.0, device="cpu")
+    steps = record["knn_steps"]
+    assert [s[0] for s in steps] == ["partitioned", "exact"] and steps[0][2] >= 1 and 0.95 <= steps[0][3] < 1.0
+    assert record["knn_recall"] == 1.0 and idx.tobytes() == exact_knn(text_like, 15, progress=False)[0].tobytes()
+
+
 def test_auto_search_short_of_its_target_warns_with_the_recall_and_the_exact_estimate():
     # 200 partitions of 100 rows: the exact search costs more than the budget, and the larger partitions it affords
     # do not reach 0.999 on 64-d noise.
