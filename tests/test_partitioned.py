@@ -221,6 +221,7 @@ def test_the_exact_step_takes_the_fp16_gemm_on_the_gpu_only_where_it_serves():
     assert exact_precision(384, 15, "cpu") == "auto"  # the CPU's exact search has one precision
     assert exact_precision(8, 15, "gpu") == "auto"  # few features: FP32, as "auto" takes it
     assert exact_precision(384, 200, "gpu") == "auto"  # too many candidates for the refine kernel
+    assert exact_precision(70_000, 15, "gpu") == "auto"  # half scores could overflow
 
 
 def test_memory_check_names_need_free_and_fix():

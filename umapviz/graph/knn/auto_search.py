@@ -65,8 +65,11 @@ EXACT_FP16_PAIR_COST = 0.15
 MISS_PER_DOUBLING = 0.6
 # Recall a refinement round may still add: a gap wider than this does not wait for rounds before the exact step.
 ROUND_LIKELY_GAIN = 0.05
-# The FP16 GEMM's candidates (:func:`.knn_gpu.n_candidates`) fit the refine kernel up to this many neighbours.
+# The FP16 GEMM's candidates (:func:`.knn_gpu.n_candidates`) fit the refine kernel up to this many neighbours, and
+# its half scores stay finite below this many features (rows scaled into [-1, 1]: |q . z| <= d; half's largest is
+# 65,504).
 FP16_MAX_NEIGHBORS = 128
+FP16_MAX_FEATURES = 65_000
 # Seconds per pair and feature of the exact search on that H200, for the warning's estimate only.
 EXACT_SECONDS_PER_PAIR_FEATURE = 1.46e-14
 
@@ -106,7 +109,8 @@ def exact_units(n: int, first_partitions: int, overlap: int, precision: str = "a
 
 def exact_precision(n_features: int, n_neighbors: int, device: str) -> str:
     """The exact step's GEMM: on the GPU "fp16" above FP32_MAX_FEATURES features (where TF32 is what "auto" starts
-    from) for up to FP16_MAX_NEIGHBORS neighbours, else "auto" (the CPU's exact search has one precision).
+    from) up to FP16_MAX_FEATURES, for up to FP16_MAX_NEIGHBORS neighbours, else "auto" (the CPU's exact search has
+    one precision).
 
     Parameters
     ----------
@@ -115,7 +119,7 @@ def exact_precision(n_features: int, n_neighbors: int, device: str) -> str:
     device : str
         "gpu" or "cpu".
     """
-    if device == "gpu" and n_features > FP32_MAX_FEATURES and n_neighbors <= FP16_MAX_NEIGHBORS:
+    if device == "gpu" and FP32_MAX_FEATURES < n_features <= FP16_MAX_FEATURES and n_neighbors <= FP16_MAX_NEIGHBORS:
         return "fp16"
     return "auto"
 
