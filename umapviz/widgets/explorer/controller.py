@@ -10,10 +10,13 @@ The controller's own traits (epoch, outliers, fingerprint, running, ...) say wha
 follow. Views (explorer.py) only bind controls to these traits and draw what they announce; tests drive the
 controller directly.
 
-Its worker jobs live in two mixins, for size: SetupJobs (setup_jobs.py: a parameter change -> restart or
-rebuild) and PlayJobs (play_jobs.py: play, step, reset, draw, publish); what the user looks at and picks (view
-range, selection, the inspected point: ``zoom``, ``reset_view``, ``select``, ``inspect``, ``flung``, ``trail``)
-in Inspection (focus.py).
+The controller turns calls and parameter changes into jobs for its worker; the jobs' work is done by parts it
+owns, each given what it uses in its constructor: ``Current`` (current.py: the layout on screen and the play
+under way, under one lock), ``Setup`` and ``DatasetMenu`` (setup_jobs.py: a parameter change -> restart or
+rebuild), ``Player`` (play_jobs.py: play, step, reset, draw). The parts reach back only through the small
+protocols their modules declare (``SetupHost``, ``PlayerHost``), given a weak proxy of the controller. What the
+user looks at and picks (view range, selection, the inspected point: ``zoom``, ``reset_view``, ``select``,
+``inspect``, ``flung``, ``trail``) comes from the Inspection base (focus.py), shared with the comparison grid.
 
 The worker holds the controller weakly (it is the worker's owner): once nothing refers to the controller (its
 view dropped), the worker stops and calls what ``on_gone`` collected (a view closes its widgets that way).
@@ -21,11 +24,8 @@ view dropped), the worker stops and calls what ``on_gone`` collected (a view clo
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import threading
-from collections import deque
-from dataclasses import dataclass
+import weakref
 from typing import Any
 
 import numpy as np
@@ -34,53 +34,17 @@ from traitlets import Bool, Float, Int, Unicode, observe
 from ... import datasets
 from ..focus import Inspection
 from ..lifetime import call_each, weak_callback
-from ..session import (
-    LayoutRun,
-    check_count,
-    split_params,
-)
+from ..session import LayoutRun, check_count
 from ..status import ExplorerError, Status
 from ..worker import Worker
-from .frames import Frames, export, export_path
-from .params import ExplorerParams
-from .play_jobs import PlayJobs
-from .setup_jobs import REBUILD, SetupJobs
-
-OWN_SETTINGS = (
-    "data",
-    "labels",
-    "n_samples",
-    "epochs_per_frame",
-    "size",
-    "colour_by_class",
-    "lock_view",
-    "outlier_method",
-)
-LAYOUT_SETTINGS = ("strategy", "n_chunks", "random_state", "init", "n_epochs", "device")
+from .current import Current, ExplorerState, Quiet
+from .frames import Frames, export, export_noted, export_path
+from .params import REBUILD_TRAITS, REDRAW_TRAITS, RESTART_TRAITS, ExplorerParams
+from .play_jobs import Player
+from .setup_jobs import REBUILD, RESTART, DatasetMenu, Setup
 
 
-@dataclass(frozen=True)
-class ExplorerState:
-    """A snapshot of what the panel shows (``explorer.state``)."""
-
-    dataset: str
-    n_points: int
-    epoch: int
-    n_epochs: int
-    strategy: str
-    n_chunks: int | str  # as asked for: an int, "auto", "shipped" or "degree"
-    n_chunks_used: int  # what it resolved to on this graph (1 for buffered)
-    seed: int | None
-    outliers: int
-    fingerprint: str
-    running: bool
-    ms_per_epoch: float  # over the last frame's epochs (NaN before any)
-    fps: float  # frames per second over the last dozen frames while playing (NaN when unknown)
-    busy: str  # what the worker is doing besides playing ("building graph..."), "" when nothing
-    error: str  # the message shown in the panel, "" when none
-
-
-class ExplorerController(SetupJobs, PlayJobs, Inspection):
+class ExplorerController(Inspection):
     """One layout, live, on a background thread: parameters, graph, run, errors; no widget.
 
     Parameters
@@ -129,25 +93,13 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         self.params = ExplorerParams()
         self.status = Status()
         self.frames = Frames()
-        self.source = None
-        self.graph = None
-        self.run: LayoutRun | None = None
-        self.timings: dict[str, float] = {}  # seconds per stage of the last (re)start: data, graph, ...
-        self._custom: tuple[Any, Any] | None = None  # the user's own data and labels, once loaded
-        self._loaded: tuple[Any, Any, Any] | None = None  # (data, labels, n_samples) of the graph on screen
-        self._lock = threading.RLock()  # guards the fields below, read by state/frame from any thread
-        self._dirty = 0
-        self._target_epoch: int | None = None
-        self._target_span: int | None = None  # play(epochs): how many, so a restart plays as many again
-        self._play_requests = 0  # play() and pause() count up; a queued play runs only if still the latest
-        self._fps_stamps: deque[float] = deque(maxlen=12)
-        self._setup_failing = False
-        self._quiet = threading.local()
+        self._current = Current()
+        self._quiet = Quiet()
+        self._menu = DatasetMenu(self.params, self._quiet)
         self._gone: list = []
         with self.quietly():
             self.update(data=data, labels=labels, n_samples=n_samples, **params)
-        self.graph_n_epochs = self.params.n_epochs  # pruning threshold of a graph built here
-        self._sync_dataset()
+        self._menu.sync()
         # Held weakly, as the worker holds it: a cycle would keep it from going while its thread plays (a garbage
         # collection that finds the thread inside a frame, which holds it, finds it in use).
         self.params.observe(weak_callback(self._param_changed))
@@ -159,6 +111,20 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
             name="umapviz-explorer",
             on_owner_gone=functools.partial(call_each, self._gone),
         )
+        host = weakref.proxy(self)  # the parts are the controller's: a strong reference back would be a cycle
+        self._player = Player(self._current, self.params, self.status, self.frames, self.worker, self._quiet, host)
+        self._setup = Setup(
+            self._current,
+            self.params,
+            self.status,
+            self.frames,
+            self.worker,
+            self._quiet,
+            self._menu,
+            self._player,
+            host,
+            graph_n_epochs=self.params.n_epochs,  # the pruning threshold of a graph built here
+        )
         if start:
             self.start()
 
@@ -166,6 +132,11 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
     def start(self) -> None:
         """Build the graph and the first layout (in the background)."""
         self.request(REBUILD)
+
+    def request(self, level: int) -> None:
+        """Have the worker restart the layout (RESTART) or rebuild the graph too (REBUILD)."""
+        self._setup.request(level)
+        self.worker.submit(lambda: self._setup.run(), key="setup")
 
     def on_gone(self, callback: Any) -> None:
         """Call ``callback()`` on the worker thread once this controller was collected (it must not refer to it)."""
@@ -176,31 +147,52 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         self.worker.close()
         self.running = False
 
-    @contextlib.contextmanager
     def quietly(self):
-        """Change traits in this thread without the restarts and redraws the changes would ask for."""
-        self._quiet.depth = getattr(self._quiet, "depth", 0) + 1
-        try:
-            yield
-        finally:
-            self._quiet.depth -= 1
+        """Change traits in this thread without the restarts and redraws the changes would ask for (a context
+        manager)."""
+        return self._quiet.hold()
 
-    def _is_quiet(self) -> bool:
-        return getattr(self._quiet, "depth", 0) > 0
+    # -- what asks for work --------------------------------------------------------------------------------
+    def _param_changed(self, change: Any) -> None:
+        name = change["name"]
+        if name == "data":
+            self._menu.sync()
+        if self._quiet.on:
+            return
+        if name == "dataset":
+            self._menu.choose(change["new"])
+        elif name in REBUILD_TRAITS:
+            self.request(REBUILD)
+        elif name in RESTART_TRAITS:
+            self.request(RESTART)
+        elif name in REDRAW_TRAITS:
+            self._redraw()
 
     @observe("view_range")
     def _view_range_changed(self, _change: Any) -> None:
         self._redraw()  # at full resolution, with the project's renderer; while playing, the next frame does it
+
+    def _redraw(self) -> None:
+        """The view lock, the view range, the colouring or the size changed: draw the current frame again."""
+        self.status.begin()  # a frame that failed to draw may draw now (density only): its error goes
+        self.frames.fixed_view = None
+        if self._current.run is not None and not self.worker.playing:
+            self.worker.submit(lambda: self._player.show_current(), key="redraw")
+
+    def _scrubbed(self, change: Any) -> None:
+        if self._quiet.on or self.worker.in_worker:
+            return
+        self.cancel_play(refresh=False)  # a refresh would move the scrubber back to the latest frame
+        index = int(change["new"])
+        self.worker.submit(lambda: self._player.show_recorded(index), key="scrub")
 
     # -- programmatic control ------------------------------------------------------------------------------
     def play(self, epochs: int | None = None, block: bool = True) -> ExplorerState:
         """Run ``epochs`` more epochs (None: to the end); see ``Explorer.play``."""
         epochs = check_count("epochs", epochs, none_means="run to the end")
         since = self.status.begin()
-        with self._lock:
-            self._play_requests += 1
-            token = self._play_requests
-        self.worker.submit(lambda: self._start_playing(epochs, token))
+        request = self._current.new_play_request()
+        self.worker.submit(lambda: self._start_playing(epochs, request))
         return self.finish(block, since, whole_play=True)
 
     def pause(self, wait: bool = True) -> ExplorerState:
@@ -215,7 +207,7 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         n = check_count("n", n)
         since = self.status.begin()
         self.cancel_play()
-        self.worker.submit(lambda: self._advance_and_show(n))
+        self.worker.submit(lambda: self._player.advance_and_show(n))
         return self.finish(block, since)
 
     def reset(self, block: bool = True) -> ExplorerState:
@@ -224,7 +216,7 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         since = self.status.begin()
         self.cancel_play()
         self.view_range = None
-        self.worker.submit(self._reset_run)
+        self.worker.submit(lambda: self._player.reset_run())
         return self.finish(block, since)
 
     def set(self, block: bool = True, **params: Any) -> ExplorerState:
@@ -235,22 +227,9 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
 
     def update(self, **params: Any) -> None:
         """Set parameters at once, all or none: a misspelt name (TypeError) or a bad panel setting
-        (ParameterError, a ValueError) changes nothing. New data comes without labels unless they are given."""
-        if "data" in params and "labels" not in params:
-            params["labels"] = None
-        traits = {name: params.pop(name) for name in OWN_SETTINGS if name in params}
-        graph_params, optimizer_params = split_params(params)  # a misspelt name is a TypeError, as usual
-        if "n_neighbors" in graph_params:
-            traits["n_neighbors"] = graph_params.pop("n_neighbors")
-        traits.update({name: optimizer_params.pop(name) for name in LAYOUT_SETTINGS if name in optimizer_params})
-        p = self.params
-        if graph_params:
-            traits["graph_options"] = {**p.graph_options, **graph_params}
-        if optimizer_params:
-            traits["optimizer_options"] = {**p.optimizer_options, **optimizer_params}
-        with p.hold_trait_notifications():  # one notification each, once all are set and valid
-            for name, value in traits.items():
-                setattr(p, name, value)
+        (ParameterError, a ValueError) changes nothing. New data comes without labels unless they are given
+        (``ExplorerParams.apply``)."""
+        self.params.apply(**params)
 
     def wait(self, timeout: float | None = None) -> ExplorerState:
         """Block until nothing is queued, running or playing."""
@@ -273,49 +252,49 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         except KeyboardInterrupt:  # an interrupted kernel: stop the layout too, not only the waiting
             self.cancel_play()
             raise
-        self.status.check(since, self.run is not None)
+        self.status.check(since, self._current.run is not None)
         return self.state
 
     def cancel_play(self, refresh: bool = True) -> None:
         """Stop playing, and drop a play that is still queued (pressed during a rebuild, say)."""
-        with self._lock:
-            self._play_requests += 1
+        self._current.new_play_request()
         was_playing = self.worker.playing
         self.worker.pause()
         self.running = False
         if was_playing and refresh:  # bring the chart and the scrubber up to the last frame
-            self.worker.submit(self._follow_history, key="extras")
+            self.worker.submit(lambda: self._player.follow_history(), key="extras")
 
     # -- what it shows -------------------------------------------------------------------------------------
     @property
+    def run(self) -> LayoutRun | None:
+        """The layout run on screen (None until one was built); the worker's alone to advance."""
+        return self._current.run
+
+    @property
+    def graph(self) -> Any:
+        """The FuzzyGraph of the layout on screen (None until one was built)."""
+        return self._current.graph
+
+    @property
+    def source(self) -> Any:
+        """The loaded data of the layout on screen (None until loaded)."""
+        return self._current.source
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Seconds per stage of the last (re)start: data, graph, initial layout, first frame."""
+        return self._setup.timings
+
+    @property
     def state(self) -> ExplorerState:
         """What the panel shows now (does not wait for the worker)."""
-        p = self.params
-        with self._lock:
-            run, source = self.run, self.source
-            opt = run.optimizer if run is not None else None
-            return ExplorerState(
-                dataset=source.name if source is not None else p.dataset,
-                n_points=source.n_points if source is not None else 0,
-                epoch=opt.epoch if opt is not None else 0,
-                n_epochs=opt.n_epochs if opt is not None else 0,
-                strategy=opt.strategy if opt is not None else str(p.strategy),
-                n_chunks=opt.n_chunks_param if opt is not None else p.n_chunks,
-                n_chunks_used=opt.n_chunks if opt is not None else 0,
-                seed=opt.seed if opt is not None else None,
-                outliers=run.n_outliers if run is not None else 0,
-                fingerprint=self.fingerprint if run is not None else "",
-                running=self.worker.playing,
-                ms_per_epoch=run.ms_per_epoch if run is not None else float("nan"),
-                fps=self.fps(),
-                busy=self.status.busy,
-                error=self.status.error,
-            )
+        return self._current.state(self.params, self.status, self.fingerprint, self.worker)
 
     @property
     def optimizer(self):
         """The LayoutOptimizer in use (None until made). Step it through the controller, not directly."""
-        return self.run.optimizer if self.run is not None else None
+        run = self._current.run
+        return run.optimizer if run is not None else None
 
     def frame(self) -> np.ndarray:
         """The image shown now, (size, size, 4) uint8 RGBA (waits for queued work unless playing)."""
@@ -329,11 +308,11 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
     def recording(self):
         """The frames recorded so far as a ``umapviz.render.Recording``."""
         self.worker.wait_frame_done()
-        run = self.run
+        run = self._current.run
         if run is None:
             raise ExplorerError(self.status.error or "nothing to record: the panel has no layout.")
-        with self._lock:
-            return run.recording(self._metadata(run))
+        with self._current.lock:
+            return run.recording(self._current.metadata(run))
 
     def export(self, path: Any = None, fps: float = 5):
         """Save by suffix: .png, .gif, .html, .mp4, .npz, to a file, a folder or the current directory; returns
@@ -344,11 +323,42 @@ class ExplorerController(SetupJobs, PlayJobs, Inspection):
         """Export on the worker, saying so (with the full path) in ``status.note``; an error is shown like any
         other."""
         self.status.begin()  # a new try: the last failed export's message goes
-        self.worker.submit(lambda: self._export_job(export_path(path)))
+        self.worker.submit(lambda: export_noted(self.status, self.export, export_path(path)))
 
     def fps(self) -> float:
-        with self._lock:
-            stamps = list(self._fps_stamps)
-        if len(stamps) < 2 or stamps[-1] <= stamps[0]:
-            return float("nan")
-        return (len(stamps) - 1) / (stamps[-1] - stamps[0])
+        return self._current.fps()
+
+    # -- the worker's side: jobs and frames (worker thread) ------------------------------------------------
+    def _start_playing(self, epochs: int | None, request: int) -> None:
+        if self._player.start_playing(epochs, request):
+            self.running = self.worker.playing
+
+    def _play_frame(self) -> bool:
+        """The worker's frame while playing (see Player.play_frame); False stops playing."""
+        keep_going = self._player.play_frame()
+        if not keep_going:
+            self.running = False
+        return keep_going
+
+    def _report(self, exc: BaseException) -> None:
+        """The worker's error report: shown in ``status`` (a failed build's error sticks)."""
+        sticky = self._setup.take_failure()
+        self.running = False
+        self.status.show_error(exc, sticky=sticky)
+
+    # PlayerHost and SetupHost (play_jobs.py, setup_jobs.py): what the parts hand back
+    def _publish(self, readouts: dict[str, Any]) -> None:
+        with self.hold_trait_notifications():
+            for name, value in readouts.items():
+                setattr(self, name, value)
+
+    def _follow_inspected(self) -> None:
+        if self.inspected is not None:
+            self.point = self.point_info(self.inspected)
+
+    def _adopted(self, source: Any, graph: Any, rebuilt: bool) -> None:
+        with self.hold_trait_notifications():
+            self.has_labels = source.labels is not None
+            self.graph_given = source.graph is not None
+            self.graph_nnz = int(graph.nnz)
+        self._refocus(rebuilt=rebuilt)

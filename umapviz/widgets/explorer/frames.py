@@ -113,6 +113,28 @@ def export_path(path: str | Path | None = None) -> Path:
     return path.absolute()
 
 
+def export_noted(status: Any, save: Any, path: Path) -> None:
+    """``save(path)``, saying so in ``status.note``: "exporting PATH..." while it runs (a long run's frames take a
+    while to draw), "saved PATH" after, nothing after an error (which propagates).
+
+    Parameters
+    ----------
+    status : Status
+        The panel's status.
+    save : callable
+        Writes the file (a controller's ``export``); returns the path written.
+    path : Path
+        Where to save.
+    """
+    status.note = f"exporting {path}..."
+    try:
+        written = save(path)
+    except BaseException:
+        status.note = ""  # neither "exporting" for ever nor the last export's "saved ..."
+        raise
+    status.note = f"saved {written}"
+
+
 def export(path: str | Path | None, frame: Any, recording: Any, size: int, fps: float = 5) -> Path:
     """Save by suffix: .png (``frame()``, the image shown), .gif / .html / .mp4 (``recording()``, one view over
     all frames), .npz (the recording itself, for ``Recording.load``). ``frame`` and ``recording`` are called

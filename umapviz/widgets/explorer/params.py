@@ -24,7 +24,7 @@ from ... import datasets
 from ..._backend import DEVICES
 from ...optimize import STRATEGIES
 from ...optimize.chunks import RULES
-from ..session import OUTLIER_METHODS, draw_seed
+from ..session import OUTLIER_METHODS, draw_seed, split_params
 from ..status import ParameterError
 
 # Which traits redo what when they change.
@@ -41,6 +41,19 @@ RESTART_TRAITS = (
 )
 REDRAW_TRAITS = ("colour_by_class", "lock_view", "size")
 N_CHUNKS_MODES = RULES  # the named rules; "fixed" in the menu means an int
+# Settings that are traits of their own (the rest of build_graph's and LayoutOptimizer's parameters go to
+# graph_options and optimizer_options).
+OWN_SETTINGS = (
+    "data",
+    "labels",
+    "n_samples",
+    "epochs_per_frame",
+    "size",
+    "colour_by_class",
+    "lock_view",
+    "outlier_method",
+)
+LAYOUT_SETTINGS = ("strategy", "n_chunks", "random_state", "init", "n_epochs", "device")
 
 
 class Refusing:
@@ -137,6 +150,32 @@ class ExplorerParams(HasTraits):
     @validate("random_state")
     def _seed(self, proposal: Any) -> Any:
         return _plain(draw_seed(proposal["value"]))  # drawn once, so a restart repeats the run
+
+    def apply(self, **settings: Any) -> None:
+        """Set settings at once, all or none: a misspelt name (TypeError) or a bad value (ParameterError, a
+        ValueError) changes nothing, and each changed trait notifies once, after all are set.
+
+        Parameters
+        ----------
+        **settings
+            Traits of their own (OWN_SETTINGS, LAYOUT_SETTINGS, n_neighbors), and any other parameter of
+            ``build_graph`` (into ``graph_options``) or ``LayoutOptimizer`` (into ``optimizer_options``). New
+            data comes without labels unless they are given.
+        """
+        if "data" in settings and "labels" not in settings:
+            settings["labels"] = None
+        traits = {name: settings.pop(name) for name in OWN_SETTINGS if name in settings}
+        graph_params, optimizer_params = split_params(settings)  # a misspelt name is a TypeError, as usual
+        if "n_neighbors" in graph_params:
+            traits["n_neighbors"] = graph_params.pop("n_neighbors")
+        traits.update({name: optimizer_params.pop(name) for name in LAYOUT_SETTINGS if name in optimizer_params})
+        if graph_params:
+            traits["graph_options"] = {**self.graph_options, **graph_params}
+        if optimizer_params:
+            traits["optimizer_options"] = {**self.optimizer_options, **optimizer_params}
+        with self.hold_trait_notifications():  # one notification each, once all are set and valid
+            for name, value in traits.items():
+                setattr(self, name, value)
 
     def layout_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``make_optimizer``: the layout traits set, and the other options."""

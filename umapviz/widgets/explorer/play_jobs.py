@@ -1,135 +1,154 @@
-"""The Explorer controller's playing jobs: advance the run, measure it, draw it, publish what it is at. Part of
-ExplorerController (controller.py), kept apart for size: it runs on the worker thread and uses the controller's
-``params``, ``status``, ``frames``, ``worker`` and run fields.
+"""The Explorer controller's playing jobs: advance the run, measure it, draw it, and hand what it is at to the
+controller (``Player``). They run on the worker thread; the controller queues them (controller.py).
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from typing import Any, Protocol
 
 from ...optimize.optimizer import sequential_gpu_advice
 from ..session import LayoutRun
+from ..status import Status
+from ..worker import Worker
+from .current import Current, Quiet
+from .frames import Frames
+from .params import ExplorerParams
 
 
-class PlayJobs:
-    """Worker jobs that play, step, reset and draw the run (a mixin)."""
+class PlayerHost(Protocol):
+    """What a Player uses of the controller that owns it (held as a weak proxy: no reference cycle)."""
 
-    def _start_playing(self, epochs: int | None, token: int) -> None:
-        run = self.run
-        if run is None or token != self._play_requests:
-            return  # no layout (bad data: the error stays shown), or paused before this play began
-        with self._lock:
-            self._target_span = epochs
-            self._target_epoch = None if epochs is None else run.epoch + epochs
-            self._fps_stamps.clear()
+    view_range: Any  # the zoomed range ((x0, x1), (y0, y1)) the frames are drawn at; None: the whole layout
+
+    def _publish(self, readouts: dict[str, Any]) -> None:
+        """Set the controller's readout traits (epoch, fingerprint, ...) at once."""
+
+    def _follow_inspected(self) -> None:
+        """Bring the inspected point's readout up to the layout just drawn."""
+
+
+class Player:
+    """Plays, steps, resets and draws the layout on screen (``current``) into ``frames``.
+
+    Parameters
+    ----------
+    current : Current
+        The layout on screen and the play under way.
+    params : ExplorerParams
+        The panel's settings (epochs per frame, size, colouring, view lock).
+    status : Status
+        Where notes go.
+    frames : Frames
+        The image on screen and the scrubber's frames.
+    worker : Worker
+        The panel's worker (play starts it playing).
+    quiet : Quiet
+        Held while the scrubber follows the run, so that following asks for no redraw.
+    host : PlayerHost
+        The controller, as a weak proxy.
+    """
+
+    def __init__(
+        self,
+        current: Current,
+        params: ExplorerParams,
+        status: Status,
+        frames: Frames,
+        worker: Worker,
+        quiet: Quiet,
+        host: PlayerHost,
+    ) -> None:
+        self._current, self._params, self._status, self._frames = current, params, status, frames
+        self._worker, self._quiet, self._host = worker, quiet, host
+
+    def start_playing(self, epochs: int | None, request: int) -> bool:
+        """Play ``epochs`` more (None: to the end) if play request ``request`` is still the latest; False when
+        it does not start (no layout: the error stays shown; or paused before this play began)."""
+        run = self._current.run
+        if run is None or not self._current.is_latest(request):
+            return False
+        self._current.aim(run, epochs)
         if run.done:
             self._note_finished(run)
         else:
-            self.worker.play()
-        self.running = self.worker.playing
+            self._worker.play()
+        return True
 
-    def _play_frame(self) -> bool:
+    def play_frame(self) -> bool:
         """One frame while playing: advance, measure, show. False stops playing."""
-        run = self.run
-        with self._lock:
-            target = (
-                None if run is None else (run.optimizer.n_epochs if self._target_epoch is None else self._target_epoch)
-            )
-        n = 0 if run is None or run.done else min(self.params.epochs_per_frame, target - run.epoch)
+        run = self._current.run
+        target = self._current.target(run)
+        n = 0 if run is None or run.done else min(self._params.epochs_per_frame, target - run.epoch)
         if n <= 0:
-            self.running = False
             return False
         run.advance(n)
-        with self._lock:
-            self._fps_stamps.append(time.perf_counter())
+        self._current.stamp_frame()
         keep_going = not run.done and run.epoch < target
-        self._show_current(extras=not keep_going or self.frames.extras_due())
-        if not keep_going:
-            self.running = False
+        self.show_current(extras=not keep_going or self._frames.extras_due())
         return keep_going
 
-    def _advance_and_show(self, n: int) -> None:
-        if self.run is None:
+    def advance_and_show(self, n: int) -> None:
+        run = self._current.run
+        if run is None:
             return
-        if self.run.done:
-            self._note_finished(self.run)
+        if run.done:
+            self._note_finished(run)
             return
-        self.run.advance(n)
-        self._show_current()
+        run.advance(n)
+        self.show_current()
 
     def _note_finished(self, run: LayoutRun) -> None:
-        self.status.note = f"the layout has finished (epoch {run.epoch}); press Reset to run it again"
+        self._status.note = f"the layout has finished (epoch {run.epoch}); press Reset to run it again"
 
-    def _reset_run(self) -> None:
-        if self.run is None:
+    def reset_run(self) -> None:
+        run = self._current.run
+        if run is None:
             return
-        self.run.reset()
-        with self._lock:
-            self._fps_stamps.clear()
-        self._show_current()
+        run.reset()
+        self._current.clear_frames()
+        self.show_current()
 
-    def _show_recorded(self, index: int) -> None:
-        run, p = self.run, self.params
+    def show_recorded(self, index: int) -> None:
+        run, p = self._current.run, self._params
         if run is None:
             return
         run.colour_by_class = p.colour_by_class
-        shown = self.frames.render_recorded(run, index, p.size, p.lock_view, self.view_range)
+        shown = self._frames.render_recorded(run, index, p.size, p.lock_view, self._host.view_range)
         if shown is not None:
-            self.status.note = (
+            self._status.note = (
                 f"showing recorded epoch {shown[0]} ({shown[1]:,} outliers); "
                 "press play to continue from the latest epoch"
             )
 
-    def _show_current(self, extras: bool = True) -> None:
+    def show_current(self, extras: bool = True) -> None:
         """Draw the run's current embedding, publish what it is at, and with ``extras`` the chart and scrubber."""
-        run, p = self.run, self.params
+        run, p = self._current.run, self._params
         run.colour_by_class = p.colour_by_class
         fingerprint = run.fingerprint()
-        self._publish(run, fingerprint)
-        self.frames.render_current(run, p.size, p.lock_view, self.view_range)
-        self.status.note = ""
+        self._host._publish(readouts(run, fingerprint))
+        self._frames.render_current(run, p.size, p.lock_view, self._host.view_range)
+        self._status.note = ""
         if extras:
-            self._follow_history()
-            if self.inspected is not None:  # its flags and distance move with the layout
-                self.point = self.point_info(self.inspected)
+            self.follow_history()
+            self._host._follow_inspected()  # its flags and distance move with the layout
 
-    def _publish(self, run: LayoutRun, fingerprint: str) -> None:
-        opt = run.optimizer
-        with self.hold_trait_notifications():
-            self.epoch, self.n_epochs, self.n_chunks_used = int(opt.epoch), int(opt.n_epochs), int(opt.n_chunks)
-            self.seed = None if opt.seed is None else int(opt.seed)
-            self.outliers, self.fingerprint = int(run.n_outliers), fingerprint
-            self.ms_per_epoch = run.ms_per_epoch
-            self.advice = sequential_gpu_advice(opt.strategy, opt.device, run.graph.nnz) or ""
+    def follow_history(self) -> None:
+        run = self._current.run
+        if run is not None:
+            with self._quiet.hold():
+                self._frames.follow_history(run)
 
-    def _follow_history(self) -> None:
-        if self.run is not None:
-            with self.quietly():
-                self.frames.follow_history(self.run)
 
-    def _export_job(self, name: Any) -> None:
-        self.status.note = f"exporting {name}..."  # a long run's frames take a while to draw
-        try:
-            path = self.export(name)
-        except BaseException:
-            self.status.note = ""  # neither "exporting" for ever nor the last export's "saved ..."
-            raise
-        self.status.note = f"saved {path}"
-
-    def _report(self, exc: BaseException) -> None:
-        """The worker's error report: shown in ``status`` (a failed build's error sticks)."""
-        sticky, self._setup_failing = self._setup_failing, False
-        self.running = False
-        self.status.show_error(exc, sticky=sticky)
-
-    def _metadata(self, run: LayoutRun) -> dict:
-        opt = run.optimizer
-        return {
-            "dataset": self.source.name,
-            "strategy": opt.strategy,
-            "n_chunks": int(opt.n_chunks),
-            "seed": int(opt.seed),
-            "n_epochs": int(opt.n_epochs),
-            "outlier_method": run.outlier_method,
-        }
+def readouts(run: LayoutRun, fingerprint: str) -> dict[str, Any]:
+    """The controller's readout traits for ``run`` as it stands (``fingerprint``: its layout's)."""
+    opt = run.optimizer
+    return {
+        "epoch": int(opt.epoch),
+        "n_epochs": int(opt.n_epochs),
+        "n_chunks_used": int(opt.n_chunks),
+        "seed": None if opt.seed is None else int(opt.seed),
+        "outliers": int(run.n_outliers),
+        "fingerprint": fingerprint,
+        "ms_per_epoch": run.ms_per_epoch,
+        "advice": sequential_gpu_advice(opt.strategy, opt.device, run.graph.nnz) or "",
+    }
