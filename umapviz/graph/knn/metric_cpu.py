@@ -1,9 +1,10 @@
 """k-nearest neighbours on the CPU under the metrics that have no GEMM form (manhattan, chebyshev, minkowski,
-correlation, hamming, jaccard) and from a precomputed distance matrix.
+correlation, hamming, jaccard, hellinger, haversine) and from a precomputed distance matrix.
 
 The same output contract as :mod:`umapviz.graph.knn.knn_cpu`: ``(indices int32 (n, k), distances float32 (n, k))``,
 the point itself at column 0, the rest sorted by distance, ties broken by index. Distances are SciPy's
-(``scipy.spatial.distance.cdist`` in float64): the exact search computes them a block of rows at a time; the
+(``scipy.spatial.distance.cdist`` in float64; hellinger's and haversine's, which SciPy lacks, by pynndescent's
+formulas in float64): the exact search computes them a block of rows at a time; the
 approximate search takes pynndescent's candidates (which implements these metrics) and re-scores them with the same
 formulas. A distance SciPy leaves undefined follows pynndescent's rule: correlation between two constant rows is 0,
 between a constant row and another 1.
@@ -43,6 +44,11 @@ def cdist_block(A: np.ndarray, B: np.ndarray, metric: str, metric_kwds: dict) ->
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
+    if metric in ("hellinger", "haversine"):  # pair by pair, as paired_distances (the same bytes), in pieces
+        step = max(1, _PAIRED_BYTES // (8 * B.shape[0] * B.shape[1]))
+        return np.concatenate(
+            [_formula(A[i : i + step, None, :], B[None, :, :], metric) for i in range(0, len(A), step)]
+        ).reshape(len(A), len(B))
     if metric in ("hamming", "jaccard"):  # SciPy reads them on booleans: non-zero is True
         D = cdist(A != 0, B != 0, metric) if metric == "jaccard" else cdist(A, B, metric)
     else:
@@ -247,4 +253,50 @@ def paired_distances(X: np.ndarray, rows: np.ndarray, cand: np.ndarray, metric: 
         flat_u = np.ptp(U, axis=2) == 0
         flat_v = np.ptp(V, axis=2) == 0
         return np.where(flat_u | flat_v, np.where(flat_u & flat_v, 0.0, 1.0), D)
+    if metric in ("hellinger", "haversine"):
+        return _formula(U, V, metric)
     raise ValueError(f"metric={metric!r} has no paired form here.")
+
+
+def _formula(U: np.ndarray, V: np.ndarray, metric: str) -> np.ndarray:
+    """float64 distances between broadcast rows U (..., d) and V (..., d) by pynndescent's formulas (SciPy has
+    neither): hellinger ``sqrt(1 - sum(sqrt(u v)) / sqrt(sum(u) sum(v)))`` (0 between two zero rows, 1 between a
+    zero row and another); haversine ``2 arcsin(sqrt(sin^2(dlat / 2) + cos(lat_u) cos(lat_v) sin^2(dlon / 2)))``
+    of (latitude, longitude) in radians."""
+    if metric == "hellinger":
+        return _hellinger(np.sqrt(U * V).sum(axis=-1), U.sum(axis=-1), V.sum(axis=-1))
+    sin_lat = np.sin(0.5 * (U[..., 0] - V[..., 0]))
+    sin_lon = np.sin(0.5 * (U[..., 1] - V[..., 1]))
+    inner = sin_lat**2 + np.cos(U[..., 0]) * np.cos(V[..., 0]) * sin_lon**2
+    return 2.0 * np.arcsin(np.sqrt(np.clip(inner, 0.0, 1.0)))
+
+
+def _hellinger(dot: np.ndarray, su: np.ndarray, sv: np.ndarray) -> np.ndarray:
+    """Hellinger distances from ``sum(sqrt(u v))`` and the rows' sums (broadcast against each other)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        D = np.sqrt(np.maximum(1.0 - dot / np.sqrt(su * sv), 0.0))
+    zero_u, zero_v = su == 0, sv == 0
+    return np.where(zero_u | zero_v, np.where(zero_u & zero_v, 0.0, 1.0), D)
+
+
+def check_metric_data(X: np.ndarray, metric: str) -> None:
+    """ValueError, naming the fix, for data a metric is not defined on (umap-learn refuses the same): hellinger
+    on negative values (it compares distributions), haversine on other than two columns (latitude, longitude).
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) data.
+    metric : str
+        The checked metric.
+    """
+    if metric == "hellinger" and (X < 0).any():
+        raise ValueError(
+            "metric='hellinger' compares non-negative rows (counts, frequencies), but X has negative values. Pass "
+            "non-negative data (e.g. counts, or X - X.min()), or another metric."
+        )
+    if metric == "haversine" and X.shape[1] != 2:
+        raise ValueError(
+            f"metric='haversine' is a distance on the sphere between (latitude, longitude) pairs in radians, so X "
+            f"needs 2 columns, but it has {X.shape[1]}. Pass the two angle columns, or another metric."
+        )
