@@ -128,6 +128,35 @@ def test_approximate_search_rescores_pynndescents_candidates_with_scipys_distanc
     assert np.array_equal(idx, again)
 
 
+@pytest.mark.parametrize(("metric", "kwds"), _CASES)
+def test_rescoring_kernel_keeps_the_k_best_candidates_by_scipys_distances_on_any_thread_count(metric, kwds):
+    numba = pytest.importorskip("numba")
+    X = _data(metric)
+    exact_idx, exact_dist = metric_cpu.exact_metric_knn(X, 10, metric, kwds)
+    # the exact neighbours among 20 random rows, shuffled, some missing (-1): what NN-descent hands over
+    rng = np.random.default_rng(0)
+    cand = np.full((len(X), 31), -1, dtype=np.int64)
+    for row, own in enumerate(exact_idx):
+        others = np.setdiff1d(rng.choice(len(X), 24, replace=False), own)[: 20 if row % 7 else 19]
+        cand[row, : 10 + len(others)] = rng.permutation(np.concatenate([own, others]))
+    results = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        idx, dist = np.empty((len(X), 10), np.int64), np.empty((len(X), 10))
+        with_threads = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            metric_cpu._rescore(X, cand, metric_cpu._METRIC_CODES[metric], kwds.get("p", 2.0), idx, dist)
+        finally:
+            numba.set_num_threads(with_threads)
+        results.append((idx, dist))
+    (idx, dist), (idx2, dist2) = results
+    assert np.array_equal(idx, idx2) and np.array_equal(dist.view(np.int64), dist2.view(np.int64))
+    D = _scipy_distances(X, metric, kwds)
+    np.testing.assert_allclose(dist[:, 1:], np.take_along_axis(D, idx[:, 1:], 1), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(dist.astype(np.float32), exact_dist, rtol=1e-5, atol=1e-7)
+    assert np.array_equal(idx[:, 0], np.arange(len(X))) and (np.diff(dist, axis=1) >= 0).all()
+
+
 def test_precomputed_distance_matrix_gives_the_graph_of_the_data_it_came_from():
     X = _data("manhattan")
     D = _scipy_distances(X, "manhattan", {}).astype(np.float32)
