@@ -21,7 +21,7 @@ powf (the benchmark-only macro UMV_LIBRARY_POW of engine_gpu.cu), e.g. `bash ben
 
 Before and after in one run: put an earlier commit's engine in a folder and pass it as --baseline (git ignores
 .baseline/; carry it to the GPU machine):
-    mkdir -p .baseline && for f in engine_gpu.py engine_gpu.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
+    mkdir -p .baseline && git archive REV umapviz/optimize | tar -x -C .baseline --strip-components=2
 (an engine that takes EngineParams, as engine_gpu.GpuEngine does).
 
 umap-learn is not installed on the GPU machine: bench/device_wheels.sh puts its wheels (with the metadata
@@ -72,8 +72,8 @@ def log(*args) -> None:
 
 
 def load_engine(directory: str):
-    """The GPU engine module of another version of the code: `directory` holds its engine_gpu.py and engine_gpu.cu
-    (e.g. from `git show REV:umapviz/optimize/engine_gpu.py`), so that before and after are timed in one run."""
+    """The GPU engine module of another version of the code: `directory` holds its engine_gpu.py, engine_gpu.cu
+    and kernels/ (e.g. from `git archive REV umapviz/optimize`), so that before and after are timed in one run."""
     spec = importlib.util.spec_from_file_location(
         "umapviz.optimize.engine_gpu_baseline", Path(directory) / "engine_gpu.py"
     )
@@ -490,7 +490,7 @@ def main() -> None:
     ap.add_argument(
         "--baseline",
         default="",
-        help="a folder with another version's engine_gpu.py and engine_gpu.cu, "
+        help="a folder with another version's engine_gpu.py, engine_gpu.cu and kernels/, "
         "timed beside the current code (before and after in one run)",
     )
     ap.add_argument(

@@ -126,7 +126,7 @@ def _float_literals(text: str) -> list[float]:
 def test_pow_portable_twins_share_their_tables_and_constants():
     """The CPU and GPU pow_portable give the same bits only with the same constants: the three tables are equal
     entry for entry, and the two functions' bodies hold the same float literals."""
-    cu = engine_gpu.KERNELS.read_text()
+    cu = engine_gpu.kernel_source()
     for cpu_name, gpu_name in (
         ("_POW_INVC", "UMV_POW_INVC"),
         ("_POW_LOGC", "UMV_POW_LOGC"),
@@ -172,11 +172,12 @@ def _cpu_pows(xs, y, out):
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH (the host compiler of this check)")
 def test_pow_portable_gpu_twin_compiled_as_host_code_gives_the_cpu_twins_bits(tmp_path):
-    """engine_gpu.cu's pow_portable section, compiled by g++ with host versions of its intrinsics, against
-    moves_cpu.pow_portable on 10^7 inputs: random bit patterns over every float (zeros, subnormals, inf, NaN,
-    negatives included) and the layout's range of squared distances, at the layout's exponents and others. The
-    same bits everywhere: the twins take the same steps (the GPU tests check the device itself)."""
-    cu = engine_gpu.KERNELS.read_text()
+    """The engine source's pow_portable section (in kernels/helpers.cuh), compiled by g++ with host versions of
+    its intrinsics, against moves_cpu.pow_portable on 10^7 inputs: random bit patterns over every float (zeros,
+    subnormals, inf, NaN, negatives included) and the layout's range of squared distances, at the layout's
+    exponents and others. The same bits everywhere: the twins take the same steps (the GPU tests check the
+    device itself)."""
+    cu = engine_gpu.kernel_source()
     section = cu[cu.index("// ---- pow_portable") : cu.index("// ---- end of pow_portable")]
     host = build_host_library(_HOST_PRELUDE + section + _HOST_ENTRY, tmp_path)
     host.pows.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_long, ctypes.c_void_p]
@@ -215,6 +216,36 @@ def test_gpu_modules_import_without_touching_cupy(module):
     assert mod.KERNELS.is_file()
 
 
+def test_engine_source_inlines_every_kernel_part_once():
+    """engine_gpu.cu includes its parts from kernels/; the engine compiles kernel_source(), which must inline each
+    part file exactly once and leave no include of a local file behind (NVRTC, given the text alone, would not
+    find it)."""
+    source = engine_gpu.kernel_source()
+    parts = sorted((ROOT / "optimize" / "kernels").glob("*.cuh"))
+    assert len(parts) >= 2
+    head = engine_gpu.KERNELS.read_text()
+    for part in parts:
+        assert head.count(f'#include "kernels/{part.name}"\n') == 1, part.name
+        assert source.count(part.read_text()) == 1, part.name
+    assert '#include "' not in source
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_nvcc_and_the_engine_compile_the_same_kernel_source(tmp_path):
+    """The CI checks above hand engine_gpu.cu to nvcc, which resolves its includes itself; the engine hands
+    kernel_source() to NVRTC. Both must be one program: the same PTX."""
+    inlined = tmp_path / "inlined.cu"
+    inlined.write_text(engine_gpu.kernel_source())
+    ptx = []
+    for source in (engine_gpu.KERNELS, inlined):
+        out = tmp_path / f"{source.stem}.ptx"
+        cmd = ["nvcc", "--ptx", "-arch=sm_90", *engine_gpu.NVRTC_OPTIONS, str(source), "-o", str(out)]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, f"{' '.join(cmd)} failed:\n{run.stderr}"
+        ptx.append(out.read_bytes())
+    assert ptx[0] == ptx[1]
+
+
 @pytest.mark.parametrize(
     "macro, attr",
     [
@@ -228,8 +259,8 @@ def test_gpu_modules_import_without_touching_cupy(module):
 )
 def test_launch_constants_match_the_kernel_source(macro, attr):
     """The host sizes launches from these; a mismatch would silently skip or repeat work."""
-    found = re.search(rf"^#define {macro} (\d+)", engine_gpu.KERNELS.read_text(), re.M)
-    assert found, f"#define {macro} not found in engine_gpu.cu"
+    found = re.search(rf"^#define {macro} (\d+)", engine_gpu.kernel_source(), re.M)
+    assert found, f"#define {macro} not found in engine_gpu.kernel_source()"
     assert int(found.group(1)) == getattr(engine_gpu, attr)
 
 

@@ -968,7 +968,7 @@ def _pows_on_both_devices(y: float, xs: np.ndarray) -> tuple[np.ndarray, np.ndar
     it."""
     cp = cupy()
     y = np.float32(y)
-    module = cp.RawModule(code=engine_gpu.KERNELS.read_text() + _POW_KERNEL, options=engine_gpu.NVRTC_OPTIONS)
+    module = cp.RawModule(code=engine_gpu.kernel_source() + _POW_KERNEL, options=engine_gpu.NVRTC_OPTIONS)
     out = cp.empty(xs.size, cp.float32)
     module.get_function("pows")(((xs.size + 255) // 256,), (256,), (cp.asarray(xs), y, np.int32(xs.size), out))
     host = np.empty_like(xs)
@@ -1100,7 +1100,7 @@ def test_chunk_apply_by_rows_or_by_edges_gives_the_cpus_bytes(mixture_graph, n_c
     on the active counts makes sure each case takes the way it is named for in every active epoch."""
 
     _, graph = mixture_graph
-    sweep_percent = int(re.search(r"^#define SWEEP_PCT (\d+)", engine_gpu.KERNELS.read_text(), re.M).group(1))
+    sweep_percent = int(re.search(r"^#define SWEEP_PCT (\d+)", engine_gpu.kernel_source(), re.M).group(1))
     cpu, gpu = _same_start_pair(graph, "chunked", n_chunks=n_chunks)
     active = np.array([record.active_edges for record in gpu.epochs()])
     active = active[active > 0]  # epoch 0 has none (every epochs_per_sample is at least 1): nothing to apply

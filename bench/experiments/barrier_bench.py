@@ -10,10 +10,11 @@ they are, without the chunk's own work around them.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import cupy as cp
 
-from umapviz.optimize.engine_gpu import KERNELS, NVRTC_OPTIONS
+from umapviz.optimize.engine_gpu import KERNELS, NVRTC_OPTIONS, kernel_source
 
 # A loop of barriers, whatever word type the source's grid_barrier takes.
 LOOP = r"""
@@ -45,7 +46,9 @@ def time_barrier(source: str, blocks: int, threads: int, reps: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
-        "--sources", default="", help="comma-separated earlier engine_gpu.cu files to time beside the current"
+        "--sources",
+        default="",
+        help="comma-separated earlier engine_gpu.cu files (their kernels/ beside them) to time beside the current",
     )
     ap.add_argument("--reps", type=int, default=20000, help="barriers per launch")
     ap.add_argument("--threads", type=int, default=256, help="threads per block")
@@ -56,8 +59,7 @@ def main() -> None:
     print("|---|---|---|")
     for per_sm in (1, 2, 4):
         for path in sources:
-            with open(path) as f:
-                ns = time_barrier(f.read(), sms * per_sm, args.threads, args.reps)
+            ns = time_barrier(kernel_source(Path(path)), sms * per_sm, args.threads, args.reps)
             print(f"| {path} | {sms * per_sm} | {ns:.0f} |", flush=True)
 
 

@@ -4,8 +4,8 @@ against the same engine built with CUDA's powf, and against an earlier version o
     PYTHONUNBUFFERED=1 PYTHONPATH=. python3 bench/experiments/pow_chain.py [--before DIR] [--n 1000000]
         [--rounds 3] [--budget 170] [--out DIR]      (writes OUT/pow_chain.json)
 
-DIR holds an earlier engine_gpu.py and engine_gpu.cu (as bench/gpu_bench.py's --baseline), e.g.
-    mkdir -p .baseline && for f in engine_gpu.py engine_gpu.cu; do git show REV:umapviz/optimize/$f > .baseline/$f; done
+DIR holds an earlier engine_gpu.py, engine_gpu.cu and kernels/ (as bench/gpu_bench.py's --baseline), e.g.
+    mkdir -p .baseline && git archive REV umapviz/optimize | tar -x -C .baseline --strip-components=2
 
 A chunk of chunked("auto") costs the latency of one edge's dependent chain (rows, the attraction, about 5
 negative samples one after the other, each with a power), so the power's latency, not its throughput, is what a
@@ -156,7 +156,7 @@ class Runs:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--before", default="", help="folder with an earlier engine_gpu.py and engine_gpu.cu")
+    ap.add_argument("--before", default="", help="folder with an earlier engine_gpu.py, engine_gpu.cu and kernels/")
     ap.add_argument("--n", type=int, default=1_000_000, help="points of the mixture graph")
     ap.add_argument("--rounds", type=int, default=3, help='alternating rounds of chunked("auto")')
     ap.add_argument("--budget", type=float, default=170.0, help="seconds: no new round starts past this")
@@ -171,9 +171,9 @@ def main() -> None:
         codes["portable before"] = (Path(args.before), ())
     results: dict = {"device": gpu_bench.device_info(), "chain_ns": {}, "layout": [], "others": []}
 
-    identity = chain_kernel(engine_gpu.KERNELS.read_text(), (), True)
+    identity = chain_kernel(engine_gpu.kernel_source(), (), True)
     for name, (folder, extra) in codes.items():
-        kernel = chain_kernel((folder / "engine_gpu.cu").read_text(), extra, False)
+        kernel = chain_kernel(engine_gpu.kernel_source(folder / "engine_gpu.cu"), extra, False)
         for barrier_every in (0, 6):  # ns per call, less the chain without the power
             ns = (chain_us(kernel, args.reps, barrier_every) - chain_us(identity, args.reps, barrier_every)) * 1e3
             ns /= args.reps

@@ -54,7 +54,9 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from test_cuda_sources import _HOST_PRELUDE  # noqa: PLC0415 - the tests' host prelude, from tests/
 
-    cu = (ROOT / "umapviz/optimize/engine_gpu.cu").read_text()
+    from umapviz.optimize import engine_gpu  # noqa: PLC0415 - the parent's only; children import after setup
+
+    cu = engine_gpu.kernel_source()
     section = cu[cu.index("// ---- pow_portable") : cu.index("// ---- end of pow_portable")]
     with tempfile.TemporaryDirectory() as tmp:
         src, lib = Path(tmp, "pow.cpp"), Path(tmp, "pow.so")

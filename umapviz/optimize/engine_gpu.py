@@ -23,24 +23,27 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 
 from .._backend import cupy, gpu_memory
 from .params import EngineParams
-from .vertex_index import VERTEX_WIDE_GROUP as _VERTEX_WIDE  # VTX_WIDE in engine_gpu.cu: a wide group's items
+from .vertex_index import VERTEX_WIDE_GROUP as _VERTEX_WIDE  # VTX_WIDE in kernels/vertex.cuh: a wide group's items
 from .vertex_index import vertex_group_sizes, vertex_index
 
 KERNELS = Path(__file__).with_name("engine_gpu.cu")
+# engine_gpu.cu is the kernels' head (macros, types) and one include line per part under kernels/, by concern.
+_PART = re.compile(r'^#include "(kernels/\w+\.cuh)"\n', re.M)
 MAX_DIM = 8
 # Epochs scheduled per pass (at most _SCHED_WMAX; fewer when GPU memory is short): the per-edge schedule state is
 # read and written once per window.
 SCHED_WINDOW = 8
 # Vertices with more edges (as head and tail) than this get a whole warp in the vertex kernel; the others share
-# a warp, VTX_TILE lanes each (engine_gpu.cu), since most have a handful of active edges an epoch.
+# a warp, VTX_TILE lanes each (kernels/vertex.cuh), since most have a handful of active edges an epoch.
 VERTEX_HEAVY = 64
-# Threads per block of the persistent chunked kernel: must equal PERSIST_THREADS in engine_gpu.cu.
+# Threads per block of the persistent chunked kernel: must equal PERSIST_THREADS in kernels/chunked.cuh.
 PERSIST_THREADS = 256
 # Share of the edges active in a typical epoch (each edge is active once every epochs_per_sample epochs): the
 # persistent kernel gets enough blocks for a chunk of that many edges, as many as fit at most.
@@ -49,10 +52,32 @@ _TYPICAL_ACTIVE = 0.3
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 
 _SCHED_BLOCK = 1024  # must equal SCHED_BLOCK in engine_gpu.cu
-_SCHED_WMAX = 8  # must equal SCHED_WMAX in engine_gpu.cu
+_SCHED_WMAX = 8  # must equal SCHED_WMAX in kernels/schedule.cuh
 _THREADS = 256
-_VERTEX_WARPS = 8  # must equal VTX_WARPS in engine_gpu.cu: warps per block of the vertex kernel
-_VERTEX_TILE = 8  # must equal VTX_TILE in engine_gpu.cu: lanes per ordinary vertex
+_VERTEX_WARPS = 8  # must equal VTX_WARPS in kernels/vertex.cuh: warps per block of the vertex kernel
+_VERTEX_TILE = 8  # must equal VTX_TILE in kernels/vertex.cuh: lanes per ordinary vertex
+
+
+def kernel_source(path: Path = KERNELS) -> str:
+    """The one CUDA source the engine compiles: engine_gpu.cu with each ``#include "kernels/NAME.cuh"`` line
+    replaced by that file's text, in order.
+
+    The parts are inlined here rather than left to NVRTC's include path because CuPy keys its compiled-kernel
+    cache on the source text: an edit to a part must change the key. nvcc, given engine_gpu.cu, includes the
+    same files, so the CI compile checks see this source too.
+
+    Parameters
+    ----------
+    path : Path
+        The head file, engine_gpu.cu by default (another version's, e.g. a benchmark's baseline, works too: its
+        parts are read from the kernels/ folder beside it; a single-file version comes back unchanged).
+
+    Returns
+    -------
+    str
+        The complete source.
+    """
+    return _PART.sub(lambda m: (path.parent / m.group(1)).read_text(), path.read_text())
 
 
 @functools.cache
@@ -63,7 +88,7 @@ def _module(dim: int, private_head: bool, nneg_bytes: int | None = None):
     options = NVRTC_OPTIONS + (f"-DUMV_DIM={dim}", f"-DUMV_PH={int(private_head)}")
     if nneg_bytes is not None:
         options += (f"-DVTX_NNEG_BYTES={int(nneg_bytes)}",)
-    return cp.RawModule(code=KERNELS.read_text(), options=options)
+    return cp.RawModule(code=kernel_source(), options=options)
 
 
 def _blocks_per_sm(kernel, threads: int) -> int:

@@ -187,7 +187,7 @@ def _float64_from_bits(typingctx, bits):
 def pow_portable(x, y):
     """x**y for float32 x >= 0 and y, as float32, from float64 IEEE +, -, * only (no library call).
 
-    Twin of ``pow_portable`` in engine_gpu.cu: change both together, step for step, tables included. Library powf
+    Twin of ``pow_portable`` in kernels/helpers.cuh: change both together, step for step, tables included. Library powf
     functions differ between platforms (CUDA's and the C library's disagree in the last bit on a few percent of
     calls), and the layout's chaotic iteration turns one such bit into another picture; these steps give the same
     bits wherever IEEE float64 arithmetic runs them in this order without contraction.
