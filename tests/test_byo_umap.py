@@ -77,7 +77,7 @@ def test_supervised_fit_separates_the_labels_and_semi_supervised_keeps_unlabelle
     supervised = umapviz.UMAP(**fit).fit(X, y)
     silhouette = pytest.importorskip("sklearn.metrics").silhouette_score
     assert silhouette(supervised.embedding_, y) > silhouette(plain.embedding_, y) + 0.1
-    assert supervised.graph_.params["target"] != plain.graph_.params.get("target")
+    assert supervised.fuzzy_graph_.params["target"] != plain.fuzzy_graph_.params.get("target")
     semi = umapviz.UMAP(**fit).fit(X, np.where(np.arange(len(y)) % 2 == 0, -1, y))
     assert semi.embedding_.shape == (len(X), 2) and np.isfinite(semi.embedding_).all()
 
@@ -107,16 +107,16 @@ def test_umap_learn_parameters_do_what_they_say(blobs):
     X, y = blobs
     fit = dict(n_neighbors=10, n_epochs=20, random_state=0, device="cpu")
     est = umapviz.UMAP(metric="manhattan", **fit).fit(X)
-    assert est.graph_.params["metric"] == "manhattan"
+    assert est.fuzzy_graph_.params["metric"] == "manhattan"
     assert est.transform(X[:4]).shape == (4, 2)
     curve = umapviz.UMAP(a=1.2, b=0.8, **fit).fit(X)
-    assert (curve.graph_.a, curve.graph_.b) == (1.2, 0.8)
+    assert (curve.fuzzy_graph_.a, curve.fuzzy_graph_.b) == (1.2, 0.8)
     doubled = np.concatenate([X, X[:30]])
     unique = umapviz.UMAP(unique=True, **fit).fit(doubled)
-    assert unique.graph_.n_vertices == len(X) and unique.embedding_.shape == (len(doubled), 2)
+    assert unique.fuzzy_graph_.n_vertices == len(X) and unique.embedding_.shape == (len(doubled), 2)
     assert np.array_equal(unique.embedding_[len(X) :], unique.embedding_[:30])
     approx = umapviz.UMAP(force_approximation_algorithm=True, **fit).fit(X)
-    assert approx.graph_.params["knn"] == "approx"
+    assert approx.fuzzy_graph_.params["knn"] == "approx"
     threads = umapviz.UMAP(n_jobs=1, **fit).fit(X)
     assert np.array_equal(threads.embedding_, umapviz.UMAP(**fit).fit(X).embedding_)
     assert list(umapviz.UMAP(n_components=3).get_feature_names_out(["a", "b"])) == ["umap0", "umap1", "umap2"]
@@ -129,7 +129,7 @@ def test_precomputed_distances_fit_and_transform(blobs):
     fit = dict(n_neighbors=10, n_epochs=20, random_state=0, device="cpu")
     est = umapviz.UMAP(metric="precomputed", **fit).fit(D)
     same = umapviz.UMAP(**fit).fit(X)
-    assert np.array_equal(est.graph_.knn_indices, same.graph_.knn_indices)
+    assert np.array_equal(est.fuzzy_graph_.knn_indices, same.fuzzy_graph_.knn_indices)
     new = est.transform(cdist(X[:5] + 0.01, X).astype(np.float32))
     assert new.shape == (5, 2) and np.isfinite(new).all()
 
@@ -139,14 +139,18 @@ def test_precomputed_distances_fit_and_transform(blobs):
     [
         (dict(densmap=True), "densMAP"),
         (dict(output_metric="haversine"), "Euclidean only"),
-        (dict(transform_mode="graph"), "transform_mode"),
+        (dict(transform_mode="graphs"), "'embedding' or 'graph'"),
+        (dict(output_metric="foobar"), "neither callable nor a recognised"),
+        (dict(output_metric="haversine", n_components=3), "needs n_components=2, not 3"),
+        (dict(output_metric="haversine", densmap=True), "densmap=True needs a Euclidean output_metric"),
         (dict(n_jobs=0), "n_jobs"),
         (dict(a=1.0), "both a and b"),
         (dict(unique="yes"), "unique"),
         (dict(target_weight=2.0), "target_weight"),
         (dict(n_neighbors=1.5), "n_neighbors"),
         (dict(n_components=1.5), "n_components"),
-        (dict(metric="hellinger"), "not supported"),
+        (dict(metric="braycurtis"), "not supported"),
+        (dict(metric="hellinger"), "non-negative"),
         (dict(precomputed_knn=(np.zeros((3, 2), int), np.zeros((3, 2)))), "precomputed_knn"),
     ],
 )
@@ -154,6 +158,67 @@ def test_what_the_kit_does_not_do_is_refused_with_a_value_error(blobs, params, m
     X, y = blobs
     with pytest.raises(ValueError, match=match):
         umapviz.UMAP(**params).fit(X, y)
+
+
+def test_an_output_metric_without_a_gradient_is_refused_for_that():
+    def no_gradient(x, y):
+        return float(np.abs(x - y).sum())
+
+    def with_gradient(x, y):
+        return float(np.abs(x - y).sum()), np.sign(x - y)
+
+    with pytest.raises(ValueError, match=r"must return a tuple \(distance, gradient\)"):
+        umapviz.UMAP(output_metric=no_gradient).fit(np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="Euclidean only"):  # a valid one: not laid out here
+        umapviz.UMAP(output_metric=with_gradient).fit(np.zeros((5, 2)))
+
+
+def test_graph_is_umap_learns_scipy_matrix_and_the_fuzzy_graph_is_read_through_with_a_warning(blobs):
+    X, _ = blobs
+    est = umapviz.UMAP(n_neighbors=10, n_epochs=20, random_state=0, device="cpu").fit(X)
+    graph, fuzzy = est.graph_, est.fuzzy_graph_
+    assert isinstance(graph, scipy.sparse.csr_matrix) and graph.shape == (len(X), len(X)) and graph.nnz == fuzzy.nnz
+    coo = graph.tocoo()
+    assert np.array_equal(coo.row, fuzzy.head) and np.array_equal(coo.col, fuzzy.tail)
+    assert np.array_equal(coo.data, fuzzy.weight) and abs(graph - graph.T).max() == 0
+    assert est.graph_ is graph  # made once
+    # the matrix brought back in is the same graph (pruning at the kept maximum changes nothing)
+    _same_graph(FuzzyGraph.from_sparse(graph, n_epochs=20, a=est._a, b=est._b), fuzzy)
+    with pytest.warns(FutureWarning, match=r"model.fuzzy_graph_.fingerprint"):
+        assert graph.fingerprint == fuzzy.fingerprint
+    with pytest.warns(FutureWarning, match="fuzzy_graph_"):
+        optimizer = umapviz.LayoutOptimizer(graph, random_state=0)
+    assert optimizer.graph is fuzzy
+    with pytest.raises(AttributeError):
+        _ = (graph + graph).fingerprint  # arithmetic gives a plain matrix: no graph behind it
+    with pytest.raises(AttributeError, match="call fit"):
+        _ = umapviz.UMAP().graph_
+
+
+def test_vertices_the_disconnection_distance_isolates_embed_as_nan():
+    rng = np.random.default_rng(0)
+    X = np.zeros((60, 22), dtype=np.float32)
+    X[:58, :20] = rng.random((58, 20)) < 0.4
+    X[58, 20], X[59, 21] = 1, 1  # each shares no set bit with any row: jaccard 1, cut
+    with pytest.warns(UserWarning, match="A few of your vertices"):
+        est = umapviz.UMAP(n_neighbors=5, metric="jaccard", n_epochs=20, random_state=0, device="cpu").fit(X)
+    assert np.isnan(est.embedding_[58:]).all() and np.isfinite(est.embedding_[:58]).all()
+    assert np.array_equal(np.flatnonzero(np.asarray(est.graph_.sum(axis=1)).ravel() == 0), [58, 59])
+    assert np.isfinite(est.optimizer_.embedding).all()  # the layout itself: transform places points against it
+
+
+def test_transform_mode_graph_returns_memberships_and_one_row_fits_at_the_origin(blobs):
+    X, _ = blobs
+    est = umapviz.UMAP(n_neighbors=10, n_epochs=20, random_state=0, device="cpu", transform_mode="graph")
+    assert est.fit_transform(X) is est.graph_
+    new = est.transform(X[:4] + 0.05)
+    assert scipy.sparse.issparse(new) and new.shape == (4, len(X))
+    embedded = est.set_params(transform_mode="embedding").transform(X[:4] + 0.05)
+    assert embedded.shape == (4, 2) and (new.getnnz(axis=1) == 10).all()
+    one = umapviz.UMAP().fit([[1.0, 1.0, 1.0, 1.0]])
+    assert np.array_equal(one.embedding_, np.zeros((1, 2), np.float32))
+    with pytest.raises(ValueError, match="single data sample"):
+        one.transform([[0.0, 0.0, 0.0, 0.0]])
 
 
 def test_y_of_the_wrong_length_is_refused(blobs):
@@ -166,11 +231,11 @@ def test_explorer_and_compare_sources_take_a_model_or_a_membership_matrix(blobs,
     X, labels = blobs
     theirs = _fit_umap_learn(umap_learn, X)
     ours = umapviz.UMAP(n_neighbors=10, n_epochs=20, random_state=0, device="cpu").fit(X)
-    for data in (theirs, ours, theirs.graph_):
+    for data in (theirs, ours, theirs.graph_, ours.graph_):
         source = load_source(data, labels=labels)
         assert source.name == GRAPH_SOURCE == data_name(data)
         assert source.graph.n_vertices == len(X) and np.array_equal(source.labels, labels)
-    assert load_source(ours).graph is ours.graph_
+    assert load_source(ours).graph is ours.fuzzy_graph_
     _same_graph(load_source(theirs).graph, FuzzyGraph.from_umap(theirs))
 
 
@@ -179,7 +244,7 @@ def test_what_umapviz_does_not_offer_says_what_to_use(blobs):
     est = umapviz.UMAP(n_neighbors=10, n_epochs=5, device="cpu", init="random", random_state=0)
     with pytest.warns(UserWarning, match="larger than the data"):
         est.set_params(n_neighbors=500).fit(X[:50])
-    assert est._n_neighbors == 49 and est.graph_.knn_indices.shape[1] == 49
+    assert est._n_neighbors == 49 and est.fuzzy_graph_.knn_indices.shape[1] == 49
     with pytest.raises(NotImplementedError, match="umap-learn"):
         est.inverse_transform(est.embedding_[:2])
     with pytest.raises(NotImplementedError, match="refit"):

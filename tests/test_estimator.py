@@ -19,7 +19,7 @@ def test_fit_transform_follows_sklearn_conventions(blobs_small):
     assert not hasattr(est, "embedding_")  # __init__ only stores parameters
     emb = est.fit_transform(X)
     assert emb.shape == (len(X), 2) and emb is est.embedding_
-    assert est.graph_.n_vertices == len(X) and est.optimizer_.done
+    assert est.fuzzy_graph_.n_vertices == len(X) and est.optimizer_.done
     again = umapviz.UMAP(**est.get_params()).fit_transform(X)
     assert again.tobytes() == emb.tobytes()
 
@@ -85,11 +85,11 @@ def test_fit_records_the_input_features():
 def test_a_failed_refit_leaves_the_previous_fit_whole(bad):
     X = _data()
     est = umapviz.UMAP(n_epochs=20, random_state=0, device="cpu").fit(X)
-    graph, embedding = est.graph_, est.embedding_
+    graph, embedding = est.fuzzy_graph_, est.embedding_
     with pytest.raises(ValueError):
         est.set_params(**bad).fit(X[:100])
-    assert est.graph_ is graph and est.embedding_ is embedding and est.optimizer_.graph is graph
-    assert est.graph_.n_vertices == est.embedding_.shape[0] == 300
+    assert est.fuzzy_graph_ is graph and est.embedding_ is embedding and est.optimizer_.graph is graph
+    assert est.fuzzy_graph_.n_vertices == est.embedding_.shape[0] == 300
 
 
 @pytest.mark.parametrize(

@@ -90,13 +90,13 @@ def test_gpu_fit_under_a_pool_limit_gives_the_unlimited_fits_graph_and_layout_by
     cp.get_default_memory_pool().free_all_blocks()
     pool_limit(1_500_000_000)
     limited = UMAP(device="gpu", random_state=0, cache=False).fit(X)
-    plans = free.graph_.params["memory_plan"], limited.graph_.params["memory_plan"]
+    plans = free.fuzzy_graph_.params["memory_plan"], limited.fuzzy_graph_.params["memory_plan"]
     assert [plan["x"] for plan in plans] == ["resident", "streamed"], plans
     assert plans[0]["pool_limit_gib"] is None and plans[1]["pool_limit_gib"] and plans[1]["budget_gib"] <= 1.4
     assert [plan["layout"] for plan in plans] == ["gpu", "gpu"] and plans[1]["layout_window"] < plans[0][
         "layout_window"
     ]
-    assert limited.graph_.fingerprint == free.graph_.fingerprint
+    assert limited.fuzzy_graph_.fingerprint == free.fuzzy_graph_.fingerprint
     assert limited.embedding_.tobytes() == free.embedding_.tobytes()
 
 

@@ -18,6 +18,8 @@ _CASES = [
     ("correlation", {}),
     ("hamming", {}),
     ("jaccard", {}),
+    ("hellinger", {}),
+    ("haversine", {}),
 ]
 
 
@@ -25,6 +27,11 @@ def _data(metric, n=400):
     rng = np.random.default_rng(3)
     if metric in ("hamming", "jaccard"):
         X = (rng.random((n, 24)) < 0.3).astype(np.float32)
+    elif metric == "hellinger":  # frequencies, some zero; rows all zero are at 0 from each other, 1 from the rest
+        X = (rng.exponential(size=(n, 9)) * (rng.random((n, 9)) < 0.7)).astype(np.float32)
+        X[20:23] = 0
+    elif metric == "haversine":  # (latitude, longitude) in radians
+        X = (rng.random((n, 2)) * [np.pi, 2 * np.pi] - [np.pi / 2, np.pi]).astype(np.float32)
     else:
         X = rng.normal(size=(n, 7)).astype(np.float32)
     X[10:14] = X[10]  # duplicates: rho from the first non-zero distance
@@ -32,7 +39,22 @@ def _data(metric, n=400):
 
 
 def _scipy_distances(X, metric, kwds):
+    """SciPy's distances; hellinger's (SciPy has none) by pynndescent's function, haversine's by scikit-learn's."""
     A = X.astype(np.float64)
+    if metric == "hellinger":  # by its definition in float64, pair by pair (pynndescent's sums in float32)
+        sums = A.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            D = np.sqrt(np.maximum(1 - np.sqrt(A[:, None] * A[None]).sum(axis=2) / np.sqrt(np.outer(sums, sums)), 0))
+        zero = sums == 0
+        D[zero[:, None] ^ zero[None]] = 1.0
+        D[zero[:, None] & zero[None]] = 0.0
+        hellinger = pytest.importorskip("pynndescent.distances").hellinger
+        theirs = np.array([[hellinger(a, b) for b in A[:40]] for a in A[:40]])
+        apart = D[:40, :40] > 1e-3  # near 0 float32's cancellation in 1 - s leaves pynndescent's sqrt(6e-8) (or NaN)
+        np.testing.assert_allclose(theirs[apart], D[:40, :40][apart], rtol=1e-5)
+        return D
+    if metric == "haversine":
+        return pytest.importorskip("sklearn.metrics.pairwise").haversine_distances(A)
     if metric == "jaccard":
         return cdist(A != 0, A != 0, "jaccard")
     return cdist(A, A, _SCIPY.get(metric, metric), **kwds)
@@ -106,6 +128,35 @@ def test_approximate_search_rescores_pynndescents_candidates_with_scipys_distanc
     assert np.array_equal(idx, again)
 
 
+@pytest.mark.parametrize(("metric", "kwds"), _CASES)
+def test_rescoring_kernel_keeps_the_k_best_candidates_by_scipys_distances_on_any_thread_count(metric, kwds):
+    numba = pytest.importorskip("numba")
+    X = _data(metric)
+    exact_idx, exact_dist = metric_cpu.exact_metric_knn(X, 10, metric, kwds)
+    # the exact neighbours among 20 random rows, shuffled, some missing (-1): what NN-descent hands over
+    rng = np.random.default_rng(0)
+    cand = np.full((len(X), 31), -1, dtype=np.int64)
+    for row, own in enumerate(exact_idx):
+        others = np.setdiff1d(rng.choice(len(X), 24, replace=False), own)[: 20 if row % 7 else 19]
+        cand[row, : 10 + len(others)] = rng.permutation(np.concatenate([own, others]))
+    results = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        idx, dist = np.empty((len(X), 10), np.int64), np.empty((len(X), 10))
+        with_threads = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            metric_cpu._rescore(X, cand, metric_cpu._METRIC_CODES[metric], kwds.get("p", 2.0), idx, dist)
+        finally:
+            numba.set_num_threads(with_threads)
+        results.append((idx, dist))
+    (idx, dist), (idx2, dist2) = results
+    assert np.array_equal(idx, idx2) and np.array_equal(dist.view(np.int64), dist2.view(np.int64))
+    D = _scipy_distances(X, metric, kwds)
+    np.testing.assert_allclose(dist[:, 1:], np.take_along_axis(D, idx[:, 1:], 1), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(dist.astype(np.float32), exact_dist, rtol=1e-5, atol=1e-7)
+    assert np.array_equal(idx[:, 0], np.arange(len(X))) and (np.diff(dist, axis=1) >= 0).all()
+
+
 def test_precomputed_distance_matrix_gives_the_graph_of_the_data_it_came_from():
     X = _data("manhattan")
     D = _scipy_distances(X, "manhattan", {}).astype(np.float32)
@@ -143,7 +194,7 @@ def test_auto_picks_the_exact_search_for_small_data_and_nn_descent_for_large():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        (dict(metric="hellinger"), "not supported"),
+        (dict(metric="braycurtis"), "not supported"),
         (dict(metric="manhattan", device="gpu"), "device='cpu'"),
         (dict(metric="manhattan", knn="partitioned"), "no partitioned search"),
         (dict(metric="minkowski", metric_kwds={"p": -1}), "finite p > 0"),
@@ -160,6 +211,24 @@ def test_bad_metric_options_are_refused_with_the_fix(kwargs, match):
         build_graph(_data("manhattan"), cache=False, **kwargs)
 
 
+def test_hellinger_and_haversine_refuse_data_they_are_not_defined_on():
+    with pytest.raises(ValueError, match="non-negative"):
+        build_graph(-_data("hellinger"), metric="hellinger", cache=False)
+    with pytest.raises(ValueError, match="needs 2 columns, but it has 7"):
+        build_graph(_data("manhattan"), metric="haversine", cache=False)
+
+
+def test_hellinger_cuts_at_one_as_umap_learn_and_says_which_vertices_it_isolated():
+    X = np.zeros((120, 11), dtype=np.float32)
+    X[:118, :9] = _data("hellinger", n=118)
+    X[118, 9], X[119, 10] = 1, 2  # each in a column no other row uses: hellinger 1 from every row
+    with pytest.warns(UserWarning, match=r"A few of your vertices(.|\n)*fully disconnected 2 vertices") as record:
+        graph = build_graph(X, n_neighbors=5, metric="hellinger", cache=False)
+    assert len([w for w in record if "disconnected" in str(w.message)]) == 1
+    assert np.array_equal(np.flatnonzero(graph.degree == 0), [118, 119])
+    assert (graph.degree[20:23] > 0).all()  # the zero rows keep their edges to each other (hellinger 0)
+
+
 def test_gemm_searches_refuse_a_metric_they_do_not_compute():
     with pytest.raises(ValueError, match="device='cpu'"):
         check_metric("manhattan", ("euclidean", "cosine"), "the GPU search")
@@ -171,7 +240,8 @@ def test_disconnection_distance_cuts_knn_edges_at_or_beyond_it():
     X = _data("manhattan")
     full = build_graph(X, n_neighbors=10, metric="manhattan", cache=False)
     cut_at = float(np.median(full.knn_dists[:, -1]))
-    cut = build_graph(X, n_neighbors=10, metric="manhattan", disconnection_distance=cut_at, cache=False)
+    with pytest.warns(UserWarning, match="fully disconnected 27 vertices"):  # the cut isolates some
+        cut = build_graph(X, n_neighbors=10, metric="manhattan", disconnection_distance=cut_at, cache=False)
     W = scipy.sparse.coo_matrix((cut.weight, (cut.head, cut.tail)), shape=(len(X),) * 2).tocsr()
     far = full.knn_dists >= cut_at
     rows = np.repeat(np.arange(len(X)), 10)[far.ravel()]

@@ -101,7 +101,7 @@ def test_repeated_partitionings_find_more_and_keep_their_bytes(clusters, coarse)
 def test_umap_passes_the_rounds_to_the_graph(clusters):
     model = UMAP(knn="partitioned", knn_partitions=3, knn_refine=0, n_epochs=5, random_state=0, device="cpu")
     model.fit(clusters[:1000])
-    assert model.get_params()["knn_refine"] == 0 and model.graph_.params["knn_refine"] == 0
+    assert model.get_params()["knn_refine"] == 0 and model.fuzzy_graph_.params["knn_refine"] == 0
 
 
 def test_cosine_refinement_finds_the_text_like_neighbours():

@@ -120,5 +120,5 @@ def test_a_fit_of_a_memory_mapped_file_gives_the_layout_of_its_values(mapped, ca
     model = UMAP(verbose=True, **kw).fit(M)
     assert "memory plan: CPU build, X memory-mapped file" in capsys.readouterr().out
     assert model._fit_data is M  # kept as the map for transform, not loaded
-    assert model.graph_.params["memory_plan"]["layout"] == "cpu"
+    assert model.fuzzy_graph_.params["memory_plan"]["layout"] == "cpu"
     assert model.embedding_.tobytes() == UMAP(**kw).fit_transform(X).tobytes()

@@ -57,7 +57,7 @@ def test_umap_passes_the_partitioning_to_the_graph(clusters):
     model = UMAP(knn="partitioned", knn_partitions=3, knn_overlap=3, n_epochs=5, random_state=0, device="cpu")
     model.fit(clusters[:1000])
     assert model.get_params()["knn_partitions"] == 3
-    assert (model.graph_.params["knn_partitions"], model.graph_.params["knn_overlap"]) == (3, 3)
+    assert (model.fuzzy_graph_.params["knn_partitions"], model.fuzzy_graph_.params["knn_overlap"]) == (3, 3)
 
 
 def test_neighbours_are_true_distances_self_first_sorted(clusters):

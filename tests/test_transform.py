@@ -53,7 +53,7 @@ def test_training_points_land_near_their_fitted_places(split_blobs):
     assert (y[_nearest(Z, E)[:, 0]] == y[rows]).mean() > 0.99
     # ... among its own data neighbours nearly as often as its fitted place is (a point dropped anywhere in its
     # blob would find about k / blob size = 5% of them) ...
-    own = est.graph_.knn_indices[rows]
+    own = est.fuzzy_graph_.knn_indices[rows]
     k = own.shape[1]
 
     def share(P):

@@ -275,7 +275,7 @@ def test_umap_takes_a_generator_drawing_one_seed_per_fit_for_both_stages(make):
     first, again = fit(make(0)), fit(make(0))
     assert first.embedding_.tobytes() == again.embedding_.tobytes()  # a fresh generator repeats its bytes
     seed = _drawn(make(0))
-    assert first.optimizer_.seed == first.graph_.params["random_state"] == seed  # one draw, both stages
+    assert first.optimizer_.seed == first.fuzzy_graph_.params["random_state"] == seed  # one draw, both stages
     assert fit(seed).embedding_.tobytes() == first.embedding_.tobytes()  # the same as passing that int
     shared = make(0)
     est = umapviz.UMAP(n_neighbors=10, n_epochs=30, init="random", random_state=shared, device="cpu")

@@ -14,12 +14,74 @@ from ._validation import check_int
 NOT_IMPLEMENTED = {
     "densmap": (False, "densMAP is not implemented here; use umap-learn's UMAP(densmap=True)"),
     "output_dens": (False, "densMAP's local radii are not implemented here; use umap-learn's UMAP(output_dens=True)"),
-    "output_metric": (
-        "euclidean",
-        "the layout is Euclidean only (the optimizer's gradients are); use umap-learn for another output_metric",
-    ),
-    "transform_mode": ("embedding", "transform embeds points only; use umap-learn for transform_mode='graph'"),
 }
+
+
+# umap-learn's output metrics (those it has gradients for); only "euclidean" (its aliases) is laid out here.
+OUTPUT_METRICS = (
+    "euclidean", "l2", "manhattan", "l1", "taxicab", "chebyshev", "linfinity", "linfty", "linf", "minkowski",
+    "seuclidean", "standardised_euclidean", "wminkowski", "weighted_minkowski", "mahalanobis", "canberra", "cosine",
+    "correlation", "hellinger", "softmax_hellinger", "haversine", "braycurtis", "symmetric_kl",
+    "spherical_gaussian_energy", "diagonal_gaussian_energy", "gaussian_energy", "hyperboloid",
+)  # fmt: skip
+
+
+def check_transform_mode(transform_mode: Any) -> None:
+    """ValueError unless ``transform_mode`` is umap-learn's "embedding" (transform places points) or "graph"
+    (transform returns their memberships to the fitted points, fit_transform the fitted graph).
+
+    Parameters
+    ----------
+    transform_mode : str
+        umap-learn's ``transform_mode``.
+    """
+    if not (isinstance(transform_mode, str) and transform_mode in ("embedding", "graph")):
+        raise ValueError(f"transform_mode={transform_mode!r} must be 'embedding' or 'graph'.")
+
+
+def check_output_metric(output_metric: Any, n_components: int, densmap: Any) -> None:
+    """ValueError for an ``output_metric`` umap-learn refuses too (not a metric; "precomputed"; a callable that
+    returns no gradient; haversine, a sphere's, in other than 2 components; any but Euclidean with densMAP), in
+    those words, and for one it takes that is not laid out here (the optimizer's gradients are Euclidean), naming
+    umap-learn.
+
+    Parameters
+    ----------
+    output_metric : str or callable
+        umap-learn's ``output_metric``.
+    n_components : int
+        The checked embedding dimensions.
+    densmap : bool
+        umap-learn's ``densmap``.
+    """
+    if isinstance(output_metric, str) and output_metric in ("euclidean", "l2"):
+        return
+    if callable(output_metric):
+        x, y = np.random.default_rng(0).uniform(-10, 10, size=(2, n_components))
+        out = output_metric(x, y)
+        if not (hasattr(out, "__iter__") and len(out) == 2):
+            raise ValueError(
+                "A callable output_metric must return a tuple (distance, gradient): the layout moves points along "
+                "its gradient."
+            )
+    elif output_metric == "precomputed":
+        raise ValueError("output_metric cannot be 'precomputed': the layout computes its own distances.")
+    elif not isinstance(output_metric, str) or output_metric not in OUTPUT_METRICS:
+        raise ValueError(
+            f"output_metric={output_metric!r} is neither callable nor a recognised metric with a gradient; pass "
+            "'euclidean' (the default)."
+        )
+    elif output_metric == "haversine" and n_components != 2:
+        raise ValueError(
+            f"output_metric='haversine' embeds on a sphere by (latitude, longitude): it needs n_components=2, not "
+            f"{n_components}."
+        )
+    if densmap:
+        raise ValueError(f"densmap=True needs a Euclidean output_metric, not {output_metric!r}.")
+    raise ValueError(
+        f"output_metric={output_metric!r} is not supported: the layout is Euclidean only (the optimizer's gradients "
+        "are); use umap-learn for another output_metric."
+    )
 
 
 def check_not_implemented(params: dict[str, Any]) -> None:

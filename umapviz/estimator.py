@@ -9,16 +9,27 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse
 
-from ._umap_learn_params import check_curve, check_n_components, check_n_jobs, check_not_implemented, unique_rows
+from ._umap_learn_params import (
+    check_curve,
+    check_n_components,
+    check_n_jobs,
+    check_not_implemented,
+    check_output_metric,
+    check_transform_mode,
+    unique_rows,
+)
 from ._validation import RandomStateLike, check_data, check_n_epochs, check_n_neighbors, check_random_state
 from .graph import build_graph
+from .graph.fuzzy import find_ab_params
 from .graph.fuzzy.fuzzy_cpu import new_point_memberships
 from .graph.fuzzy.supervised import check_target, check_target_n_neighbors
 from .graph.knn import GEMM_METRICS, check_metric, check_metric_kwds, metric_cpu
 from .graph.knn.auto_search import DEFAULT_TARGET
 from .graph.knn.knn_cpu import query_knn, reference_index
 from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
+from .graph.matrix import GraphMatrix, graph_matrix
 from .graph.memory_plan import fit_stage, layout_device
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
@@ -28,8 +39,10 @@ from .optimize.transform import embed_new_points, transform_n_epochs
 class UMAP:
     """Uniform Manifold Approximation and Projection with a choice of layout update strategy.
 
-    ``__init__`` only stores parameters; ``fit`` sets ``graph_`` (the FuzzyGraph), ``optimizer_`` (the
-    LayoutOptimizer after its run) and ``embedding_`` (a NumPy array); ``transform`` embeds new points into it.
+    ``__init__`` only stores parameters; ``fit`` sets ``fuzzy_graph_`` (the FuzzyGraph the layout ran on),
+    ``graph_`` (the same graph as the SciPy CSR matrix umap-learn's ``graph_`` is), ``optimizer_`` (the
+    LayoutOptimizer after its run) and ``embedding_`` (a NumPy array; as in umap-learn, NaN for a point the graph
+    left without an edge); ``transform`` embeds new points into it.
 
     With a fixed ``random_state`` every strategy gives the same bytes run after run except ``"hogwild"``, whose
     threads race on the embedding (on the GPU, and on the CPU with more than one thread). ``random_state`` may
@@ -180,13 +193,16 @@ class UMAP:
         With ``y`` (one target per row of X, -1 for an unlabelled row under ``target_metric="categorical"``) the
         graph is intersected with the target's, as umap-learn's supervised and semi-supervised fits do.
 
-        Sets ``graph_``, ``optimizer_``, ``embedding_``, ``n_features_in_`` and, for a DataFrame whose column
-        names are all strings, ``feature_names_in_``. They are assigned only once everything succeeded, so a
-        failed refit leaves the previous fit intact. The data is kept for ``transform``'s neighbour search (as a
-        float32 copy, or X itself when it already is a C-contiguous float32 NumPy array: don't modify it then).
+        Sets ``fuzzy_graph_``, ``graph_``, ``optimizer_``, ``embedding_``, ``n_features_in_`` and, for a DataFrame
+        whose column names are all strings, ``feature_names_in_``. They are assigned only once everything
+        succeeded, so a failed refit leaves the previous fit intact. The data is kept for ``transform``'s neighbour
+        search (as a float32 copy, or X itself when it already is a C-contiguous float32 NumPy array: don't modify
+        it then).
         """
         # The parameters are checked first: a typo should not wait for (or write to the cache) a kNN graph that can
         # take minutes to build.
+        check_output_metric(self.output_metric, check_n_components(self.n_components), self.densmap)
+        check_transform_mode(self.transform_mode)
         check_not_implemented(self.get_params())
         check_layout_params(
             strategy=self.strategy,
@@ -228,57 +244,65 @@ class UMAP:
                 stacklevel=2,
             )
             n_neighbors = len(data) - 1
-        with _numba_threads(threads):
-            graph = build_graph(
-                data,
-                n_neighbors=n_neighbors,
-                metric=metric,
-                min_dist=self.min_dist,
-                spread=self.spread,
-                n_epochs=self.n_epochs,
-                knn="approx" if self.force_approximation_algorithm and metric != "precomputed" else self.knn,
-                knn_partitions=self.knn_partitions,
-                knn_overlap=self.knn_overlap,
-                knn_refine=self.knn_refine,
-                knn_target_recall=self.knn_target_recall,
-                random_state=seed,
-                cache=self.cache,
-                progress=self.verbose,
-                device=self.device,
-                metric_kwds=self.metric_kwds,
-                local_connectivity=self.local_connectivity,
-                set_op_mix_ratio=self.set_op_mix_ratio,
-                target=target,
-                precomputed_knn=precomputed,
-                disconnection_distance=self.disconnection_distance,
-            )
-            if curve is not None:
-                graph = dataclasses.replace(graph, a=curve[0], b=curve[1])
-            device = self.device if graph.params.get("metric") in GEMM_METRICS else "cpu"
-            # On the GPU where its edges fit, else on the CPU (the same bytes), said so.
-            n_components = check_n_components(self.n_components)
-            device = layout_device(graph, n_components, self.strategy, device, progress=bool(self.verbose))
-            with fit_stage("layout"):  # CuPy running out: a MemoryError naming the stage and the knob
-                optimizer = LayoutOptimizer(
-                    graph,
-                    strategy=self.strategy,
-                    n_chunks=self.n_chunks,
-                    random_state=seed,
-                    init=self.init,
+        n_components = check_n_components(self.n_components)
+        if len(data) == 1:  # umap-learn's rule: one point sits at the origin, with no graph; transform refuses
+            graph, optimizer, embedding = None, None, np.zeros((1, n_components), dtype=np.float32)
+            a, b = curve if curve is not None else find_ab_params(self.spread, self.min_dist)
+        else:
+            with _numba_threads(threads):
+                graph = build_graph(
+                    data,
+                    n_neighbors=n_neighbors,
+                    metric=metric,
+                    min_dist=self.min_dist,
+                    spread=self.spread,
                     n_epochs=self.n_epochs,
-                    learning_rate=self.learning_rate,
-                    negative_sample_rate=self.negative_sample_rate,
-                    repulsion_strength=self.repulsion_strength,
-                    device=device,
-                    n_components=self.n_components,
-                ).run(progress=self.verbose)
+                    knn="approx" if self.force_approximation_algorithm and metric != "precomputed" else self.knn,
+                    knn_partitions=self.knn_partitions,
+                    knn_overlap=self.knn_overlap,
+                    knn_refine=self.knn_refine,
+                    knn_target_recall=self.knn_target_recall,
+                    random_state=seed,
+                    cache=self.cache,
+                    progress=self.verbose,
+                    device=self.device,
+                    metric_kwds=self.metric_kwds,
+                    local_connectivity=self.local_connectivity,
+                    set_op_mix_ratio=self.set_op_mix_ratio,
+                    target=target,
+                    precomputed_knn=precomputed,
+                    disconnection_distance=self.disconnection_distance,
+                )
+                if curve is not None:
+                    graph = dataclasses.replace(graph, a=curve[0], b=curve[1])
+                device = self.device if graph.params.get("metric") in GEMM_METRICS else "cpu"
+                # On the GPU where its edges fit, else on the CPU (the same bytes), said so.
+                device = layout_device(graph, n_components, self.strategy, device, progress=bool(self.verbose))
+                with fit_stage("layout"):  # CuPy running out: a MemoryError naming the stage and the knob
+                    optimizer = LayoutOptimizer(
+                        graph,
+                        strategy=self.strategy,
+                        n_chunks=self.n_chunks,
+                        random_state=seed,
+                        init=self.init,
+                        n_epochs=self.n_epochs,
+                        learning_rate=self.learning_rate,
+                        negative_sample_rate=self.negative_sample_rate,
+                        repulsion_strength=self.repulsion_strength,
+                        device=device,
+                        n_components=self.n_components,
+                    ).run(progress=self.verbose)
+            embedding = _nan_where_isolated(optimizer.embedding, graph)
+            a, b = graph.a, graph.b
         feature_names = _feature_names(X)
         self._reference = None  # transform's prepared copy (GPU memory after a GPU fit): rebuilt when needed
-        self.graph_ = graph
-        self._a, self._b = graph.a, graph.b  # umap-learn's names (umap.plot reads them)
+        self.fuzzy_graph_ = graph
+        self._graph_matrix = None  # graph_, made on first read (it costs 8 bytes an edge)
+        self._a, self._b = a, b  # umap-learn's names (umap.plot reads them)
         self._n_neighbors = n_neighbors  # after umap-learn's lowering to the rows there are
         self.optimizer_ = optimizer
-        self.embedding_ = optimizer.embedding if inverse is None else optimizer.embedding[inverse]
+        self.embedding_ = embedding if inverse is None else embedding[inverse]
+        self._unique_inverse_ = inverse  # umap.utils.disconnected_vertices reads it with unique=True
         self.n_features_in_ = int(data.shape[1])
         self._fit_data = data
         self._fit_n_epochs = check_n_epochs(self.n_epochs)
@@ -287,6 +311,22 @@ class UMAP:
         elif hasattr(self, "feature_names_in_"):  # names from an earlier fit no longer describe the data
             del self.feature_names_in_
         return self
+
+    @property
+    def graph_(self) -> GraphMatrix:
+        """The fitted graph as umap-learn's ``graph_`` is: the symmetric fuzzy membership matrix, a
+        ``scipy.sparse.csr_matrix`` (n, n) of float32 (the memberships the layout samples: umap-learn's less those
+        below ``max / n_epochs``, which it prunes before its layout too). ``fuzzy_graph_`` is the same graph as
+        the kit's FuzzyGraph; reading FuzzyGraph attributes through ``graph_`` still works, with a FutureWarning.
+        """
+        if not self.__sklearn_is_fitted__():
+            raise AttributeError("graph_ is set by fit: call fit(X) first.")
+        if self.fuzzy_graph_ is None:
+            raise AttributeError("This UMAP was fitted on a single row, which has no graph: fit at least 2 rows.")
+        matrix = self.__dict__.get("_graph_matrix")
+        if matrix is None:
+            matrix = self._graph_matrix = graph_matrix(self.fuzzy_graph_)
+        return matrix
 
     def inverse_transform(self, X):
         """Not offered: the kit explains layouts and does not map embedded points back to data space.
@@ -324,9 +364,11 @@ class UMAP:
         """
         return np.array([f"umap{i}" for i in range(check_n_components(self.n_components))], dtype=object)
 
-    def fit_transform(self, X, y=None) -> np.ndarray:
-        """Fit and return the embedding (n_samples, n_components)."""
-        return self.fit(X, y).embedding_
+    def fit_transform(self, X, y=None):
+        """Fit and return the embedding (n_samples, n_components); with ``transform_mode="graph"`` the fitted graph,
+        ``graph_`` (umap-learn's rule)."""
+        self.fit(X, y)
+        return self.graph_ if self.transform_mode == "graph" else self.embedding_
 
     def transform(self, X) -> np.ndarray:
         """Embed new points X (n_new, n_features) into the fitted embedding; returns float32 (n_new, n_components).
@@ -353,10 +395,15 @@ class UMAP:
         if not self.__sklearn_is_fitted__():
             raise _not_fitted_error("transform")
         data = self._check_new_data(X)
-        graph, optimizer = self.graph_, self.optimizer_
+        graph, optimizer = self.fuzzy_graph_, self.optimizer_
+        if graph is None or optimizer is None:
+            raise ValueError(
+                "Transform unavailable when model was fit with only a single data sample: there are no neighbours "
+                "to place new points among. Fit at least 2 rows."
+            )
         k, metric = graph.knn_indices.shape[1], graph.params["metric"]
         if metric not in GEMM_METRICS:
-            return self._embed(*self._search_other_metric(data, k, metric), graph, optimizer, len(data))
+            return self._embed(*self._search_other_metric(data, k, metric, graph), graph, optimizer, len(data))
         if optimizer.device == "gpu":  # n_new x n_train x d multiply-adds: minutes on the host at scale
             from .graph.knn import knn_gpu  # noqa: PLC0415 - the GPU path, loaded on its first use
 
@@ -368,7 +415,7 @@ class UMAP:
         indices, dists = search(self._fit_data, data, k, metric, reference=self._reference)
         return self._embed(indices, dists, graph, optimizer, len(data))
 
-    def _search_other_metric(self, data: np.ndarray, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    def _search_other_metric(self, data: np.ndarray, k: int, metric: str, graph) -> tuple[np.ndarray, np.ndarray]:
         """transform's neighbours under a metric without a GEMM search: SciPy's distances to the training rows, or
         read from the checked X's rows of distances to them (metric="precomputed": X's columns are the training
         points, as fit's were)."""
@@ -376,11 +423,19 @@ class UMAP:
             if (data < 0).any():
                 raise ValueError("With metric='precomputed', transform takes non-negative distances.")
             return metric_cpu.precomputed_knn(data, k, queries=True)
-        kwds = check_metric_kwds(metric, self.graph_.params.get("metric_kwds"))
+        kwds = check_metric_kwds(metric, graph.params.get("metric_kwds"))
         return metric_cpu.exact_metric_knn(self._fit_data, k, metric, kwds, queries=data)
 
-    def _embed(self, indices, dists, graph, optimizer, n_new: int) -> np.ndarray:
-        """New points placed by transform's short SGD run against the fitted layout."""
+    def _embed(self, indices, dists, graph, optimizer, n_new: int):
+        """New points placed by transform's short SGD run against the fitted layout; with ``transform_mode="graph"``
+        their memberships to the fitted points instead, as an (n_new, n_fitted) CSR matrix (umap-learn's)."""
+        if self.transform_mode == "graph":
+            rows = np.repeat(np.arange(n_new), indices.shape[1])
+            memberships = scipy.sparse.csr_matrix(
+                (new_point_memberships(dists).ravel(), (rows, indices.ravel())), shape=(n_new, graph.n_vertices)
+            )
+            memberships.eliminate_zeros()
+            return memberships
         fitted = optimizer.embedding  # the layout of the graph's vertices (the distinct rows with unique=True)
         return embed_new_points(
             indices,
@@ -423,6 +478,7 @@ class UMAP:
         a local function, which pickle cannot store)."""
         state = dict(self.__dict__)
         state.pop("_reference", None)
+        state.pop("_graph_matrix", None)  # graph_ is made again from fuzzy_graph_ when read
         return state
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -446,6 +502,17 @@ class UMAP:
         defaults = UMAP().get_params()
         changed = {k: v for k, v in self.get_params().items() if not _same(v, defaults[k])}
         return "UMAP(" + ", ".join(f"{k}={_short_repr(v)}" for k, v in changed.items()) + ")"
+
+
+def _nan_where_isolated(embedding: np.ndarray, graph) -> np.ndarray:
+    """The layout with NaN rows where a vertex has no edge (umap-learn's rule: such a point's place means nothing,
+    and its plots drop NaN points); the layout itself when every vertex has one."""
+    isolated = graph.degree == 0
+    if not isolated.any():
+        return embedding
+    out = np.array(embedding, copy=True)
+    out[isolated] = np.nan
+    return out
 
 
 def _precomputed_knn(value) -> tuple | None:

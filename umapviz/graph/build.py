@@ -184,6 +184,7 @@ def build_graph(
     X = check_data(X, n_neighbors=n_neighbors)
     if metric == "precomputed":
         check_distance_matrix(X)
+    metric_cpu.check_metric_data(X, metric)
     if target is not None:
         options["target"] = target.fingerprint()
     if precomputed_knn is not None:
@@ -350,6 +351,8 @@ def build_graph(
         if cut is not None and (knn_dists >= cut).any():
             search_indices = np.where(knn_dists >= cut, -1, knn_indices).astype(np.int32)
         fuzzy = fuzzy_simplicial_set(search_indices, knn_dists, local_connectivity, set_op_mix_ratio)
+        if search_indices is not knn_indices:
+            warn_disconnected(int((knn_dists >= cut).sum()), fuzzy, cut)
         if target is not None:
             fuzzy = target.intersect(fuzzy, n_neighbors)
         graph = graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, build)
@@ -380,7 +383,40 @@ def _graph_on_host(knn_indices, knn_dists, build: GraphParams, cancel: Callable[
 
 
 # umap-learn's default disconnection distances: a kNN edge at a bounded metric's maximum joins unrelated points.
-DISCONNECTION_DISTANCES = {"correlation": 2.0, "jaccard": 1.0}
+DISCONNECTION_DISTANCES = {"correlation": 2.0, "hellinger": 1.0, "jaccard": 1.0}
+
+
+def warn_disconnected(edges_removed: int, fuzzy, cut: float) -> None:
+    """umap-learn's warning, in its words (its tests and users look for them), when the disconnection distance left
+    vertices without any edge: "A few" for up to a tenth of them, "A large number" beyond. Such vertices' places
+    mean nothing; ``UMAP.embedding_`` holds NaN for them, as umap-learn's does.
+
+    Parameters
+    ----------
+    edges_removed : int
+        kNN entries at or beyond the cut.
+    fuzzy : scipy.sparse.csr_matrix
+        The fuzzy set built without them.
+    cut : float
+        The disconnection distance.
+    """
+    isolated = int(np.count_nonzero(np.asarray(fuzzy.sum(axis=1)).ravel() == 0))
+    if isolated == 0:
+        return
+    n = fuzzy.shape[0]
+    if isolated <= 0.1 * n:
+        head = "A few of your vertices were disconnected from the manifold.  This shouldn't cause problems."
+        tail = f"It has only fully disconnected {isolated} vertices."
+    else:
+        head = "A large number of your vertices were disconnected from the manifold."
+        tail = f"It has fully disconnected {isolated} vertices."
+    warnings.warn(
+        f"{head}\nDisconnection_distance = {cut:g} has removed {edges_removed} edges.\n{tail}\nThey have no edges, "
+        "so their places mean nothing (UMAP.embedding_ holds NaN for them); umap.utils.disconnected_vertices(model) "
+        "or model.fuzzy_graph_.degree == 0 finds them. Pass a larger disconnection_distance to keep their edges.",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def graph_options(metric, metric_kwds, local_connectivity, set_op_mix_ratio, disconnection_distance) -> dict:

@@ -17,6 +17,7 @@ import numpy as np
 from .._backend import resolve_device, to_host
 from .._validation import RandomStateLike, check_int, check_positive_float
 from ..graph._types import FuzzyGraph
+from ..graph.matrix import as_fuzzy_graph
 from ..graph.start import random_init, spectral_init
 from .chunks import check_n_chunks, resolve_n_chunks
 from .engine_cpu import CpuEngine
@@ -168,6 +169,7 @@ class LayoutOptimizer:
         n_components: int = 2,
         private_head: bool = True,
     ) -> None:
+        graph = as_fuzzy_graph(graph)  # a fitted UMAP's graph_ (the matrix) still works, with a FutureWarning
         if not isinstance(graph, FuzzyGraph):
             raise TypeError(f"graph must be a FuzzyGraph (from umapviz.build_graph), got {type(graph).__name__}.")
         checked = check_layout_params(

@@ -9,9 +9,11 @@ import numpy as np
 
 from .._backend import to_host, xp_of
 from ..graph._types import FuzzyGraph
+from ..graph.matrix import as_fuzzy_graph
 
 
 def _check_graph(graph: Any) -> FuzzyGraph:
+    graph = as_fuzzy_graph(graph)  # a fitted UMAP's graph_ (the matrix) still works, with a FutureWarning
     if not isinstance(graph, FuzzyGraph):
         raise TypeError(f"graph must be a FuzzyGraph (from umapviz.build_graph), got {type(graph).__name__}.")
     return graph

@@ -30,6 +30,7 @@ from .._files import atomic_write
 from .._validation import check_data, check_random_state, is_integer
 from ..graph import FuzzyGraph, build_graph
 from ..graph.cache import resolve_cache_dir
+from ..graph.matrix import GraphMatrix
 from ..graph.start import random_init, spectral_init
 from ..optimize import LayoutOptimizer
 from ..optimize.optimizer import INITS, SPECTRAL_INITS
@@ -127,9 +128,12 @@ def is_graph_source(data: Any) -> bool:
 
 def _graph_of(data: Any) -> Any:
     """The FuzzyGraph a fitted model or a sparse membership matrix holds; anything else as it is."""
+    fuzzy = getattr(data, "fuzzy_graph_", None)
+    if isinstance(fuzzy, FuzzyGraph):  # a fitted umapviz.UMAP
+        return fuzzy
+    if isinstance(data, GraphMatrix) and data.fuzzy_graph is not None:  # its graph_: the graph it was made of
+        return data.fuzzy_graph
     graph = getattr(data, "graph_", None)
-    if isinstance(graph, FuzzyGraph):  # a fitted umapviz.UMAP
-        return graph
     if graph is not None and hasattr(data, "_a"):  # a fitted umap-learn model
         return FuzzyGraph.from_umap(data)
     if scipy.sparse.issparse(data):

@@ -18,7 +18,17 @@ from ..._backend import xp_of
 # Metrics both devices search with a float32 GEMM (tiled exact, partitioned, refined); the rest run on the CPU only,
 # exactly by SciPy's cdist a block of rows at a time or approximately by pynndescent (:mod:`.metric_cpu`).
 GEMM_METRICS = ("euclidean", "cosine")
-CPU_METRICS = ("manhattan", "chebyshev", "minkowski", "correlation", "hamming", "jaccard", "precomputed")
+CPU_METRICS = (
+    "manhattan",
+    "chebyshev",
+    "minkowski",
+    "correlation",
+    "hamming",
+    "jaccard",
+    "hellinger",
+    "haversine",
+    "precomputed",
+)
 METRICS = GEMM_METRICS + CPU_METRICS
 # umap-learn's other names for the same metrics.
 METRIC_ALIASES = {

@@ -1,9 +1,10 @@
 """k-nearest neighbours on the CPU under the metrics that have no GEMM form (manhattan, chebyshev, minkowski,
-correlation, hamming, jaccard) and from a precomputed distance matrix.
+correlation, hamming, jaccard, hellinger, haversine) and from a precomputed distance matrix.
 
 The same output contract as :mod:`umapviz.graph.knn.knn_cpu`: ``(indices int32 (n, k), distances float32 (n, k))``,
 the point itself at column 0, the rest sorted by distance, ties broken by index. Distances are SciPy's
-(``scipy.spatial.distance.cdist`` in float64): the exact search computes them a block of rows at a time; the
+(``scipy.spatial.distance.cdist`` in float64; hellinger's and haversine's, which SciPy lacks, by pynndescent's
+formulas in float64): the exact search computes them a block of rows at a time; the
 approximate search takes pynndescent's candidates (which implements these metrics) and re-scores them with the same
 formulas. A distance SciPy leaves undefined follows pynndescent's rule: correlation between two constant rows is 0,
 between a constant row and another 1.
@@ -11,8 +12,10 @@ between a constant row and another 1.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+import numba
 import numpy as np
 from scipy.spatial.distance import cdist
 
@@ -43,6 +46,11 @@ def cdist_block(A: np.ndarray, B: np.ndarray, metric: str, metric_kwds: dict) ->
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
+    if metric in ("hellinger", "haversine"):  # pair by pair, in pieces of rows
+        step = max(1, _PAIRED_BYTES // (8 * B.shape[0] * B.shape[1]))
+        return np.concatenate(
+            [_formula(A[i : i + step, None, :], B[None, :, :], metric) for i in range(0, len(A), step)]
+        ).reshape(len(A), len(B))
     if metric in ("hamming", "jaccard"):  # SciPy reads them on booleans: non-zero is True
         D = cdist(A != 0, B != 0, metric) if metric == "jaccard" else cdist(A, B, metric)
     else:
@@ -183,18 +191,10 @@ def approx_metric_knn(
     """
     n, k = X.shape[0], n_neighbors
     cand = nndescent_candidates(X, k, metric, metric_kwds, random_state)
-    rows = np.arange(n, dtype=np.int64)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k), dtype=np.float64)
-    step = max(1, _PAIRED_BYTES // (8 * cand.shape[1] * X.shape[1]))
-    for start in range(0, n, step):
-        block = rows[start : start + step]
-        D = paired_distances(X, block, cand[block], metric, metric_kwds)
-        D[cand[block] < 0] = np.inf
-        D[cand[block] == block[:, None]] = -1.0  # self first
-        order = np.lexsort((cand[block], D), axis=1)[:, :k]
-        idx[block] = np.take_along_axis(cand[block], order, axis=1)
-        dist[block] = np.maximum(np.take_along_axis(D, order, axis=1), 0.0)
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    _rescore(X, cand, _METRIC_CODES[metric], float(metric_kwds.get("p", 2.0)), idx, dist)
     short = np.flatnonzero((idx < 0).any(axis=1) | ~np.isfinite(dist).all(axis=1))
     if short.size:  # rows where NN-descent found fewer than k neighbours: exactly
         D = cdist_block(X[short], X, metric, metric_kwds)
@@ -202,49 +202,161 @@ def approx_metric_knn(
     return _finish(idx, dist)
 
 
-def paired_distances(X: np.ndarray, rows: np.ndarray, cand: np.ndarray, metric: str, metric_kwds: dict):
-    """float64 distances (len(rows), m) from X[rows] to their candidates X[cand] (-1: any row, ignored by the
-    caller), by SciPy's formulas (cdist's, pair by pair).
+# The re-scoring kernel's metric numbers.
+_METRIC_CODES = {
+    "manhattan": 0,
+    "chebyshev": 1,
+    "minkowski": 2,
+    "hamming": 3,
+    "jaccard": 4,
+    "correlation": 5,
+    "hellinger": 6,
+    "haversine": 7,
+}
+
+
+@numba.njit(cache=True)
+def _pair_distance(u, v, code, p):
+    """float64 distance of two float32 rows by SciPy's formulas (pynndescent's for hellinger and haversine; a
+    constant row's correlation as :func:`cdist_block` sets it), summed in order."""
+    d = u.shape[0]
+    if code == 0 or code == 1 or code == 2:
+        acc = 0.0
+        for t in range(d):
+            diff = abs(np.float64(u[t]) - np.float64(v[t]))
+            if code == 0:
+                acc += diff
+            elif code == 1:
+                acc = max(acc, diff)
+            else:
+                acc += diff**p
+        return acc ** (1.0 / p) if code == 2 else acc
+    if code == 3:
+        differ = 0
+        for t in range(d):
+            differ += u[t] != v[t]
+        return differ / d
+    if code == 4:
+        either = 0
+        differ = 0
+        for t in range(d):
+            a, b = u[t] != 0, v[t] != 0
+            either += a or b
+            differ += a != b
+        return differ / either if either > 0 else 0.0
+    if code == 5:
+        mu = 0.0
+        mv = 0.0
+        lo_u, hi_u, lo_v, hi_v = u[0], u[0], v[0], v[0]
+        for t in range(d):
+            mu += u[t]
+            mv += v[t]
+            lo_u, hi_u = min(lo_u, u[t]), max(hi_u, u[t])
+            lo_v, hi_v = min(lo_v, v[t]), max(hi_v, v[t])
+        flat_u, flat_v = lo_u == hi_u, lo_v == hi_v
+        if flat_u or flat_v:
+            return 0.0 if flat_u and flat_v else 1.0
+        mu /= d
+        mv /= d
+        uv = 0.0
+        uu = 0.0
+        vv = 0.0
+        for t in range(d):
+            a = np.float64(u[t]) - mu
+            b = np.float64(v[t]) - mv
+            uv += a * b
+            uu += a * a
+            vv += b * b
+        return min(max(1.0 - uv / math.sqrt(uu * vv), 0.0), 2.0)
+    if code == 6:
+        su = 0.0
+        sv = 0.0
+        dot = 0.0
+        for t in range(d):
+            su += u[t]
+            sv += v[t]
+            dot += math.sqrt(np.float64(u[t]) * np.float64(v[t]))
+        if su == 0 or sv == 0:
+            return 0.0 if su == 0 and sv == 0 else 1.0
+        return math.sqrt(max(1.0 - dot / math.sqrt(su * sv), 0.0))
+    sin_lat = math.sin(0.5 * (np.float64(u[0]) - np.float64(v[0])))
+    sin_lon = math.sin(0.5 * (np.float64(u[1]) - np.float64(v[1])))
+    inner = sin_lat**2 + math.cos(np.float64(u[0])) * math.cos(np.float64(v[0])) * sin_lon**2
+    return 2.0 * math.asin(math.sqrt(min(max(inner, 0.0), 1.0)))
+
+
+@numba.njit(parallel=True, cache=True)
+def _rescore(X, cand, code, p, idx, dist):
+    """Each row's candidates re-scored (``_pair_distance``) and the k best kept in ``idx``, ``dist``: by (distance,
+    index), the row itself first, -1 candidates last at inf. Rows are independent: the same bytes on any thread
+    count."""
+    n, m = cand.shape
+    k = idx.shape[1]
+    for i in numba.prange(n):
+        d = np.empty(m, dtype=np.float64)
+        c = np.empty(m, dtype=np.int64)
+        for j in range(m):
+            col = cand[i, j]
+            c[j] = col
+            if col < 0:
+                d[j] = np.inf
+            elif col == i:
+                d[j] = -1.0  # self first
+            else:
+                d[j] = _pair_distance(X[i], X[col], code, p)
+        for j in range(1, m):  # insertion sort by (distance, index): m is small
+            dj, cj = d[j], c[j]
+            t = j - 1
+            while t >= 0 and (d[t] > dj or (d[t] == dj and c[t] > cj)):
+                d[t + 1] = d[t]
+                c[t + 1] = c[t]
+                t -= 1
+            d[t + 1] = dj
+            c[t + 1] = cj
+        for j in range(k):
+            idx[i, j] = c[j]
+            dist[i, j] = max(d[j], 0.0)
+
+
+def _formula(U: np.ndarray, V: np.ndarray, metric: str) -> np.ndarray:
+    """float64 distances between broadcast rows U (..., d) and V (..., d) by pynndescent's formulas (SciPy has
+    neither): hellinger ``sqrt(1 - sum(sqrt(u v)) / sqrt(sum(u) sum(v)))`` (0 between two zero rows, 1 between a
+    zero row and another); haversine ``2 arcsin(sqrt(sin^2(dlat / 2) + cos(lat_u) cos(lat_v) sin^2(dlon / 2)))``
+    of (latitude, longitude) in radians."""
+    if metric == "hellinger":
+        return _hellinger(np.sqrt(U * V).sum(axis=-1), U.sum(axis=-1), V.sum(axis=-1))
+    sin_lat = np.sin(0.5 * (U[..., 0] - V[..., 0]))
+    sin_lon = np.sin(0.5 * (U[..., 1] - V[..., 1]))
+    inner = sin_lat**2 + np.cos(U[..., 0]) * np.cos(V[..., 0]) * sin_lon**2
+    return 2.0 * np.arcsin(np.sqrt(np.clip(inner, 0.0, 1.0)))
+
+
+def _hellinger(dot: np.ndarray, su: np.ndarray, sv: np.ndarray) -> np.ndarray:
+    """Hellinger distances from ``sum(sqrt(u v))`` and the rows' sums (broadcast against each other)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        D = np.sqrt(np.maximum(1.0 - dot / np.sqrt(su * sv), 0.0))
+    zero_u, zero_v = su == 0, sv == 0
+    return np.where(zero_u | zero_v, np.where(zero_u & zero_v, 0.0, 1.0), D)
+
+
+def check_metric_data(X: np.ndarray, metric: str) -> None:
+    """ValueError, naming the fix, for data a metric is not defined on (umap-learn refuses the same): hellinger
+    on negative values (it compares distributions), haversine on other than two columns (latitude, longitude).
 
     Parameters
     ----------
     X : numpy.ndarray
-        (n, d) rows.
-    rows : numpy.ndarray
-        (r,) query rows of X.
-    cand : numpy.ndarray
-        (r, m) candidate rows of X per query.
+        (n, d) data.
     metric : str
-        A metric of :data:`umapviz.graph.knn.CPU_METRICS` other than "precomputed".
-    metric_kwds : dict
-        ``{"p": p}`` for minkowski, else empty.
+        The checked metric.
     """
-    U = X[rows].astype(np.float64)[:, None, :]
-    V = X[np.where(cand < 0, 0, cand)].astype(np.float64)
-    if metric == "manhattan":
-        return np.abs(U - V).sum(axis=2)
-    if metric == "chebyshev":
-        return np.abs(U - V).max(axis=2)
-    if metric == "minkowski":
-        p = metric_kwds.get("p", 2.0)
-        return (np.abs(U - V) ** p).sum(axis=2) ** (1.0 / p)
-    if metric == "hamming":
-        return (U != V).mean(axis=2)
-    if metric == "jaccard":
-        either = (U != 0) | (V != 0)
-        differ = ((U != 0) != (V != 0)) & either
-        n_either = either.sum(axis=2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(n_either > 0, differ.sum(axis=2) / n_either, 0.0)
-    if metric == "correlation":
-        Uc = U - U.mean(axis=2, keepdims=True)
-        Vc = V - V.mean(axis=2, keepdims=True)
-        uv = (Uc * Vc).sum(axis=2)
-        uu = (Uc * Uc).sum(axis=2)
-        vv = (Vc * Vc).sum(axis=2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            D = np.clip(1.0 - uv / np.sqrt(uu * vv), 0.0, 2.0)
-        flat_u = np.ptp(U, axis=2) == 0
-        flat_v = np.ptp(V, axis=2) == 0
-        return np.where(flat_u | flat_v, np.where(flat_u & flat_v, 0.0, 1.0), D)
-    raise ValueError(f"metric={metric!r} has no paired form here.")
+    if metric == "hellinger" and (X < 0).any():
+        raise ValueError(
+            "metric='hellinger' compares non-negative rows (counts, frequencies), but X has negative values. Pass "
+            "non-negative data (e.g. counts, or X - X.min()), or another metric."
+        )
+    if metric == "haversine" and X.shape[1] != 2:
+        raise ValueError(
+            f"metric='haversine' is a distance on the sphere between (latitude, longitude) pairs in radians, so X "
+            f"needs 2 columns, but it has {X.shape[1]}. Pass the two angle columns, or another metric."
+        )

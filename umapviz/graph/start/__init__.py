@@ -21,6 +21,7 @@ import scipy.sparse
 
 from ..._backend import cupy, gpu_available, resolve_device, xp_of
 from .._types import FuzzyGraph
+from ..matrix import as_fuzzy_graph
 from .adjacency import CsrArrays, component_members, components_in_order, device_adjacency, grouped_rows
 from .components import connected_components
 from .spectral import leading_eigenpairs
@@ -277,6 +278,7 @@ def spectral_init(
         ``solve_sampled``, ``place``; ``grouped``, the components' grouped copies, is part of the solves'; on the
         GPU ``device``, the first three together with the members' copy to the host).
     """
+    graph = as_fuzzy_graph(graph)  # a fitted UMAP's graph_ (the matrix) still works, with a FutureWarning
     device = resolve_device(device)
     n = graph.n_vertices
     method = resolve_spectral_method(method, n)
