@@ -222,9 +222,10 @@ class ExplorerView:
         )
 
     def _marks_changed(self, _change: Any = None) -> None:
+        # The inspector first: its text goes out at once, where the marks wait for the frame drawn under them.
+        self.inspector.value = inspector_html(self.controller.point)
         if self.controller.run is not None and self.plot.view_range is not None:
             self.plot.set_marks(**self._marks())
-        self.inspector.value = inspector_html(self.controller.point)
 
     def _focus_changed(self, _change: Any = None) -> None:
         self.focus.value = focus_html(self.controller.inspected, len(self.controller.selection))
