@@ -55,7 +55,8 @@ class Explorer(Panel, LookingCloser):
     epochs_per_frame : int
         Epochs run between two frames.
     size : int
-        The view's width and height in pixels.
+        The view's first width and height in pixels; once shown, the view follows the output's width (square)
+        and frames are drawn at the size it has on screen (``controller.params.size``).
     outlier_method : str
         "neighbors" or "radius" (see ``umapviz.metrics.outliers``).
     colour_by_class : bool
