@@ -202,6 +202,9 @@ def walk_lab(tmp_path):
 WINDOW_WIDTHS = (700, 1600)
 
 
+# Notebook 01 run whole, a dozen steps by hand, then notebook 05's runs: about 5 minutes on an idle 2-core
+# machine, over the suite's 10-minute limit per test on a loaded one.
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("width", WINDOW_WIDTHS)
 def test_a_newcomers_hour_in_jupyterlab(walk_lab, width):
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
