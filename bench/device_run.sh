@@ -29,9 +29,6 @@
 #                columns (default 384), WARMUP=N first fits N points untimed in a fresh process (warm kernel caches),
 #                FRAMES_EVERY=K renders a live view's frame every K epochs of the layout (frame_ms), FLING_CHECK=1
 #                counts what chunked("auto") flung against hogwild's bounds from the same start
-#   memory       bench/fit_scale.py --user-fit at SIZES: the fit as UMAP(device="gpu", random_state=0).fit runs it, its
-#                memory plan (graph.params["memory_plan"]), stage seconds, peak GPU and host memory, recall, trust;
-#                POOL_LIMIT caps CuPy's pool (bytes: a smaller card), MMAP=1 fits a memory-mapped .npy, DATA, DIM
 #   tf32_check   bench/tf32_check.py: the exact GPU kNN's TF32 check on TF32_CASES (default: 384-d text_like and mixture
 #                at 500k, PCA-like 50 columns and 2-D planes in 16 and 64 features at 400k): its bound against the
 #                error cuBLAS makes, seconds with FP32, TF32 unchecked and checked, rows searched again in FP32
@@ -191,9 +188,6 @@ for name in "${STEPS[@]}"; do
     scale) step scale 560 python3 bench/fit_scale.py --device gpu --sizes "$SIZES" --knn "${KNN:-approx}" \
       ${UMAP_FIT:+--umap-fit} ${HOST_DATA:+--host-data} ${FLING_CHECK:+--fling-check} --data "${DATA:-mixture}" --refine "${KNN_REFINE:-auto}" \
       --dim "${DIM:-384}" --warmup "${WARMUP:-0}" --frames-every "${FRAMES_EVERY:-0}" --timeout 540 --out "$OUT/scale" ;;
-    memory) step memory 560 python3 bench/fit_scale.py --device gpu --user-fit --knn auto --sizes "$SIZES" \
-      --data "${DATA:-text_like}" --dim "${DIM:-384}" --pool-limit "${POOL_LIMIT:-0}" ${MMAP:+--mmap} \
-      --warmup "${WARMUP:-0}" --timeout 540 --out "$OUT/memory" ;;
     tf32_check) step tf32_check 400 python3 bench/tf32_check.py ${TF32_CASES:+--cases "$TF32_CASES"} ;;
     knn_recall) step knn_recall 400 python3 bench/partitioned_recall.py --device gpu --sets ${RECALL_SETS:-mixture_gpu:1000000 \
       text_like_gpu:1000000 text_like_gpu:10000000 mixture_gpu:10000000} --rows 8192,16384 --overlaps 2 --refine 2 \

@@ -15,25 +15,16 @@ itself keeps) with the GPU's used memory at the end. --umap-fit also times ``UMA
 random_state=0).fit_transform(X)`` as a user calls it (knn="auto"), in its own fresh process.
 --warmup N first fits N points in a fresh process (warm on-disk kernel caches, as for a user's second fit);
 --dim sets the GPU recipes' columns; --frames-every K renders a live view's frame every K epochs of the layout;
---fling-check counts what chunked("auto") flung (outside hogwild's bounds from the same start).
---user-fit runs the fit as ``UMAP(device=..., random_state=0).fit`` does it (build_graph with knn="auto" and its memory
-plan, then the layout on the device the plan gives it), timing the graph and the layout (its spectral start included);
---pool-limit BYTES caps CuPy's pool for it (a smaller card's memory); --mmap writes X to a .npy first (in a process of
-its own) and fits the read-only memory map of it (np.load(mmap_mode="r")). Every fit reports its peak host memory
-(ru_maxrss, which counts the file pages a memory map has read; and the peak of anonymous memory, which does not) beside
-its peak GPU memory (the most CuPy's pool held, sampled). Writes results.jsonl and results.md to --out and prints the
-table.
+--fling-check counts what chunked("auto") flung (outside hogwild's bounds from the same start). Writes results.jsonl
+and results.md to --out and prints the table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -51,16 +42,13 @@ COLUMNS = (
     "recall",
     "trust",
     "peak_gpu_gib",
-    "peak_host_gib",
-    "peak_anon_gib",
-    "plan",
     "umap_fit_s",
     "frame_ms",
     "flung_bounds",
 )
 
 
-def make_data(n: int, data: str, device: str, dim: int = 384, on_device: bool = False) -> np.ndarray:
+def make_data(n: int, data: str, device: str, dim: int = 384) -> np.ndarray:
     """(n, dim) float32 NumPy data: the GPU benches' mixture or the text_like recipe, made on the GPU there (the host's
     generator would take minutes at ten million rows) and copied to the host; on the CPU the same recipes drawn by
     NumPy (text_like: umapviz.datasets, 384-d)."""
@@ -69,148 +57,12 @@ def make_data(n: int, data: str, device: str, dim: int = 384, on_device: bool = 
 
     if device == "gpu":
         X = text_like_gpu(n, seed=0, dim=dim) if data == "text_like" else mixture_gpu(n, dim, seed=0)[0]
-        return X if on_device else X.get()
+        return X.get()
     if data == "text_like":
         from umapviz import datasets  # noqa: PLC0415 - child process only
 
         return datasets.load("text_like", n_samples=n, random_state=0)[0]
     return mixture_gpu(n, dim, seed=0, xp=np)[0]
-
-
-class Peaks:
-    """The most CuPy's default pool held and the most anonymous host memory (RssAnon) this process had, sampled
-    every 50 ms by a thread while the ``with`` block runs; ru_maxrss (whole process, file pages included) beside."""
-
-    def __init__(self, device: str) -> None:
-        self.device, self.gpu, self.anon = device, 0, 0
-        self._stop = threading.Event()
-
-    def _sample(self) -> None:
-        pool = None
-        if self.device == "gpu":
-            import cupy as cp  # noqa: PLC0415 - GPU runs only
-
-            pool = cp.get_default_memory_pool()
-        while True:
-            if pool is not None:
-                self.gpu = max(self.gpu, pool.total_bytes())
-            self.anon = max(self.anon, _anon_bytes())
-            if self._stop.wait(0.05):
-                return
-
-    def __enter__(self) -> Peaks:
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def row(self) -> dict:
-        return {
-            "peak_gpu_gib": self.gpu / 2**30 if self.device == "gpu" else None,
-            "peak_host_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-            "peak_anon_gib": self.anon / 2**30,
-        }
-
-
-def _anon_bytes() -> int:
-    """This process's resident anonymous memory (Linux; 0 elsewhere)."""
-    try:
-        with open("/proc/self/status") as fh:
-            line = next(line for line in fh if line.startswith("RssAnon:"))
-        return int(line.split()[1]) * 1024
-    except (OSError, StopIteration):
-        return 0
-
-
-def data_file(args) -> str:
-    """The .npy file --mmap fits (in TMPDIR)."""
-    return os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fit_scale_{args.data}_{args.one}x{args.dim}.npy")
-
-
-def make_file(args) -> dict:
-    """Write the data of one size to :func:`data_file` a block of rows at a time (GPU rows copied block by block)."""
-    made = time.perf_counter()
-    path = data_file(args)
-    X = make_data(args.one, args.data, args.device, args.dim, on_device=True)
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=tuple(X.shape))
-    step = max(1, 2**28 // (4 * int(X.shape[1])))
-    for start in range(0, int(X.shape[0]), step):
-        block = X[start : start + step]
-        out[start : start + step] = block.get() if hasattr(block, "get") else block
-    out.flush()
-    del out
-    return {"file": path, "file_gib": os.path.getsize(path) / 2**30, "file_s": time.perf_counter() - made}
-
-
-def user_fit(args) -> dict:
-    """The fit as UMAP(device=..., random_state=0).fit runs it: build_graph (knn="auto", its memory plan), then the
-    layout on the device the plan gives it; then recall and trust, untimed."""
-    from umapviz._host_data import to_device  # noqa: PLC0415 - child process only
-    from umapviz.graph import build_graph  # noqa: PLC0415
-    from umapviz.graph.knn.recall import recall_at_k  # noqa: PLC0415
-    from umapviz.graph.memory_plan import layout_device  # noqa: PLC0415
-    from umapviz.metrics import trustworthiness  # noqa: PLC0415
-    from umapviz.optimize import LayoutOptimizer  # noqa: PLC0415
-
-    n, device = args.one, args.device
-    made = time.perf_counter()
-    if args.mmap:
-        X = np.load(data_file(args), mmap_mode="r")
-    else:
-        X = make_data(n, args.data, device, args.dim)
-    _stage(
-        f"data {X.shape[0]:,} x {X.shape[1]} ({'memory-mapped' if args.mmap else 'in memory'})",
-        time.perf_counter() - made,
-    )
-    if device == "gpu":
-        import cupy as cp  # noqa: PLC0415 - GPU runs only
-
-        cp.get_default_memory_pool().free_all_blocks()
-        if args.pool_limit:
-            cp.get_default_memory_pool().set_limit(size=args.pool_limit)
-    row: dict = {"n": n, "d": int(X.shape[1]), "data": args.data, "user_fit": True, "mmap": args.mmap}
-    row["pool_limit_gb"] = args.pool_limit / 1e9 if args.pool_limit else None
-    with Peaks(device) as peaks:
-        _sync(device)
-        t0 = time.perf_counter()
-        graph = build_graph(X, knn=args.knn, random_state=0, cache=False, progress=True, device=device)
-        _sync(device)
-        t1 = time.perf_counter()
-        _stage(f"graph ({graph.params['knn']}, {graph.head.shape[0]:,} edges)", t1 - t0)
-        on = layout_device(graph, 2, "chunked", device, progress=True)
-        opt = LayoutOptimizer(graph, strategy="chunked", n_chunks="auto", random_state=0, device=on)
-        opt.run()
-        _sync(device)
-        t2 = time.perf_counter()
-        _stage("start and layout", t2 - t1)
-    plan = graph.params["memory_plan"]
-    row.update(
-        knn=graph.params["knn"],
-        graph_s=t1 - t0,
-        layout_s=t2 - t1,
-        total_s=t2 - t0,
-        edges=int(graph.head.shape[0]),
-        knn_steps=graph.params.get("knn_steps"),
-        knn_recall_auto=graph.params.get("knn_recall"),
-        memory_plan=plan,
-        plan=f"X {plan['x']}, refine {plan.get('refine')}, layout {plan.get('layout')} w{plan.get('layout_window')}",
-        **peaks.row(),
-    )
-    print(f"  fit: {json.dumps(row)}", file=sys.stderr, flush=True)  # kept should a check below fail or time out
-    emb = opt.device_embedding.copy() if on == "gpu" else opt.embedding
-    del opt
-    if device == "gpu":  # the checks measure the fit; they run without its limit
-        cp.get_default_memory_pool().free_all_blocks()
-        cp.get_default_memory_pool().set_limit(size=0)
-    row["recall"] = recall_at_k(X, graph.knn_indices, sample=1000, seed=1, device=device)
-    _stage(f"recall {row['recall']:.4f}")
-    data = to_device(X) if device == "gpu" else X
-    row["trust"] = trustworthiness(data, emb if device == on else to_device(emb), sample=min(5000, n), random_state=0)
-    _stage(f"trust {row['trust']:.4f}")
-    return row
 
 
 def _stage(name: str, seconds: float | None = None) -> None:
@@ -400,12 +252,6 @@ def child(args, extra: list[str]) -> dict:
         cmd.append("--fling-check")
     if args.host_data:
         cmd.append("--host-data")
-    if args.user_fit:
-        cmd.append("--user-fit")
-    if args.mmap:
-        cmd.append("--mmap")
-    if args.pool_limit:
-        cmd += ["--pool-limit", str(args.pool_limit)]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout)  # stderr: the stages, live
     if out.returncode != 0:
         return {"error": f"exit {out.returncode} (its traceback is above)"}
@@ -447,15 +293,6 @@ def main() -> None:
         help="after the fit, count the points chunked('auto') flung: outside hogwild's bounds from "
         "the same start (metrics.outliers 'bounds'), and by the 'neighbors' measure",
     )
-    parser.add_argument(
-        "--user-fit",
-        action="store_true",
-        help="fit as UMAP(device=..., random_state=0).fit does (build_graph with --knn, a user's being auto, and "
-        "its memory plan; the layout where the plan puts it)",
-    )
-    parser.add_argument("--pool-limit", type=int, default=0, help="cap CuPy's pool at this many bytes (--user-fit)")
-    parser.add_argument("--mmap", action="store_true", help="fit a memory-mapped .npy of the data (--user-fit)")
-    parser.add_argument("--make-file", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--both-starts", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--fit-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -464,21 +301,12 @@ def main() -> None:
     if args.refine != "auto":
         args.refine = int(args.refine)
     if args.one is not None:  # the child
-        if args.make_file:
-            result = make_file(args)
-        elif args.fit_only:
-            result = umap_fit(args)
-        else:
-            result = user_fit(args) if args.user_fit else one_size(args)
-        print(json.dumps(result), flush=True)
+        print(json.dumps(umap_fit(args) if args.fit_only else one_size(args)), flush=True)
         return
     rows = []
     if args.warmup:
         t = time.perf_counter()
-        made = child(args, ["--one", str(args.warmup), "--make-file"]) if args.mmap else {}
         warm = child(args, ["--one", str(args.warmup), "--both-starts"])
-        if "file" in made:
-            os.remove(made["file"])
         print(
             f"[{time.strftime('%H:%M:%S')}] warm-up, n={args.warmup:,}: {json.dumps(warm)} "
             f"({time.perf_counter() - t:.0f} s)",
@@ -486,11 +314,7 @@ def main() -> None:
         )
     for n in (int(s) for s in args.sizes.split(",") if s):
         t = time.perf_counter()
-        made = child(args, ["--one", str(n), "--make-file"]) if args.mmap else {}
-        row = child(args, ["--one", str(n)]) if "error" not in made else dict(made)
-        row.update({key: value for key, value in made.items() if key != "file"})
-        if args.mmap and "file" in made:
-            os.remove(made["file"])
+        row = child(args, ["--one", str(n)])
         if args.umap_fit and "error" not in row:
             row.update(child(args, ["--one", str(n), "--fit-only"]))
         row.setdefault("n", n)

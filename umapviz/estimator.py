@@ -30,7 +30,6 @@ from .graph.knn.auto_search import DEFAULT_TARGET
 from .graph.knn.knn_cpu import query_knn, reference_index
 from .graph.knn.partitioned import DEFAULT_OVERLAP, DEFAULT_REFINE
 from .graph.matrix import GraphMatrix, graph_matrix
-from .graph.memory_plan import fit_stage, layout_device
 from .optimize import LayoutOptimizer
 from .optimize.optimizer import check_layout_params
 from .optimize.transform import embed_new_points, transform_n_epochs
@@ -275,23 +274,19 @@ class UMAP:
                 )
                 if curve is not None:
                     graph = dataclasses.replace(graph, a=curve[0], b=curve[1])
-                device = self.device if graph.params.get("metric") in GEMM_METRICS else "cpu"
-                # On the GPU where its edges fit, else on the CPU (the same bytes), said so.
-                device = layout_device(graph, n_components, self.strategy, device, progress=bool(self.verbose))
-                with fit_stage("layout"):  # CuPy running out: a MemoryError naming the stage and the knob
-                    optimizer = LayoutOptimizer(
-                        graph,
-                        strategy=self.strategy,
-                        n_chunks=self.n_chunks,
-                        random_state=seed,
-                        init=self.init,
-                        n_epochs=self.n_epochs,
-                        learning_rate=self.learning_rate,
-                        negative_sample_rate=self.negative_sample_rate,
-                        repulsion_strength=self.repulsion_strength,
-                        device=device,
-                        n_components=self.n_components,
-                    ).run(progress=self.verbose)
+                optimizer = LayoutOptimizer(
+                    graph,
+                    strategy=self.strategy,
+                    n_chunks=self.n_chunks,
+                    random_state=seed,
+                    init=self.init,
+                    n_epochs=self.n_epochs,
+                    learning_rate=self.learning_rate,
+                    negative_sample_rate=self.negative_sample_rate,
+                    repulsion_strength=self.repulsion_strength,
+                    device=self.device if graph.params.get("metric") in GEMM_METRICS else "cpu",
+                    n_components=self.n_components,
+                ).run(progress=self.verbose)
             embedding = _nan_where_isolated(optimizer.embedding, graph)
             a, b = graph.a, graph.b
         feature_names = _feature_names(X)

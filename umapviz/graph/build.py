@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import is_cupy, resolve_device, to_host
+from .._backend import is_cupy, resolve_device
 from .._validation import (
     RandomStateLike,
     check_data,
@@ -20,7 +20,7 @@ from .._validation import (
     check_random_state,
 )
 from ._types import FuzzyGraph
-from .build_gpu import graph_from_knn_gpu, graph_on_gpu
+from .build_gpu import check_graph_fits, graph_from_knn_gpu, graph_on_gpu
 from .cache import cache_key, cache_path, data_fingerprint, load_graph, resolve_cache_dir, save_graph
 from .edges import graph_from_fuzzy_set, refuse_overflowed_distances
 from .fuzzy import find_ab_params
@@ -39,7 +39,6 @@ from .knn import (
 )
 from .knn.auto_search import DEFAULT_TARGET, auto_knn
 from .knn.knn_cpu import nearest_neighbors
-from .knn.knn_gpu import exact_knn_gpu
 from .knn.partitioned import (
     DEFAULT_OVERLAP,
     DEFAULT_REFINE,
@@ -49,8 +48,7 @@ from .knn.partitioned import (
     resolve_refine,
     work_data,
 )
-from .knn.recall import recall_at_k
-from .memory_plan import fit_stage, plan_cpu, plan_gpu_graph
+from .knn.recall import recall_at_k, truth_block_rows
 from .params import GraphParams
 
 
@@ -84,10 +82,7 @@ def build_graph(
     Parameters
     ----------
     X : array-like
-        (n_samples, n_features); anything ``np.asarray`` takes, NaN/inf not allowed. A read-only memory-mapped
-        ``.npy`` (``np.load(path, mmap_mode="r")``) is read a block of rows at a time (checks, hash, the partitioned
-        search's partitions, the GPU's uploads), never loaded whole: data larger than the host's memory builds with
-        ``knn="partitioned"`` on the CPU, or on the GPU.
+        (n_samples, n_features); anything ``np.asarray`` takes, NaN/inf not allowed.
     n_neighbors : int
         Neighbours per point, counting the point itself.
     metric : str
@@ -123,12 +118,8 @@ def build_graph(
         Show a progress bar for long exact kNN runs.
     device : str
         ``"cpu"``, ``"gpu"`` or ``"auto"``. On the GPU the kNN (recorded as ``"exact-gpu"`` or
-        ``"partitioned-gpu"``) and the fuzzy set run on the device, within a memory plan made before the work
-        (:mod:`umapviz.graph.memory_plan`: the budget is the free GPU memory or CuPy's pool limit; X resident or
-        streamed from the host, the recall check's reference whole or in blocks, the layout's schedule window),
-        recorded in ``graph.params["memory_plan"]`` and printed with ``progress``. Where no plan fits, a MemoryError
-        says before the build starts how much GPU memory it needs, how much is free, and what to change; CuPy running
-        out inside the build comes out as a MemoryError naming the stage and the knob.
+        ``"partitioned-gpu"``) and the fuzzy set run on the device. Before a GPU build starts, a MemoryError says
+        how much GPU memory it needs and how much is free when it cannot fit, and what to change.
     cancel : callable, optional
         A no-argument callable (e.g. ``event.is_set`` of a ``threading.Event`` another thread sets), asked
         before each tile of the exact kNN (CPU or GPU), after each partition of the partitioned search and after
@@ -209,27 +200,12 @@ def build_graph(
     escalating = partitioned and knn == "auto" and device == "gpu"  # aims at a recall (client: measures it only)
     if knn == "auto":
         knn_target_recall = check_target_recall(knn_target_recall)
-    if device == "gpu":  # before any work: MemoryError naming the stage and the knob where nothing fits
-        plan = plan_gpu_graph(
-            X,
-            n_neighbors,
-            method,
-            knn_partitions if partitioned else 1,
-            knn_overlap if partitioned else 1,
-            knn_refine if partitioned else 0,
-            escalating=escalating,
-            distributed=client is not None,
-        )
-        if partitioned:  # the rounds that will run, recorded (and keyed) as such: "auto" resolved by the plan
-            knn_refine = plan.refine
-    else:
-        if partitioned:
-            knn_refine = refine_rounds(knn_refine, *X.shape, n_neighbors, knn_partitions, device, is_cupy(X))
-            plan = plan_cpu(X, method, knn_partitions, knn_overlap, knn_refine)
-        else:
-            plan = plan_cpu(X, method)
-    if progress and (device == "gpu" or plan.source != "memory"):  # a CPU build of data in memory has no choice
-        print(plan.describe(), flush=True)
+    if device == "gpu":
+        check_graph_fits(X.shape[0], X.shape[1], n_neighbors, method, knn_partitions, knn_overlap)
+        if escalating:  # the recall check streams X in blocks; not even one fitting is known before the search
+            truth_block_rows(X.shape[0], X.shape[1], AUTO_RECALL_SAMPLE)
+    if partitioned:  # the rounds that will run, recorded (and keyed) as such: "auto" resolved here
+        knn_refine = refine_rounds(knn_refine, *X.shape, n_neighbors, knn_partitions, device, is_cupy(X))
 
     build = GraphParams.for_data(
         X.shape[0],
@@ -263,60 +239,44 @@ def build_graph(
         graph = load_graph(path, key)
         if graph is not None:
             graph.params["random_state"] = params["random_state"]  # the seed asked for now (it did not change it)
-            if device == "gpu" or plan.source != "memory":  # a CPU build of data in memory has no choice
-                graph.params["memory_plan"] = dict(plan.record(), graph="from the cache")
             return graph
 
     if device == "gpu":
-        with fit_stage("graph", plan):  # CuPy running out inside: a MemoryError naming the stage and knob
-            partitioning = (
-                dict(
-                    n_partitions=knn_partitions,
-                    overlap=knn_overlap,
-                    random_state=random_state,
-                    client=client,
-                    refine=knn_refine,
-                    # where the plan put X (the Dask workers' partitions come from the host)
-                    data_on_device=plan.x in ("gpu", "resident"),
-                )
-                if partitioned
-                else None
+        partitioning = (
+            dict(
+                n_partitions=knn_partitions,
+                overlap=knn_overlap,
+                random_state=random_state,
+                client=client,
+                refine=knn_refine,
             )
-            if partitioned and client is None:  # uploaded once where the plan says: the recall check reads it too
-                X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, plan.x == "resident", knn_refine)
-            if escalating and client is None:
-                knn_indices, knn_dists, record = auto_knn(
-                    X,
-                    n_neighbors,
-                    metric,
-                    knn_partitions,
-                    knn_overlap,
-                    random_state,
-                    knn_refine,
-                    target=knn_target_recall,
-                    cancel=cancel,
-                    progress=progress,
-                )
-                build = dataclasses.replace(build, knn=record["knn"])
-                if plan.fuzzy == "gpu":
-                    graph = graph_from_knn_gpu(knn_indices, knn_dists, build, cancel=cancel)
-                else:
-                    graph = _graph_on_host(knn_indices, knn_dists, build, cancel)
-                params = dict(build.record(), knn_overlap=knn_overlap, **record)
-            elif plan.fuzzy == "gpu":
-                graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
-            else:  # the kNN on the GPU, the fuzzy set and the edge list on the host: the same bytes
-                if partitioning is not None:
-                    knn_indices, knn_dists = partitioned_knn(
-                        X, n_neighbors, metric, device="gpu", cancel=cancel, **partitioning
-                    )
-                else:
-                    knn_indices, knn_dists = exact_knn_gpu(X, n_neighbors, metric, cancel=cancel)
-                graph = _graph_on_host(knn_indices, knn_dists, build, cancel)
-            if escalating and client is not None:
-                recall = auto_recall(X, graph.knn_indices, metric)
-                check_auto_recall(recall, int(X.shape[0]), knn_target_recall)
-                params["knn_recall"] = recall
+            if partitioned
+            else None
+        )
+        if partitioned and client is None:  # uploaded once where it fits: the recall check below reads it too
+            X = work_data(X, *X.shape, n_neighbors, knn_overlap, knn_partitions, rounds=knn_refine)
+        if escalating and client is None:
+            knn_indices, knn_dists, record = auto_knn(
+                X,
+                n_neighbors,
+                metric,
+                knn_partitions,
+                knn_overlap,
+                random_state,
+                knn_refine,
+                target=knn_target_recall,
+                cancel=cancel,
+                progress=progress,
+            )
+            build = dataclasses.replace(build, knn=record["knn"])
+            graph = graph_from_knn_gpu(knn_indices, knn_dists, build, cancel=cancel)
+            params = dict(build.record(), knn_overlap=knn_overlap, **record)
+        else:
+            graph = graph_on_gpu(X, build, cancel=cancel, partitioning=partitioning)
+        if escalating and client is not None:
+            recall = auto_recall(X, graph.knn_indices, metric)
+            check_auto_recall(recall, int(X.shape[0]), knn_target_recall)
+            params["knn_recall"] = recall
     else:
         if partitioned:
             knn_indices, knn_dists = partitioned_knn(
@@ -358,8 +318,6 @@ def build_graph(
         graph = graph_from_fuzzy_set(fuzzy, knn_indices, knn_dists, build)
 
     graph.params.update(params)  # the partitioning, when there is one
-    if device == "gpu" or plan.source != "memory":  # after the cache key: where data lived changes no byte
-        graph.params["memory_plan"] = plan.record()
     if path is not None:
         try:
             save_graph(path, graph, key)
@@ -371,15 +329,6 @@ def build_graph(
                 stacklevel=2,
             )
     return graph
-
-
-def _graph_on_host(knn_indices, knn_dists, build: GraphParams, cancel: Callable[[], bool] | None) -> FuzzyGraph:
-    """The fuzzy set, the pruning and the edge list of a GPU kNN on the CPU (the memory plan's choice where their
-    sparse matrices do not fit on the GPU): the bytes of the GPU's :func:`graph_from_knn_gpu`."""
-    knn_indices, knn_dists = to_host(knn_indices), to_host(knn_dists)
-    stop_if_cancelled(cancel)
-    refuse_overflowed_distances(knn_dists)  # before the fuzzy set's arithmetic on inf
-    return graph_from_fuzzy_set(fuzzy_simplicial_set(knn_indices, knn_dists), knn_indices, knn_dists, build)
 
 
 # umap-learn's default disconnection distances: a kNN edge at a bounded metric's maximum joins unrelated points.

@@ -211,10 +211,6 @@ def memory_shortfall_message(
         fixes.append(f"knn='approx' (the partitioned search{other})")
     else:
         fixes.append("more knn_partitions (smaller partitions)")  # the refinement rounds are checked on their own
-        fixes.append(
-            f"knn_overlap=1 (the candidates take about {16 * n * n_neighbors / gib:.1f} GiB for each partition "
-            "a point joins)"
-        )
     fixes += [
         "fewer rows",
         "X as a NumPy array or a memory-mapped .npy, not a CuPy array (the partitioned search "
