@@ -114,17 +114,19 @@ def test_local_connectivity_and_set_op_mix_ratio_equal_umap_learns(local_connect
     assert np.array_equal(smooth_knn_dist(dist, local_connectivity=local_connectivity)[1], rho)
 
 
-def test_approximate_search_rescores_pynndescents_candidates_with_scipys_distances():
-    X = _data("manhattan", n=600)
-    idx, dist = metric_cpu.approx_metric_knn(X, 10, "manhattan", {}, random_state=1)
-    exact_idx, _ = metric_cpu.exact_metric_knn(X, 10, "manhattan", {})
-    D = _scipy_distances(X, "manhattan", {})
+@pytest.mark.parametrize("metric", ["manhattan", "correlation"])
+def test_approximate_search_rescores_pynndescents_candidates_with_scipys_distances(metric):
+    # correlation's candidates come from a cosine search of the centred rows: the same neighbours, re-scored
+    X = _data(metric, n=600)
+    idx, dist = metric_cpu.approx_metric_knn(X, 10, metric, {}, random_state=1)
+    exact_idx, _ = metric_cpu.exact_metric_knn(X, 10, metric, {})
+    D = _scipy_distances(X, metric, {})
     assert np.array_equal(idx[:, 0], np.arange(len(X)))
     np.testing.assert_allclose(dist, np.take_along_axis(D, idx.astype(np.int64), 1), rtol=1e-5, atol=1e-7)
     assert (np.diff(dist, axis=1) >= 0).all()
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(idx, exact_idx, strict=True)])
     assert recall > 0.95
-    again, _ = metric_cpu.approx_metric_knn(X, 10, "manhattan", {}, random_state=1)
+    again, _ = metric_cpu.approx_metric_knn(X, 10, metric, {}, random_state=1)
     assert np.array_equal(idx, again)
 
 

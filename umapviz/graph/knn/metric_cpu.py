@@ -190,7 +190,8 @@ def approx_metric_knn(
         NN-descent's seed.
     """
     n, k = X.shape[0], n_neighbors
-    cand = nndescent_candidates(X, k, metric, metric_kwds, random_state)
+    rows, search_metric, search_kwds = _candidate_space(X, metric, metric_kwds)
+    cand = nndescent_candidates(rows, k, search_metric, search_kwds, random_state)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k), dtype=np.float64)
     X = np.ascontiguousarray(X, dtype=np.float32)
@@ -200,6 +201,18 @@ def approx_metric_knn(
         D = cdist_block(X[short], X, metric, metric_kwds)
         idx[short], dist[short] = select_rows(D, k, short)
     return _finish(idx, dist)
+
+
+def _candidate_space(X: np.ndarray, metric: str, metric_kwds: dict) -> tuple[np.ndarray, str, dict]:
+    """The rows, metric and parameters NN-descent searches for ``metric``'s candidates. Correlation is the cosine
+    distance of the rows less their means, and pynndescent runs cosine as a dot product of normalised rows but
+    correlation pair by pair, means included: searching the centred rows under cosine finds the same neighbours
+    (a constant row centres to zero, which pynndescent's cosine puts at 0 from another and 1 from the rest, as
+    its correlation does) at less cost. The candidates are re-scored under ``metric`` on X either way."""
+    if metric == "correlation":
+        centred = X - X.mean(axis=1, dtype=np.float64, keepdims=True)
+        return centred.astype(np.float32), "cosine", {}
+    return X, metric, metric_kwds
 
 
 # The re-scoring kernel's metric numbers.
