@@ -71,7 +71,7 @@ from umapviz.metrics import fingerprint
 from umapviz.optimize import LayoutOptimizer, engine_cpu
 X, _ = datasets.load("mixture", n_samples=3000, random_state=0)
 graph = build_graph(X, n_neighbors=15, n_epochs=60, knn="exact", cache=False, progress=False)
-out = {"n_vertices": graph.n_vertices, "item": engine_cpu._COMPUTE_ITEM, "block": engine_cpu._BLOCK}
+out = {"n_vertices": graph.n_vertices, "parallel_min": engine_cpu._PARALLEL_MIN, "block": engine_cpu._BLOCK}
 for strategy, n_chunks in [("sequential", 1), ("buffered", 1), ("chunked", 2), ("chunked", "auto"), ("vertex", 1)]:
     prints = []
     for threads in (1, 2):
@@ -85,8 +85,8 @@ print(json.dumps(out))
 
 
 def test_one_and_two_numba_threads_give_the_same_bytes(tmp_path):
-    """With two threads the parallel paths run (chunks of several engine_cpu._COMPUTE_ITEM edges, claimed by both
-    threads; the vertex strategy's vertices in blocks of _BLOCK) and give the bytes of one thread. A child process,
+    """With two threads the parallel paths run (chunks of at least engine_cpu._PARALLEL_MIN edges split into
+    blocks, the vertex strategy's vertices in blocks of _BLOCK) and give the bytes of one thread. A child process,
     so that two threads exist whatever this machine's core count (NUMBA_NUM_THREADS is read at start)."""
     env = {**os.environ, "NUMBA_NUM_THREADS": "2", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     run = subprocess.run(
@@ -95,8 +95,8 @@ def test_one_and_two_numba_threads_give_the_same_bytes(tmp_path):
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["n_vertices"] > out["block"]  # the vertex strategy has more than one block of vertices
-    for name in ("buffered/1", "chunked/2", "chunked/auto"):  # chunks of many items: both threads claim some
-        assert out[name]["largest_chunk"] >= 4 * out["item"], name
+    for name in ("buffered/1", "chunked/2"):  # these reach the parallel chunk path
+        assert out[name]["largest_chunk"] >= out["parallel_min"], name
     for name, row in out.items():
         if isinstance(row, dict):
             assert row["fingerprints"][0] == row["fingerprints"][1], name
@@ -191,22 +191,12 @@ def test_cpu_engine_kernels_have_no_fused_or_relaxed_float_operations(small_grap
         return set(re.findall(r"= f(?:add|sub|mul|div) ((?:[a-z]+ )*)(?:float|double)", ir))
 
     fused = re.compile(r"\bv?fn?m(?:add|sub)\w*")
-    # The chunked epoch's worker runs inside a parallel region, which keeps no signature on it: its arguments are
-    # the epoch's, less the thread count, plus the owner classes and the counters.
-    worker_sigs = [
-        (*sig[:-1], numba.types.int64, numba.types.Array(numba.types.int64, 1, "C"))
-        for sig in engine_cpu.epoch_chunked_parallel.signatures
-    ]
-    for kernel, sigs in (
-        (engine_cpu._live_edges, engine_cpu._live_edges.signatures),
-        (engine_cpu._chunk_worker, worker_sigs),
-        (engine_cpu.epoch_vertex, engine_cpu.epoch_vertex.signatures),
-    ):
-        assert sigs and not kernel.targetoptions.get("fastmath"), kernel
+    for kernel in (engine_cpu._live_edges, engine_cpu.epoch_chunked, engine_cpu.epoch_vertex):
+        assert kernel.signatures and not kernel.targetoptions.get("fastmath"), kernel
         # Code loaded from Numba's cache cannot be inspected: the same function, options and signatures, compiled
         # afresh.
         fresh = njit(**{k: v for k, v in kernel.targetoptions.items() if k != "nopython"})(kernel.py_func)
-        for sig in sigs:
+        for sig in kernel.signatures:
             fresh.compile(sig)
         for sig, ir in fresh.inspect_llvm().items():
             assert float_op_flags(ir) == {""}, kernel
@@ -240,79 +230,32 @@ def test_random_state_none_draws_a_seed_and_keeps_it(small_graph):
     assert np.array_equal(opt.run().embedding, again.run().embedding)
 
 
-@pytest.mark.parametrize("owner_classes", [1, 4])
-def test_chunk_apply_takes_the_definitions_bytes(owner_classes):
-    """The apply step of a chunk, class of rows by class, gives every touched row float32(float64(y) + sum * 2**-32)
-    for the integer sum of its moves and leaves the sums clear; a coordinate whose sum is 0 keeps its bits (-0.0
-    stays -0.0, as on the GPU); rows outside the class being applied do not move."""
+def test_chunk_apply_takes_the_definitions_bytes():
+    """The apply step of a chunk gives every touched row float32(float64(y) + sum * 2**-32) for the integer sum
+    of its moves and leaves the sums clear; a coordinate whose sum is 0 keeps its bits (-0.0 stays -0.0, as on
+    the GPU)."""
 
     rng = np.random.default_rng(0)
     n, nnz, dim, lo, hi = 1000, 20000, 2, 1000, 7000
     head_p = rng.integers(0, n, nnz)
     tail_p = (head_p + rng.integers(1, n, nnz)) % n
     active = np.sort(rng.choice(nnz, 8000, replace=False))
-    head_fix = np.zeros((hi - lo, dim), np.int64)
-    tail_fix = np.zeros((hi - lo, dim), np.int64)
-    head_fix[:, 0] = rng.integers(-(2**34), 2**34, hi - lo)  # moves up to 4 in fixed point; axis 1 does not move
-    tail_fix[:, 0] = rng.integers(-(2**34), 2**34, hi - lo)
+    head_fix = np.zeros((nnz, dim), np.int64)
+    tail_fix = np.zeros((nnz, dim), np.int64)
+    head_fix[:, 0] = rng.integers(-(2**34), 2**34, nnz)  # moves up to 4 in fixed point; axis 1 does not move
+    tail_fix[:, 0] = rng.integers(-(2**34), 2**34, nnz)
     y = np.stack([rng.normal(size=n), np.full(n, -0.0)], axis=1).astype(np.float32)
     edges = active[lo:hi]
     sums = np.zeros((n, dim), np.int64)
-    np.add.at(sums, head_p[edges], head_fix)
-    np.add.at(sums, tail_p[edges], tail_fix)
+    np.add.at(sums, head_p[edges], head_fix[: hi - lo])
+    np.add.at(sums, tail_p[edges], tail_fix[: hi - lo])
     expected = np.where(sums != 0, (y.astype(np.float64) + sums * 2.0**-32).astype(np.float32), y)
     assert (sums[:, 0] != 0).sum() > 900  # nearly every row is touched
     acc = np.zeros((n, dim), np.int64)
-    classes = (np.arange(n) >> engine_cpu._OWNER_ROWS_LOG2) & (owner_classes - 1)
-    for owner in range(owner_classes):
-        before = y.copy()
-        engine_cpu.apply_owned(y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, owner, owner_classes - 1)
-        assert y[classes > owner].tobytes() == before[classes > owner].tobytes()
+    flag, touched = np.zeros(n, np.bool_), np.empty(n, np.int64)
+    engine_cpu._apply_chunk(y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, flag, touched)
     assert y.tobytes() == expected.tobytes()
-    assert not acc.any()
-
-
-def test_chunked_epoch_needs_no_thread_to_wait_for_another(small_graph):
-    """The chunked epoch's threads claim its work: with its iterations run one after another on one thread (as a
-    threading layer may), the region finishes, whatever thread count it was given, with the same bytes."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        outs = []
-        for threads in (1, 3, 8):
-            opt = LayoutOptimizer(small_graph, strategy="chunked", n_chunks=5, random_state=2, init="random")
-            eng = opt._engine
-            for t in range(1, 4):
-                n_active = schedule(eng.next_s, eng.next_neg, eng.eps_p, eng.eps_neg_p, t, eng.active, eng.n_neg_active)
-                bounds = np.unique(chunk_bounds(n_active, 5))
-                args = (
-                    eng.seed,
-                    np.int64(t),
-                    eng.a,
-                    eng.b,
-                    eng.c_att,
-                    eng.c_rep,
-                    np.float32(opt.alpha(t)),
-                    eng.private_head,
-                )
-                scratch = eng._chunk_scratch(int(np.diff(bounds).max()))
-                engine_cpu.epoch_chunked_parallel(
-                    eng.Y,
-                    eng.head_p,
-                    eng.tail_p,
-                    eng.edge_p,
-                    eng.active,
-                    eng.n_neg_active,
-                    bounds,
-                    *args,
-                    *scratch,
-                    threads,
-                )
-                assert not scratch[2].any()
-            outs.append(eng.Y.tobytes())
-        assert outs[0] == outs[1] == outs[2]
-    finally:
-        numba.set_num_threads(before)
+    assert not acc.any() and not flag.any()
 
 
 def test_one_edge_per_chunk_is_sequential_up_to_rounding(small_graph):

@@ -8,15 +8,8 @@ writes results whose bytes do not depend on how blocks are spread over threads.
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
-from .atomics_cpu import (
-    atomic_add,
-    atomic_load_acquire,
-    atomic_store_release,
-    cpu_relax,
-    yield_thread,
-)
 from .chunks import chunk_bounds
 from .moves_cpu import F0, JIT_CACHE, attract, attract_coef, clip, negatives_due, repel
 from .params import EngineParams
@@ -25,6 +18,7 @@ from .vertex_index import VERTEX_WIDE_GROUP, vertex_group_sizes, vertex_index
 _FIX = 4294967296.0  # 2**32: fixed-point scale of the chunk accumulators
 _UNFIX = 1.0 / 4294967296.0
 _BLOCK = 2048  # edges (or vertices) per parallel work item
+_PARALLEL_MIN = 2 * _BLOCK  # smaller chunks run serially
 
 
 @njit(cache=JIT_CACHE, nogil=True)
@@ -148,49 +142,17 @@ def _fix(x):
     return np.int64(np.rint(np.float64(x) * _FIX))
 
 
-# The chunked epoch's work: items of _COMPUTE_ITEM edges whose moves one claim computes (small enough that the
-# threads finish a chunk close together, as the last item decides when the next phase starts; large enough that a
-# claim, one atomic add, is a small part of an item); then one item per owner class of rows, which moves the rows
-# of its class. Rows belong to classes by blocks of _OWNER_ROWS (whole cache lines of acc and Y), so no two
-# threads write to one line while applying.
-_COMPUTE_ITEM = 64
-_OWNER_ROWS_LOG2 = 4
-_SPINS_BEFORE_YIELD = 256
-_SYNC_STRIDE = 16  # int64 words between phases' counters: each phase's pair on its own 128 bytes
-
-
 @njit(cache=JIT_CACHE, nogil=True)
-def apply_owned(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, owner, owner_mask):
-    """Move the rows of owner class `owner` (row v's: (v >> _OWNER_ROWS_LOG2) & owner_mask) by the moves of chunk
-    active[lo:hi] (slot q - lo of head_fix / tail_fix): each such row adds up its moves in acc (integer sums, exact
-    in any order), becomes float32(float64(y) + sum * 2**-32) and its sum is cleared. A coordinate whose sum is 0
-    keeps its bits (adding 0.0 would turn -0.0 into +0.0; the GPU skips it too)."""
-    dim = Y.shape[1]
-    for q in range(lo, hi):
-        p = active[q]
-        for v, fix in ((head_p[p], head_fix), (tail_p[p], tail_fix)):
-            if ((v >> _OWNER_ROWS_LOG2) & owner_mask) == owner:
-                for d in range(dim):
-                    acc[v, d] += fix[q - lo, d]
-    for q in range(lo, hi):
-        p = active[q]
-        for v in (head_p[p], tail_p[p]):
-            if ((v >> _OWNER_ROWS_LOG2) & owner_mask) == owner:
-                for d in range(dim):
-                    if acc[v, d] != 0:
-                        Y[v, d] = np.float32(np.float64(Y[v, d]) + np.float64(acc[v, d]) * _UNFIX)
-                        acc[v, d] = 0
-
-
-@njit(cache=JIT_CACHE, nogil=True)
-def _chunk_worker(
+def _chunk_edges(
     Y,
     head_p,
     tail_p,
     edge_p,
     active,
     n_neg,
-    bounds,
+    lo,
+    r0,
+    r1,
     seed,
     t,
     a,
@@ -201,89 +163,34 @@ def _chunk_worker(
     private_head,
     head_fix,
     tail_fix,
-    acc,
-    n_owners,
-    sync,
 ):
-    """One thread's part of a chunked epoch: walk the phases (chunk c's moves, phase 2c; their application, phase
-    2c + 1), claiming work items of the open phase until none is left, then wait for the phase to close.
-
-    A phase closes when its last item is done: whoever finishes it publishes the count of closed phases
-    (sync[0], release). Items are claimed with an atomic add on the phase's counter, and a thread waits only once
-    every item of the phase is claimed, that is for threads at work: a thread that starts late (or a threading
-    layer that runs the region's iterations one after another) finds the work done or does it alone, never waits
-    for a thread that has not begun.
-
-    Moves: each edge's head and tail moves, computed from Y as the chunk found it, in fixed point in the edge's
-    slot of head_fix / tail_fix (row q - lo of chunk [lo, hi)). Application, item k (k < n_owners, a power of 2):
-    the rows of owner class k add up their moves from the chunk's slots in acc (integer sums: exact in any order)
-    and move once.
-    """
+    """Fixed-point moves of edges active[lo + r0 : lo + r1], all read from Y as it stands (the snapshot)."""
     dim = Y.shape[1]
     yi = np.empty(dim, np.float32)
     yfrom = np.empty(dim, np.float32)
     tail_move = np.empty(dim, np.float32)
-    n_phases = 2 * (bounds.shape[0] - 1)
-    owner_mask = n_owners - 1
-    p = 0
-    while p < n_phases:
-        lo = bounds[p >> 1]
-        hi = bounds[(p >> 1) + 1]
-        applying = (p & 1) == 1
-        n_items = n_owners if applying else (hi - lo + _COMPUTE_ITEM - 1) // _COMPUTE_ITEM
-        base = (p + 1) * _SYNC_STRIDE
-        k = atomic_add(sync, base, 1)
-        if k < n_items:
-            if applying:
-                apply_owned(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, k, owner_mask)
-            else:
-                q0 = lo + k * _COMPUTE_ITEM
-                for q in range(q0, min(q0 + _COMPUTE_ITEM, hi)):
-                    pa = active[q]
-                    i = head_p[pa]
-                    _edge(
-                        Y,
-                        i,
-                        tail_p[pa],
-                        edge_p[pa],
-                        n_neg[q],
-                        seed,
-                        t,
-                        a,
-                        b,
-                        c_att,
-                        c_rep,
-                        alpha,
-                        private_head,
-                        yi,
-                        yfrom,
-                        tail_move,
-                    )
-                    for d in range(dim):
-                        head_fix[q - lo, d] = _fix(yi[d] - Y[i, d])
-                        tail_fix[q - lo, d] = _fix(tail_move[d])
-            if atomic_add(sync, base + 8, 1) == n_items - 1:
-                atomic_store_release(sync, 0, p + 1)
-            continue
-        spins = 0
-        while atomic_load_acquire(sync, 0) <= p:
-            if spins < _SPINS_BEFORE_YIELD:
-                cpu_relax()
-                spins += 1
-            else:
-                yield_thread()
-        p += 1
+    for r in range(r0, r1):
+        q = lo + r
+        p = active[q]
+        i = head_p[p]
+        _edge(
+            Y, i, tail_p[p], edge_p[p], n_neg[q], seed, t, a, b, c_att, c_rep, alpha, private_head, yi, yfrom, tail_move
+        )
+        for d in range(dim):
+            head_fix[r, d] = _fix(yi[d] - Y[i, d])
+            tail_fix[r, d] = _fix(tail_move[d])
 
 
 @njit(cache=JIT_CACHE, nogil=True, parallel=True)
-def epoch_chunked_parallel(
+def _chunk_moves(
     Y,
     head_p,
     tail_p,
     edge_p,
     active,
     n_neg,
-    bounds,
+    lo,
+    hi,
     seed,
     t,
     a,
@@ -294,29 +201,21 @@ def epoch_chunked_parallel(
     private_head,
     head_fix,
     tail_fix,
-    acc,
-    threads,
 ):
-    """Chunks of the active list (cut at `bounds`, no chunk empty), each computed from the embedding at its start
-    and applied at its end, in one parallel region of `threads` threads, each running :func:`_chunk_worker`.
-
-    The bytes do not depend on the thread count: each edge's moves are computed from the chunk's start alone, and
-    each row's are summed in fixed point. head_fix / tail_fix hold the longest chunk's slots (rows x dim int64);
-    acc (n x dim int64, zeros) is left zeroed.
-    """
-    n_owners = 1
-    while n_owners < threads:
-        n_owners *= 2
-    sync = np.zeros((2 * (bounds.shape[0] - 1) + 1) * _SYNC_STRIDE, np.int64)
-    for _ in prange(threads):
-        _chunk_worker(
+    """_chunk_edges over active[lo:hi] in parallel blocks (each edge's result is the same either way)."""
+    n = hi - lo
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for blk in prange(n_blocks):
+        _chunk_edges(
             Y,
             head_p,
             tail_p,
             edge_p,
             active,
             n_neg,
-            bounds,
+            lo,
+            blk * _BLOCK,
+            min((blk + 1) * _BLOCK, n),
             seed,
             t,
             a,
@@ -327,10 +226,113 @@ def epoch_chunked_parallel(
             private_head,
             head_fix,
             tail_fix,
-            acc,
-            n_owners,
-            sync,
         )
+
+
+@njit(cache=JIT_CACHE, nogil=True)
+def _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched):
+    """Sum the chunk's fixed-point moves per row, then move each touched row once and clear it; a coordinate
+    whose sum is 0 keeps its bits (adding 0.0 would turn -0.0 into +0.0; the GPU skips it too)."""
+    dim = Y.shape[1]
+    n_touched = 0
+    for r in range(hi - lo):
+        p = active[lo + r]
+        i = head_p[p]
+        j = tail_p[p]
+        for d in range(dim):
+            acc[i, d] += head_fix[r, d]
+            acc[j, d] += tail_fix[r, d]
+        if not touched_flag[i]:
+            touched_flag[i] = True
+            touched[n_touched] = i
+            n_touched += 1
+        if not touched_flag[j]:
+            touched_flag[j] = True
+            touched[n_touched] = j
+            n_touched += 1
+    for r in range(n_touched):
+        v = touched[r]
+        for d in range(dim):
+            if acc[v, d] != 0:
+                Y[v, d] = np.float32(np.float64(Y[v, d]) + np.float64(acc[v, d]) * _UNFIX)
+                acc[v, d] = 0
+        touched_flag[v] = False
+
+
+@njit(cache=JIT_CACHE, nogil=True)
+def epoch_chunked(
+    Y,
+    head_p,
+    tail_p,
+    edge_p,
+    active,
+    n_neg,
+    bounds,
+    seed,
+    t,
+    a,
+    b,
+    c_att,
+    c_rep,
+    alpha,
+    private_head,
+    head_fix,
+    tail_fix,
+    acc,
+    touched_flag,
+    touched,
+):
+    """Chunks of the active list (cut at `bounds`), each computed from the embedding at its start and applied
+    at its end. Small chunks run on one thread: waking the thread pool would cost more than their work."""
+    for c in range(bounds.shape[0] - 1):
+        lo = bounds[c]
+        hi = bounds[c + 1]
+        if hi == lo:
+            continue
+        if hi - lo >= _PARALLEL_MIN:
+            _chunk_moves(
+                Y,
+                head_p,
+                tail_p,
+                edge_p,
+                active,
+                n_neg,
+                lo,
+                hi,
+                seed,
+                t,
+                a,
+                b,
+                c_att,
+                c_rep,
+                alpha,
+                private_head,
+                head_fix,
+                tail_fix,
+            )
+        else:
+            _chunk_edges(
+                Y,
+                head_p,
+                tail_p,
+                edge_p,
+                active,
+                n_neg,
+                lo,
+                0,
+                hi - lo,
+                seed,
+                t,
+                a,
+                b,
+                c_att,
+                c_rep,
+                alpha,
+                private_head,
+                head_fix,
+                tail_fix,
+            )
+        _apply_chunk(Y, head_p, tail_p, active, lo, hi, head_fix, tail_fix, acc, touched_flag, touched)
 
 
 @njit(cache=JIT_CACHE, inline="always")
@@ -457,7 +459,7 @@ class CpuEngine:
         self.active = np.empty(nnz, np.int32)
         self.n_neg_active = np.empty(nnz, np.int32)
         self.Y = np.empty((graph.n_vertices, 0), np.float32)
-        self._scratch: tuple | None = None
+        self._scratch = None
         self._vertex_index = None
 
     def reset(self, init: np.ndarray) -> None:
@@ -484,10 +486,8 @@ class CpuEngine:
         elif s == "hogwild":
             epoch_hogwild(self.Y, *edges, *args)
         elif s in ("chunked", "buffered"):
-            bounds = np.unique(chunk_bounds(n_active, self.n_chunks))  # without empty chunks (n_active < n_chunks)
-            scratch = self._chunk_scratch(int(np.diff(bounds).max(initial=0)))
-            rest = [*edges[:-1], bounds, *args, *scratch, get_num_threads()]
-            epoch_chunked_parallel(self.Y, *rest)
+            bounds = chunk_bounds(n_active, self.n_chunks)
+            epoch_chunked(self.Y, *edges[:-1], bounds, *args, *self._chunk_scratch())
         elif s == "vertex":
             Ysnap, n_neg_edge, head_ptr, by_tail, tail_head, tail_ptr, mirrored, groups = self._vertex_arrays()
             scatter_n_neg(self.edge_p, self.active, self.n_neg_active, n_active, n_neg_edge)
@@ -508,17 +508,18 @@ class CpuEngine:
             raise ValueError(f"unknown strategy {s!r}")
         return int(n_active)
 
-    def _chunk_scratch(self, longest: int) -> tuple[np.ndarray, ...]:
-        """The chunked epoch's slots (at least `longest` rows, grown by half again when short) and row sums."""
-        n, dim = self.Y.shape
-        if self._scratch is None or self._scratch[0].shape[0] < longest:
-            rows = max(longest, 0 if self._scratch is None else self._scratch[0].shape[0] * 3 // 2)
-            rows = min(rows, self.head_p.shape[0])
-            self._scratch = (np.empty((rows, dim), np.int64), np.empty((rows, dim), np.int64), self._acc())
+    def _chunk_scratch(self):
+        if self._scratch is None:
+            n, dim = self.Y.shape
+            nnz = self.head_p.shape[0]
+            self._scratch = (
+                np.empty((nnz, dim), np.int64),
+                np.empty((nnz, dim), np.int64),
+                np.zeros((n, dim), np.int64),
+                np.zeros(n, np.bool_),
+                np.empty(n, np.int64),
+            )
         return self._scratch
-
-    def _acc(self):
-        return np.zeros(self.Y.shape, np.int64) if self._scratch is None else self._scratch[2]
 
     def _vertex_arrays(self):
         if self._vertex_index is None:
