@@ -10,9 +10,10 @@ topics of low intrinsic dimension), ``iso_lowdim`` (:func:`iso_lowdim`: 40 Zipf-
 above a fifth of the points, two thirds of the points in isotropic clusters and a third in clusters lying on a 6-d
 subspace). One line of --out per (kind, n, what): ``auto`` is ``build_graph(X, device="gpu", random_state=0)`` with
 X a CuPy array (its steps, recall on the 1,000 rows it samples, seconds of the whole graph build); ``exact`` the
-exact GPU kNN alone; ``fit`` ``UMAP(device="gpu", random_state=0).fit_transform`` of X as a NumPy array. Seconds
-are after a warm-up build in the same process (kernel caches warm), the GPU synchronised; ``--pool-limit`` sets
-CuPy's pool limit (bytes) first.
+exact GPU kNN alone (its checked GEMM, what ``knn="exact"`` runs) and ``exact_fp16`` with the FP16 GEMM that
+auto's exact step takes, each with its recall on other sampled rows; ``fit``
+``UMAP(device="gpu", random_state=0).fit_transform`` of X as a NumPy array. Seconds are after a warm-up build in the
+same process (kernel caches warm), the GPU synchronised; ``--pool-limit`` sets CuPy's pool limit (bytes) first.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from gpu_mixture import mixture_gpu, text_like_gpu
 
-from umapviz.datasets import _zipf_sizes
+from umapviz.datasets.generators import _zipf_sizes
 
 
 def iso_lowdim(n: int, d: int = 384, n_clusters: int = 40, seed: int = 0):
@@ -120,6 +121,7 @@ def main() -> None:
     t = time.perf_counter()
     build_graph(text_like_gpu(200_000), knn="approx", random_state=0, device="gpu", cache=False, progress=False)
     exact_knn_gpu(text_like_gpu(20_000), 15)
+    exact_knn_gpu(text_like_gpu(20_000), 15, precision="fp16")
     emit({"what": "warm-up", "seconds": round(sync() - t, 2)})
     for n in (int(s) for s in args.sizes.split(",")):
         for kind in args.kinds.split(","):
@@ -143,9 +145,16 @@ def main() -> None:
             emit(row)
             del graph
             if n in exact_sizes:
-                t0 = sync()
-                exact_knn_gpu(X, 15, return_device=True)
-                emit({"what": "exact", "kind": kind, "n": n, "knn_s": round(sync() - t0, 2)})
+                rows, truth = sampled_truth(X, 15, 1000, seed=1, device="gpu")
+                for precision in ("auto", "fp16"):
+                    t0 = sync()
+                    idx, _ = exact_knn_gpu(X, 15, precision=precision, return_device=True)
+                    seconds = sync() - t0
+                    found = idx[cp.asarray(rows)].get()
+                    recall = round(float(recall_from_truth(found, np.arange(rows.size), truth)), 4)
+                    emit({"what": "exact" if precision == "auto" else f"exact_{precision}", "kind": kind, "n": n,
+                          "knn_s": round(seconds, 2), "recall": recall})  # fmt: skip
+                    del idx
             if n in fit_sizes:
                 host = X.get()
                 del X

@@ -838,6 +838,68 @@ def test_gpu_candidate_selection_keeps_the_smallest_and_flags_rows_it_may_have_c
 
 
 @pytest.mark.gpu
+def test_gpu_fp16_candidate_selection_keeps_the_smallest_half_scores():
+    """select_candidates_h on a hand-made FP16 score tile (rows 5,004 halves apart, 5,002 columns: the last copy of
+    a row partial, the padding smaller than any score and never read): the m smallest col_add + scale * G by
+    (score, column) in float32, self first, as select_candidates ranks float32 scores."""
+    import cupy as cp  # noqa: PLC0415 - GPU only: CuPy is absent where there is no GPU
+
+    n, ld, m, row0 = 5002, 5004, 63, 100
+    columns = np.arange(n)
+    rng = np.random.default_rng(1)
+    G = np.full((3, ld), 1000.0, dtype=np.float16)  # padding: the best score of all, were it read
+    G[:, :n] = rng.normal(size=(3, n)).astype(np.float16)
+    G[1, :n] = np.round(G[1, :n].astype(np.float32), 1).astype(np.float16)  # many ties: the lower column first
+    G[2, n - 2 :] = 30.0  # the partial copy's columns are the best of row 2
+    col_add = rng.uniform(0, 1, n).astype(np.float32)
+    scale = np.float32(-2.0)
+    cand = cp.full((3, m), -7, dtype=cp.int32)
+    overflow = cp.zeros(3, dtype=cp.int32)
+    knn_gpu._module().get_function("select_candidates_h")(
+        (3,),
+        (knn_gpu._SEL_THREADS,),
+        (
+            cp.asarray(G),
+            np.int32(n),
+            np.int64(ld),
+            cp.asarray(col_add),
+            scale,
+            cp.arange(row0, row0 + 3),
+            np.int32(1),
+            np.int32(m),
+            cand,
+            overflow,
+        ),
+    )
+    score = col_add + scale * G[:, :n].astype(np.float32)  # float32, rounded as the kernel rounds
+    score[np.arange(3), row0 + np.arange(3)] = -np.inf
+    want = np.stack([np.lexsort((columns, row))[:m] for row in score])
+    assert overflow.get().tolist() == [0, 0, 0]
+    np.testing.assert_array_equal(cand.get(), want)
+    assert set(cand.get()[2, 1:3]) == {n - 2, n - 1}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_gpu_fp16_knn_finds_the_neighbours_of_isotropic_data_and_repeats_its_bytes(metric):
+    """The FP16 GEMM (knn="auto"'s exact step on the GPU) on a 128-d isotropic Gaussian, where distances
+    concentrate: its spare candidates absorb the rounding of the half scores, so it finds what the CPU's exact
+    search finds (recall on every row), its distances are the CPU's exact ones wherever the neighbours agree, and
+    twice gives the same bytes."""
+    X = np.random.default_rng(5).standard_normal((20_000, 128)).astype(np.float32)
+    idx_c, dist_c = exact_knn(X, 15, metric, progress=False)
+    idx_g, dist_g = exact_knn_gpu(X, 15, metric, precision="fp16")
+    again = exact_knn_gpu(X, 15, metric, precision="fp16")
+    assert idx_g.tobytes() == again[0].tobytes() and dist_g.tobytes() == again[1].tobytes()
+    np.testing.assert_array_equal(idx_g[:, 0], np.arange(len(X)))
+    found = np.mean([len(np.intersect1d(a, b)) / 15 for a, b in zip(idx_g, idx_c, strict=True)])
+    assert found >= 0.999
+    same = (idx_g == idx_c).all(axis=1)
+    assert same.mean() >= 0.99
+    np.testing.assert_array_equal(dist_g[same], dist_c[same])
+
+
+@pytest.mark.gpu
 def test_gpu_tf32_check_flags_a_row_exactly_when_a_left_out_point_may_be_nearer():
     """flag_rounding_misses on a hand-made tile (scores = G: col_add 0, scale 1; every norm 1, so a row's scores may
     each be off by its q_err): candidates 5-8 score 1-4, beside the row's self; the k-th neighbour (k = 3, self

@@ -18,7 +18,14 @@ from umapviz.graph.knn import (
     check_auto_recall,
     resolve_knn_method,
 )
-from umapviz.graph.knn.auto_search import BUDGET_UNITS, auto_knn, exact_units, step_units
+from umapviz.graph.knn.auto_search import (
+    BUDGET_UNITS,
+    auto_knn,
+    exact_precision,
+    exact_units,
+    ladder_units,
+    step_units,
+)
 from umapviz.graph.knn.knn_cpu import exact_knn
 from umapviz.graph.knn.partitioned import partitioned_knn, resolve_partitioning
 from umapviz.graph.knn.partitions import plan_partitions
@@ -193,6 +200,28 @@ def test_the_escalation_costs_follow_the_sizes():
     assert step_units(1_000_000, 31, 62, 2) == 2.0 and step_units(1_000_000, 16, 62, 2) == pytest.approx(3.875)
     assert 2.0 < exact_units(1_000_000, 62, 2) < 16 / 3.5
     assert exact_units(10_000_000, 611, 2) > BUDGET_UNITS
+    # The FP16 GEMM's exact search costs less than the checked one, and at 10M it is still past the budget.
+    assert 1.0 < exact_units(1_000_000, 62, 2, "fp16") < exact_units(1_000_000, 62, 2)
+    assert exact_units(10_000_000, 611, 2, "fp16") > BUDGET_UNITS
+
+
+def test_the_ladder_of_larger_partitions_is_projected_from_the_recall():
+    # 0.80 -> 0.95 with 0.6 of the miss left per doubling: 0.2 -> 0.12 -> 0.072 -> 0.0432, three doublings of 62
+    # partitions (31, 16, 8): 2 + 3.875 + 7.75 default searches, more than the exact search at 1M.
+    assert ladder_units(0.80, 0.95, 1_000_000, 62, 62, 2, 0.6) == pytest.approx(13.625)
+    assert ladder_units(0.80, 0.95, 1_000_000, 62, 62, 2, 0.6) > exact_units(1_000_000, 62, 2, "fp16")
+    assert ladder_units(0.93, 0.95, 1_000_000, 62, 62, 2, 0.6) == 2.0  # one doubling: 0.07 -> 0.042
+    assert ladder_units(0.96, 0.95, 1_000_000, 62, 62, 2, 0.6) == 0.0  # there already
+    assert ladder_units(0.80, 0.95, 1_000_000, 4, 62, 2, 0.6) == float("inf")  # runs out of partitions (2, 1)
+    assert ladder_units(0.80, 1.0, 1_000_000, 62, 62, 2, 0.6) == float("inf")  # only the exact search finds all
+
+
+def test_the_exact_step_takes_the_fp16_gemm_on_the_gpu_only_where_it_serves():
+    assert exact_precision(384, 15, "gpu") == "fp16"
+    assert exact_precision(384, 15, "cpu") == "auto"  # the CPU's exact search has one precision
+    assert exact_precision(8, 15, "gpu") == "auto"  # few features: FP32, as "auto" takes it
+    assert exact_precision(384, 200, "gpu") == "auto"  # too many candidates for the refine kernel
+    assert exact_precision(70_000, 15, "gpu") == "auto"  # half scores could overflow
 
 
 def test_memory_check_names_need_free_and_fix():
@@ -277,7 +306,9 @@ def test_gpu_auto_escalates_until_the_target_or_says_what_it_reached():
     assert steps[0][0] == "partitioned" and steps[0][3] < 0.95 and len(steps) >= 2
     assert graph.params["knn_recall"] == steps[-1][3] > steps[0][3]
     assert graph.params["knn_recall"] == round(recall_at_k(X, graph.knn_indices, sample=1000, seed=0, device="gpu"), 4)
-    assert graph.params["knn"] == ("exact-gpu" if steps[-1][0] == "exact" else "partitioned-gpu")
+    assert graph.params["knn"] == ("exact-gpu" if steps[-1][0].startswith("exact") else "partitioned-gpu")
+    # Far below the target, the exact search runs at once, with the FP16 GEMM (recall measured after it).
+    assert [s[0] for s in steps][:2] == ["partitioned", "exact-fp16"] and graph.params["knn_recall"] >= 0.99
     short = [w for w in caught if "below its target" in str(w.message)]
     assert (graph.params["knn_recall"] >= 0.95) == (not short)
     if short:
@@ -305,8 +336,9 @@ def test_auto_search_that_meets_its_target_is_the_search_and_its_round(text_like
 
 
 def test_auto_search_escalates_on_data_without_clusters_and_repeats_its_bytes():
-    # 32-d Gaussian noise cut into 40 partitions of 500 rows: the first search misses many neighbours; rounds,
-    # then larger partitions united with the last graph, then (cheaper than 4x partitions) the exact search.
+    # 32-d Gaussian noise cut into 40 partitions of 500 rows: the first search misses about half the neighbours, so
+    # far from the target that no round is waited for, and the ladder of larger partitions projected to reach it
+    # costs more than the exact search (2.9 default searches): the exact search follows at once.
     X = np.random.default_rng(3).normal(size=(20_000, 32)).astype(np.float32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -319,12 +351,23 @@ def test_auto_search_escalates_on_data_without_clusters_and_repeats_its_bytes():
     assert recalls == sorted(recalls) and record["knn_recall"] == recalls[-1]  # a step never loses a neighbour
     assert record["knn_recall"] == round(recall_at_k(X, idx, sample=1000, seed=0), 4)
     assert record["knn_work"] <= BUDGET_UNITS and record["knn_refine"] == sum(s[2] for s in steps)
-    if steps[-1][0] == "exact":
-        assert record["knn"] == "exact" and idx.tobytes() == exact_knn(X, 15, progress=False)[0].tobytes()
+    assert [s[0] for s in steps] == ["partitioned", "exact"] and steps[0][2] == 0 and record["knn_recall"] == 1.0
+    assert record["knn"] == "exact" and idx.tobytes() == exact_knn(X, 15, progress=False)[0].tobytes()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         again = auto_knn(X, 15, "euclidean", 40, 2, random_state=0, rounds=1, device="cpu")
     assert idx.tobytes() == again[0].tobytes() and dist.tobytes() == again[1].tobytes() and record == again[2]
+
+
+def test_auto_search_close_to_its_target_refines_before_the_exact_search(text_like):
+    # Structured data a hair short of target 1.0 (which only the exact search is sure to reach): a round may close a
+    # gap this narrow, so rounds run first, while they gain; then the exact search, not the larger partitions.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idx, _, record = auto_knn(text_like, 15, "euclidean", 8, 2, random_state=0, rounds=1, target=1.0, device="cpu")
+    steps = record["knn_steps"]
+    assert [s[0] for s in steps] == ["partitioned", "exact"] and steps[0][2] >= 1 and 0.95 <= steps[0][3] < 1.0
+    assert record["knn_recall"] == 1.0 and idx.tobytes() == exact_knn(text_like, 15, progress=False)[0].tobytes()
 
 
 def test_auto_search_short_of_its_target_warns_with_the_recall_and_the_exact_estimate():

@@ -30,6 +30,11 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, int b
     unsigned int dst = (unsigned int)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(bytes) : "memory");
 }
+// The same, 8 bytes (cp.async.cg copies 16 bytes only; .ca takes 8).
+__device__ __forceinline__ void copy8_async(void* smem, const void* gmem, int bytes) {
+    unsigned int dst = (unsigned int)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(gmem), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
@@ -38,6 +43,11 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, int b
 #pragma unroll
     for (int u = 0; u < 4; ++u)
         static_cast<float*>(smem)[u] = 4 * u < bytes ? static_cast<const float*>(gmem)[u] : 0.0f;
+}
+__device__ __forceinline__ void copy8_async(void* smem, const void* gmem, int bytes) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+        static_cast<unsigned short*>(smem)[u] = 2 * u < bytes ? static_cast<const unsigned short*>(gmem)[u] : 0;
 }
 __device__ __forceinline__ void commit_copies() {}
 template <int N>
@@ -74,11 +84,37 @@ __device__ __forceinline__ float score_of(float add, float scale, float g) {
 // Each thread keeps its SEL_L best in registers; a block-wide tournament then merges them. If a thread's list
 // runs dry while the tournament still wants more, the row is flagged in `overflow` (its true candidates
 // might have been cut), and the caller redoes that row another way.
-extern "C" __global__ void select_candidates(const float* __restrict__ G, int n, i64 ld,
-                                             const float* __restrict__ col_add, float scale,
-                                             const i64* __restrict__ row_ids, int self_first, int m,
-                                             int* __restrict__ cand,
-                                             int* __restrict__ overflow) {
+// Scores as the GEMM wrote them: float32 (TF32 and FP32 GEMMs) or IEEE half (the FP16 GEMM, as raw bits), four
+// consecutive columns a copy (16 or 8 bytes).
+__device__ __forceinline__ float half_to_float(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ void copy_scores(void* smem, const float* g, int cols) {
+    copy16_async(smem, g, 4 * cols);
+}
+__device__ __forceinline__ void copy_scores(void* smem, const unsigned short* g, int cols) {
+    copy8_async(smem, g, 2 * cols);
+}
+__device__ __forceinline__ void read_scores(const float4* slot, const float*, float* gv) {
+    float4 g = *slot;
+    gv[0] = g.x; gv[1] = g.y; gv[2] = g.z; gv[3] = g.w;
+}
+__device__ __forceinline__ void read_scores(const float4* slot, const unsigned short*, float* gv) {
+    uint2 g = *reinterpret_cast<const uint2*>(slot);
+    gv[0] = half_to_float((unsigned short)(g.x & 0xffffu));
+    gv[1] = half_to_float((unsigned short)(g.x >> 16));
+    gv[2] = half_to_float((unsigned short)(g.y & 0xffffu));
+    gv[3] = half_to_float((unsigned short)(g.y >> 16));
+}
+
+template <typename T>
+__device__ __forceinline__ void select_rows(const T* __restrict__ G, int n, i64 ld,
+                                            const float* __restrict__ col_add, float scale,
+                                            const i64* __restrict__ row_ids, int self_first, int m,
+                                            int* __restrict__ cand,
+                                            int* __restrict__ overflow) {
     // The stages' copies and, after the scan, the tournament's keys share one buffer.
     constexpr int STAGE_BYTES = SEL_STAGES * 2 * SEL_THREADS * 16;
     constexpr int KEY_BYTES = SEL_THREADS * SEL_L * 8;
@@ -88,7 +124,7 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
     u64* keys = reinterpret_cast<u64*>(pool);
     int r = blockIdx.x;
     i64 me = row_ids[r];
-    const float* row = G + (i64)r * ld;
+    const T* row = G + (i64)r * ld;
     float bs[SEL_L];
     int bi[SEL_L];
 #pragma unroll
@@ -105,7 +141,7 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
             int j = p * stage_cols + mine;
             int bytes = j < n ? 4 * min(SEL_VEC, n - j) : 0;
             float4* slot = stage + (p % SEL_STAGES) * 2 * SEL_THREADS + threadIdx.x;
-            copy16_async(slot, bytes ? row + j : row, bytes);
+            copy_scores(slot, bytes ? row + j : row, bytes / 4);
             copy16_async(slot + SEL_THREADS, bytes ? col_add + j : col_add, bytes);
         }
         commit_copies();
@@ -115,8 +151,10 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
         issue(p + SEL_STAGES - 1);
         wait_copies<SEL_STAGES - 1>();  // this thread's copies of stage p have landed
         const float4* slot = stage + (p % SEL_STAGES) * 2 * SEL_THREADS + threadIdx.x;
-        float4 g = slot[0], add = slot[SEL_THREADS];
-        const float gv[SEL_VEC] = {g.x, g.y, g.z, g.w}, av[SEL_VEC] = {add.x, add.y, add.z, add.w};
+        float4 add = slot[SEL_THREADS];
+        float gv[SEL_VEC];
+        read_scores(slot, row, gv);
+        const float av[SEL_VEC] = {add.x, add.y, add.z, add.w};
         int j0 = p * stage_cols + mine;
 #pragma unroll
         for (int u = 0; u < SEL_VEC; ++u) {
@@ -161,6 +199,21 @@ extern "C" __global__ void select_candidates(const float* __restrict__ G, int n,
             if (head == SEL_L && full && c + 1 < m) overflow[r] = 1;
         }
     }
+}
+
+extern "C" __global__ void select_candidates(const float* __restrict__ G, int n, i64 ld,
+                                             const float* __restrict__ col_add, float scale,
+                                             const i64* __restrict__ row_ids, int self_first, int m,
+                                             int* __restrict__ cand, int* __restrict__ overflow) {
+    select_rows(G, n, ld, col_add, scale, row_ids, self_first, m, cand, overflow);
+}
+
+// The same on FP16 scores (their raw bits; ld in halves, a multiple of 4 so that rows are 8-byte aligned).
+extern "C" __global__ void select_candidates_h(const unsigned short* __restrict__ G, int n, i64 ld,
+                                               const float* __restrict__ col_add, float scale,
+                                               const i64* __restrict__ row_ids, int self_first, int m,
+                                               int* __restrict__ cand, int* __restrict__ overflow) {
+    select_rows(G, n, ld, col_add, scale, row_ids, self_first, m, cand, overflow);
 }
 
 // One block per query row Q[row_ids[r]], one thread per candidate (blockDim.x >= m): exact float64 distance to the

@@ -26,7 +26,7 @@ from . import GEMM_METRICS, PREP_BLOCK_BYTES, check_metric, float64_blocks, scal
 from .knn_cpu import exact_rows
 
 KERNELS = Path(__file__).with_name("knn_gpu.cu")
-PRECISIONS = ("auto", "tf32", "fp32")
+PRECISIONS = ("auto", "tf32", "fp32", "fp16")
 # The GEMM that precision="auto" starts from is FP32 up to this many features. TF32 keeps 10 mantissa bits of each
 # coordinate; in few dimensions a point's k nearest lie far closer than the points' norms, inside that rounding,
 # and TF32's candidates miss true neighbours in most rows (bench/experiments/tf32_low_dim.py, RESULTS.md "TF32
@@ -46,6 +46,7 @@ _TILE_BYTES = 8 * 2**30  # at most this much for one GEMM score tile
 _CUBLAS_COMPUTE_32F = 68
 _CUBLAS_COMPUTE_32F_FAST_TF32 = 77
 _CUDA_R_32F = 0
+_CUDA_R_16F = 2
 
 
 @functools.lru_cache(maxsize=1)
@@ -68,16 +69,25 @@ def fast_precision(n_features: int) -> str:
 
 
 def n_candidates(n_neighbors: int, n_points: int, precision: str) -> int:
-    """Candidates kept per row before the exact re-sort (spares absorb the GEMM's rounding)."""
-    spare = max(8, n_neighbors // 2) if precision == "fp32" else max(16, n_neighbors)
+    """Candidates kept per row before the exact re-sort (spares absorb the GEMM's rounding). FP16 rounds the scores
+    themselves to 11 significant bits, well above TF32's input rounding where the neighbours' scores are large
+    beside their gaps (points far from the data's centre), so it keeps three times TF32's spares."""
+    if precision == "fp32":
+        spare = max(8, n_neighbors // 2)
+    elif precision == "fp16":
+        spare = max(48, 2 * n_neighbors)
+    else:
+        spare = max(16, n_neighbors)
     return int(min(n_points, n_neighbors + spare))
 
 
 def knn_bytes_needed(n: int, d: int, n_neighbors: int, tile_rows: int, precision: str = "auto") -> int:
     """GPU bytes the exact kNN needs for n points of d features with a given tile of query rows."""
-    m = n_candidates(n_neighbors, n, resolve_precision(precision, d))
+    gemm = resolve_precision(precision, d)
+    m = n_candidates(n_neighbors, n, gemm)
     per_point = 8 * n_neighbors + 12  # the outputs; the flags and the norms of the TF32 check
-    return reference_bytes(n, d, False) + 4 * tile_rows * (_score_ld(n) + m + d) + per_point * n + 2**20
+    half_rows = 2 * n * d if gemm == "fp16" else 0  # the prepared rows in FP16 beside the float32 ones
+    return reference_bytes(n, d, False) + half_rows + 4 * tile_rows * (_score_ld(n) + m + d) + per_point * n + 2**20
 
 
 def reference_bytes(n: int, d: int, data_on_device: bool) -> int:
@@ -110,8 +120,9 @@ def _plan_tile(n: int, d: int, k: int, precision: str) -> int:
 
 
 def _gemm_scores(Q, Z, out, precision: str) -> None:
-    """out[:, :n] = Q (rows, d) @ Z (n, d)^T, through cuBLAS with TF32 or FP32 compute; out (rows, ld) is
-    C-contiguous with ld >= n (the columns beyond n are left as they are)."""
+    """out[:, :n] = Q (rows, d) @ Z (n, d)^T, through cuBLAS with TF32 or FP32 compute on float32 Q, Z and out, or
+    ("fp16") on float16 Q, Z and out with FP32 accumulation; out (rows, ld) is C-contiguous with ld >= n (the
+    columns beyond n are left as they are)."""
     cp = cupy()
     rows, d = Q.shape
     n, ld = Z.shape[0], out.shape[1]
@@ -122,6 +133,7 @@ def _gemm_scores(Q, Z, out, precision: str) -> None:
         one = np.array(1.0, dtype=np.float32)
         zero = np.array(0.0, dtype=np.float32)
         compute = _CUBLAS_COMPUTE_32F_FAST_TF32 if precision == "tf32" else _CUBLAS_COMPUTE_32F
+        kind = _CUDA_R_16F if precision == "fp16" else _CUDA_R_32F
         # Column-major view: out^T (n, rows) = Z (n x d, stored as d x n) ^T @ Q^T (d x rows).
         cublas.gemmEx(
             handle,
@@ -132,14 +144,14 @@ def _gemm_scores(Q, Z, out, precision: str) -> None:
             d,
             one.ctypes.data,
             Z.data.ptr,
-            _CUDA_R_32F,
+            kind,
             d,
             Q.data.ptr,
-            _CUDA_R_32F,
+            kind,
             d,
             zero.ctypes.data,
             out.data.ptr,
-            _CUDA_R_32F,
+            kind,
             ld,
             compute,
             -1,
@@ -210,7 +222,10 @@ def exact_knn_gpu(
         that "auto" finds what ``"fp32"`` finds. Where that is most rows of the first tile, those rows decide:
         if FP32 changes any, the rest runs in FP32; if none, in TF32 unchecked (CHECKED_MAX_SHARE).
         ``"tf32"`` unchecked is faster and may miss neighbours that lie within TF32's rounding (data of few
-        intrinsic dimensions); ``"fp32"``: plain float32.
+        intrinsic dimensions); ``"fp32"``: plain float32. ``"fp16"``: the rows and the scores in IEEE half precision
+        (FP32 accumulation), unchecked, with more spare candidates (:func:`n_candidates`): half the score traffic
+        and about twice TF32's GEMM rate, for searches whose recall is measured (``knn="auto"``'s exact step);
+        it misses more than TF32 where neighbours' scores lie within its rounding (few intrinsic dimensions).
     return_device : bool
         Return CuPy arrays (else NumPy).
     cancel : callable, optional
@@ -385,6 +400,7 @@ class _TileSearch:
         self.n = Z.shape[0]
         self.ld = _score_ld(self.n)
         self.scores = cp.empty((tile, self.ld), dtype=cp.float32)
+        self.Z16 = None  # the prepared rows in FP16, made for the first FP16 tile
         # Z's rows are unit length under cosine (zero rows: 1 bounds them too); else col_add is their squared norm.
         self.norms = cp.ones(self.n, dtype=cp.float32) if cosine else cp.sqrt(col_add)
         self.q_coeff, self.sq_err = rounding_bounds(Z.shape[1], scale)
@@ -395,17 +411,23 @@ class _TileSearch:
         cp = cupy()
         rows = Zrows.shape[0]
         m = n_candidates(self.k, self.n, precision)
-        scores = self.scores[:rows]
         cand = cp.empty((rows, m), dtype=cp.int32)
-        _gemm_scores(Zrows, self.Z, scores, precision)
+        if precision == "fp16":  # FP16 scores in the same buffer, rows 2 * ld halves apart
+            if self.Z16 is None:
+                self.Z16 = self.Z.astype(cp.float16)
+            scores, ld, select = self.scores.view(cp.float16)[:rows], 2 * self.ld, "select_candidates_h"
+            _gemm_scores(Zrows.astype(cp.float16), self.Z16, scores, precision)
+        else:
+            scores, ld, select = self.scores[:rows], self.ld, "select_candidates"
+            _gemm_scores(Zrows, self.Z, scores, precision)
         mod = _module()
-        mod.get_function("select_candidates")(
+        mod.get_function(select)(
             (rows,),
             (_SEL_THREADS,),
             (
                 scores,
                 np.int32(self.n),
-                np.int64(self.ld),
+                np.int64(ld),
                 self.col_add,
                 self.scale,
                 ids,
