@@ -356,11 +356,12 @@ class PageWatch:
 WATCHES: dict = {}  # page -> its PageWatch, for the tests that assert on it
 
 
-def _open_notebook(browser, lab, name: str, init_script: str | None = None):
-    """A page with notebook ``name`` open in the lab and its kernel started; ``init_script`` runs in the page
-    before any of the lab's own scripts. The page is offline: a request to another host than the lab's fails,
-    and is noted in ``WATCHES[page].external`` (with the console's errors in ``.errors``)."""
-    page = browser.new_page(viewport={"width": 1800, "height": 1100})
+def _open_notebook(browser, lab, name: str, init_script: str | None = None, width: int = 1800):
+    """A page ``width`` pixels wide with notebook ``name`` open in the lab and its kernel started;
+    ``init_script`` runs in the page before any of the lab's own scripts. The page is offline: a request to
+    another host than the lab's fails, and is noted in ``WATCHES[page].external`` (with the console's errors in
+    ``.errors``)."""
+    page = browser.new_page(viewport={"width": width, "height": 1100})
     WATCHES[page] = PageWatch(page)
     if init_script is not None:
         page.add_init_script(init_script)

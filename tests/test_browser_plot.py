@@ -273,8 +273,14 @@ def test_explorer_and_grid_zoom_inspect_and_select_in_jupyterlab(plot_lab):
             page.locator(".umapviz-compare .bk-tool-icon-box-select").first.click()
             (gx0, gx1), (gy0, gy1) = grid["range"]
             _drag(page, buffered, grid["range"], (gx0, gy1), ((gx0 + gx1) / 2, (gy0 + gy1) / 2))  # the upper left
-            selected = _wait_for(lambda: (r := _report(page, 3, "grid:"))["selection"] and r, 30, "a grid selection")
-            assert selected["shown"] == [selected["selection"]] * 2 and selected["error"] == ""
+            # The selection is drawn in the other panel when its plot next draws: under load a report may come
+            # between the two, so wait for both panels to show it.
+            selected = _wait_for(
+                lambda: (r := _report(page, 3, "grid:"))["selection"] and r["shown"] == [r["selection"]] * 2 and r,
+                60,
+                "a grid selection shown in both panels",
+            )
+            assert selected["error"] == ""
             _shot(page.locator(".umapviz-compare"), "browser_grid_selection.png")
         finally:
             browser.close()

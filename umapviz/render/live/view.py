@@ -53,6 +53,7 @@ TOOLS = ["tap", "box_select", "lasso_select"]  # besides HoloViews' pan, wheel z
 # The frame is a NumPy array: naming its one interface spares HoloViews trying the others, whose type checks
 # import pandas (a quarter of a second of a panel's start) for a frame that is never a DataFrame.
 RGB_DATATYPE = ["image"]
+MIN_RESPONSIVE = 240  # pixels: a responsive plot narrower than this is too small to point at
 
 
 class LiveView(PointPicking):
@@ -82,6 +83,10 @@ class LiveView(PointPicking):
     on_range : callable, optional
         For frames drawn elsewhere (``push_frame``): called with the View the user zoomed or panned to, or None
         for a reset; the owner draws the range asked for and pushes it.
+    responsive : bool
+        True: the plot takes its container's width and stays square (``width`` and ``height`` are then the
+        size drawn until the plot reports its own, see ``size_stream``); its frame is square while the caption
+        is empty (a title over it takes height).
     """
 
     def __init__(
@@ -97,7 +102,9 @@ class LiveView(PointPicking):
         on_select: Callable[[np.ndarray], Any] | None = None,
         on_hover: Callable[[tuple[int, Any] | None], Any] | None = None,
         on_range: Callable[[View | None], Any] | None = None,
+        responsive: bool = False,
     ) -> None:
+        self.responsive = bool(responsive)
         self.width, self.height = check_pixels(width, "width"), check_pixels(height, "height")
         self._range = ViewRange(view, follow)  # a bad fixed view fails here, not at the first draw
         self.style, self.title = style, title
@@ -126,7 +133,7 @@ class LiveView(PointPicking):
         self.lasso_stream.add_subscriber(self._on_lasso)
         self.hover_text = hv.DynamicMap(self._hover_element, streams=[self.pointer_stream])
         self.dmap = (self.image * self.hover_text).opts(
-            bokeh_options(self.width, self.height, self._show_caption),
+            bokeh_options(self.width, self.height, self._show_caption, responsive=self.responsive),
             backend="bokeh",  # whichever backend the notebook loaded (none, for a plot inside ipywidgets)
         )
 
@@ -352,6 +359,11 @@ class LiveView(PointPicking):
         figure.title.text = self.caption
         if not getattr(figure, "_umapviz_hooked", False):  # once per figure
             figure._umapviz_hooked = True
+            if self.responsive:
+                # Inside the frame: a toolbar beside it would make a square plot's frame oblong. (Borders that
+                # make up for it, set here, were set back by HoloViews at each update and the plot laid out
+                # twice a frame; a wheel zoom then at times never reached the kernel.)
+                figure.toolbar_inner = True
             figure.on_event(MouseLeave, self._pointer_left)  # the hover label goes with the pointer
             # Escape over the plot: the page's key press marks the figure's tags, which come back to Python.
             # On mousemove, which the hover stream subscribes to (BokehJS runs a JS callback only for an event
@@ -385,7 +397,7 @@ class LiveView(PointPicking):
             return pn.panel(self.dmap)._repr_mimebundle_(include, exclude)
 
 
-def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
+def bokeh_options(width: int, height: int, caption_hook: Callable, *, responsive: bool = False) -> dict:
     """The bokeh options of a live view's overlay: the image's size, tools and caption hook, the hover text's look.
 
     Parameters
@@ -394,11 +406,19 @@ def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
         The plot's size in pixels.
     caption_hook : callable
         ``(plot, element) -> None``, run at each draw: it puts the caption into the plot's title.
+    responsive : bool
+        True: the plot takes its container's width, square (bokeh's "scale_width"), at least MIN_RESPONSIVE
+        pixels wide; ``width`` and ``height`` are then ignored.
     """
+    # Scaled to the width at a square aspect: with no axes, no title and the toolbar inside the frame (see
+    # LiveView._show_caption), the frame is the plot less equal borders, square too; a fixed height would
+    # stretch the image.
+    size = (
+        dict(responsive="width", aspect=1, min_width=MIN_RESPONSIVE) if responsive else dict(width=width, height=height)
+    )
     return {
         "RGB": dict(
-            width=width,
-            height=height,
+            **size,
             framewise=True,
             xaxis=None,
             yaxis=None,
