@@ -47,8 +47,7 @@ from test_browser import (  # noqa: E402 - the browser tests' set-up, on the pat
     _write_notebook,
     jupyter_lab,
 )
-from test_browser_plot import FRAMES, _to_page  # noqa: E402
-from test_browser_walkthrough import KERNEL_RUN  # noqa: E402
+from test_browser_plot import FRAMES, KERNEL_RUN, _to_page  # noqa: E402
 
 CELL = "import umapviz\nexplorer = umapviz.Explorer()\nexplorer"
 LOST_AFTER_S = 15  # a zoom the kernel has not taken by then is lost (none took more than a few seconds)

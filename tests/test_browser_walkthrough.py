@@ -35,7 +35,7 @@ from test_browser import (
     _wait_for,
     jupyter_lab,
 )
-from test_browser_plot import FRAMES, _drag, _to_page
+from test_browser_plot import FRAMES, KERNEL_RUN, _drag, _to_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")]
 
@@ -105,21 +105,6 @@ TEXT_PROBLEMS = """(selector) => {
     }
   }
   return [...new Set(problems)];
-}"""
-
-
-# Run code in the notebook's kernel as a cell would, without a cell (running one scrolls the notebook to it,
-# away from the panel the mouse is aimed at); resolves to its printed text (and an error's name and value).
-KERNEL_RUN = """async (code) => {
-  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const future = kernel.requestExecute({code, store_history: false});
-  let out = '';
-  future.onIOPub = (msg) => {
-    if (msg.header.msg_type === 'stream') { out += msg.content.text; }
-    if (msg.header.msg_type === 'error') { out += `${msg.content.ename}: ${msg.content.evalue}`; }
-  };
-  await future.done;
-  return out;
 }"""
 
 

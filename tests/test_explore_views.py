@@ -55,6 +55,18 @@ def test_a_wheel_zoom_in_the_plot_sets_the_explorers_range(explorer):
     explorer.wait()
 
 
+def test_the_same_wheel_zoom_after_a_reset_view_is_taken_again(explorer):
+    """Zoom, ``reset_view()`` from the kernel, the same wheel step at the same place: the range reported is one
+    drawn before, and it was taken for the plot echoing that frame (the zoom lost)."""
+    for _repeat in range(3):
+        explorer.plot.range_stream.event(x_range=(-3.0, 3.0), y_range=(-2.0, 4.0))
+        explorer.wait()
+        assert explorer.controller.view_range == ((-3.0, 3.0), (-2.0, 4.0))
+        explorer.reset_view()
+        explorer.wait()
+        assert explorer.controller.view_range is None
+
+
 def test_a_click_inspects_the_point_and_highlights_it(explorer):
     explorer.wait()
     before = explorer.frame()

@@ -282,7 +282,16 @@ class LiveView(PointPicking):
     def zoom(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> None:
         """Show the data range ``x_range`` x ``y_range`` (kept across pushes until ``reset_view()``)."""
         view = View(tuple(map(float, x_range)), tuple(map(float, y_range)))  # checks finite, low < high
+        self.range_decided()
         self._zoom_to(view)
+
+    def range_decided(self) -> None:
+        """The range was set from Python (a zoom or a reset of the frames' owner): the views drawn so far are
+        no echoes to wait for, and a later report of one of them is the user zooming there (see ViewRange).
+        ``zoom`` and ``reset_view`` call it; an owner of frames drawn elsewhere calls it when its own range
+        API is used."""
+        with self._lock:
+            self._range.forget_drawn()
 
     def _zoom_to(self, view: View) -> None:
         with self._lock:
@@ -303,6 +312,10 @@ class LiveView(PointPicking):
     def reset_view(self) -> None:
         """Forget the zoom and re-frame to the data (the constructor's view mode) now; for frames drawn
         elsewhere, ask their owner to (``on_range(None)``)."""
+        self.range_decided()
+        self._reset()
+
+    def _reset(self) -> None:
         with self._lock:
             self._range.reset()
             given = self._given is not None
@@ -315,12 +328,15 @@ class LiveView(PointPicking):
     def _on_range(self, x_range=None, y_range=None) -> None:
         with self._lock:
             view = self._range.reported(x_range, y_range)  # None: no range, or the echo of a frame drawn
+            if view is not None:
+                self._range.forget_drawn()  # the user's zoom: echoes from now on are of frames drawn at it
         if view is not None:
             self._zoom_to(view)
 
     def _on_reset(self, resetting: bool = False) -> None:
         if resetting:
-            self.reset_view()
+            # The reset tool: the views drawn stay remembered, its report of the range it reset from follows.
+            self._reset()
 
     # -- drawing --------------------------------------------------------------------------------------------
     def _size(self) -> tuple[int, int]:

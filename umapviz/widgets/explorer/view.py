@@ -291,6 +291,7 @@ class LookingCloser:
         x_range, y_range : pair of float
             (low, high), finite, low < high.
         """
+        self.plot.range_decided()  # a later wheel zoom to a range drawn before is a zoom, not an echo
         view_range = self.controller.zoom(x_range, y_range)
         if not self.controller.worker.playing:
             self.controller.wait()  # the zoomed frame drawn, as frame() will show it
@@ -303,6 +304,8 @@ class LookingCloser:
 
     def reset_view(self) -> None:
         """Back to the automatic range (the layout's robust range, or the locked one)."""
+        # A wheel zoom after it may well repeat one before it (the same step at the same place): a zoom.
+        self.plot.range_decided()
         self.controller.reset_view()
 
     def inspect(self, index: int | None):
