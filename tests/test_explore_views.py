@@ -230,12 +230,18 @@ def test_the_plot_follows_its_width_in_the_page_and_stays_square(explorer):
     and frames are drawn at the size it reports, within MIN_FRAME and MAX_FRAME."""
     from bokeh.models import Plot as BokehPlot  # noqa: PLC0415
 
+    from umapviz.render.live.view import RANGE_REPORT_MS, TOOLBAR_WIDTH  # noqa: PLC0415
     from umapviz.widgets.explorer.view import MAX_FRAME, MIN_FRAME  # noqa: PLC0415
 
     figures = list(explorer.plot.widget._model.select({"type": BokehPlot}))
     assert [(f.aspect_ratio, f.width, f.height) for f in figures] == [(1, None, None)]
     assert figures[0].sizing_mode in ("scale_width", "stretch_width")  # its width from the page, its height too
-    assert figures[0].toolbar_inner  # a toolbar beside the frame would make it oblong
+    # The toolbar beside the frame (inside it, it covered the points at the frame's edge), every border as wide
+    # as the toolbar: the frame is square in the square plot.
+    assert not figures[0].toolbar_inner and figures[0].toolbar_location == "right"
+    borders = [getattr(figures[0], f"min_border_{side}") for side in ("left", "right", "top", "bottom")]
+    assert borders == [TOOLBAR_WIDTH] * 4
+    assert figures[0].lod_timeout == RANGE_REPORT_MS  # a wheel zoom is reported 60 ms after it, not 500
     assert explorer.plot.widget.layout.width == "100%"
     try:
         for reported, drawn in ((300, 300), (10_000, MAX_FRAME), (50, MIN_FRAME), (256, 256)):

@@ -54,6 +54,10 @@ TOOLS = ["tap", "box_select", "lasso_select"]  # besides HoloViews' pan, wheel z
 # import pandas (a quarter of a second of a panel's start) for a frame that is never a DataFrame.
 RGB_DATATYPE = ["image"]
 MIN_RESPONSIVE = 240  # pixels: a responsive plot narrower than this is too small to point at
+TOOLBAR_WIDTH = 30  # pixels: BokehJS's toolbar beside the frame (one tool button)
+# Milliseconds after a wheel step or a pan before BokehJS reports the range (its "interactive" end; 500 by
+# default): the kernel hears of a zoom only then, so it bounds the time from the wheel to the redrawn frame.
+RANGE_REPORT_MS = 60
 
 
 class LiveView(PointPicking):
@@ -375,11 +379,6 @@ class LiveView(PointPicking):
         figure.title.text = self.caption
         if not getattr(figure, "_umapviz_hooked", False):  # once per figure
             figure._umapviz_hooked = True
-            if self.responsive:
-                # Inside the frame: a toolbar beside it would make a square plot's frame oblong. (Borders that
-                # make up for it, set here, were set back by HoloViews at each update and the plot laid out
-                # twice a frame; a wheel zoom then at times never reached the kernel.)
-                figure.toolbar_inner = True
             figure.on_event(MouseLeave, self._pointer_left)  # the hover label goes with the pointer
             # Escape over the plot: the page's key press marks the figure's tags, which come back to Python.
             # On mousemove, which the hover stream subscribes to (BokehJS runs a JS callback only for an event
@@ -426,11 +425,15 @@ def bokeh_options(width: int, height: int, caption_hook: Callable, *, responsive
         True: the plot takes its container's width, square (bokeh's "scale_width"), at least MIN_RESPONSIVE
         pixels wide; ``width`` and ``height`` are then ignored.
     """
-    # Scaled to the width at a square aspect: with no axes, no title and the toolbar inside the frame (see
-    # LiveView._show_caption), the frame is the plot less equal borders, square too; a fixed height would
-    # stretch the image.
+    # Scaled to the width at a square aspect: with no axes and no title, the frame is the plot less its borders,
+    # square too when they are equal, so every border is as wide as the toolbar beside the frame (HoloViews sets
+    # them at each update, always to the same value: set by a hook they flipped, and the plot was laid out twice
+    # a frame). A toolbar inside the frame covered the points at its edge, where flung points sit. A fixed
+    # height would stretch the image.
     size = (
-        dict(responsive="width", aspect=1, min_width=MIN_RESPONSIVE) if responsive else dict(width=width, height=height)
+        dict(responsive="width", aspect=1, min_width=MIN_RESPONSIVE, border=TOOLBAR_WIDTH)
+        if responsive
+        else dict(width=width, height=height)
     )
     return {
         "RGB": dict(
@@ -442,6 +445,7 @@ def bokeh_options(width: int, height: int, caption_hook: Callable, *, responsive
             active_tools=["wheel_zoom", "pan"],
             show_legend=False,
             hooks=[caption_hook],
+            lod={"timeout": RANGE_REPORT_MS},
             # One image and a few marks: the 2-D canvas draws them at once, where WebGL (HoloViews'
             # default) costs a GPU read-back per frame, or a software GL pass without a GPU.
             backend_opts={"plot.output_backend": "canvas"},
