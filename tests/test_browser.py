@@ -193,7 +193,9 @@ def _get(url: str) -> bytes:
         return response.read()
 
 
-def _wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
+def _wait_for(predicate, timeout: float, what: str, interval: float = 0.2, state=None):
+    """``predicate()``'s first true value, asked every ``interval`` seconds; after ``timeout`` an
+    AssertionError naming ``what`` (and what ``state()`` returns then, to tell why)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -203,7 +205,13 @@ def _wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    seen = ""
+    if state is not None:
+        try:
+            seen = f"; at the end: {state()!r}"
+        except Exception as exc:  # the state is for the message only
+            seen = f"; its state unreadable: {exc!r}"
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{seen}")
 
 
 def _status(page) -> dict[str, int]:

@@ -108,6 +108,33 @@ TEXT_PROBLEMS = """(selector) => {
 }"""
 
 
+# A notebook's cells as the page holds them (by path, whichever tab has the focus): each code cell's execution
+# count (None while queued or running), its outputs' text and errors; the kernel's status; the focused tab.
+NOTEBOOK_STATE = """(path) => {
+  const shell = window.jupyterapp.shell;
+  const panel = [...shell.widgets('main')].find((w) => w.context && w.context.path === path);
+  if (!panel) { return null; }
+  const cells = {};
+  panel.content.widgets.forEach((cell, i) => {
+    if (cell.model.type !== 'code') { return; }
+    const outputs = cell.model.outputs.toJSON();
+    cells[String(i)] = {
+      count: cell.model.executionCount,
+      state: cell.model.executionState,
+      text: outputs.map((o) => [].concat(o.text || []).join('')).join('').slice(-400),
+      errors: outputs.filter((o) => o.output_type === 'error').map((o) => `${o.ename}: ${o.evalue}`),
+      types: outputs.map((o) => o.output_type),
+    };
+  });
+  const session = panel.sessionContext.session;
+  return {
+    cells,
+    status: session && session.kernel ? session.kernel.status : null,
+    focused: shell.currentWidget && shell.currentWidget.context ? shell.currentWidget.context.path : null,
+  };
+}"""
+
+
 class Walk:
     """The page, the notebook's probe cell and the checks made after each step."""
 
@@ -341,14 +368,32 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab, width):
                 " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
                 timeout=120_000,
             )
-            for cell in (1, 3, 5):
-                _command(page, "notebook:run-cell", cell)
-            _command(page, "notebook:run-cell", 7)
-            outputs = (
-                "(cell) => JSON.stringify("
-                "window.jupyterapp.shell.currentWidget.content.widgets[cell].model.outputs.toJSON())"
-            )
-            page.wait_for_function(f"() => ({outputs})(7).includes('chunked')", timeout=600_000, polling=1000)
+            # Its stored outputs cleared first: the layout cell's stored output names both runs, and a wait on
+            # it must see this run's.
+            _command(page, "notebook:clear-all-cell-outputs")
+            for cell in (1, 3, 5, 7):
+                # Not awaited in the page (the command's promise ends with the cell): the wait below says why
+                # a cell did not end, where an await in the page would just hang.
+                page.evaluate(
+                    """(cell) => {
+                      window.jupyterapp.shell.currentWidget.content.activeCellIndex = cell;
+                      void window.jupyterapp.commands.execute('notebook:run-cell');
+                    }""",
+                    cell,
+                )
+                _wait_for(
+                    lambda cell=cell: (
+                        (s := page.evaluate(NOTEBOOK_STATE, "05_millions_of_points.ipynb"))
+                        and s["cells"][str(cell)]["count"] is not None
+                        and s["status"] == "idle"
+                    ),
+                    600,
+                    f"notebook 05's cell {cell} to end",
+                    interval=1.0,
+                    state=lambda: page.evaluate(NOTEBOOK_STATE, "05_millions_of_points.ipynb"),
+                )
+            state = page.evaluate(NOTEBOOK_STATE, "05_millions_of_points.ipynb")
+            assert "chunked" in state["cells"]["7"]["text"] and not state["cells"]["7"]["errors"], state
             # Its live view drew the runs' frames: the caption of one in the plot's title.
             page.wait_for_function(
                 f"() => ({TITLES})().some((t) => t.includes('points  chunked, epoch'))", timeout=60_000
