@@ -51,8 +51,11 @@ PROBE = textwrap.dedent("""\
     _c = explorer.controller
     _layout = np.asarray(_c.layout_of())
     (_x0, _x1), (_y0, _y1) = explorer.view_range
+    # Flung points well inside the view: the robust view's edges run through flung points, and a click on
+    # one at the frame's edge may fall outside the frame (no tap at all).
+    _mx, _my = 0.04 * (_x1 - _x0), 0.04 * (_y1 - _y0)
     _in_view = [int(i) for i in explorer.flung()
-                if _x0 < _layout[i, 0] < _x1 and _y0 < _layout[i, 1] < _y1]
+                if _x0 + _mx < _layout[i, 0] < _x1 - _mx and _y0 + _my < _layout[i, 1] < _y1 - _my]
     _s = explorer.state
     print("probe:", _json.dumps({
         "epoch": _s.epoch, "outliers": _s.outliers, "strategy": _s.strategy, "n_chunks": _s.n_chunks,
