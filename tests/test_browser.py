@@ -193,7 +193,9 @@ def _get(url: str) -> bytes:
         return response.read()
 
 
-def _wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
+def _wait_for(predicate, timeout: float, what: str, interval: float = 0.2, state=None):
+    """``predicate()``'s first true value, asked every ``interval`` seconds; after ``timeout`` an
+    AssertionError naming ``what`` (and what ``state()`` returns then, to tell why)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -203,7 +205,13 @@ def _wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    seen = ""
+    if state is not None:
+        try:
+            seen = f"; at the end: {state()!r}"
+        except Exception as exc:  # the state is for the message only
+            seen = f"; its state unreadable: {exc!r}"
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{seen}")
 
 
 def _status(page) -> dict[str, int]:
@@ -356,11 +364,12 @@ class PageWatch:
 WATCHES: dict = {}  # page -> its PageWatch, for the tests that assert on it
 
 
-def _open_notebook(browser, lab, name: str, init_script: str | None = None):
-    """A page with notebook ``name`` open in the lab and its kernel started; ``init_script`` runs in the page
-    before any of the lab's own scripts. The page is offline: a request to another host than the lab's fails,
-    and is noted in ``WATCHES[page].external`` (with the console's errors in ``.errors``)."""
-    page = browser.new_page(viewport={"width": 1800, "height": 1100})
+def _open_notebook(browser, lab, name: str, init_script: str | None = None, width: int = 1800):
+    """A page ``width`` pixels wide with notebook ``name`` open in the lab and its kernel started;
+    ``init_script`` runs in the page before any of the lab's own scripts. The page is offline: a request to
+    another host than the lab's fails, and is noted in ``WATCHES[page].external`` (with the console's errors in
+    ``.errors``)."""
+    page = browser.new_page(viewport={"width": width, "height": 1100})
     WATCHES[page] = PageWatch(page)
     if init_script is not None:
         page.add_init_script(init_script)

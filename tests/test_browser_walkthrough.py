@@ -14,6 +14,7 @@ skips as test_browser.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import textwrap
@@ -29,16 +30,20 @@ from test_browser import (
     WATCHES,
     _command,
     _open_notebook,
+    _shrink_copy,
     _status,
     _wait_for,
     jupyter_lab,
 )
-from test_browser_plot import FRAMES, _drag, _to_page
+from test_browser_plot import FRAMES, KERNEL_RUN, _drag, _to_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "bench" / "out" / "walkthrough"
+# The steps whose screenshots are kept, shrunk, in bench/screenshots/ (UMAPVIZ_UPDATE_SCREENSHOTS=1): the
+# legend, a selection and a zoom before and after clearing them, at each window width.
+KEPT_SHOTS = ("buffered-played", "inspect", "box-select", "selection-cleared", "zoom-cleared")
 
 # Run in a cell appended to notebook 01: what the kernel's Explorer shows, to compare with the page.
 PROBE = textwrap.dedent("""\
@@ -46,15 +51,18 @@ PROBE = textwrap.dedent("""\
     _c = explorer.controller
     _layout = np.asarray(_c.layout_of())
     (_x0, _x1), (_y0, _y1) = explorer.view_range
+    # Flung points well inside the view: the robust view's edges run through flung points, and a click on
+    # one at the frame's edge may fall outside the frame (no tap at all).
+    _mx, _my = 0.04 * (_x1 - _x0), 0.04 * (_y1 - _y0)
     _in_view = [int(i) for i in explorer.flung()
-                if _x0 < _layout[i, 0] < _x1 and _y0 < _layout[i, 1] < _y1]
+                if _x0 + _mx < _layout[i, 0] < _x1 - _mx and _y0 + _my < _layout[i, 1] < _y1 - _my]
     _s = explorer.state
     print("probe:", _json.dumps({
         "epoch": _s.epoch, "outliers": _s.outliers, "strategy": _s.strategy, "n_chunks": _s.n_chunks,
         "n_chunks_used": _s.n_chunks_used, "error": _s.error, "running": _s.running,
         "range": explorer.view_range, "zoomed": _c.view_range, "inspected": _c.inspected,
         "selected": int(len(_c.selection)), "flung_in_view": _in_view[:3],
-        "positions": _layout[_in_view[:3]].tolist(), "recorded": len(explorer.recording()),
+        "positions": _layout[_in_view[:3]].tolist(), "recorded": len(explorer.recording()), "size": _c.params.size,
         "inspected_at": None if _c.inspected is None else _layout[_c.inspected].tolist()}))""")
 
 # Every text of a panel as the page lays it out: each text node's line boxes. A problem is a line that
@@ -103,26 +111,38 @@ TEXT_PROBLEMS = """(selector) => {
 }"""
 
 
-# Run code in the notebook's kernel as a cell would, without a cell (running one scrolls the notebook to it,
-# away from the panel the mouse is aimed at); resolves to its printed text (and an error's name and value).
-KERNEL_RUN = """async (code) => {
-  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const future = kernel.requestExecute({code, store_history: false});
-  let out = '';
-  future.onIOPub = (msg) => {
-    if (msg.header.msg_type === 'stream') { out += msg.content.text; }
-    if (msg.header.msg_type === 'error') { out += `${msg.content.ename}: ${msg.content.evalue}`; }
+# A notebook's cells as the page holds them (by path, whichever tab has the focus): each code cell's execution
+# count (None while queued or running), its outputs' text and errors; the kernel's status; the focused tab.
+NOTEBOOK_STATE = """(path) => {
+  const shell = window.jupyterapp.shell;
+  const panel = [...shell.widgets('main')].find((w) => w.context && w.context.path === path);
+  if (!panel) { return null; }
+  const cells = {};
+  panel.content.widgets.forEach((cell, i) => {
+    if (cell.model.type !== 'code') { return; }
+    const outputs = cell.model.outputs.toJSON();
+    cells[String(i)] = {
+      count: cell.model.executionCount,
+      state: cell.model.executionState,
+      text: outputs.map((o) => [].concat(o.text || []).join('')).join('').slice(-400),
+      errors: outputs.filter((o) => o.output_type === 'error').map((o) => `${o.ename}: ${o.evalue}`),
+      types: outputs.map((o) => o.output_type),
+    };
+  });
+  const session = panel.sessionContext.session;
+  return {
+    cells,
+    status: session && session.kernel ? session.kernel.status : null,
+    focused: shell.currentWidget && shell.currentWidget.context ? shell.currentWidget.context.path : null,
   };
-  await future.done;
-  return out;
 }"""
 
 
 class Walk:
     """The page, the notebook's probe cell and the checks made after each step."""
 
-    def __init__(self, page) -> None:
-        self.page, self.step = page, 0
+    def __init__(self, page, shots: Path, width: int) -> None:
+        self.page, self.step, self.shots, self.width = page, 0, shots, width
         self.text_problems: dict[str, list[str]] = {}
 
     def run(self, code: str) -> str:
@@ -155,10 +175,13 @@ class Walk:
         """Screenshot, then the checks every step ends with: the page offline and error-free, the panel's
         text legible, the status line showing the kernel's epoch and outliers."""
         self.step += 1
-        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.shots.mkdir(parents=True, exist_ok=True)
         panel = self.page.locator(".umapviz-explorer")
         target = panel if panel.count() else self.page
-        target.screenshot(path=str(SHOTS / f"{self.step:02d}-{name}.png"))
+        shot = self.shots / f"{self.step:02d}-{name}.png"
+        target.screenshot(path=str(shot))
+        if name in KEPT_SHOTS and os.environ.get("UMAPVIZ_UPDATE_SCREENSHOTS") == "1":
+            _shrink_copy(shot, ROOT / "bench" / "screenshots" / f"walk_{self.width}px_{name}.png", width=900)
         watch = WATCHES[self.page]
         assert watch.external == [], f"{name}: the page asked the internet for {watch.external}"
         assert watch.errors == [], f"{name}: console errors {watch.errors}"
@@ -188,15 +211,29 @@ def walk_lab(tmp_path):
         yield server
 
 
-def test_a_newcomers_hour_in_jupyterlab(walk_lab):
+# Browser windows as narrow and as wide as the notebooks people use, the file browser closed: the notebook is
+# about the window's width. The Explorer's plot follows it (one column under the controls at 700 px, three
+# columns side by side at 1,600 px), and no text may collide or be cut at either.
+WINDOW_WIDTHS = (700, 1600)
+
+
+# Notebook 01 run whole, a dozen steps by hand, then notebook 05's runs: about 5 minutes on an idle 2-core
+# machine, over the suite's 10-minute limit per test on a loaded one.
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("width", WINDOW_WIDTHS)
+def test_a_newcomers_hour_in_jupyterlab(walk_lab, width):
     from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
+    shots = SHOTS / f"{width}px"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = _open_notebook(browser, walk_lab, "01_quickstart.ipynb")
+            page = _open_notebook(browser, walk_lab, "01_quickstart.ipynb", width=width)
             page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=30_000)
-            walk = Walk(page)
+            if page.evaluate("() => !window.jupyterapp.shell.leftCollapsed"):
+                _command(page, "application:toggle-left-area")
+            page.wait_for_function("() => window.jupyterapp.shell.leftCollapsed", timeout=30_000)
+            walk = Walk(page, shots, width)
 
             # Run All, as the notebook's first line says; every cell ends, none with an error.
             _command(page, "notebook:clear-all-cell-outputs")
@@ -216,6 +253,10 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
             after_run = walk.probe()
             assert after_run["epoch"] == 30 and after_run["strategy"] == "chunked", after_run
             page.locator(".umapviz-explorer").scroll_into_view_if_needed()
+            # The plot follows the window: square, its frames drawn at its size on screen.
+            frame = walk.frame()
+            assert abs(frame[2] - frame[3]) <= 1 and frame[2] >= 0.3 * width, (width, frame)
+            walk.settled("frames drawn at the plot's size", lambda r: abs(r["size"] - frame[2]) <= 1)
             walk.check("run-all", after_run)
 
             # The notebook left it zoomed on a hub and inspecting it. Back to the whole layout, under buffered
@@ -330,29 +371,50 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab):
                 " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
                 timeout=120_000,
             )
-            for cell in (1, 3, 5):
-                _command(page, "notebook:run-cell", cell)
-            _command(page, "notebook:run-cell", 7)
-            outputs = (
-                "(cell) => JSON.stringify("
-                "window.jupyterapp.shell.currentWidget.content.widgets[cell].model.outputs.toJSON())"
-            )
-            page.wait_for_function(f"() => ({outputs})(7).includes('chunked')", timeout=600_000, polling=1000)
+            # Its stored outputs cleared first: the layout cell's stored output names both runs, and a wait on
+            # it must see this run's.
+            _command(page, "notebook:clear-all-cell-outputs")
+            for cell in (1, 3, 5, 7):
+                # Not awaited in the page (the command's promise ends with the cell): the wait below says why
+                # a cell did not end, where an await in the page would just hang.
+                page.evaluate(
+                    """(cell) => {
+                      window.jupyterapp.shell.currentWidget.content.activeCellIndex = cell;
+                      void window.jupyterapp.commands.execute('notebook:run-cell');
+                    }""",
+                    cell,
+                )
+                _wait_for(
+                    lambda cell=cell: (
+                        (s := page.evaluate(NOTEBOOK_STATE, "05_millions_of_points.ipynb"))
+                        and s["cells"][str(cell)]["count"] is not None
+                        and s["status"] == "idle"
+                    ),
+                    600,
+                    f"notebook 05's cell {cell} to end",
+                    interval=1.0,
+                    state=lambda: page.evaluate(NOTEBOOK_STATE, "05_millions_of_points.ipynb"),
+                )
+            state = page.evaluate(NOTEBOOK_STATE, "05_millions_of_points.ipynb")
+            assert "chunked" in state["cells"]["7"]["text"] and not state["cells"]["7"]["errors"], state
             # Its live view drew the runs' frames: the caption of one in the plot's title.
             page.wait_for_function(
                 f"() => ({TITLES})().some((t) => t.includes('points  chunked, epoch'))", timeout=60_000
             )
             notebook_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+            notebook_05 = shots / f"{walk.step + 1:02d}-notebook-05.png"
             page.locator(f"[id='{notebook_id}'] .jp-Cell").nth(5).locator(".jp-OutputArea").screenshot(
-                path=str(SHOTS / f"{walk.step + 1:02d}-notebook-05.png")
+                path=str(notebook_05)
             )
+            if os.environ.get("UMAPVIZ_UPDATE_SCREENSHOTS") == "1":
+                _shrink_copy(notebook_05, ROOT / "bench" / "screenshots" / f"walk_{width}px_notebook-05.png", 900)
             watch = WATCHES[page]
             assert watch.external == [], watch.external
             assert watch.errors == [], watch.errors
             assert page.locator(".jp-Notebook .jp-OutputArea-error").count() == 0
         except Exception:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SHOTS / "failed.png"))
+            shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shots / "failed.png"))
             raise
         finally:
             browser.close()

@@ -55,6 +55,18 @@ def test_a_wheel_zoom_in_the_plot_sets_the_explorers_range(explorer):
     explorer.wait()
 
 
+def test_the_same_wheel_zoom_after_a_reset_view_is_taken_again(explorer):
+    """Zoom, ``reset_view()`` from the kernel, the same wheel step at the same place: the range reported is one
+    drawn before, and it was taken for the plot echoing that frame (the zoom lost)."""
+    for _repeat in range(3):
+        explorer.plot.range_stream.event(x_range=(-3.0, 3.0), y_range=(-2.0, 4.0))
+        explorer.wait()
+        assert explorer.controller.view_range == ((-3.0, 3.0), (-2.0, 4.0))
+        explorer.reset_view()
+        explorer.wait()
+        assert explorer.controller.view_range is None
+
+
 def test_a_click_inspects_the_point_and_highlights_it(explorer):
     explorer.wait()
     before = explorer.frame()
@@ -211,3 +223,43 @@ def test_a_locked_view_keeps_its_range_across_frames(explorer):
     assert explorer.view_range == locked  # the locked range, drawn again at each frame
     explorer.set(lock_view=False)
     explorer.step(1)
+
+
+def test_the_plot_follows_its_width_in_the_page_and_stays_square(explorer):
+    """The plot was a fixed 480 x 480 px whatever the notebook's width: it now scales with its column, square,
+    and frames are drawn at the size it reports, within MIN_FRAME and MAX_FRAME."""
+    from bokeh.models import Plot as BokehPlot  # noqa: PLC0415
+
+    from umapviz.render.live.view import RANGE_REPORT_MS, TOOLBAR_WIDTH  # noqa: PLC0415
+    from umapviz.widgets.explorer.view import MAX_FRAME, MIN_FRAME  # noqa: PLC0415
+
+    figures = list(explorer.plot.widget._model.select({"type": BokehPlot}))
+    assert [(f.aspect_ratio, f.width, f.height) for f in figures] == [(1, None, None)]
+    assert figures[0].sizing_mode in ("scale_width", "stretch_width")  # its width from the page, its height too
+    # The toolbar beside the frame (inside it, it covered the points at the frame's edge), every border as wide
+    # as the toolbar: the frame is square in the square plot.
+    assert not figures[0].toolbar_inner and figures[0].toolbar_location == "right"
+    borders = [getattr(figures[0], f"min_border_{side}") for side in ("left", "right", "top", "bottom")]
+    assert borders == [TOOLBAR_WIDTH] * 4
+    assert figures[0].lod_timeout == RANGE_REPORT_MS  # a wheel zoom is reported 60 ms after it, not 500
+    assert explorer.plot.widget.layout.width == "100%"
+    try:
+        for reported, drawn in ((300, 300), (10_000, MAX_FRAME), (50, MIN_FRAME), (256, 256)):
+            explorer.plot.size_stream.event(width=reported, height=reported)  # as the browser reports it
+            explorer.wait()
+            assert explorer.controller.params.size == drawn
+            assert explorer.frame().shape == (drawn, drawn, 4)
+        explorer.plot.size_stream.event(width=None, height=None)  # not laid out yet: nothing changes
+        assert explorer.controller.params.size == 256
+    finally:
+        explorer.set(size=160)
+        explorer.wait()
+
+
+def test_the_pointer_is_read_out_in_data_units(explorer):
+    cursor = explorer.widgets["cursor"]
+    assert "point at the plot" in cursor.value
+    explorer.plot.pointer_stream.event(x=1.23456789, y=-20.5)
+    assert "x <b>1.235</b>, y <b>-20.5</b>" in cursor.value
+    explorer.plot.pointer_stream.event(x=None, y=None)  # the pointer left the plot
+    assert "point at the plot" in cursor.value

@@ -95,9 +95,13 @@ class Plot(LiveView):
         """The ipywidget (a jupyter_bokeh BokehModel) showing this plot; made on first use."""
         if self._widget is None:
             _load_bokehjs()
+            # A responsive plot's pane stretches to the widget's width and the plot scales to it (Panel cannot
+            # tell from the overlay that its image is responsive).
+            sizing = {"sizing_mode": "stretch_width"} if self.responsive else {}
             with self._lock:  # a worker's frame must not draw into the plot while its document is made
-                root = _offline_root(pn.pane.HoloViews(self.dmap, backend="bokeh"))
-            self._widget = PlotModel(root, self._lock, combine_events=True)
+                root = _offline_root(pn.pane.HoloViews(self.dmap, backend="bokeh", **sizing))
+            layout = {"layout": {"width": "100%"}} if self.responsive else {}
+            self._widget = PlotModel(root, self._lock, combine_events=True, **layout)
             self._widget.add_class("umapviz-plot")
         return self._widget
 

@@ -53,6 +53,11 @@ TOOLS = ["tap", "box_select", "lasso_select"]  # besides HoloViews' pan, wheel z
 # The frame is a NumPy array: naming its one interface spares HoloViews trying the others, whose type checks
 # import pandas (a quarter of a second of a panel's start) for a frame that is never a DataFrame.
 RGB_DATATYPE = ["image"]
+MIN_RESPONSIVE = 240  # pixels: a responsive plot narrower than this is too small to point at
+TOOLBAR_WIDTH = 30  # pixels: BokehJS's toolbar beside the frame (one tool button)
+# Milliseconds after a wheel step or a pan before BokehJS reports the range (its "interactive" end; 500 by
+# default): the kernel hears of a zoom only then, so it bounds the time from the wheel to the redrawn frame.
+RANGE_REPORT_MS = 60
 
 
 class LiveView(PointPicking):
@@ -82,6 +87,10 @@ class LiveView(PointPicking):
     on_range : callable, optional
         For frames drawn elsewhere (``push_frame``): called with the View the user zoomed or panned to, or None
         for a reset; the owner draws the range asked for and pushes it.
+    responsive : bool
+        True: the plot takes its container's width and stays square (``width`` and ``height`` are then the
+        size drawn until the plot reports its own, see ``size_stream``); its frame is square while the caption
+        is empty (a title over it takes height).
     """
 
     def __init__(
@@ -97,7 +106,9 @@ class LiveView(PointPicking):
         on_select: Callable[[np.ndarray], Any] | None = None,
         on_hover: Callable[[tuple[int, Any] | None], Any] | None = None,
         on_range: Callable[[View | None], Any] | None = None,
+        responsive: bool = False,
     ) -> None:
+        self.responsive = bool(responsive)
         self.width, self.height = check_pixels(width, "width"), check_pixels(height, "height")
         self._range = ViewRange(view, follow)  # a bad fixed view fails here, not at the first draw
         self.style, self.title = style, title
@@ -126,7 +137,7 @@ class LiveView(PointPicking):
         self.lasso_stream.add_subscriber(self._on_lasso)
         self.hover_text = hv.DynamicMap(self._hover_element, streams=[self.pointer_stream])
         self.dmap = (self.image * self.hover_text).opts(
-            bokeh_options(self.width, self.height, self._show_caption),
+            bokeh_options(self.width, self.height, self._show_caption, responsive=self.responsive),
             backend="bokeh",  # whichever backend the notebook loaded (none, for a plot inside ipywidgets)
         )
 
@@ -275,7 +286,16 @@ class LiveView(PointPicking):
     def zoom(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> None:
         """Show the data range ``x_range`` x ``y_range`` (kept across pushes until ``reset_view()``)."""
         view = View(tuple(map(float, x_range)), tuple(map(float, y_range)))  # checks finite, low < high
+        self.range_decided()
         self._zoom_to(view)
+
+    def range_decided(self) -> None:
+        """The range was set from Python (a zoom or a reset of the frames' owner): the views drawn so far are
+        no echoes to wait for, and a later report of one of them is the user zooming there (see ViewRange).
+        ``zoom`` and ``reset_view`` call it; an owner of frames drawn elsewhere calls it when its own range
+        API is used."""
+        with self._lock:
+            self._range.forget_drawn()
 
     def _zoom_to(self, view: View) -> None:
         with self._lock:
@@ -296,6 +316,10 @@ class LiveView(PointPicking):
     def reset_view(self) -> None:
         """Forget the zoom and re-frame to the data (the constructor's view mode) now; for frames drawn
         elsewhere, ask their owner to (``on_range(None)``)."""
+        self.range_decided()
+        self._reset()
+
+    def _reset(self) -> None:
         with self._lock:
             self._range.reset()
             given = self._given is not None
@@ -308,12 +332,15 @@ class LiveView(PointPicking):
     def _on_range(self, x_range=None, y_range=None) -> None:
         with self._lock:
             view = self._range.reported(x_range, y_range)  # None: no range, or the echo of a frame drawn
+            if view is not None:
+                self._range.forget_drawn()  # the user's zoom: echoes from now on are of frames drawn at it
         if view is not None:
             self._zoom_to(view)
 
     def _on_reset(self, resetting: bool = False) -> None:
         if resetting:
-            self.reset_view()
+            # The reset tool: the views drawn stay remembered, its report of the range it reset from follows.
+            self._reset()
 
     # -- drawing --------------------------------------------------------------------------------------------
     def _size(self) -> tuple[int, int]:
@@ -385,7 +412,7 @@ class LiveView(PointPicking):
             return pn.panel(self.dmap)._repr_mimebundle_(include, exclude)
 
 
-def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
+def bokeh_options(width: int, height: int, caption_hook: Callable, *, responsive: bool = False) -> dict:
     """The bokeh options of a live view's overlay: the image's size, tools and caption hook, the hover text's look.
 
     Parameters
@@ -394,11 +421,23 @@ def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
         The plot's size in pixels.
     caption_hook : callable
         ``(plot, element) -> None``, run at each draw: it puts the caption into the plot's title.
+    responsive : bool
+        True: the plot takes its container's width, square (bokeh's "scale_width"), at least MIN_RESPONSIVE
+        pixels wide; ``width`` and ``height`` are then ignored.
     """
+    # Scaled to the width at a square aspect: with no axes and no title, the frame is the plot less its borders,
+    # square too when they are equal, so every border is as wide as the toolbar beside the frame (HoloViews sets
+    # them at each update, always to the same value: set by a hook they flipped, and the plot was laid out twice
+    # a frame). A toolbar inside the frame covered the points at its edge, where flung points sit. A fixed
+    # height would stretch the image.
+    size = (
+        dict(responsive="width", aspect=1, min_width=MIN_RESPONSIVE, border=TOOLBAR_WIDTH)
+        if responsive
+        else dict(width=width, height=height)
+    )
     return {
         "RGB": dict(
-            width=width,
-            height=height,
+            **size,
             framewise=True,
             xaxis=None,
             yaxis=None,
@@ -406,6 +445,7 @@ def bokeh_options(width: int, height: int, caption_hook: Callable) -> dict:
             active_tools=["wheel_zoom", "pan"],
             show_legend=False,
             hooks=[caption_hook],
+            lod={"timeout": RANGE_REPORT_MS},
             # One image and a few marks: the 2-D canvas draws them at once, where WebGL (HoloViews'
             # default) costs a GPU read-back per frame, or a software GL pass without a GPU.
             backend_opts={"plot.output_backend": "canvas"},

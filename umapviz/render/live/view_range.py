@@ -2,7 +2,9 @@
 
 The plot reports its range back after every frame it draws, so a reported range that matches one of the last few
 views drawn is the plot echoing a frame (a frame can be overtaken by the next push before the browser reports it),
-not the user zooming; ``ViewRange`` remembers those views to tell the two apart.
+not the user zooming; ``ViewRange`` remembers those views to tell the two apart. The memory starts afresh at each
+decision about the range (a zoom taken, a reset from Python): a user who zooms, resets and zooms again the same
+way (the same wheel step at the same place) reports a view drawn before, and it is a zoom, not an echo.
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ class ViewRange:
     def reset(self) -> None:
         """Forget the zoom and the kept frame: the next frame is framed to its data."""
         self.zoomed = self.locked = None
+
+    def forget_drawn(self) -> None:
+        """Forget the views drawn so far: the range was decided anew (a zoom taken, a reset from Python), so a
+        later report of one of them is the user zooming there again. (A reset by the plot's own reset tool
+        keeps them: its report of the range it reset from follows it.)"""
+        self._drawn.clear()
 
     def drawn(self, view: View) -> None:
         """Remember a view a frame was drawn at, to recognise the plot reporting it back."""

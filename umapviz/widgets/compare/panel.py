@@ -139,6 +139,8 @@ class Comparison(Panel):
         x_range, y_range : pair of float
             (low, high), finite, low < high.
         """
+        for plot in self.plots:  # a later wheel zoom to a range drawn before is a zoom, not an echo
+            plot.range_decided()
         view_range = self.controller.zoom(x_range, y_range)
         if not self.controller.worker.playing:
             self.controller.worker.wait_idle()  # the zoomed frames drawn
@@ -146,6 +148,8 @@ class Comparison(Panel):
 
     def reset_view(self) -> None:
         """Back to the shared automatic range."""
+        for plot in self.plots:  # a wheel zoom after it may repeat one before it: a zoom, not an echo
+            plot.range_decided()
         self.controller.reset_view()
 
     @property

@@ -33,6 +33,9 @@ RULE_LABELS = {"auto": "auto (hub-aware rule)", "shipped": "shipped GPU rule", "
 # The n_chunks menu: every rule the optimizer knows, then "fixed" (an int, set by the slider or the box).
 N_CHUNKS_MODES = (*((RULE_LABELS.get(rule, f"{rule} rule"), rule) for rule in RULES), ("fixed", "fixed"))
 FRAME_FORMAT = "jpeg"  # live frames; see encode_frame
+# The plot's column, pixels: at least wide enough to point in, at most short enough to see whole; it starts
+# from COLUMN_BASIS and grows.
+MIN_COLUMN, COLUMN_BASIS, MAX_COLUMN = 260, 400, 820
 ERROR_STYLE = "background:#fdecea;color:#611a15;border-left:4px solid #d32f2f;padding:6px 10px"
 
 
@@ -52,7 +55,8 @@ class Explorer(Panel, LookingCloser):
     epochs_per_frame : int
         Epochs run between two frames.
     size : int
-        The view's width and height in pixels.
+        The view's first width and height in pixels; once shown, the view follows the output's width (square)
+        and frames are drawn at the size it has on screen (``controller.params.size``).
     outlier_method : str
         "neighbors" or "radius" (see ``umapviz.metrics.outliers``).
     colour_by_class : bool
@@ -386,7 +390,7 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     stages : int
         Steps of the progress bar.
     view : dict
-        The view's widgets (ExplorerView.widgets): "view", "caption", "trail", "legend", "inspector", "focus",
+        The view's widgets (ExplorerView.widgets): "view", "caption", "cursor", "trail", "legend", "inspector", "focus",
         "clear".
     """
     import ipywidgets as w  # noqa: PLC0415
@@ -450,12 +454,7 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
     ws["reset"] = w.Button(description="Reset", icon="undo", layout=button)
     ws.update(view)
     ws["scrub"] = w.IntSlider(
-        value=0,
-        min=0,
-        max=0,
-        description="recorded",
-        continuous_update=True,
-        layout=w.Layout(width=f"{size}px", max_width="100%"),
+        value=0, min=0, max=0, description="recorded", continuous_update=True, layout=w.Layout(width="100%")
     )
     ws["export_path"] = w.Text(
         value="umapviz-run.gif",
@@ -463,9 +462,10 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
         tooltip="a file ending in .png, .gif, .html, .mp4 or .npz, or a folder; relative to the kernel's directory",
     )
     ws["export"] = w.Button(description="Export", icon="download", layout=w.Layout(width="90px"))
-    ws["chart"] = w.Image(format="png", width=360, height=220)
-    ws["status"] = w.HTML(value="starting...", layout=w.Layout(width="360px", overflow="hidden"))
-    ws["note"] = w.HTML(value="", layout=w.Layout(width=f"{size}px", max_width="100%"))
+    # The right column's items shrink with an output narrower than they are (their column wraps under the plot).
+    ws["chart"] = w.Image(format="png", width=360, height=220, layout=w.Layout(max_width="100%", height="auto"))
+    ws["status"] = w.HTML(value="starting...", layout=w.Layout(width="360px", max_width="100%", overflow="hidden"))
+    ws["note"] = w.HTML(value="", layout=w.Layout(width="100%"))
     ws["error"] = w.HTML(value="", layout=w.Layout(display="none", width="100%"))
     ws["busy"] = w.HTML(value="")
     ws["progress"] = w.IntProgress(value=0, min=0, max=stages, bar_style="info", layout=w.Layout(width="200px"))
@@ -494,18 +494,24 @@ def make_widgets(size: int, stages: int, view: dict[str, Any]) -> tuple[dict[str
         [
             ws["view"],
             ws["caption"],
-            w.HBox(
-                [ws["focus"], ws["clear"]], layout=w.Layout(align_items="center", width=f"{size}px", max_width="100%")
-            ),
+            ws["cursor"],
+            w.HBox([ws["focus"], ws["clear"]], layout=w.Layout(align_items="center", width="100%")),
             ws["legend"],
             ws["scrub"],
             ws["trail"],
             w.HBox([ws["export_path"], ws["export"]]),
             ws["note"],
         ],
-        layout=w.Layout(**column),
+        # The plot's column grows into the row's free width (the plot follows it, square): beside the controls
+        # and the status column from about 1,150 pixels of output, else on a row of its own, which it fills.
+        layout=w.Layout(
+            flex=f"1 1 {COLUMN_BASIS}px",
+            min_width=f"{MIN_COLUMN}px",
+            max_width=f"{MAX_COLUMN}px",
+            margin=column["margin"],
+        ),
     )
-    right = w.VBox([ws["status"], ws["inspector"], ws["chart"]], layout=w.Layout(**column))
+    right = w.VBox([ws["status"], ws["inspector"], ws["chart"]], layout=w.Layout(max_width="100%", **column))
     body = w.HBox([left, centre, right], layout=w.Layout(flex_flow="row wrap"))
     panel = w.VBox([ws["error"], ws["busy_box"], body])
     panel.add_class("umapviz-explorer")

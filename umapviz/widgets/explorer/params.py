@@ -128,7 +128,7 @@ class ExplorerParams(HasTraits):
     outlier_method = Choice(OUTLIER_METHODS, "neighbors", help="see umapviz.metrics.outliers")
     # -- the panel's own settings ---------------------------------------------------------------------
     epochs_per_frame = Count(1, help="epochs run between two frames")
-    size = Count(480, help="the view's width and height in pixels")
+    size = Count(480, help="the view's width and height in pixels (the plot on screen sets it)")
     colour_by_class = Flag(True, help="colour points by label (False: by density only, faster on a CPU)")
     lock_view = Flag(False, help="keep the view range of the frame shown when locked")
     # -- the dataset menu ------------------------------------------------------------------------------

@@ -28,6 +28,9 @@ COUNTS_LEGEND = (
 )
 
 
+# Frames are drawn at the plot's size in the page, within these bounds: a wider plot scales the image up (the
+# render's cost grows with its pixels), a narrower one is too small to point at.
+MIN_FRAME, MAX_FRAME = 200, 800
 MAX_LEGEND_CLASSES = 24  # more classes than this: the first ones named, and how many more (the palette repeats)
 
 
@@ -80,6 +83,19 @@ def caption_html(epoch: int, recorded: bool, off_view: tuple[int, ...]) -> str:
     return f"<div style='font-size:13px'>{text}</div>"
 
 
+def cursor_html(x: float | None, y: float | None) -> str:
+    """The pointer's position in data units (the plot has no axes), or how to get it when off the plot.
+
+    Parameters
+    ----------
+    x, y : float or None
+        The pointer's data coordinates; None when it is not over the plot.
+    """
+    if x is None or y is None:
+        return "<span style='color:#888;font-size:12px'>point at the plot for its x, y coordinates</span>"
+    return f"<span style='font-size:12px'>pointer at x <b>{x:.4g}</b>, y <b>{y:.4g}</b></span>"
+
+
 def focus_html(inspected: int | None, n_selected: int) -> str:
     """The line under the plot: what is inspected and selected (why the plot is dimmed), and how to clear it.
 
@@ -123,7 +139,10 @@ class ExplorerView:
             on_range=weak_callback(self._zoomed),
             on_tap=weak_callback(self._tapped),
             on_select=weak_callback(self._selected),
+            responsive=True,
         )
+        # The plot follows the output's width: frames are drawn at the size it reports (see _resized).
+        self.plot.size_stream.add_subscriber(weak_callback(self._resized))
         self.trail = w.Checkbox(value=False, description="draw the inspected point's trail", indent=False)
         self.focus = w.HTML(value="", layout=w.Layout(flex="1 1 auto"))
         self.clear = w.Button(
@@ -135,10 +154,14 @@ class ExplorerView:
         self.clear.on_click(weak_callback(self._clear_clicked))
         self.focus.add_class("umapviz-focus")
         self.clear.add_class("umapviz-clear")
-        self.legend = w.HTML(value="", layout=w.Layout(width=f"{size}px", max_width="100%"))
-        self.caption = w.HTML(value="", layout=w.Layout(width=f"{size}px", max_width="100%"))
+        self.legend = w.HTML(value="", layout=w.Layout(width="100%"))
+        self.caption = w.HTML(value="", layout=w.Layout(width="100%"))
         self.caption.add_class("umapviz-caption")
-        self.inspector = w.HTML(value=inspector_html(None), layout=w.Layout(width="360px"))
+        # The plot has no axes (the square frame is all image): the pointer's data coordinates are read out here.
+        self.cursor = w.HTML(value=cursor_html(None, None), layout=w.Layout(width="100%"))
+        self.cursor.add_class("umapviz-cursor")
+        self.plot.pointer_stream.add_subscriber(weak_callback(self._pointer_moved))
+        self.inspector = w.HTML(value=inspector_html(None), layout=w.Layout(width="360px", max_width="100%"))
         self.trail.add_class("umapviz-trail")
         self.inspector.add_class("umapviz-inspector")
         self.legend.add_class("umapviz-legend")
@@ -151,8 +174,8 @@ class ExplorerView:
     @property
     def widgets(self) -> dict[str, Any]:
         """The view's widgets by name: "view" (the plot), "caption" (the epoch and the points outside the view,
-        under the plot), "trail", "legend", "inspector", "focus" (what is inspected and selected, and how to
-        clear it) and "clear" (its button)."""
+        under the plot), "cursor" (the pointer's coordinates), "trail", "legend", "inspector", "focus" (what is
+        inspected and selected, and how to clear it) and "clear" (its button)."""
         return {
             "view": self.plot.widget,
             "trail": self.trail,
@@ -161,6 +184,7 @@ class ExplorerView:
             "focus": self.focus,
             "clear": self.clear,
             "caption": self.caption,
+            "cursor": self.cursor,
         }
 
     def frame(self) -> np.ndarray:
@@ -188,8 +212,9 @@ class ExplorerView:
         epoch = c.epoch if recorded < 0 else int(run.log.epochs[recorded])
         # Every count follows the epoch on screen: a recorded frame's own outliers while scrubbed.
         outliers = run.n_outliers if recorded < 0 else int(run.log.outliers[recorded].sum())
-        caption = f"epoch {epoch}" + (" (recorded)" if recorded >= 0 else "")
-        self.plot.push_frame(image, as_view(view), embedding, labels, caption=caption, **self._marks())
+        # The epoch is said in the caption row under the plot: a title over it would make the square plot's
+        # frame oblong.
+        self.plot.push_frame(image, as_view(view), embedding, labels, **self._marks())
         self.caption.value = caption_html(epoch, recorded >= 0, run.off_view)
         n_classes = run.n_labels if labels is not None and run.n_labels else 0
         self.legend.value = classes_html(n_classes) + COUNTS_LEGEND.format(
@@ -197,9 +222,10 @@ class ExplorerView:
         )
 
     def _marks_changed(self, _change: Any = None) -> None:
+        # The inspector first: its text goes out at once, where the marks wait for the frame drawn under them.
+        self.inspector.value = inspector_html(self.controller.point)
         if self.controller.run is not None and self.plot.view_range is not None:
             self.plot.set_marks(**self._marks())
-        self.inspector.value = inspector_html(self.controller.point)
 
     def _focus_changed(self, _change: Any = None) -> None:
         self.focus.value = focus_html(self.controller.inspected, len(self.controller.selection))
@@ -215,6 +241,23 @@ class ExplorerView:
         return {"selection": c.selection, "highlight": highlight, "trail": trail}
 
     # -- plot -> controller (each error goes to the panel: a callback that raises shows nothing) ------------
+    def _pointer_moved(self, x: float | None = None, y: float | None = None, **_other: Any) -> None:
+        """The pointer moved over the plot (or left it: None). Never raises: an error in a stream's subscriber
+        would stop HoloViews from sending the stream's later events."""
+        try:
+            self.cursor.value = cursor_html(x, y)
+        except Exception as exc:  # said in the panel instead
+            self.controller.status.show_error(exc)
+
+    def _resized(self, width: int | None = None, height: int | None = None, **_scale: Any) -> None:
+        """The plot's frame took a new size in the page: frames are drawn at it from now on (its width: the
+        frame is square), so the image keeps one image pixel per screen pixel at any notebook width."""
+        if not width or not height:  # not laid out yet
+            return
+        size = max(MIN_FRAME, min(int(width), int(height), MAX_FRAME))
+        if size != self.controller.params.size:
+            self._guarded(lambda: setattr(self.controller.params, "size", size))
+
     def _zoomed(self, view: Any) -> None:
         self._guarded(lambda: self.controller.reset_view() if view is None else self.controller.zoom(*_ranges(view)))
 
@@ -248,6 +291,7 @@ class LookingCloser:
         x_range, y_range : pair of float
             (low, high), finite, low < high.
         """
+        self.plot.range_decided()  # a later wheel zoom to a range drawn before is a zoom, not an echo
         view_range = self.controller.zoom(x_range, y_range)
         if not self.controller.worker.playing:
             self.controller.wait()  # the zoomed frame drawn, as frame() will show it
@@ -260,6 +304,8 @@ class LookingCloser:
 
     def reset_view(self) -> None:
         """Back to the automatic range (the layout's robust range, or the locked one)."""
+        # A wheel zoom after it may well repeat one before it (the same step at the same place): a zoom.
+        self.plot.range_decided()
         self.controller.reset_view()
 
     def inspect(self, index: int | None):
