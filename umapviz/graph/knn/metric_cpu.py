@@ -192,10 +192,10 @@ def approx_metric_knn(
     """
     n, k = X.shape[0], n_neighbors
     rows, search_metric, search_kwds, proxy = _candidate_space(X, metric, metric_kwds)
-    # A proxy metric ranks the pairs otherwise than ``metric``: three times the candidates, then a refinement round
+    # A proxy metric ranks the pairs otherwise than ``metric``: twice the candidates, then a refinement round
     # under ``metric`` itself, find at least the neighbours NN-descent under ``metric`` finds
     # (bench/RESULTS.md, "Other metrics' kNN").
-    n_cand = max(k, min(3 * k, n - 1)) if proxy else k
+    n_cand = max(k, min(2 * k, n - 1)) if proxy else k
     cand = nndescent_candidates(rows, n_cand, search_metric, search_kwds, random_state)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k), dtype=np.float64)
