@@ -114,20 +114,85 @@ def test_local_connectivity_and_set_op_mix_ratio_equal_umap_learns(local_connect
     assert np.array_equal(smooth_knn_dist(dist, local_connectivity=local_connectivity)[1], rho)
 
 
-@pytest.mark.parametrize("metric", ["manhattan", "correlation"])
-def test_approximate_search_rescores_pynndescents_candidates_with_scipys_distances(metric):
-    # correlation's candidates come from a cosine search of the centred rows: the same neighbours, re-scored
+@pytest.mark.parametrize(
+    ("metric", "kwds"),
+    [
+        ("manhattan", {}),
+        ("correlation", {}),
+        ("minkowski", {"p": 1.0}),
+        ("minkowski", {"p": 2.0}),
+        ("minkowski", {"p": 3.0}),
+        ("hellinger", {}),
+        ("hamming", {}),
+        ("jaccard", {}),
+    ],
+)
+def test_approximate_search_rescores_candidates_with_scipys_distances(metric, kwds):
+    # The candidates may come from another search (correlation: cosine of the centred rows; minkowski p=1, 2:
+    # manhattan, euclidean; p=3: euclidean, then a refinement round; hellinger: cosine of sqrt(u / sum u);
+    # hamming, jaccard: popcounts of packed bits): the same neighbours, re-scored
     X = _data(metric, n=600)
-    idx, dist = metric_cpu.approx_metric_knn(X, 10, metric, {}, random_state=1)
-    exact_idx, _ = metric_cpu.exact_metric_knn(X, 10, metric, {})
-    D = _scipy_distances(X, metric, {})
+    idx, dist = metric_cpu.approx_metric_knn(X, 10, metric, kwds, random_state=1)
+    _, exact_dist = metric_cpu.exact_metric_knn(X, 10, metric, kwds)
+    D = _scipy_distances(X, metric, kwds)
     assert np.array_equal(idx[:, 0], np.arange(len(X)))
     np.testing.assert_allclose(dist, np.take_along_axis(D, idx.astype(np.int64), 1), rtol=1e-5, atol=1e-7)
     assert (np.diff(dist, axis=1) >= 0).all()
-    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(idx, exact_idx, strict=True)])
-    assert recall > 0.95
-    again, _ = metric_cpu.approx_metric_knn(X, 10, metric, {}, random_state=1)
+    # recall by distance (hamming and jaccard tie at many places, where any of the tied points is as near)
+    found = np.mean(dist <= exact_dist[:, -1:] * (1 + 1e-6))
+    assert found > 0.95
+    again, _ = metric_cpu.approx_metric_knn(X, 10, metric, kwds, random_state=1)
     assert np.array_equal(idx, again)
+
+
+def test_candidate_search_takes_the_cheaper_equivalent_metric_only_where_it_ranks_alike():
+    space = metric_cpu._candidate_space
+    binary = _data("hamming")
+    assert space(binary, "minkowski", {"p": 1.0})[1:] == ("manhattan", {}, False)
+    assert space(binary, "minkowski", {"p": 3.0})[1:] == ("euclidean", {}, True)
+    assert space(binary, "minkowski", {"p": 2.5})[1:] == ("minkowski", {"p": 2.5}, False)
+    assert space(binary, "minkowski", {"p": 6.0})[1:] == ("minkowski", {"p": 6.0}, False)
+    if metric_cpu._has_bit_metrics():
+        rows, name, _, _ = space(binary, "hamming", {})
+        assert name == "bit_hamming" and rows.dtype == np.uint8 and rows.shape == (len(binary), 3)
+        assert np.array_equal(np.unpackbits(rows, axis=1)[:, :24], binary != 0)
+        assert space(binary * 2, "jaccard", {})[1] == "bit_jaccard"  # jaccard reads non-zero as True
+    assert space(binary * 2, "hamming", {})[1] == "hamming"  # 0/2 differ from 1: counted as floats
+    counts = _data("hellinger")
+    rows, name, _, _ = space(counts, "hellinger", {})
+    D = _scipy_distances(counts, "hellinger", {})
+    assert name == "cosine"
+    live = counts.sum(axis=1) > 0  # rows of zeros stay zero, re-scored apart
+    np.testing.assert_allclose(cdist(rows[live], rows[live]) / np.sqrt(2), D[live][:, live], atol=1e-6)
+
+
+def test_refinement_round_under_a_metric_keeps_the_k_best_of_its_candidates_and_never_loses_one():
+    numba = pytest.importorskip("numba")
+    X = _data("minkowski", n=500)
+    kwds = {"p": 3.0}
+    exact_idx, exact_dist = metric_cpu.exact_metric_knn(X, 10, "minkowski", kwds)
+    rng = np.random.default_rng(2)
+    start = np.concatenate([np.arange(len(X))[:, None], rng.integers(0, len(X), (len(X), 9))], axis=1)
+    start[:, 5:] = exact_idx[:, 5:]  # half right, half random
+    before = np.mean([len(set(a) & set(b)) for a, b in zip(start, exact_idx, strict=True)])
+    results = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        with_threads = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            results.append(metric_cpu.refine_metric_knn(X, start, "minkowski", kwds))
+        finally:
+            numba.set_num_threads(with_threads)
+    (idx, dist), (idx2, dist2) = results
+    assert np.array_equal(idx, idx2) and np.array_equal(dist.view(np.int64), dist2.view(np.int64))
+    D = _scipy_distances(X, "minkowski", kwds)
+    np.testing.assert_allclose(dist[:, 1:], np.take_along_axis(D, idx[:, 1:], 1), rtol=1e-5)
+    assert np.array_equal(idx[:, 0], np.arange(len(X))) and (np.diff(dist, axis=1) >= 0).all()
+    after = np.mean([len(set(a) & set(b)) for a, b in zip(idx, exact_idx, strict=True)])
+    assert after > before
+    # each row's k-th distance is no worse than the best k of its own starting neighbours
+    own = np.sort(np.take_along_axis(D, start.astype(np.int64), 1)[:, 1:], axis=1)
+    assert (dist[:, -1] <= own[:, -1] * (1 + 1e-9)).all()
 
 
 @pytest.mark.parametrize(("metric", "kwds"), _CASES)

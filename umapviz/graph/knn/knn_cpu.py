@@ -360,7 +360,7 @@ def nndescent_candidates(
     Parameters
     ----------
     X : numpy.ndarray
-        (n, d) float32 rows.
+        (n, d) float32 rows (uint8 packed bits for pynndescent's ``bit_hamming`` and ``bit_jaccard``).
     k : int
         Candidates per row.
     metric : str

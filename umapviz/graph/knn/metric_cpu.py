@@ -21,6 +21,7 @@ from scipy.spatial.distance import cdist
 
 from . import stop_if_cancelled
 from .knn_cpu import nndescent_candidates
+from .refine import _CPU_TILE_ROWS, _candidates, _reverse_neighbours
 
 # Memory for one block of the (rows, n) float64 distance matrix.
 _BLOCK_BYTES = 128 * 2**20
@@ -190,8 +191,12 @@ def approx_metric_knn(
         NN-descent's seed.
     """
     n, k = X.shape[0], n_neighbors
-    rows, search_metric, search_kwds = _candidate_space(X, metric, metric_kwds)
-    cand = nndescent_candidates(rows, k, search_metric, search_kwds, random_state)
+    rows, search_metric, search_kwds, proxy = _candidate_space(X, metric, metric_kwds)
+    # A proxy metric ranks the pairs otherwise than ``metric``: twice the candidates, then a refinement round
+    # under ``metric`` itself, find at least the neighbours NN-descent under ``metric`` finds
+    # (bench/RESULTS.md, "Other metrics' kNN").
+    n_cand = max(k, min(2 * k, n - 1)) if proxy else k
+    cand = nndescent_candidates(rows, n_cand, search_metric, search_kwds, random_state)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k), dtype=np.float64)
     X = np.ascontiguousarray(X, dtype=np.float32)
@@ -200,19 +205,60 @@ def approx_metric_knn(
     if short.size:  # rows where NN-descent found fewer than k neighbours: exactly
         D = cdist_block(X[short], X, metric, metric_kwds)
         idx[short], dist[short] = select_rows(D, k, short)
+    if proxy:
+        idx, dist = refine_metric_knn(X, idx, metric, metric_kwds)
     return _finish(idx, dist)
 
 
-def _candidate_space(X: np.ndarray, metric: str, metric_kwds: dict) -> tuple[np.ndarray, str, dict]:
-    """The rows, metric and parameters NN-descent searches for ``metric``'s candidates. Correlation is the cosine
-    distance of the rows less their means, and pynndescent runs cosine as a dot product of normalised rows but
-    correlation pair by pair, means included: searching the centred rows under cosine finds the same neighbours
-    (a constant row centres to zero, which pynndescent's cosine puts at 0 from another and 1 from the rest, as
-    its correlation does) at less cost. The candidates are re-scored under ``metric`` on X either way."""
+def _candidate_space(X: np.ndarray, metric: str, metric_kwds: dict) -> tuple[np.ndarray, str, dict, bool]:
+    """The rows, metric and parameters NN-descent searches for ``metric``'s candidates, and whether that metric is
+    a proxy (ranks some pairs otherwise than ``metric``). Where a cheaper search ranks the pairs as ``metric``
+    does, that one; the candidates are re-scored under ``metric`` on X either way, so the choice changes the time
+    and which candidates are found, never a distance.
+
+    - correlation is the cosine distance of the rows less their means, and pynndescent runs cosine as a dot product
+      of normalised rows but correlation pair by pair, means included: the centred rows under cosine (a constant
+      row centres to zero, which pynndescent's cosine puts at 0 from another and 1 from the rest, as its
+      correlation does).
+    - minkowski with p = 1 is manhattan and with p = 2 euclidean (which pynndescent runs as a squared distance):
+      those searches, without a power per feature. pynndescent compiles its search anew for every index of a
+      metric with parameters (tens of seconds), so p = 3 takes the euclidean search as a proxy (its neighbours
+      are mostly those under p = 2; the re-scoring's cubes are products); other p keep minkowski (at p = 6 the
+      proxy found 0.86 of the neighbours where minkowski's search found 0.95).
+    - hellinger is ``|a - b| / sqrt(2)`` for the unit rows ``a = sqrt(u / sum(u))``, which rank as their cosine:
+      the cosine search of those rows, without a square root per feature and pair (a zero row stays zero, ranked
+      apart from every other row: the re-scoring puts it at 1 from them, as hellinger does).
+    - jaccard reads each feature as zero or not, and hamming on 0/1 data counts the features that differ: on
+      those rows packed 8 features a byte, pynndescent's popcount metrics (``bit_jaccard`` ranks as jaccard,
+      ``bit_hamming`` counts the differing bits), where the installed pynndescent has them.
+    """
     if metric == "correlation":
         centred = X - X.mean(axis=1, dtype=np.float64, keepdims=True)
-        return centred.astype(np.float32), "cosine", {}
-    return X, metric, metric_kwds
+        return centred.astype(np.float32), "cosine", {}, False
+    if metric == "minkowski":
+        p = metric_kwds.get("p", 2.0)
+        if p in (1.0, 2.0):
+            return X, "manhattan" if p == 1.0 else "euclidean", {}, False
+        if p == 3.0:
+            return X, "euclidean", {}, True
+    if metric == "hellinger":
+        sums = X.sum(axis=1, dtype=np.float64, keepdims=True)
+        rows = np.sqrt(np.divide(X, sums, out=np.zeros(X.shape), where=sums > 0))
+        return rows.astype(np.float32), "cosine", {}, False
+    if metric in ("hamming", "jaccard") and _has_bit_metrics():
+        nonzero = X != 0
+        if metric == "jaccard" or bool(((X == 0) | (X == 1)).all()):
+            return np.packbits(nonzero, axis=1), f"bit_{metric}", {}, False
+    return X, metric, metric_kwds, False
+
+
+def _has_bit_metrics() -> bool:
+    """pynndescent has the popcount metrics on packed bits (added after 0.5)."""
+    try:
+        from pynndescent import distances  # noqa: PLC0415 - heavy import (and JIT), only when needed
+    except ImportError:
+        return False
+    return "bit_hamming" in distances.named_distances and "bit_jaccard" in distances.named_distances
 
 
 # The re-scoring kernel's metric numbers.
@@ -234,6 +280,8 @@ def _pair_distance(u, v, code, p):
     constant row's correlation as :func:`cdist_block` sets it), summed in order."""
     d = u.shape[0]
     if code == 0 or code == 1 or code == 2:
+        # a whole p up to 8 as products (within an ulp or two of SciPy's pow, at a fraction of its cost)
+        whole = int(p) if code == 2 and p == int(p) and p <= 8 else 0
         acc = 0.0
         for t in range(d):
             diff = abs(np.float64(u[t]) - np.float64(v[t]))
@@ -241,6 +289,11 @@ def _pair_distance(u, v, code, p):
                 acc += diff
             elif code == 1:
                 acc = max(acc, diff)
+            elif whole > 0:
+                term = diff
+                for _ in range(whole - 1):
+                    term *= diff
+                acc += term
             else:
                 acc += diff**p
         return acc ** (1.0 / p) if code == 2 else acc
@@ -299,36 +352,72 @@ def _pair_distance(u, v, code, p):
 
 
 @numba.njit(parallel=True, cache=True)
-def _rescore(X, cand, code, p, idx, dist):
-    """Each row's candidates re-scored (``_pair_distance``) and the k best kept in ``idx``, ``dist``: by (distance,
-    index), the row itself first, -1 candidates last at inf. Rows are independent: the same bytes on any thread
+def _rescore(X, cand, code, p, idx, dist, first=0):
+    """Row r's candidates ``cand[r]`` re-scored (``_pair_distance``) from the point ``first + r`` and the k best
+    kept in ``idx[r]``, ``dist[r]``: by (distance, index), the point itself first, -1 candidates last at inf
+    (a row with fewer than k valid candidates ends in -1). Rows are independent: the same bytes on any thread
     count."""
     n, m = cand.shape
     k = idx.shape[1]
-    for i in numba.prange(n):
-        d = np.empty(m, dtype=np.float64)
-        c = np.empty(m, dtype=np.int64)
+    for r in numba.prange(n):
+        i = first + r
+        best_d = np.full(k, np.inf)
+        best_c = np.full(k, -1, dtype=np.int64)
+        filled = 0
         for j in range(m):
-            col = cand[i, j]
-            c[j] = col
+            col = cand[r, j]
             if col < 0:
-                d[j] = np.inf
+                dj = np.inf
             elif col == i:
-                d[j] = -1.0  # self first
+                dj = -1.0  # self first
             else:
-                d[j] = _pair_distance(X[i], X[col], code, p)
-        for j in range(1, m):  # insertion sort by (distance, index): m is small
-            dj, cj = d[j], c[j]
-            t = j - 1
-            while t >= 0 and (d[t] > dj or (d[t] == dj and c[t] > cj)):
-                d[t + 1] = d[t]
-                c[t + 1] = c[t]
+                dj = _pair_distance(X[i], X[col], code, p)
+            if filled < k:
+                t = filled
+                filled += 1
+            elif dj > best_d[k - 1] or (dj == best_d[k - 1] and col >= best_c[k - 1]):
+                continue
+            else:
+                t = k - 1
+            while t > 0 and (best_d[t - 1] > dj or (best_d[t - 1] == dj and best_c[t - 1] > col)):
+                best_d[t] = best_d[t - 1]
+                best_c[t] = best_c[t - 1]
                 t -= 1
-            d[t + 1] = dj
-            c[t + 1] = cj
+            best_d[t] = dj
+            best_c[t] = col
         for j in range(k):
-            idx[i, j] = c[j]
-            dist[i, j] = max(d[j], 0.0)
+            idx[r, j] = best_c[j]
+            dist[r, j] = max(best_d[j], 0.0)
+
+
+def refine_metric_knn(X: np.ndarray, idx: np.ndarray, metric: str, metric_kwds: dict) -> tuple[np.ndarray, np.ndarray]:
+    """One round of neighbourhood refinement (:mod:`.refine`'s candidates: own neighbours, their neighbours,
+    reverse neighbours) under ``metric``, re-scored by :func:`_pair_distance`: ``(indices int64, distances
+    float64)``, self first, the rest by (distance, index). A point keeps its neighbours unless better ones are
+    found, and the candidates are a function of ``idx`` alone: deterministic on any thread count.
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        (n, d) float32 rows.
+    idx : numpy.ndarray
+        (n, k) neighbour indices, self first, every entry a valid row.
+    metric : str
+        A metric of :data:`_METRIC_CODES`.
+    metric_kwds : dict
+        ``{"p": p}`` for minkowski, else empty.
+    """
+    n, k = idx.shape
+    idx = idx.astype(np.int32)
+    reverse = _reverse_neighbours(idx, k - 1, np)
+    out_idx = np.empty((n, k), dtype=np.int64)
+    out_dist = np.empty((n, k), dtype=np.float64)
+    code, p = _METRIC_CODES[metric], float(metric_kwds.get("p", 2.0))
+    for start in range(0, n, _CPU_TILE_ROWS):
+        stop = min(n, start + _CPU_TILE_ROWS)
+        cand = _candidates(idx, reverse, start, stop, np)
+        _rescore(X, cand, code, p, out_idx[start:stop], out_dist[start:stop], start)
+    return out_idx, out_dist
 
 
 def _formula(U: np.ndarray, V: np.ndarray, metric: str) -> np.ndarray:
