@@ -374,7 +374,9 @@ def _open_notebook(browser, lab, name: str, init_script: str | None = None, widt
     if init_script is not None:
         page.add_init_script(init_script)
     page.goto(f"{lab['base']}/lab/tree/{name}?token={lab['token']}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
+    # The notebook's cells in the page (attached: a rendered markdown cell's editor, the first of notebook 01's,
+    # is hidden, so "visible" fails at random on when the markdown renders; clicks wait for their own target).
+    page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached", timeout=90_000)
     _wait_for(lambda: _kernel_idle(lab), 90, "the kernel to start")
     return page
 

@@ -227,6 +227,7 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab, width):
     shots = SHOTS / f"{width}px"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = None  # a failure before the page opens has no screenshot to take
         try:
             page = _open_notebook(browser, walk_lab, "01_quickstart.ipynb", width=width)
             page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=30_000)
@@ -413,8 +414,9 @@ def test_a_newcomers_hour_in_jupyterlab(walk_lab, width):
             assert watch.errors == [], watch.errors
             assert page.locator(".jp-Notebook .jp-OutputArea-error").count() == 0
         except Exception:
-            shots.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(shots / "failed.png"))
+            if page is not None:
+                shots.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(shots / "failed.png"))
             raise
         finally:
             browser.close()
